@@ -1,0 +1,460 @@
+/*
+ * libsiamesenorm — SiameseNorm dual-stream normalisation primitives for C/C++ trainers.
+ *
+ * SiameseNorm (Li et al., ICML 2026) replaces the single Pre-Norm residual stream of a
+ * transformer with two streams that share every block: a Post-Norm-like stream x and a
+ * Pre-Norm-like stream y with a clean identity path, fused before each block. This header is
+ * the whole public contract of the library. The mathematics is restated next to each call.
+ *
+ * ---------------------------------------------------------------------------------------------
+ * Conventions (they hold for every function below unless its comment says otherwise)
+ * ---------------------------------------------------------------------------------------------
+ * Tensors   fp32, row-major, R rows (tokens) by D columns (model width). Every matrix argument
+ *           comes as a pointer plus a row stride `ld*` counted in floats (ld >= D), so views into
+ *           larger buffers work: element (r, j) of `x` is x[r * ldx + j].
+ * Roles     "reads" arguments are const and only read. "writes" arguments are overwritten.
+ *           "accumulates" arguments have the result added (+=) to what they hold. Backward
+ *           passes always accumulate parameter gradients; input gradients are written unless
+ *           the flag SN_ACCUMULATE (or SN_ACCUMULATE_Y) asks to accumulate them.
+ * Aliasing  Buffers must not overlap, except where a comment says "may alias": then the two
+ *           arguments may be the very same view (same pointer and same row stride), which
+ *           makes the call in-place. Any other overlap between a buffer the call writes and any
+ *           other buffer of the call is rejected with SN_ERR_ALIAS. Overlap is judged on the
+ *           address ranges the views span.
+ * Errors    Every call validates all its arguments before it touches memory and returns a
+ *           sn_status. On any status other than SN_OK no output buffer has been modified.
+ *           The library never aborts, prints, or calls exit.
+ * Memory    No call allocates except sn_ctx_create. Parameters, saved activations and
+ *           gradients live in caller-owned buffers whose sizes the *_query / sn_net_sizes
+ *           functions report.
+ * Threads   There is no global mutable state. Every function is reentrant and thread-safe
+ *           for calls whose written buffers are disjoint. A NULL sn_ctx is always valid and
+ *           means "defaults"; a non-NULL sn_ctx may be used by one call at a time.
+ * Numerics  Row statistics are computed in fp32 with a two-pass method (mean, then the sum of
+ *           squared deviations), which stays accurate when |mean| >> std. Results are
+ *           deterministic: the same inputs give bitwise-identical outputs on every call.
+ * Norm params  A norm's parameters are one contiguous block: gamma (W floats) then beta (W
+ *           floats, present only with SN_AFFINE_SCALE_SHIFT), where W is the norm's width (D,
+ *           or the group size G). Its parameter gradients use the same layout.
+ * Norm stats   Saved statistics are stored per row: row r's block starts at
+ *           stats + r * stats_per_row. For LayerNorm the block holds the mean of each of the
+ *           row's groups followed by their rstd; for RMSNorm only the rstd; for the identity
+ *           nothing. stats_per_row comes from the *_query calls.
+ *
+ * ABI policy: enums only grow at the end; sn_norm and sn_fuse are frozen value types; sn_net
+ * grows only by giving meaning to its reserved words, whose zero value keeps the old
+ * behaviour (sn_net_init zeroes them); sn_ctx is opaque. New behaviour arrives as new
+ * functions or new enum values, never as a changed signature within a major version.
+ */
+#ifndef SIAMESENORM_H
+#define SIAMESENORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- version ------------------------------------------------------------------------------ */
+
+#define SN_VERSION_MAJOR 0
+#define SN_VERSION_MINOR 1
+#define SN_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH */
+#define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
+#define SN_VERSION_STRING "0.1.0"
+
+/* ---- export macro ------------------------------------------------------------------------- */
+
+#if defined(_WIN32) && defined(SN_BUILDING_DLL)
+#define SN_API __declspec(dllexport)
+#elif defined(_WIN32) && defined(SN_USING_DLL)
+#define SN_API __declspec(dllimport)
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#define SN_API __attribute__((visibility("default")))
+#else
+#define SN_API
+#endif
+
+/* The runtime version of the linked library: SN_VERSION_NUMBER and SN_VERSION_STRING as they
+ * were when the library was built. Compare with the macros to detect a header/library mismatch. */
+SN_API unsigned sn_version_number(void);
+SN_API const char *sn_version_string(void);
+
+/* ---- status codes ------------------------------------------------------------------------- */
+
+typedef enum sn_status {
+    SN_OK = 0,
+    SN_ERR_NULL = 1,        /* a required pointer argument is NULL */
+    SN_ERR_SHAPE = 2,       /* R, D or the number of sub-layers is <= 0 or too large */
+    SN_ERR_STRIDE = 3,      /* a row stride is smaller than D */
+    SN_ERR_EPS = 4,         /* eps is <= 0, NaN or infinite */
+    SN_ERR_SCALE = 5,       /* a residual scale c is <= 0, NaN or infinite */
+    SN_ERR_ALIAS = 6,       /* a written buffer overlaps another buffer in a forbidden way */
+    SN_ERR_PLACEMENT = 7,   /* unknown placement */
+    SN_ERR_NORM = 8,        /* unknown norm kind or affine mode, or one not allowed here */
+    SN_ERR_GROUP = 9,       /* group size is negative or does not divide D */
+    SN_ERR_FLAGS = 10,      /* unknown bits in a flags argument */
+    SN_ERR_INDEX = 11,      /* sub-layer (or norm) index out of range */
+    SN_ERR_CONFIG = 12,     /* inconsistent configuration (e.g. nonzero reserved words) */
+    SN_ERR_UNSUPPORTED = 13, /* the request is valid but not available in this build/CPU */
+    SN_ERR_NOMEM = 14        /* sn_ctx_create could not allocate */
+} sn_status;
+
+/* A static, human-readable, English description of a status (never NULL; unknown codes get
+ * "unknown status"). */
+SN_API const char *sn_status_string(sn_status status);
+
+/* Flags for backward passes. */
+#define SN_ACCUMULATE 1u   /* add the (first) input gradient into its buffer instead of writing it */
+#define SN_ACCUMULATE_Y 2u /* sn_fuse_backward / sn_merge_backward: add into dy instead of writing */
+
+/* ---- context ------------------------------------------------------------------------------ */
+
+/* Execution context: optional, may be NULL everywhere (NULL means single-threaded, best kernels
+ * for this CPU). Later versions add setters here; a context is the only object the library
+ * allocates. One context serves one call at a time. */
+typedef struct sn_ctx sn_ctx;
+
+/* Allocates a context with default settings. Returns SN_ERR_NULL if out is NULL and
+ * SN_ERR_NOMEM if memory is exhausted (then *out is NULL). */
+SN_API sn_status sn_ctx_create(sn_ctx **out);
+/* Frees a context. NULL is a no-op. */
+SN_API void sn_ctx_destroy(sn_ctx *ctx);
+
+/* ---- norms -------------------------------------------------------------------------------- */
+
+typedef enum sn_norm_kind {
+    SN_NORM_LAYERNORM = 0, /* N(v) = gamma * (v - mean(v)) * rstd + beta, rstd = 1/sqrt(var + eps),
+                              var biased (mean of squared deviations) */
+    SN_NORM_RMSNORM = 1,   /* N(v) = gamma * v * rstd + beta, rstd = 1/sqrt(mean(v^2) + eps) */
+    SN_NORM_IDENTITY = 2   /* N(v) = v: no parameters, no statistics (an absent norm) */
+} sn_norm_kind;
+
+typedef enum sn_affine {
+    SN_AFFINE_SCALE_SHIFT = 0, /* learned gamma and beta */
+    SN_AFFINE_SCALE = 1,       /* learned gamma, no beta (bias-free) */
+    SN_AFFINE_NONE = 2         /* gamma fixed at 1, no beta: no parameters */
+} sn_affine;
+
+/* One normalisation. Frozen layout (16 bytes).
+ *   kind    sn_norm_kind.
+ *   affine  sn_affine (ignored for SN_NORM_IDENTITY).
+ *   group   0 normalises each whole row of D columns. G > 0 normalises each run of G
+ *           consecutive columns of a row separately (per-head q/k norms): D % G == 0, the row
+ *           holds D/G groups, statistics are kept per group, and gamma/beta have G entries shared
+ *           by every group (like torch.nn.LayerNorm(G) applied to a [R, D/G, G] view).
+ *   eps     > 0 and finite (PyTorch's LayerNorm default is 1e-5). Ignored for the identity. */
+typedef struct sn_norm {
+    int32_t kind;
+    int32_t affine;
+    int32_t group;
+    float eps;
+} sn_norm;
+
+/* Sizes of one norm applied to rows of D columns: *n_params receives the parameter count
+ * (gamma then beta, see "Norm params"), *stats_per_row the floats saved per row by a training
+ * forward (LayerNorm 2 * D/G, RMSNorm D/G, identity 0). Either output pointer may be NULL.
+ * Errors: SN_ERR_NULL (n), SN_ERR_SHAPE (D <= 0), SN_ERR_NORM, SN_ERR_GROUP, SN_ERR_EPS. */
+SN_API sn_status sn_norm_query(const sn_norm *n, int64_t D, int64_t *n_params,
+                               int64_t *stats_per_row);
+
+/* Default initialisation: writes gamma = 1 and beta = 0 into params (sn_norm_query's n_params
+ * floats). params may be NULL when the norm has no parameters. */
+SN_API sn_status sn_norm_init_params(const sn_norm *n, int64_t D, float *params);
+
+/* Forward: out = N(x), row by row.
+ *   reads   x [R x D, ldx], params (NULL allowed when the norm has none)
+ *   writes  out [R x D, ldo]; out may alias x.
+ *           stats [R x stats_per_row] when non-NULL (training); NULL runs inference and saves
+ *           nothing.
+ * Errors: SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE, SN_ERR_NORM, SN_ERR_GROUP, SN_ERR_EPS,
+ *         SN_ERR_ALIAS. */
+SN_API sn_status sn_norm_forward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
+                                 const float *x, int64_t ldx, const float *params, float *out,
+                                 int64_t ldo, float *stats);
+
+/* Backward of sn_norm_forward. With xhat = (x - mean) * rstd (RMSNorm: x * rstd) recomputed
+ * from x and the saved stats, and g = gamma * dout:
+ *   LayerNorm  dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+ *   RMSNorm    dx = rstd * (g - xhat * mean(g * xhat))
+ *   identity   dx = dout
+ *   dgamma += sum over rows (and groups) of dout * xhat;  dbeta += sum of dout.
+ *   reads        dout [R x D, lddo], x [R x D, ldx], params, stats (as written by the forward
+ *                over the same rows)
+ *   writes       dx [R x D, lddx]; accumulates into it instead with flags & SN_ACCUMULATE.
+ *                dx may alias dout (not with SN_ACCUMULATE).
+ *   accumulates  dparams (same layout as params) when non-NULL; NULL skips parameter
+ *                gradients.
+ * Errors: as sn_norm_forward, plus SN_ERR_FLAGS. */
+SN_API sn_status sn_norm_backward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
+                                  const float *dout, int64_t lddo, const float *x, int64_t ldx,
+                                  const float *params, const float *stats, float *dx,
+                                  int64_t lddx, float *dparams, uint32_t flags);
+
+/* ---- dual-stream fuse and merge ----------------------------------------------------------- */
+
+/* Three norms combining the two streams (frozen layout):
+ *   u = N_x(x),   s = u + N_y(y),   h = N_out(s)
+ * As the sub-layer fuse: N_x = N_post, N_y = N_pre, N_out = N_in (SN_NORM_IDENTITY when the
+ * block has no input norm, SN_AFFINE_NONE for a non-affine input norm).
+ * As the merge at the end of the network: N_x = N_a, N_y = N_b, N_out = N_f; the paper's merge
+ * out = x + N_f(y) is N_x = identity, N_y = N_f, N_out = identity.
+ * The three norms must have group == 0. Parameters are one block [N_x | N_y | N_out], each in
+ * the per-norm layout; statistics per row are [N_x | N_y | N_out] likewise. */
+typedef struct sn_fuse {
+    sn_norm x;
+    sn_norm y;
+    sn_norm out;
+} sn_fuse;
+
+/* Sets f->x, f->y and f->out all to {kind, affine, 0, eps}. */
+SN_API sn_status sn_fuse_init(sn_fuse *f, sn_norm_kind kind, sn_affine affine, float eps);
+
+/* Sizes: parameter floats and saved floats per row of the three norms together. Either output
+ * may be NULL. Errors: as sn_norm_query, plus SN_ERR_GROUP when a group is nonzero. */
+SN_API sn_status sn_fuse_query(const sn_fuse *f, int64_t D, int64_t *n_params,
+                               int64_t *stats_per_row);
+
+/* Default initialisation of the fuse's parameter block (gammas 1, betas 0). */
+SN_API sn_status sn_fuse_init_params(const sn_fuse *f, int64_t D, float *params);
+
+/* Fuse forward: u = N_x(x), h = N_out(u + N_y(y)).
+ *   reads   x [R x D, ldx], y [R x D, ldy], params
+ *   writes  u [R x D, ldu] (NULL: not written), h [R x D, ldh],
+ *           stats [R x stats_per_row] (NULL: inference).
+ *   No aliasing between any of the buffers.
+ * Errors: SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE, SN_ERR_NORM, SN_ERR_GROUP, SN_ERR_EPS,
+ *         SN_ERR_ALIAS. */
+SN_API sn_status sn_fuse_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                                 const float *x, int64_t ldx, const float *y, int64_t ldy,
+                                 const float *params, float *u, int64_t ldu, float *h,
+                                 int64_t ldh, float *stats);
+
+/* Fuse backward. Given dh (gradient of h) and du (gradient reaching u through the residual
+ * path, NULL meaning zero):
+ *   ds = N_out backward of dh
+ *   dx = N_x backward of (du + ds)    written, or accumulated with SN_ACCUMULATE
+ *   dy = N_y backward of ds           written, or accumulated with SN_ACCUMULATE_Y
+ *   dparams += the gradients of all three norms' parameters (NULL skips them).
+ *   reads   dh, du, x, y, params, stats (from the training forward over the same rows)
+ *   dx may alias du (not with SN_ACCUMULATE). dy may not alias anything.
+ * In a SiameseNorm sub-layer call it with du = dx_{i+1}, dx aliasing du, and dy holding
+ * dy_{i+1} with SN_ACCUMULATE_Y: afterwards the two buffers hold dx_i and dy_i.
+ * Errors: as sn_fuse_forward, plus SN_ERR_FLAGS. */
+SN_API sn_status sn_fuse_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                                  const float *dh, int64_t lddh, const float *du, int64_t lddu,
+                                  const float *x, int64_t ldx, const float *y, int64_t ldy,
+                                  const float *params, const float *stats, float *dx,
+                                  int64_t lddx, float *dy, int64_t lddy, float *dparams,
+                                  uint32_t flags);
+
+/* Merge forward: out = N_out(N_x(x) + N_y(y)) — sn_fuse_forward without u. */
+SN_API sn_status sn_merge_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                                  const float *x, int64_t ldx, const float *y, int64_t ldy,
+                                  const float *params, float *out, int64_t ldo, float *stats);
+
+/* Merge backward — sn_fuse_backward with du = NULL. */
+SN_API sn_status sn_merge_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                                   const float *dout, int64_t lddo, const float *x, int64_t ldx,
+                                   const float *y, int64_t ldy, const float *params,
+                                   const float *stats, float *dx, int64_t lddx, float *dy,
+                                   int64_t lddy, float *dparams, uint32_t flags);
+
+/* ---- shared block apply, split -------------------------------------------------------------- */
+
+/* Shared block apply: the block output z feeds both streams, scaled down on x only.
+ *   xo = u + z / c,   yo = y + z
+ *   reads   z, u, y [R x D each]; writes xo, yo. xo may alias u, yo may alias y.
+ *   c > 0 and finite.
+ * Errors: SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE, SN_ERR_SCALE, SN_ERR_ALIAS. */
+SN_API sn_status sn_apply_forward(const sn_ctx *ctx, int64_t R, int64_t D, float c,
+                                  const float *z, int64_t ldz, const float *u, int64_t ldu,
+                                  const float *y, int64_t ldy, float *xo, int64_t ldxo,
+                                  float *yo, int64_t ldyo);
+
+/* Backward of sn_apply_forward: dz = dxo / c + dyo (written, or accumulated with
+ * SN_ACCUMULATE). The gradients of u and y are dxo and dyo themselves: nothing to compute.
+ * dz may alias dxo or dyo (not with SN_ACCUMULATE).
+ * Errors: as sn_apply_forward, plus SN_ERR_FLAGS. */
+SN_API sn_status sn_apply_backward(const sn_ctx *ctx, int64_t R, int64_t D, float c,
+                                   const float *dxo, int64_t lddxo, const float *dyo,
+                                   int64_t lddyo, float *dz, int64_t lddz, uint32_t flags);
+
+/* Split at the start of the network: x = e, y = e (copies). x may alias e; y may not alias x.
+ * Errors: SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE, SN_ERR_ALIAS. */
+SN_API sn_status sn_split_forward(const sn_ctx *ctx, int64_t R, int64_t D, const float *e,
+                                  int64_t lde, float *x, int64_t ldx, float *y, int64_t ldy);
+
+/* Backward of the split: de = dx + dy (written, or accumulated with SN_ACCUMULATE).
+ * de may alias dx or dy (not with SN_ACCUMULATE).
+ * Errors: as sn_split_forward, plus SN_ERR_FLAGS. */
+SN_API sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, const float *dx,
+                                   int64_t lddx, const float *dy, int64_t lddy, float *de,
+                                   int64_t ldde, uint32_t flags);
+
+/* ---- placement layer ------------------------------------------------------------------------ */
+
+/* How a network places its norms. Only grows at the end. */
+typedef enum sn_placement {
+    /* h_i = N_i(x_i),  x_{i+1} = x_i + z_i,  out = N_f(x_S) */
+    SN_PLACEMENT_PRE_NORM = 0,
+    /* h_i = x_i,  x_{i+1} = N_i(x_i + z_i),  out = x_S */
+    SN_PLACEMENT_POST_NORM = 1,
+    /* SiameseNorm as the official code runs it (SPEC "the default"):
+     *   split x_0 = y_0 = e
+     *   u_i = N_post,i(x_i),  h_i = N_in,i(u_i + N_pre,i(y_i))
+     *   x_{i+1} = u_i + z_i / c_i,  y_{i+1} = y_i + z_i
+     *   out = N_f(N_a(x_S) + N_b(y_S)) */
+    SN_PLACEMENT_SIAMESE = 2
+} sn_placement;
+
+typedef enum sn_scale_rule {
+    SN_SCALE_DEFAULT = 0, /* c_i = sqrt(2 * (floor(i / 2) + 1)): the official code's rule */
+    SN_SCALE_NONE = 1,    /* c_i = 1 (no depth scaling) */
+    SN_SCALE_EXPLICIT = 2 /* c_i = scales[i], S values > 0 and finite, kept by the caller */
+} sn_scale_rule;
+
+/* A network's norm placement, described once. Fill it with sn_net_init, then adjust fields.
+ * Sub-layer i (0 <= i < S) is the attention sub-layer of layer floor(i/2) when i is even and
+ * its MLP sub-layer when i is odd; the library only uses this for the scale rule.
+ *   placement     sn_placement.
+ *   n_sublayers   S >= 1 (2 per transformer layer).
+ *   d             D, the model width, >= 1.
+ *   norm          every norm of the network except N_in (group must be 0).
+ *   input_norm    N_in of SiameseNorm sub-layers: like norm by default; kind SN_NORM_IDENTITY
+ *                 removes it, affine SN_AFFINE_NONE makes it non-affine. Unused by other
+ *                 placements.
+ *   scale_rule    sn_scale_rule; only SiameseNorm uses scales.
+ *   scales        S floats when scale_rule == SN_SCALE_EXPLICIT (read at each call; the caller
+ *                 keeps them alive), else NULL.
+ *   reserved      must be zero (see the ABI policy). */
+typedef struct sn_net {
+    int32_t placement;
+    int32_t n_sublayers;
+    int64_t d;
+    sn_norm norm;
+    sn_norm input_norm;
+    int32_t scale_rule;
+    uint32_t flags; /* must be 0 in this version */
+    const float *scales;
+    uint64_t reserved[8];
+} sn_net;
+
+/* Fills *net: the placement, S, D, norm = {kind, LayerNorm: SN_AFFINE_SCALE_SHIFT, RMSNorm:
+ * SN_AFFINE_SCALE, group 0, eps}, input_norm = norm, SN_SCALE_DEFAULT, reserved zero; then
+ * validates it (sn_net_check). *net is filled even when the status is an error. */
+SN_API sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, int64_t D,
+                             sn_norm_kind kind, float eps);
+
+/* Validates a description. Errors: SN_ERR_NULL, SN_ERR_PLACEMENT, SN_ERR_SHAPE, SN_ERR_NORM,
+ * SN_ERR_GROUP, SN_ERR_EPS, SN_ERR_SCALE (explicit scales NULL or invalid), SN_ERR_CONFIG
+ * (unknown scale rule, nonzero flags or reserved words). */
+SN_API sn_status sn_net_check(const sn_net *net);
+
+/* The residual scale c_i of sub-layer i (1 for placements without scaling). */
+SN_API sn_status sn_net_scale(const sn_net *net, int32_t i, float *c);
+
+/* Buffer sizes, in floats, for a network run over R rows:
+ *   *n_params      the parameter block of the whole network (gradients: same size/layout)
+ *   *acts_per_row  saved activations: the acts buffer holds R * acts_per_row floats
+ *   *work_per_row  backward workspace (the stream gradients): R * work_per_row floats
+ * Any output may be NULL. Per row and per sub-layer the saved floats are: Pre-Norm D + (norm
+ * stats), Post-Norm D + stats, SiameseNorm 2 * D + stats (each stream once), plus D for the
+ * input e. Errors: as sn_net_check. */
+SN_API sn_status sn_net_sizes(const sn_net *net, int64_t *n_params, int64_t *acts_per_row,
+                              int64_t *work_per_row);
+
+/* Layout of the parameter block. Stage i in 0..S-1 is sub-layer i; stage S is the merge
+ * (stage -1, the split, has no parameters in these placements). The stage's norms are numbered
+ * j = 0, 1, ...: SiameseNorm sub-layer [N_post, N_pre, N_in], merge [N_a, N_b, N_f]; Pre-Norm
+ * sub-layer [N_i], merge [N_f]; Post-Norm sub-layer [N_i], merge none. For norm j of stage i,
+ * *norm (may be NULL) receives its description and *offset (may be NULL) the offset in floats
+ * of its gamma in the parameter block (beta follows at offset + W).
+ * Errors: SN_ERR_INDEX when stage i has no norm j (the way to count them), and as
+ * sn_net_check. */
+SN_API sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm *norm,
+                                int64_t *offset);
+
+/* Writes the default parameters (every gamma 1, every beta 0) into the n_params floats. */
+SN_API sn_status sn_net_init_params(const sn_net *net, float *params);
+
+/* The training loop, identical for every placement:
+ *
+ *   sn_net_split(ctx, net, R, e, lde, params, acts);
+ *   for (i = 0; i < S; i++) {
+ *       sn_net_enter(ctx, net, i, R, params, acts, h[i], ldh);    // the block's input
+ *       block_forward(h[i]) -> z[i];                              // caller's attention / MLP
+ *       sn_net_exit(ctx, net, i, R, z[i], ldz, params, acts);     // fold z into the streams
+ *   }
+ *   sn_net_merge(ctx, net, R, params, acts, out, ldo);            // into the output head
+ *
+ *   sn_net_merge_backward(ctx, net, R, dout, lddo, params, acts, grads, work);
+ *   for (i = S - 1; i >= 0; i--) {
+ *       sn_net_exit_backward(ctx, net, i, R, params, acts, grads, work, dz, lddz, 0);
+ *       block_backward(dz) -> dh;                                 // caller's
+ *       sn_net_enter_backward(ctx, net, i, R, dh, lddh, params, acts, grads, work);
+ *   }
+ *   sn_net_split_backward(ctx, net, R, params, acts, grads, work, de, ldde, 0);
+ *
+ * params  [n_params] read;  grads [n_params] accumulated (+=: zero it before a step);
+ * acts    [R * acts_per_row] written by the forward calls, read by the backward calls;
+ * work    [R * work_per_row] read and written by the backward calls.
+ * R must be the same for every call of one pass. The calls must come in the order above; each
+ * forward call reads what the previous one stored in acts (enter/exit of sub-layer i after
+ * those of i-1). No call keeps pointers. Buffers passed by the caller (e, h, z, out, dout, dz,
+ * dh, de) must not overlap params, grads, acts or work, nor each other within a call. */
+
+/* x_0 (and y_0) = e. reads e [R x D, lde]; writes acts. */
+SN_API sn_status sn_net_split(const sn_ctx *ctx, const sn_net *net, int64_t R, const float *e,
+                              int64_t lde, const float *params, float *acts);
+
+/* Computes the block input of sub-layer i into h [R x D, ldh] (written) and stores what the
+ * backward needs in acts. Pre-Norm: h = N_i(x_i). Post-Norm: h = x_i. SiameseNorm:
+ * h = N_in(N_post(x_i) + N_pre(y_i)). */
+SN_API sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
+                              const float *params, float *acts, float *h, int64_t ldh);
+
+/* Folds the block output z [R x D, ldz] (read) of sub-layer i into the streams held in acts.
+ * Pre-Norm: x_{i+1} = x_i + z. Post-Norm: x_{i+1} = N_i(x_i + z). SiameseNorm:
+ * x_{i+1} = u_i + z / c_i, y_{i+1} = y_i + z. */
+SN_API sn_status sn_net_exit(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
+                             const float *z, int64_t ldz, const float *params, float *acts);
+
+/* The network output into out [R x D, ldo] (written), from the streams in acts. */
+SN_API sn_status sn_net_merge(const sn_ctx *ctx, const sn_net *net, int64_t R,
+                              const float *params, float *acts, float *out, int64_t ldo);
+
+/* Starts the backward pass from dout [R x D] (read): writes the stream gradients into work and
+ * accumulates the merge's parameter gradients into grads. */
+SN_API sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
+                                       const float *dout, int64_t lddo, const float *params,
+                                       const float *acts, float *grads, float *work);
+
+/* Gradient of sub-layer i's block output into dz [R x D, lddz] (written, or accumulated with
+ * SN_ACCUMULATE). Pre-Norm dz = dx_{i+1}; SiameseNorm dz = dx_{i+1} / c_i + dy_{i+1};
+ * Post-Norm first takes the stream gradient back through N_i (accumulating its parameter
+ * gradients) and dz = that. */
+SN_API sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
+                                      const float *params, const float *acts, float *grads,
+                                      float *work, float *dz, int64_t lddz, uint32_t flags);
+
+/* Takes the block-input gradient dh [R x D, lddh] (read) of sub-layer i back into the stream
+ * gradients in work (now those of x_i, y_i) and accumulates sub-layer i's norm gradients. */
+SN_API sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
+                                       const float *dh, int64_t lddh, const float *params,
+                                       const float *acts, float *grads, float *work);
+
+/* Gradient of the network input: de [R x D, ldde] = dx_0 (+ dy_0), written or accumulated with
+ * SN_ACCUMULATE. */
+SN_API sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
+                                       const float *params, const float *acts, float *grads,
+                                       const float *work, float *de, int64_t ldde,
+                                       uint32_t flags);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SIAMESENORM_H */

@@ -1,0 +1,51 @@
+/* Argument validation shared by every public entry point: shapes, strides, norm descriptions and
+ * the aliasing rules of the header. Nothing here touches the contents of a buffer. */
+#ifndef SN_CHECK_H
+#define SN_CHECK_H
+
+#include "siamesenorm.h"
+
+/* R and D within range (> 0, and R * D * sizeof(float) representable). */
+sn_status sn_check_dims(int64_t R, int64_t D);
+
+/* A matrix view of R x D floats with row stride ld: non-NULL, ld >= D, span representable. */
+sn_status sn_check_mat(const void *p, int64_t R, int64_t D, int64_t ld);
+
+/* A norm description for rows of D columns. allow_group: whether group != 0 is accepted. */
+sn_status sn_check_norm(const sn_norm *n, int64_t D, int allow_group);
+
+/* A fuse description (three group-free norms). */
+sn_status sn_check_fuse(const sn_fuse *f, int64_t D);
+
+/* The residual scale c: > 0 and finite. */
+sn_status sn_check_scale(float c);
+
+/* Sizes of one valid norm: parameter count and saved floats per row. */
+int64_t sn_norm_nparams(const sn_norm *n, int64_t D);
+int64_t sn_norm_spr(const sn_norm *n, int64_t D);
+
+/* One buffer of a call, for the aliasing check. A matrix view spans (R-1)*ld + D floats; a
+ * plain vector has ld = 0 and spans n floats. */
+typedef struct sn_buf {
+    const void *p;    /* NULL buffers are skipped */
+    int64_t nfloats;  /* floats spanned from p */
+    int64_t ld;       /* row stride, 0 for vectors */
+    int writes;       /* the call writes this buffer */
+    unsigned alias_ok; /* bit j set: may alias buffer j exactly (same pointer and stride) */
+} sn_buf;
+
+static inline sn_buf sn_mat_buf(const void *p, int64_t R, int64_t D, int64_t ld, int writes,
+                                unsigned alias_ok) {
+    sn_buf b = {p, p ? (R - 1) * ld + D : 0, ld, writes, alias_ok};
+    return b;
+}
+static inline sn_buf sn_vec_buf(const void *p, int64_t n, int writes) {
+    sn_buf b = {p, n, 0, writes, 0};
+    return b;
+}
+
+/* SN_ERR_ALIAS if any written buffer overlaps another one, except an allowed exact alias
+ * (same pointer, same stride). Empty buffers never overlap. */
+sn_status sn_check_alias(const sn_buf *bufs, int n);
+
+#endif

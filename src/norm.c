@@ -1,0 +1,97 @@
+/* Public norm entry points: LayerNorm / RMSNorm / identity, whole rows or groups of columns. */
+#include "check.h"
+#include "kernels.h"
+
+sn_status sn_norm_query(const sn_norm *n, int64_t D, int64_t *n_params, int64_t *stats_per_row) {
+    if (!n) return SN_ERR_NULL;
+    sn_status st = sn_check_dims(1, D);
+    if (st == SN_OK) st = sn_check_norm(n, D, 1);
+    if (st != SN_OK) return st;
+    if (n_params) *n_params = sn_norm_nparams(n, D);
+    if (stats_per_row) *stats_per_row = sn_norm_spr(n, D);
+    return SN_OK;
+}
+
+sn_status sn_norm_init_params(const sn_norm *n, int64_t D, float *params) {
+    int64_t np;
+    sn_status st = sn_norm_query(n, D, &np, NULL);
+    if (st != SN_OK) return st;
+    if (np > 0 && !params) return SN_ERR_NULL;
+    int64_t W = n->group ? n->group : D;
+    for (int64_t j = 0; j < np; j++) params[j] = j < W ? 1.0f : 0.0f;
+    return SN_OK;
+}
+
+sn_status sn_norm_forward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
+                          const float *x, int64_t ldx, const float *params, float *out,
+                          int64_t ldo, float *stats) {
+    (void)ctx;
+    if (!n) return SN_ERR_NULL;
+    sn_status st = sn_check_dims(R, D);
+    if (st == SN_OK) st = sn_check_norm(n, D, 1);
+    if (st == SN_OK) st = sn_check_mat(x, R, D, ldx);
+    if (st == SN_OK) st = sn_check_mat(out, R, D, ldo);
+    if (st != SN_OK) return st;
+    const int64_t np = sn_norm_nparams(n, D), spr = sn_norm_spr(n, D);
+    if (np > 0 && !params) return SN_ERR_NULL;
+    const sn_buf bufs[] = {
+        sn_mat_buf(x, R, D, ldx, 0, 0),
+        sn_vec_buf(params, np, 0),
+        sn_mat_buf(out, R, D, ldo, 1, 1u << 0),
+        sn_vec_buf(stats, R * spr, 1),
+    };
+    st = sn_check_alias(bufs, 4);
+    if (st != SN_OK) return st;
+
+    const int64_t W = n->group ? n->group : D, ng = D / W;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t g = 0; g < ng; g++) {
+            const float *v = x + r * ldx + g * W;
+            float m, rs;
+            sn_k_stats(n, v, W, &m, &rs);
+            sn_rnorm q = sn_k_resolve(n, W, params, m, rs);
+            sn_k_norm_row(&q, v, W, out + r * ldo + g * W);
+            if (stats) sn_k_stats_put(n, stats + r * spr, ng, g, m, rs);
+        }
+    return SN_OK;
+}
+
+sn_status sn_norm_backward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
+                           const float *dout, int64_t lddo, const float *x, int64_t ldx,
+                           const float *params, const float *stats, float *dx, int64_t lddx,
+                           float *dparams, uint32_t flags) {
+    (void)ctx;
+    if (!n) return SN_ERR_NULL;
+    sn_status st = sn_check_dims(R, D);
+    if (st == SN_OK) st = sn_check_norm(n, D, 1);
+    if (st == SN_OK) st = sn_check_mat(dout, R, D, lddo);
+    if (st == SN_OK) st = sn_check_mat(x, R, D, ldx);
+    if (st == SN_OK) st = sn_check_mat(dx, R, D, lddx);
+    if (st != SN_OK) return st;
+    if (flags & ~SN_ACCUMULATE) return SN_ERR_FLAGS;
+    const int64_t np = sn_norm_nparams(n, D), spr = sn_norm_spr(n, D);
+    if ((np > 0 && !params) || (spr > 0 && !stats)) return SN_ERR_NULL;
+    const int acc = (flags & SN_ACCUMULATE) != 0;
+    const sn_buf bufs[] = {
+        sn_mat_buf(dout, R, D, lddo, 0, 0),
+        sn_mat_buf(x, R, D, ldx, 0, 0),
+        sn_vec_buf(params, np, 0),
+        sn_vec_buf(stats, R * spr, 0),
+        sn_mat_buf(dx, R, D, lddx, 1, acc ? 0 : 1u << 0),
+        sn_vec_buf(dparams, np, 1),
+    };
+    st = sn_check_alias(bufs, 6);
+    if (st != SN_OK) return st;
+
+    const int64_t W = n->group ? n->group : D, ng = D / W;
+    const sn_rnorm dp = dparams && np ? sn_k_resolve(n, W, dparams, 0, 0) : (sn_rnorm){0};
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t g = 0; g < ng; g++) {
+            float m, rs;
+            sn_k_stats_get(n, stats ? stats + r * spr : NULL, ng, g, &m, &rs);
+            sn_rnorm q = sn_k_resolve(n, W, params, m, rs);
+            sn_k_norm_bwd_row(&q, dout + r * lddo + g * W, x + r * ldx + g * W, W,
+                              dx + r * lddx + g * W, acc, (float *)dp.gamma, (float *)dp.beta);
+        }
+    return SN_OK;
+}

@@ -1,0 +1,105 @@
+/* Public shared block apply and stream split: the elementwise parts of SiameseNorm. */
+#include "check.h"
+#include "kernels.h"
+
+/* Common checks of an elementwise call over R x D views. */
+static sn_status check_views(int64_t R, int64_t D, const float *const *p, const int64_t *ld,
+                             int n) {
+    sn_status st = sn_check_dims(R, D);
+    for (int i = 0; i < n && st == SN_OK; i++) st = sn_check_mat(p[i], R, D, ld[i]);
+    return st;
+}
+
+sn_status sn_apply_forward(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *z,
+                           int64_t ldz, const float *u, int64_t ldu, const float *y, int64_t ldy,
+                           float *xo, int64_t ldxo, float *yo, int64_t ldyo) {
+    (void)ctx;
+    const float *p[] = {z, u, y, xo, yo};
+    const int64_t ld[] = {ldz, ldu, ldy, ldxo, ldyo};
+    sn_status st = check_views(R, D, p, ld, 5);
+    if (st == SN_OK) st = sn_check_scale(c);
+    if (st != SN_OK) return st;
+    const sn_buf bufs[] = {
+        sn_mat_buf(z, R, D, ldz, 0, 0),     sn_mat_buf(u, R, D, ldu, 0, 0),
+        sn_mat_buf(y, R, D, ldy, 0, 0),     sn_mat_buf(xo, R, D, ldxo, 1, 1u << 1),
+        sn_mat_buf(yo, R, D, ldyo, 1, 1u << 2),
+    };
+    st = sn_check_alias(bufs, 5);
+    if (st != SN_OK) return st;
+    for (int64_t r = 0; r < R; r++) {
+        sn_k_add_div_row(u + r * ldu, z + r * ldz, c, xo + r * ldxo, D, 0);
+        sn_k_add_div_row(y + r * ldy, z + r * ldz, 1.0f, yo + r * ldyo, D, 0);
+    }
+    return SN_OK;
+}
+
+sn_status sn_apply_backward(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *dxo,
+                            int64_t lddxo, const float *dyo, int64_t lddyo, float *dz,
+                            int64_t lddz, uint32_t flags) {
+    (void)ctx;
+    const float *p[] = {dxo, dyo, dz};
+    const int64_t ld[] = {lddxo, lddyo, lddz};
+    sn_status st = check_views(R, D, p, ld, 3);
+    if (st == SN_OK) st = sn_check_scale(c);
+    if (st != SN_OK) return st;
+    if (flags & ~SN_ACCUMULATE) return SN_ERR_FLAGS;
+    const int acc = (flags & SN_ACCUMULATE) != 0;
+    const sn_buf bufs[] = {
+        sn_mat_buf(dxo, R, D, lddxo, 0, 0),
+        sn_mat_buf(dyo, R, D, lddyo, 0, 0),
+        sn_mat_buf(dz, R, D, lddz, 1, acc ? 0 : 3u),
+    };
+    st = sn_check_alias(bufs, 3);
+    if (st != SN_OK) return st;
+    for (int64_t r = 0; r < R; r++)
+        sn_k_add_div_row(dyo + r * lddyo, dxo + r * lddxo, c, dz + r * lddz, D, acc);
+    return SN_OK;
+}
+
+sn_status sn_split_forward(const sn_ctx *ctx, int64_t R, int64_t D, const float *e, int64_t lde,
+                           float *x, int64_t ldx, float *y, int64_t ldy) {
+    (void)ctx;
+    const float *p[] = {e, x, y};
+    const int64_t ld[] = {lde, ldx, ldy};
+    sn_status st = check_views(R, D, p, ld, 3);
+    if (st != SN_OK) return st;
+    const sn_buf bufs[] = {
+        sn_mat_buf(e, R, D, lde, 0, 0),
+        sn_mat_buf(x, R, D, ldx, 1, 1u << 0),
+        sn_mat_buf(y, R, D, ldy, 1, 0),
+    };
+    st = sn_check_alias(bufs, 3);
+    if (st != SN_OK) return st;
+    for (int64_t r = 0; r < R; r++) {
+        const float *er = e + r * lde;
+        float *xr = x + r * ldx, *yr = y + r * ldy;
+        for (int64_t j = 0; j < D; j++) {
+            float v = er[j];
+            yr[j] = v;
+            xr[j] = v;
+        }
+    }
+    return SN_OK;
+}
+
+sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, const float *dx,
+                            int64_t lddx, const float *dy, int64_t lddy, float *de, int64_t ldde,
+                            uint32_t flags) {
+    (void)ctx;
+    const float *p[] = {dx, dy, de};
+    const int64_t ld[] = {lddx, lddy, ldde};
+    sn_status st = check_views(R, D, p, ld, 3);
+    if (st != SN_OK) return st;
+    if (flags & ~SN_ACCUMULATE) return SN_ERR_FLAGS;
+    const int acc = (flags & SN_ACCUMULATE) != 0;
+    const sn_buf bufs[] = {
+        sn_mat_buf(dx, R, D, lddx, 0, 0),
+        sn_mat_buf(dy, R, D, lddy, 0, 0),
+        sn_mat_buf(de, R, D, ldde, 1, acc ? 0 : 3u),
+    };
+    st = sn_check_alias(bufs, 3);
+    if (st != SN_OK) return st;
+    for (int64_t r = 0; r < R; r++)
+        sn_k_add_div_row(dx + r * lddx, dy + r * lddy, 1.0f, de + r * ldde, D, acc);
+    return SN_OK;
+}
