@@ -1,7 +1,7 @@
 /* Public dual-stream fuse and merge: h = N_out(N_x(x) + N_y(y)), with u = N_x(x) exposed. The
  * merge is the same operation without u. */
 #include "check.h"
-#include "kernels.h"
+#include "drive.h"
 
 sn_status sn_fuse_init(sn_fuse *f, sn_norm_kind kind, sn_affine affine, float eps) {
     if (!f) return SN_ERR_NULL;
@@ -40,7 +40,6 @@ sn_status sn_fuse_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_
                           const float *x, int64_t ldx, const float *y, int64_t ldy,
                           const float *params, float *u, int64_t ldu, float *h, int64_t ldh,
                           float *stats) {
-    (void)ctx;
     if (!f) return SN_ERR_NULL;
     sn_status st = sn_check_dims(R, D);
     if (st == SN_OK) st = sn_check_fuse(f, D);
@@ -60,9 +59,7 @@ sn_status sn_fuse_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_
     st = sn_check_alias(bufs, 6);
     if (st != SN_OK) return st;
 
-    for (int64_t r = 0; r < R; r++)
-        sn_k_fuse_fwd_row(f, D, x + r * ldx, y + r * ldy, params, u ? u + r * ldu : NULL,
-                          h + r * ldh, stats ? stats + r * spr : NULL);
+    sn_d_fuse_fwd(ctx, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
     return SN_OK;
 }
 
@@ -71,7 +68,6 @@ sn_status sn_fuse_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64
                            const float *x, int64_t ldx, const float *y, int64_t ldy,
                            const float *params, const float *stats, float *dx, int64_t lddx,
                            float *dy, int64_t lddy, float *dparams, uint32_t flags) {
-    (void)ctx;
     if (!f) return SN_ERR_NULL;
     sn_status st = sn_check_dims(R, D);
     if (st == SN_OK) st = sn_check_fuse(f, D);
@@ -101,10 +97,8 @@ sn_status sn_fuse_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64
     st = sn_check_alias(bufs, 9);
     if (st != SN_OK) return st;
 
-    for (int64_t r = 0; r < R; r++)
-        sn_k_fuse_bwd_row(f, D, dh + r * lddh, du ? du + r * lddu : NULL, x + r * ldx,
-                          y + r * ldy, params, stats ? stats + r * spr : NULL, dx + r * lddx,
-                          dy + r * lddy, dparams, flags);
+    sn_d_fuse_bwd(ctx, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params, stats, dx, lddx, dy,
+                  lddy, np ? dparams : NULL, flags);
     return SN_OK;
 }
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels.h"
+#include "drive.h"
 
 #define SN_MAX_SUBLAYERS (1 << 20)
 
@@ -253,66 +253,32 @@ static float *ys(const pass *P, int64_t i) { return slot(P, i ? P->L.S + i : 0);
 static float *dxw(const pass *P) { return P->work; }
 static float *dyw(const pass *P) { return P->work + P->R * P->L.D; }
 
-/* Post-Norm: row r of x_i into out (x_0 = e; x_i = N_{i-1}(t_{i-1}) from saved statistics). */
-static void post_x_row(const pass *P, int64_t i, int64_t r, float *out) {
-    const int64_t D = P->L.D;
-    if (i == 0) {
-        memcpy(out, slot(P, 0) + r * D, (size_t)D * sizeof(float));
-        return;
-    }
-    float m, rs;
-    sn_k_stats_get(&P->L.norm, stats_of(P, i - 1) + r * P->L.s_sub, 1, 0, &m, &rs);
-    sn_rnorm q = sn_k_resolve(&P->L.norm, D, params_of(P, i - 1), m, rs);
-    sn_k_norm_row(&q, slot(P, i) + r * D, D, out);
-}
-
-/* Pre/Post-Norm: one norm over R rows of src (row stride D), with the sub-layer's statistics. */
-static void norm_rows_fwd(const pass *P, int64_t i, const float *src, float *out, int64_t ldo) {
-    const int64_t D = P->L.D, spr = (i < P->L.S) ? P->L.s_sub : P->L.s_merge;
-    for (int64_t r = 0; r < P->R; r++) {
-        float m, rs, *st = stats_of(P, i) + r * spr;
-        sn_k_stats(&P->L.norm, src + r * D, D, &m, &rs);
-        sn_rnorm q = sn_k_resolve(&P->L.norm, D, params_of(P, i), m, rs);
-        sn_k_norm_row(&q, src + r * D, D, out + r * ldo);
-        sn_k_stats_put(&P->L.norm, st, 1, 0, m, rs);
-    }
-}
-
-/* Pre/Post-Norm backward of that norm: dv (=|+=) N backward of dout, parameter gradients +=. */
-static void norm_rows_bwd(const pass *P, int64_t i, const float *dout, int64_t lddo,
-                          const float *src, float *dv, int acc) {
-    const int64_t D = P->L.D, spr = (i < P->L.S) ? P->L.s_sub : P->L.s_merge;
-    float *g = grads_of(P, i);
-    sn_rnorm dp = g ? sn_k_resolve(&P->L.norm, D, g, 0, 0) : (sn_rnorm){0};
-    for (int64_t r = 0; r < P->R; r++) {
-        float m, rs;
-        sn_k_stats_get(&P->L.norm, stats_of(P, i) + r * spr, 1, 0, &m, &rs);
-        sn_rnorm q = sn_k_resolve(&P->L.norm, D, params_of(P, i), m, rs);
-        sn_k_norm_bwd_row(&q, dout + r * lddo, src + r * D, D, dv + r * D, acc,
-                          (float *)dp.gamma, (float *)dp.beta);
-    }
+/* Post-Norm: x_i into out (x_0 = e; x_i = N_{i-1}(t_{i-1}) from saved statistics). */
+static void post_x(const sn_ctx *ctx, const pass *P, int64_t i, float *out, int64_t ldo) {
+    const int64_t R = P->R, D = P->L.D;
+    if (i == 0)
+        sn_d_copy(ctx, R, D, slot(P, 0), D, out, ldo);
+    else
+        sn_d_norm_apply(ctx, &P->L.norm, R, D, slot(P, i), D, params_of(P, i - 1),
+                        stats_of(P, i - 1), out, ldo);
 }
 
 /* ---- forward ------------------------------------------------------------------------------- */
 
 sn_status sn_net_split(const sn_ctx *ctx, const sn_net *net, int64_t R, const float *e,
                        int64_t lde, const float *params, float *acts) {
-    (void)ctx;
     pass P;
     const float *m[] = {e};
     const int64_t ld[] = {lde};
     const int w[] = {0};
     sn_status st = begin(&P, net, R, params, acts, 1, NULL, NULL, 0, m, ld, w, 1);
     if (st != SN_OK) return st;
-    const int64_t D = P.L.D;
-    for (int64_t r = 0; r < R; r++)
-        memcpy(slot(&P, 0) + r * D, e + r * lde, (size_t)D * sizeof(float));
+    sn_d_copy(ctx, R, P.L.D, e, lde, slot(&P, 0), P.L.D);
     return SN_OK;
 }
 
 sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
                        const float *params, float *acts, float *h, int64_t ldh) {
-    (void)ctx;
     pass P;
     const float *m[] = {h};
     const int64_t ld[] = {ldh};
@@ -323,15 +289,15 @@ sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t 
     const int64_t D = P.L.D;
     switch (P.L.placement) {
     case SN_PLACEMENT_PRE_NORM:
-        norm_rows_fwd(&P, i, slot(&P, i), h, ldh);
+        sn_d_norm_fwd(ctx, &P.L.norm, R, D, slot(&P, i), D, params_of(&P, i), h, ldh,
+                      stats_of(&P, i));
         break;
     case SN_PLACEMENT_POST_NORM:
-        for (int64_t r = 0; r < R; r++) post_x_row(&P, i, r, h + r * ldh);
+        post_x(ctx, &P, i, h, ldh);
         break;
-    default:
-        for (int64_t r = 0; r < R; r++)
-            sn_k_fuse_fwd_row(&P.L.sub, D, xs(&P, i) + r * D, ys(&P, i) + r * D, params_of(&P, i),
-                              xs(&P, i + 1) + r * D, h + r * ldh, stats_of(&P, i) + r * P.L.s_sub);
+    default: /* u_i goes into x_{i+1}'s slot, where exit(i) completes it */
+        sn_d_fuse_fwd(ctx, &P.L.sub, R, D, xs(&P, i), D, ys(&P, i), D, params_of(&P, i),
+                      xs(&P, i + 1), D, h, ldh, stats_of(&P, i));
         break;
     }
     return SN_OK;
@@ -339,7 +305,6 @@ sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t 
 
 sn_status sn_net_exit(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R, const float *z,
                       int64_t ldz, const float *params, float *acts) {
-    (void)ctx;
     pass P;
     const float *m[] = {z};
     const int64_t ld[] = {ldz};
@@ -348,35 +313,28 @@ sn_status sn_net_exit(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R
     if (st == SN_OK) st = check_index(&P, i);
     if (st != SN_OK) return st;
     const int64_t D = P.L.D;
-    for (int64_t r = 0; r < R; r++) {
-        const float *zr = z + r * ldz;
-        switch (P.L.placement) {
-        case SN_PLACEMENT_PRE_NORM:
-            sn_k_add_div_row(slot(&P, i) + r * D, zr, 1.0f, slot(&P, i + 1) + r * D, D, 0);
-            break;
-        case SN_PLACEMENT_POST_NORM: {
-            /* t_i = x_i + z_i, and the statistics of N_i(t_i) */
-            float *t = slot(&P, i + 1) + r * D, mm, rs;
-            post_x_row(&P, i, r, t);
-            sn_k_add_div_row(t, zr, 1.0f, t, D, 0);
-            sn_k_stats(&P.L.norm, t, D, &mm, &rs);
-            sn_k_stats_put(&P.L.norm, stats_of(&P, i) + r * P.L.s_sub, 1, 0, mm, rs);
-            break;
-        }
-        default: {
-            float *x1 = xs(&P, i + 1) + r * D; /* holds u_i */
-            sn_k_add_div_row(x1, zr, scale_of(net, i), x1, D, 0);
-            sn_k_add_div_row(ys(&P, i) + r * D, zr, 1.0f, ys(&P, i + 1) + r * D, D, 0);
-            break;
-        }
-        }
+    switch (P.L.placement) {
+    case SN_PLACEMENT_PRE_NORM:
+        sn_d_add_div(ctx, R, D, slot(&P, i), D, z, ldz, 1.0f, slot(&P, i + 1), D, 0);
+        break;
+    case SN_PLACEMENT_POST_NORM: {
+        /* t_i = x_i + z_i, and the statistics of N_i(t_i) */
+        float *t = slot(&P, i + 1);
+        post_x(ctx, &P, i, t, D);
+        sn_d_add_div(ctx, R, D, t, D, z, ldz, 1.0f, t, D, 0);
+        sn_d_norm_stats(ctx, &P.L.norm, R, D, t, D, stats_of(&P, i));
+        break;
+    }
+    default:
+        sn_d_apply(ctx, R, D, scale_of(net, i), z, ldz, xs(&P, i + 1), D, ys(&P, i), D,
+                   xs(&P, i + 1), D, ys(&P, i + 1), D);
+        break;
     }
     return SN_OK;
 }
 
 sn_status sn_net_merge(const sn_ctx *ctx, const sn_net *net, int64_t R, const float *params,
                        float *acts, float *out, int64_t ldo) {
-    (void)ctx;
     pass P;
     const float *m[] = {out};
     const int64_t ld[] = {ldo};
@@ -386,16 +344,15 @@ sn_status sn_net_merge(const sn_ctx *ctx, const sn_net *net, int64_t R, const fl
     const int64_t D = P.L.D, S = P.L.S;
     switch (P.L.placement) {
     case SN_PLACEMENT_PRE_NORM:
-        norm_rows_fwd(&P, S, slot(&P, S), out, ldo);
+        sn_d_norm_fwd(ctx, &P.L.norm, R, D, slot(&P, S), D, params_of(&P, S), out, ldo,
+                      stats_of(&P, S));
         break;
     case SN_PLACEMENT_POST_NORM:
-        for (int64_t r = 0; r < R; r++) post_x_row(&P, S, r, out + r * ldo);
+        post_x(ctx, &P, S, out, ldo);
         break;
     default:
-        for (int64_t r = 0; r < R; r++)
-            sn_k_fuse_fwd_row(&P.L.mrg, D, xs(&P, S) + r * D, ys(&P, S) + r * D,
-                              params_of(&P, S), NULL, out + r * ldo,
-                              stats_of(&P, S) + r * P.L.s_merge);
+        sn_d_fuse_fwd(ctx, &P.L.mrg, R, D, xs(&P, S), D, ys(&P, S), D, params_of(&P, S), NULL, 0,
+                      out, ldo, stats_of(&P, S));
         break;
     }
     return SN_OK;
@@ -406,7 +363,6 @@ sn_status sn_net_merge(const sn_ctx *ctx, const sn_net *net, int64_t R, const fl
 sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
                                 const float *dout, int64_t lddo, const float *params,
                                 const float *acts, float *grads, float *work) {
-    (void)ctx;
     pass P;
     const float *m[] = {dout};
     const int64_t ld[] = {lddo};
@@ -417,18 +373,16 @@ sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
     const int64_t D = P.L.D, S = P.L.S;
     switch (P.L.placement) {
     case SN_PLACEMENT_PRE_NORM:
-        norm_rows_bwd(&P, S, dout, lddo, slot(&P, S), dxw(&P), 0);
+        sn_d_norm_bwd(ctx, &P.L.norm, R, D, dout, lddo, slot(&P, S), D, params_of(&P, S),
+                      stats_of(&P, S), dxw(&P), D, grads_of(&P, S), 0);
         break;
     case SN_PLACEMENT_POST_NORM:
-        for (int64_t r = 0; r < R; r++)
-            memcpy(dxw(&P) + r * D, dout + r * lddo, (size_t)D * sizeof(float));
+        sn_d_copy(ctx, R, D, dout, lddo, dxw(&P), D);
         break;
     default:
-        for (int64_t r = 0; r < R; r++)
-            sn_k_fuse_bwd_row(&P.L.mrg, D, dout + r * lddo, NULL, xs(&P, S) + r * D,
-                              ys(&P, S) + r * D, params_of(&P, S),
-                              stats_of(&P, S) + r * P.L.s_merge, dxw(&P) + r * D,
-                              dyw(&P) + r * D, grads_of(&P, S), 0);
+        sn_d_fuse_bwd(ctx, &P.L.mrg, R, D, dout, lddo, NULL, 0, xs(&P, S), D, ys(&P, S), D,
+                      params_of(&P, S), stats_of(&P, S), dxw(&P), D, dyw(&P), D, grads_of(&P, S),
+                      0);
         break;
     }
     return SN_OK;
@@ -437,7 +391,6 @@ sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
 sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
                                const float *params, const float *acts, float *grads, float *work,
                                float *dz, int64_t lddz, uint32_t flags) {
-    (void)ctx;
     pass P;
     const float *m[] = {dz};
     const int64_t ld[] = {lddz};
@@ -449,24 +402,24 @@ sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, 
     if (st != SN_OK) return st;
     const int64_t D = P.L.D;
     const int acc = (flags & SN_ACCUMULATE) != 0;
+    if (P.L.placement == SN_PLACEMENT_SIAMESE) {
+        sn_d_add_div(ctx, R, D, dyw(&P), D, dxw(&P), D, scale_of(net, i), dz, lddz, acc);
+        return SN_OK;
+    }
     /* Post-Norm first takes dx_{i+1} back through N_i, in place: dt_i */
     if (P.L.placement == SN_PLACEMENT_POST_NORM)
-        norm_rows_bwd(&P, i, dxw(&P), D, slot(&P, i + 1), dxw(&P), 0);
-    for (int64_t r = 0; r < R; r++) {
-        const float *dx = dxw(&P) + r * D;
-        float *dst = dz + r * lddz;
-        if (P.L.placement == SN_PLACEMENT_SIAMESE)
-            sn_k_add_div_row(dyw(&P) + r * D, dx, scale_of(net, i), dst, D, acc);
-        else
-            for (int64_t j = 0; j < D; j++) dst[j] = acc ? dst[j] + dx[j] : dx[j];
-    }
+        sn_d_norm_bwd(ctx, &P.L.norm, R, D, dxw(&P), D, slot(&P, i + 1), D, params_of(&P, i),
+                      stats_of(&P, i), dxw(&P), D, grads_of(&P, i), 0);
+    if (acc)
+        sn_d_add_div(ctx, R, D, dz, lddz, dxw(&P), D, 1.0f, dz, lddz, 0);
+    else
+        sn_d_copy(ctx, R, D, dxw(&P), D, dz, lddz);
     return SN_OK;
 }
 
 sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
                                 const float *dh, int64_t lddh, const float *params,
                                 const float *acts, float *grads, float *work) {
-    (void)ctx;
     pass P;
     const float *m[] = {dh};
     const int64_t ld[] = {lddh};
@@ -478,17 +431,16 @@ sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, int32_t i,
     const int64_t D = P.L.D;
     switch (P.L.placement) {
     case SN_PLACEMENT_PRE_NORM:
-        norm_rows_bwd(&P, i, dh, lddh, slot(&P, i), dxw(&P), 1);
+        sn_d_norm_bwd(ctx, &P.L.norm, R, D, dh, lddh, slot(&P, i), D, params_of(&P, i),
+                      stats_of(&P, i), dxw(&P), D, grads_of(&P, i), 1);
         break;
     case SN_PLACEMENT_POST_NORM:
-        for (int64_t r = 0; r < R; r++) sn_k_add_div_row(dxw(&P) + r * D, dh + r * lddh, 1.0f,
-                                                         dxw(&P) + r * D, D, 0);
+        sn_d_add_div(ctx, R, D, dxw(&P), D, dh, lddh, 1.0f, dxw(&P), D, 0);
         break;
-    default:
-        for (int64_t r = 0; r < R; r++)
-            sn_k_fuse_bwd_row(&P.L.sub, D, dh + r * lddh, dxw(&P) + r * D, xs(&P, i) + r * D,
-                              ys(&P, i) + r * D, params_of(&P, i), stats_of(&P, i) + r * P.L.s_sub,
-                              dxw(&P) + r * D, dyw(&P) + r * D, grads_of(&P, i), SN_ACCUMULATE_Y);
+    default: /* dx_i = N_post backward of (dx_{i+1} + ds), in place; dy_i = dy_{i+1} + ... */
+        sn_d_fuse_bwd(ctx, &P.L.sub, R, D, dh, lddh, dxw(&P), D, xs(&P, i), D, ys(&P, i), D,
+                      params_of(&P, i), stats_of(&P, i), dxw(&P), D, dyw(&P), D, grads_of(&P, i),
+                      SN_ACCUMULATE_Y);
         break;
     }
     return SN_OK;
@@ -497,7 +449,6 @@ sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, int32_t i,
 sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
                                 const float *params, const float *acts, float *grads,
                                 const float *work, float *de, int64_t ldde, uint32_t flags) {
-    (void)ctx;
     pass P;
     const float *m[] = {de};
     const int64_t ld[] = {ldde};
@@ -508,13 +459,11 @@ sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
     if (st != SN_OK) return st;
     const int64_t D = P.L.D;
     const int acc = (flags & SN_ACCUMULATE) != 0;
-    for (int64_t r = 0; r < R; r++) {
-        const float *dx = dxw(&P) + r * D;
-        float *dst = de + r * ldde;
-        if (P.L.placement == SN_PLACEMENT_SIAMESE)
-            sn_k_add_div_row(dx, dyw(&P) + r * D, 1.0f, dst, D, acc);
-        else
-            for (int64_t j = 0; j < D; j++) dst[j] = acc ? dst[j] + dx[j] : dx[j];
-    }
+    if (P.L.placement == SN_PLACEMENT_SIAMESE)
+        sn_d_add_div(ctx, R, D, dxw(&P), D, dyw(&P), D, 1.0f, de, ldde, acc);
+    else if (acc)
+        sn_d_add_div(ctx, R, D, de, ldde, dxw(&P), D, 1.0f, de, ldde, 0);
+    else
+        sn_d_copy(ctx, R, D, dxw(&P), D, de, ldde);
     return SN_OK;
 }

@@ -1,6 +1,6 @@
 /* Public norm entry points: LayerNorm / RMSNorm / identity, whole rows or groups of columns. */
 #include "check.h"
-#include "kernels.h"
+#include "drive.h"
 
 sn_status sn_norm_query(const sn_norm *n, int64_t D, int64_t *n_params, int64_t *stats_per_row) {
     if (!n) return SN_ERR_NULL;
@@ -25,7 +25,6 @@ sn_status sn_norm_init_params(const sn_norm *n, int64_t D, float *params) {
 sn_status sn_norm_forward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
                           const float *x, int64_t ldx, const float *params, float *out,
                           int64_t ldo, float *stats) {
-    (void)ctx;
     if (!n) return SN_ERR_NULL;
     sn_status st = sn_check_dims(R, D);
     if (st == SN_OK) st = sn_check_norm(n, D, 1);
@@ -43,16 +42,7 @@ sn_status sn_norm_forward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_
     st = sn_check_alias(bufs, 4);
     if (st != SN_OK) return st;
 
-    const int64_t W = n->group ? n->group : D, ng = D / W;
-    for (int64_t r = 0; r < R; r++)
-        for (int64_t g = 0; g < ng; g++) {
-            const float *v = x + r * ldx + g * W;
-            float m, rs;
-            sn_k_stats(n, v, W, &m, &rs);
-            sn_rnorm q = sn_k_resolve(n, W, params, m, rs);
-            sn_k_norm_row(&q, v, W, out + r * ldo + g * W);
-            if (stats) sn_k_stats_put(n, stats + r * spr, ng, g, m, rs);
-        }
+    sn_d_norm_fwd(ctx, n, R, D, x, ldx, params, out, ldo, stats);
     return SN_OK;
 }
 
@@ -60,7 +50,6 @@ sn_status sn_norm_backward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64
                            const float *dout, int64_t lddo, const float *x, int64_t ldx,
                            const float *params, const float *stats, float *dx, int64_t lddx,
                            float *dparams, uint32_t flags) {
-    (void)ctx;
     if (!n) return SN_ERR_NULL;
     sn_status st = sn_check_dims(R, D);
     if (st == SN_OK) st = sn_check_norm(n, D, 1);
@@ -83,15 +72,7 @@ sn_status sn_norm_backward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64
     st = sn_check_alias(bufs, 6);
     if (st != SN_OK) return st;
 
-    const int64_t W = n->group ? n->group : D, ng = D / W;
-    const sn_rnorm dp = dparams && np ? sn_k_resolve(n, W, dparams, 0, 0) : (sn_rnorm){0};
-    for (int64_t r = 0; r < R; r++)
-        for (int64_t g = 0; g < ng; g++) {
-            float m, rs;
-            sn_k_stats_get(n, stats ? stats + r * spr : NULL, ng, g, &m, &rs);
-            sn_rnorm q = sn_k_resolve(n, W, params, m, rs);
-            sn_k_norm_bwd_row(&q, dout + r * lddo + g * W, x + r * ldx + g * W, W,
-                              dx + r * lddx + g * W, acc, (float *)dp.gamma, (float *)dp.beta);
-        }
+    sn_d_norm_bwd(ctx, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx, np ? dparams : NULL,
+                  acc);
     return SN_OK;
 }

@@ -1,6 +1,6 @@
 /* Public shared block apply and stream split: the elementwise parts of SiameseNorm. */
 #include "check.h"
-#include "kernels.h"
+#include "drive.h"
 
 /* Common checks of an elementwise call over R x D views. */
 static sn_status check_views(int64_t R, int64_t D, const float *const *p, const int64_t *ld,
@@ -13,7 +13,6 @@ static sn_status check_views(int64_t R, int64_t D, const float *const *p, const 
 sn_status sn_apply_forward(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *z,
                            int64_t ldz, const float *u, int64_t ldu, const float *y, int64_t ldy,
                            float *xo, int64_t ldxo, float *yo, int64_t ldyo) {
-    (void)ctx;
     const float *p[] = {z, u, y, xo, yo};
     const int64_t ld[] = {ldz, ldu, ldy, ldxo, ldyo};
     sn_status st = check_views(R, D, p, ld, 5);
@@ -26,17 +25,13 @@ sn_status sn_apply_forward(const sn_ctx *ctx, int64_t R, int64_t D, float c, con
     };
     st = sn_check_alias(bufs, 5);
     if (st != SN_OK) return st;
-    for (int64_t r = 0; r < R; r++) {
-        sn_k_add_div_row(u + r * ldu, z + r * ldz, c, xo + r * ldxo, D, 0);
-        sn_k_add_div_row(y + r * ldy, z + r * ldz, 1.0f, yo + r * ldyo, D, 0);
-    }
+    sn_d_apply(ctx, R, D, c, z, ldz, u, ldu, y, ldy, xo, ldxo, yo, ldyo);
     return SN_OK;
 }
 
 sn_status sn_apply_backward(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *dxo,
                             int64_t lddxo, const float *dyo, int64_t lddyo, float *dz,
                             int64_t lddz, uint32_t flags) {
-    (void)ctx;
     const float *p[] = {dxo, dyo, dz};
     const int64_t ld[] = {lddxo, lddyo, lddz};
     sn_status st = check_views(R, D, p, ld, 3);
@@ -51,14 +46,12 @@ sn_status sn_apply_backward(const sn_ctx *ctx, int64_t R, int64_t D, float c, co
     };
     st = sn_check_alias(bufs, 3);
     if (st != SN_OK) return st;
-    for (int64_t r = 0; r < R; r++)
-        sn_k_add_div_row(dyo + r * lddyo, dxo + r * lddxo, c, dz + r * lddz, D, acc);
+    sn_d_add_div(ctx, R, D, dyo, lddyo, dxo, lddxo, c, dz, lddz, acc);
     return SN_OK;
 }
 
 sn_status sn_split_forward(const sn_ctx *ctx, int64_t R, int64_t D, const float *e, int64_t lde,
                            float *x, int64_t ldx, float *y, int64_t ldy) {
-    (void)ctx;
     const float *p[] = {e, x, y};
     const int64_t ld[] = {lde, ldx, ldy};
     sn_status st = check_views(R, D, p, ld, 3);
@@ -70,22 +63,14 @@ sn_status sn_split_forward(const sn_ctx *ctx, int64_t R, int64_t D, const float 
     };
     st = sn_check_alias(bufs, 3);
     if (st != SN_OK) return st;
-    for (int64_t r = 0; r < R; r++) {
-        const float *er = e + r * lde;
-        float *xr = x + r * ldx, *yr = y + r * ldy;
-        for (int64_t j = 0; j < D; j++) {
-            float v = er[j];
-            yr[j] = v;
-            xr[j] = v;
-        }
-    }
+    sn_d_copy(ctx, R, D, e, lde, y, ldy); /* y first: x may be e itself */
+    sn_d_copy(ctx, R, D, e, lde, x, ldx);
     return SN_OK;
 }
 
 sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, const float *dx,
                             int64_t lddx, const float *dy, int64_t lddy, float *de, int64_t ldde,
                             uint32_t flags) {
-    (void)ctx;
     const float *p[] = {dx, dy, de};
     const int64_t ld[] = {lddx, lddy, ldde};
     sn_status st = check_views(R, D, p, ld, 3);
@@ -99,7 +84,6 @@ sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, const float
     };
     st = sn_check_alias(bufs, 3);
     if (st != SN_OK) return st;
-    for (int64_t r = 0; r < R; r++)
-        sn_k_add_div_row(dx + r * lddx, dy + r * lddy, 1.0f, de + r * ldde, D, acc);
+    sn_d_add_div(ctx, R, D, dx, lddx, dy, lddy, 1.0f, de, ldde, acc);
     return SN_OK;
 }
