@@ -113,15 +113,88 @@ SN_API const char *sn_status_string(sn_status status);
 /* ---- context ------------------------------------------------------------------------------ */
 
 /* Execution context: optional, may be NULL everywhere (NULL means single-threaded, best kernels
- * for this CPU). Later versions add setters here; a context is the only object the library
- * allocates. One context serves one call at a time. */
+ * for this CPU). A context is the only object the library allocates. One context serves one
+ * call at a time (it may be reused by any thread, one call after another).
+ *
+ * Determinism: the kernel path and the number of threads never change a result bit for bit
+ * within a path: every row's arithmetic is the same whatever the thread count, and parameter
+ * gradients are summed over the rows in row order (the threads split them by columns), so a
+ * NULL context, a context with 1 thread and one with N threads (built-in pool or caller hook)
+ * give bitwise-identical outputs on the same path. Different paths (scalar, AVX2, AVX-512)
+ * round differently (the SIMD paths use fused multiply-add and other summation orders): they
+ * agree within a few float ulps of the quantities involved, about 1e-5 relative to the largest
+ * output magnitude of a call for well-conditioned rows (see docs/performance.md). Within one
+ * path, the recomputations of a backward pass use the same arithmetic as its forward pass.
+ * No call needs scratch memory: threaded passes keep their per-row temporaries on a bounded
+ * stack buffer (at most 24 KiB per call). */
 typedef struct sn_ctx sn_ctx;
 
-/* Allocates a context with default settings. Returns SN_ERR_NULL if out is NULL and
- * SN_ERR_NOMEM if memory is exhausted (then *out is NULL). */
+/* Allocates a context with default settings: kernel path SN_ISA_AUTO, 1 thread. Two
+ * environment variables, read here only (never by any other call), override the defaults:
+ *   SN_ISA      "auto", "scalar", "avx2" or "avx512": the kernel path. A path this build or
+ *               CPU lacks falls back to the best available one below it.
+ *   SN_THREADS  a positive integer: as sn_ctx_set_threads (a failure to start the threads
+ *               leaves 1 thread, it does not fail the creation).
+ * Returns SN_ERR_NULL if out is NULL and SN_ERR_NOMEM if memory is exhausted (then *out is
+ * NULL). */
 SN_API sn_status sn_ctx_create(sn_ctx **out);
-/* Frees a context. NULL is a no-op. */
+/* Frees a context, stopping and joining the worker threads it started. NULL is a no-op. */
 SN_API void sn_ctx_destroy(sn_ctx *ctx);
+
+/* Kernel paths. Only grows at the end. */
+typedef enum sn_isa {
+    SN_ISA_AUTO = 0,   /* the best path this build and CPU support (the default) */
+    SN_ISA_SCALAR = 1, /* portable C, any CPU: the reference path */
+    SN_ISA_AVX2 = 2,   /* x86-64 AVX2 + FMA */
+    SN_ISA_AVX512 = 3  /* x86-64 AVX-512F */
+} sn_isa;
+
+/* 1 if calls can run on path isa in this build on this CPU (SN_ISA_AUTO and SN_ISA_SCALAR:
+ * always), else 0. Detected with CPUID (and the OS's saved-register support) at each call. */
+SN_API int sn_isa_available(sn_isa isa);
+
+/* A static lower-case name of a path ("auto", "scalar", "avx2", "avx512"; "unknown"). */
+SN_API const char *sn_isa_name(sn_isa isa);
+
+/* Forces the kernel path of calls made with ctx (SN_ISA_AUTO: the best available).
+ * Errors: SN_ERR_NULL (ctx), SN_ERR_CONFIG (unknown value), SN_ERR_UNSUPPORTED (the path is
+ * not available, see sn_isa_available; the context is unchanged). */
+SN_API sn_status sn_ctx_set_isa(sn_ctx *ctx, sn_isa isa);
+
+/* The path calls made with ctx run on, resolved (never SN_ISA_AUTO); NULL ctx: the best. */
+SN_API sn_isa sn_ctx_isa(const sn_ctx *ctx);
+
+/* Threads with the built-in pool: calls made with ctx split their rows (and the parameter
+ * gradient reductions, by columns) over n threads, the calling thread and n - 1 workers the
+ * context starts now and keeps, sleeping between calls, until sn_ctx_destroy or the next
+ * sn_ctx_set_threads / sn_ctx_set_parallel_for. n = 1 is single-threaded (the default);
+ * n = 0 means the number of online CPUs. Small calls (under about 16 K elements) stay on the
+ * calling thread. Like sn_ctx_create, this call allocates (the workers' stacks).
+ * Errors: SN_ERR_NULL, SN_ERR_CONFIG (n < 0 or n > SN_MAX_THREADS), SN_ERR_UNSUPPORTED (n > 1
+ * in a build without threads), SN_ERR_NOMEM (a thread could not be started: the context is
+ * left single-threaded). */
+#define SN_MAX_THREADS 256
+SN_API sn_status sn_ctx_set_threads(sn_ctx *ctx, int n);
+
+/* A caller-supplied parallel for, to run the library's work on the caller's own pool (OpenMP,
+ * TBB, a job system) instead of the built-in one. The library calls
+ *     fn(user, n_tasks, task, task_arg)
+ * from inside a library call; fn must call task(task_arg, i) exactly once for every i in
+ * [0, n_tasks), in any order and on any threads, concurrently or not, and return only when
+ * all have returned. The tasks never block on each other, so running them one after another
+ * on the calling thread is valid. */
+typedef void (*sn_task_fn)(void *task_arg, int64_t i);
+typedef void (*sn_parallel_for_fn)(void *user, int64_t n_tasks, sn_task_fn task,
+                                   void *task_arg);
+
+/* Makes calls with ctx run their parallel parts through fn (see sn_parallel_for_fn), split
+ * into about n pieces (n: the width of the caller's pool, 1..SN_MAX_THREADS). Stops the
+ * built-in workers if any. fn NULL returns to single-threaded execution (n ignored).
+ * Errors: SN_ERR_NULL (ctx), SN_ERR_CONFIG (fn non-NULL and n out of range). */
+SN_API sn_status sn_ctx_set_parallel_for(sn_ctx *ctx, sn_parallel_for_fn fn, void *user, int n);
+
+/* The number of threads (or hook pieces) calls made with ctx use; 1 for NULL ctx. */
+SN_API int sn_ctx_threads(const sn_ctx *ctx);
 
 /* ---- norms -------------------------------------------------------------------------------- */
 
@@ -129,7 +202,9 @@ typedef enum sn_norm_kind {
     SN_NORM_LAYERNORM = 0, /* N(v) = gamma * (v - mean(v)) * rstd + beta, rstd = 1/sqrt(var + eps),
                               var biased (mean of squared deviations) */
     SN_NORM_RMSNORM = 1,   /* N(v) = gamma * v * rstd + beta, rstd = 1/sqrt(mean(v^2) + eps) */
-    SN_NORM_IDENTITY = 2   /* N(v) = v: no parameters, no statistics (an absent norm) */
+    SN_NORM_IDENTITY = 2,  /* N(v) = v: no parameters, no statistics (an absent norm) */
+    SN_NORM_SCALE = 3      /* N(v) = gamma * v + beta: a learned per-column scale (and shift)
+                              without normalisation, e.g. hybrid_pre's c1; no statistics */
 } sn_norm_kind;
 
 typedef enum sn_affine {
@@ -140,12 +215,14 @@ typedef enum sn_affine {
 
 /* One normalisation. Frozen layout (16 bytes).
  *   kind    sn_norm_kind.
- *   affine  sn_affine (ignored for SN_NORM_IDENTITY).
+ *   affine  sn_affine (ignored for SN_NORM_IDENTITY; SN_NORM_SCALE with SN_AFFINE_NONE is the
+ *           identity).
  *   group   0 normalises each whole row of D columns. G > 0 normalises each run of G
  *           consecutive columns of a row separately (per-head q/k norms): D % G == 0, the row
  *           holds D/G groups, statistics are kept per group, and gamma/beta have G entries shared
  *           by every group (like torch.nn.LayerNorm(G) applied to a [R, D/G, G] view).
- *   eps     > 0 and finite (PyTorch's LayerNorm default is 1e-5). Ignored for the identity. */
+ *   eps     > 0 and finite (PyTorch's LayerNorm default is 1e-5). Ignored (not checked) for
+ *           SN_NORM_IDENTITY and SN_NORM_SCALE. */
 typedef struct sn_norm {
     int32_t kind;
     int32_t affine;
@@ -155,7 +232,7 @@ typedef struct sn_norm {
 
 /* Sizes of one norm applied to rows of D columns: *n_params receives the parameter count
  * (gamma then beta, see "Norm params"), *stats_per_row the floats saved per row by a training
- * forward (LayerNorm 2 * D/G, RMSNorm D/G, identity 0). Either output pointer may be NULL.
+ * forward (LayerNorm 2 * D/G, RMSNorm D/G, identity and scale 0). Either output may be NULL.
  * Errors: SN_ERR_NULL (n), SN_ERR_SHAPE (D <= 0), SN_ERR_NORM, SN_ERR_GROUP, SN_ERR_EPS. */
 SN_API sn_status sn_norm_query(const sn_norm *n, int64_t D, int64_t *n_params,
                                int64_t *stats_per_row);
@@ -296,7 +373,10 @@ SN_API sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, cons
 
 /* ---- placement layer ------------------------------------------------------------------------ */
 
-/* How a network places its norms. Only grows at the end. */
+/* How a network places its norms. Only grows at the end. Sub-layer i (0 <= i < S) is the
+ * attention sub-layer of layer l = floor(i/2) when i is even and its MLP sub-layer when i is
+ * odd; L = ceil(S/2) layers. N_* are norms of kind net->norm unless said otherwise; each is its
+ * own norm with its own parameters. c_i is the residual scale (see sn_scale_rule). */
 typedef enum sn_placement {
     /* h_i = N_i(x_i),  x_{i+1} = x_i + z_i,  out = N_f(x_S) */
     SN_PLACEMENT_PRE_NORM = 0,
@@ -304,32 +384,62 @@ typedef enum sn_placement {
     SN_PLACEMENT_POST_NORM = 1,
     /* SiameseNorm as the official code runs it (SPEC "the default"):
      *   split x_0 = y_0 = e
-     *   u_i = N_post,i(x_i),  h_i = N_in,i(u_i + N_pre,i(y_i))
+     *   u_i = N_post,i(x_i),  h_i = N_in,i(u_i + N_pre,i(y_i))     (N_in: net->input_norm)
      *   x_{i+1} = u_i + z_i / c_i,  y_{i+1} = y_i + z_i
+     *   out = N_f(N_a(x_S) + N_b(y_S))
+     * Its ablations are settings: no input norm = input_norm.kind SN_NORM_IDENTITY; no depth
+     * scaling = SN_SCALE_NONE. */
+    SN_PLACEMENT_SIAMESE = 2,
+    /* SiameseNorm, the paper's Algorithm 1: x_0 = y_0 = e,
+     *   h_i = N_in,i(x_i + N_pre,i(y_i)),  x_{i+1} = N_post,i(x_i + z_i / c_i),  y_{i+1} = y_i + z_i,
+     *   out = x_S + N_f(y_S) */
+    SN_PLACEMENT_SIAMESE_PAPER = 3,
+    /* SiameseNorm hybrid_pre (the OLMo variant): x_0 = y_0 = e.
+     *   attention (i even):  h = c1_i * x + N_pre,i(y),  x' = x + z / c_i,  y' = y + z
+     *                        (c1_i a learned D-vector, a norm of kind SN_NORM_SCALE, init 1; no
+     *                        input norm; q/k norms are the caller's, see group in sn_norm)
+     *   MLP (i odd):         the default SiameseNorm sub-layer (N_post = HybridNorm's N_ff)
      *   out = N_f(N_a(x_S) + N_b(y_S)) */
-    SN_PLACEMENT_SIAMESE = 2
+    SN_PLACEMENT_SIAMESE_HYBRID_PRE = 4,
+    /* DeepNorm: h_i = x_i,  x_{i+1} = N_i(alpha * x_i + z_i),  out = x_S, with
+     * alpha = (2L)^(1/4) (SN_SCALE_EXPLICIT: alpha_i = scales[i]; SN_SCALE_NONE: 1). The caller
+     * scales its v/out/FFN weights at init by beta = (8L)^(-1/4): see sn_net_init_gain. */
+    SN_PLACEMENT_DEEPNORM = 5,
+    /* Peri-LN: x_0 = N_emb(e),  h_i = N_in,i(x_i),  x_{i+1} = x_i + N_out,i(z_i),
+     * out = N_f(x_S) */
+    SN_PLACEMENT_PERI_LN = 6,
+    /* Mix-LN: the sub-layers of the first floor(mix_fraction * L) layers are Post-Norm
+     * (h = x, x' = N(x + z)), the rest Pre-Norm; out = N_f(x_S). */
+    SN_PLACEMENT_MIX_LN = 7,
+    /* HybridNorm: attention h = x (QKV norms inside the caller's attention), x' = x + z;
+     * MLP u = N_i(x), h = u, x' = u + z; out = N_f(x_S). */
+    SN_PLACEMENT_HYBRIDNORM = 8,
+    /* HybridNorm*: HybridNorm with both sub-layers of layer 0 Pre-Norm (h = N_i(x), x' = x + z). */
+    SN_PLACEMENT_HYBRIDNORM_STAR = 9
 } sn_placement;
 
 typedef enum sn_scale_rule {
-    SN_SCALE_DEFAULT = 0, /* c_i = sqrt(2 * (floor(i / 2) + 1)): the official code's rule */
-    SN_SCALE_NONE = 1,    /* c_i = 1 (no depth scaling) */
+    SN_SCALE_DEFAULT = 0, /* SiameseNorm family: c_i = sqrt(2 * (floor(i/2) + 1)), the official
+                             code's rule; DeepNorm: alpha = (2L)^(1/4) */
+    SN_SCALE_NONE = 1,    /* c_i = 1 (no depth scaling; DeepNorm: alpha = 1) */
     SN_SCALE_EXPLICIT = 2 /* c_i = scales[i], S values > 0 and finite, kept by the caller */
 } sn_scale_rule;
 
 /* A network's norm placement, described once. Fill it with sn_net_init, then adjust fields.
- * Sub-layer i (0 <= i < S) is the attention sub-layer of layer floor(i/2) when i is even and
- * its MLP sub-layer when i is odd; the library only uses this for the scale rule.
  *   placement     sn_placement.
  *   n_sublayers   S >= 1 (2 per transformer layer).
  *   d             D, the model width, >= 1.
- *   norm          every norm of the network except N_in (group must be 0).
- *   input_norm    N_in of SiameseNorm sub-layers: like norm by default; kind SN_NORM_IDENTITY
- *                 removes it, affine SN_AFFINE_NONE makes it non-affine. Unused by other
- *                 placements.
- *   scale_rule    sn_scale_rule; only SiameseNorm uses scales.
+ *   norm          every norm of the network except N_in and c1 (group must be 0).
+ *   input_norm    N_in of SiameseNorm-family sub-layers: like norm by default; kind
+ *                 SN_NORM_IDENTITY removes it, affine SN_AFFINE_NONE makes it non-affine.
+ *                 Unused by other placements.
+ *   scale_rule    sn_scale_rule; used by the SiameseNorm family and DeepNorm only.
  *   scales        S floats when scale_rule == SN_SCALE_EXPLICIT (read at each call; the caller
  *                 keeps them alive), else NULL.
- *   reserved      must be zero (see the ABI policy). */
+ *   flags         must be 0 in this version.
+ *   mix_fraction  Mix-LN only (else must be 0): the fraction of layers that are Post-Norm, in
+ *                 [0, 1]; sn_net_init sets 0.25.
+ *   reserved32, reserved   must be zero (see the ABI policy). */
 typedef struct sn_net {
     int32_t placement;
     int32_t n_sublayers;
@@ -337,43 +447,62 @@ typedef struct sn_net {
     sn_norm norm;
     sn_norm input_norm;
     int32_t scale_rule;
-    uint32_t flags; /* must be 0 in this version */
+    uint32_t flags;
     const float *scales;
-    uint64_t reserved[8];
+    float mix_fraction;
+    uint32_t reserved32;
+    uint64_t reserved[7];
 } sn_net;
 
 /* Fills *net: the placement, S, D, norm = {kind, LayerNorm: SN_AFFINE_SCALE_SHIFT, RMSNorm:
- * SN_AFFINE_SCALE, group 0, eps}, input_norm = norm, SN_SCALE_DEFAULT, reserved zero; then
- * validates it (sn_net_check). *net is filled even when the status is an error. */
+ * SN_AFFINE_SCALE, others SN_AFFINE_NONE; group 0, eps}, input_norm = norm, SN_SCALE_DEFAULT,
+ * mix_fraction 0.25 for Mix-LN (else 0), reserved zero; then validates it (sn_net_check).
+ * *net is filled even when the status is an error. */
 SN_API sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, int64_t D,
                              sn_norm_kind kind, float eps);
 
-/* Validates a description. Errors: SN_ERR_NULL, SN_ERR_PLACEMENT, SN_ERR_SHAPE, SN_ERR_NORM,
- * SN_ERR_GROUP, SN_ERR_EPS, SN_ERR_SCALE (explicit scales NULL or invalid), SN_ERR_CONFIG
- * (unknown scale rule, nonzero flags or reserved words). */
+/* Validates a description. Errors: SN_ERR_NULL, SN_ERR_PLACEMENT, SN_ERR_SHAPE (S < 1 or
+ * > 2^20, D < 1), SN_ERR_NORM, SN_ERR_GROUP, SN_ERR_EPS, SN_ERR_SCALE (explicit scales NULL or
+ * invalid), SN_ERR_CONFIG (unknown scale rule, scales given without SN_SCALE_EXPLICIT, nonzero
+ * flags or reserved words, mix_fraction outside [0, 1] or NaN for Mix-LN, nonzero otherwise). */
 SN_API sn_status sn_net_check(const sn_net *net);
 
-/* The residual scale c_i of sub-layer i (1 for placements without scaling). */
+/* The residual scale of sub-layer i into *c: c_i for the SiameseNorm family, alpha for
+ * DeepNorm, 1 otherwise. Errors: as sn_net_check, SN_ERR_NULL (c), SN_ERR_INDEX. */
 SN_API sn_status sn_net_scale(const sn_net *net, int32_t i, float *c);
+
+/* The gain the caller should apply at initialisation to its blocks' value, output and FFN
+ * weights: DeepNorm's beta = (8L)^(-1/4); 1 for every other placement. */
+SN_API sn_status sn_net_init_gain(const sn_net *net, float *gain);
 
 /* Buffer sizes, in floats, for a network run over R rows:
  *   *n_params      the parameter block of the whole network (gradients: same size/layout)
  *   *acts_per_row  saved activations: the acts buffer holds R * acts_per_row floats
  *   *work_per_row  backward workspace (the stream gradients): R * work_per_row floats
- * Any output may be NULL. Per row and per sub-layer the saved floats are: Pre-Norm D + (norm
- * stats), Post-Norm D + stats, SiameseNorm 2 * D + stats (each stream once), plus D for the
- * input e. Errors: as sn_net_check. */
+ * Any output may be NULL. Saved floats per row: D for the input e, then per sub-layer D for
+ * each stream it produces (x; and y for the SiameseNorm family), D more where a norm's input
+ * is not otherwise kept (Post-Norm, DeepNorm, Mix-LN's Post-Norm layers and the paper form
+ * keep x + z; Peri-LN keeps z), plus the norms' statistics (LayerNorm 2, RMSNorm 1 per norm).
+ * E.g. LayerNorm: Pre-Norm D + 2, SiameseNorm 2D + 6 per sub-layer. work: D, or 2D for the
+ * SiameseNorm family. Errors: as sn_net_check. */
 SN_API sn_status sn_net_sizes(const sn_net *net, int64_t *n_params, int64_t *acts_per_row,
                               int64_t *work_per_row);
 
-/* Layout of the parameter block. Stage i in 0..S-1 is sub-layer i; stage S is the merge
- * (stage -1, the split, has no parameters in these placements). The stage's norms are numbered
- * j = 0, 1, ...: SiameseNorm sub-layer [N_post, N_pre, N_in], merge [N_a, N_b, N_f]; Pre-Norm
- * sub-layer [N_i], merge [N_f]; Post-Norm sub-layer [N_i], merge none. For norm j of stage i,
- * *norm (may be NULL) receives its description and *offset (may be NULL) the offset in floats
- * of its gamma in the parameter block (beta follows at offset + W).
- * Errors: SN_ERR_INDEX when stage i has no norm j (the way to count them), and as
- * sn_net_check. */
+/* Layout of the parameter block. Stage i in 0..S-1 is sub-layer i, stage S the merge, stage -1
+ * the split. A stage's norms are numbered j = 0, 1, ... and stored in that order, each in the
+ * per-norm layout:
+ *   SiameseNorm, paper form, hybrid_pre MLP sub-layers  [N_post, N_pre, N_in]
+ *   hybrid_pre attention sub-layers                     [c1, N_pre]
+ *   Pre-Norm, Post-Norm, DeepNorm, Mix-LN, HybridNorm(*) [N_i] (HybridNorm attention: an
+ *                                                        identity norm, no parameters)
+ *   Peri-LN                                             [N_in, N_out]
+ *   merge: SiameseNorm, hybrid_pre [N_a, N_b, N_f]; paper form [identity, N_f, identity];
+ *          Post-Norm, DeepNorm none; others [N_f]
+ *   split: Peri-LN [N_emb]; others none
+ * For norm j of stage i, *norm (may be NULL) receives its description and *offset (may be
+ * NULL) the offset in floats of its gamma in the parameter block (beta follows at
+ * offset + W). Errors: SN_ERR_INDEX when stage i has no norm j (the way to count them), and
+ * as sn_net_check. */
 SN_API sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm *norm,
                                 int64_t *offset);
 
@@ -398,7 +527,8 @@ SN_API sn_status sn_net_init_params(const sn_net *net, float *params);
  *   }
  *   sn_net_split_backward(ctx, net, R, params, acts, grads, work, de, ldde, 0);
  *
- * params  [n_params] read;  grads [n_params] accumulated (+=: zero it before a step);
+ * params  [n_params] read;  grads [n_params] accumulated (+=: zero it before a step), or NULL
+ *         to skip parameter gradients;
  * acts    [R * acts_per_row] written by the forward calls, read by the backward calls;
  * work    [R * work_per_row] read and written by the backward calls.
  * R must be the same for every call of one pass. The calls must come in the order above; each
@@ -406,19 +536,20 @@ SN_API sn_status sn_net_init_params(const sn_net *net, float *params);
  * those of i-1). No call keeps pointers. Buffers passed by the caller (e, h, z, out, dout, dz,
  * dh, de) must not overlap params, grads, acts or work, nor each other within a call. */
 
-/* x_0 (and y_0) = e. reads e [R x D, lde]; writes acts. */
+/* The start of the network: x_0 (and y_0) = e, Peri-LN x_0 = N_emb(e). reads e [R x D, lde];
+ * writes acts. */
 SN_API sn_status sn_net_split(const sn_ctx *ctx, const sn_net *net, int64_t R, const float *e,
                               int64_t lde, const float *params, float *acts);
 
-/* Computes the block input of sub-layer i into h [R x D, ldh] (written) and stores what the
- * backward needs in acts. Pre-Norm: h = N_i(x_i). Post-Norm: h = x_i. SiameseNorm:
- * h = N_in(N_post(x_i) + N_pre(y_i)). */
+/* Computes the block input h_i of sub-layer i into h [R x D, ldh] (written, as the placement
+ * defines it: Pre-Norm N_i(x_i), Post-Norm x_i, SiameseNorm N_in(N_post(x_i) + N_pre(y_i)), ...)
+ * and stores what the backward needs in acts. */
 SN_API sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
                               const float *params, float *acts, float *h, int64_t ldh);
 
-/* Folds the block output z [R x D, ldz] (read) of sub-layer i into the streams held in acts.
- * Pre-Norm: x_{i+1} = x_i + z. Post-Norm: x_{i+1} = N_i(x_i + z). SiameseNorm:
- * x_{i+1} = u_i + z / c_i, y_{i+1} = y_i + z. */
+/* Folds the block output z [R x D, ldz] (read) of sub-layer i into the streams held in acts,
+ * as the placement defines it (Pre-Norm x_{i+1} = x_i + z, Post-Norm x_{i+1} = N_i(x_i + z),
+ * SiameseNorm x_{i+1} = u_i + z / c_i and y_{i+1} = y_i + z, ...). */
 SN_API sn_status sn_net_exit(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
                              const float *z, int64_t ldz, const float *params, float *acts);
 
@@ -434,8 +565,8 @@ SN_API sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, int
 
 /* Gradient of sub-layer i's block output into dz [R x D, lddz] (written, or accumulated with
  * SN_ACCUMULATE). Pre-Norm dz = dx_{i+1}; SiameseNorm dz = dx_{i+1} / c_i + dy_{i+1};
- * Post-Norm first takes the stream gradient back through N_i (accumulating its parameter
- * gradients) and dz = that. */
+ * placements with a norm after the block (Post-Norm, DeepNorm, paper form, Peri-LN) first take
+ * the stream gradient back through it, accumulating its parameter gradients. */
 SN_API sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
                                       const float *params, const float *acts, float *grads,
                                       float *work, float *dz, int64_t lddz, uint32_t flags);
@@ -446,8 +577,8 @@ SN_API sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, int
                                        const float *dh, int64_t lddh, const float *params,
                                        const float *acts, float *grads, float *work);
 
-/* Gradient of the network input: de [R x D, ldde] = dx_0 (+ dy_0), written or accumulated with
- * SN_ACCUMULATE. */
+/* Gradient of the network input: de [R x D, ldde] = dx_0 (+ dy_0; Peri-LN: through N_emb),
+ * written or accumulated with SN_ACCUMULATE. */
 SN_API sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
                                        const float *params, const float *acts, float *grads,
                                        const float *work, float *de, int64_t ldde,

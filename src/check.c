@@ -21,14 +21,14 @@ sn_status sn_check_mat(const void *p, int64_t R, int64_t D, int64_t ld) {
 
 sn_status sn_check_norm(const sn_norm *n, int64_t D, int allow_group) {
     if (!n) return SN_ERR_NULL;
-    if (n->kind != SN_NORM_LAYERNORM && n->kind != SN_NORM_RMSNORM && n->kind != SN_NORM_IDENTITY)
-        return SN_ERR_NORM;
+    if (n->kind < SN_NORM_LAYERNORM || n->kind > SN_NORM_SCALE) return SN_ERR_NORM;
     if (n->affine != SN_AFFINE_SCALE_SHIFT && n->affine != SN_AFFINE_SCALE &&
         n->affine != SN_AFFINE_NONE)
         return SN_ERR_NORM;
     if (n->group < 0) return SN_ERR_GROUP;
     if (n->group > 0 && (!allow_group || D % n->group != 0)) return SN_ERR_GROUP;
-    if (n->kind != SN_NORM_IDENTITY && !(n->eps > 0.0f && isfinite(n->eps))) return SN_ERR_EPS;
+    int normalises = n->kind == SN_NORM_LAYERNORM || n->kind == SN_NORM_RMSNORM;
+    if (normalises && !(n->eps > 0.0f && isfinite(n->eps))) return SN_ERR_EPS;
     return SN_OK;
 }
 

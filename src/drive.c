@@ -106,6 +106,13 @@ void sn_d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64
         sn_k_add_div_row(a + r * lda, b + r * ldb, c, out + r * ldo, D, acc);
 }
 
+void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float *a, int64_t lda,
+               const float *b, int64_t ldb, float *out, int64_t ldo) {
+    (void)ctx;
+    for (int64_t r = 0; r < R; r++)
+        sn_k_axpy_row(alpha, a + r * lda, b + r * ldb, out + r * ldo, D);
+}
+
 void sn_d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float *out,
                int64_t ldo) {
     (void)ctx;

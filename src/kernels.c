@@ -62,8 +62,10 @@ void sn_k_stats(const sn_norm *n, const float *v, int64_t W, float *m, float *r)
 sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r) {
     sn_rnorm q = {0.0f, 1.0f, 0.0f, 0.0f, NULL, NULL};
     if (n->kind == SN_NORM_IDENTITY) return q;
-    q.r = r;
-    q.cb = 1.0f;
+    if (n->kind != SN_NORM_SCALE) {
+        q.r = r;
+        q.cb = 1.0f;
+    }
     if (n->kind == SN_NORM_LAYERNORM) {
         q.m = m;
         q.ca = 1.0f;
@@ -284,4 +286,8 @@ void sn_k_add_div_row(const float *a, const float *b, float c, float *out, int64
         for (int64_t j = 0; j < D; j++) out[j] += a[j] + b[j] / c;
     else
         for (int64_t j = 0; j < D; j++) out[j] = a[j] + b[j] / c;
+}
+
+void sn_k_axpy_row(float alpha, const float *a, const float *b, float *out, int64_t D) {
+    for (int64_t j = 0; j < D; j++) out[j] = alpha * a[j] + b[j];
 }

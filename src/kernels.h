@@ -48,4 +48,5 @@ void sn_k_fuse_bwd_row(const sn_fuse *f, int64_t D, const float *dh, const float
 /* out[j] = a[j] + b[j] / c, or out[j] += that with acc. out may equal a or b when !acc. */
 void sn_k_add_div_row(const float *a, const float *b, float c, float *out, int64_t D, int acc);
 
+void sn_k_axpy_row(float alpha, const float *a, const float *b, float *out, int64_t D);
 #endif

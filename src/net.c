@@ -1,13 +1,19 @@
 /* The placement layer: one description of a network's norm placement, and the same
  * split / enter / exit / merge calls (and their backwards) for every placement.
  *
- * What each placement keeps in acts (R x D "slots", then per-sub-layer statistics):
- *   Pre-Norm    slot k = x_k for k = 0..S                     (x_0 = e)
- *   Post-Norm   slot 0 = e, slot i+1 = t_i = x_i + z_i        (x_{i+1} = N_i(t_i) is recomputed
- *               from t_i and its saved statistics whenever it is needed)
- *   SiameseNorm slot 0 = e (= x_0 = y_0), slot i = x_i and slot S+i = y_i for i = 1..S;
- *               enter(i) writes u_i into x_{i+1}'s slot and exit(i) adds z_i / c_i to it.
- * work holds the stream gradients: dx (all placements), then dy (SiameseNorm). */
+ * Every placement is a choice, per sub-layer, of one of a few "ops", plus a split and a merge:
+ *   OP_PRE    h = N(x),                      x' = x + z                 (Pre-Norm)
+ *   OP_POST   h = x,                         x' = N(alpha * x + z)      (Post-Norm, DeepNorm)
+ *   OP_PERI   h = N_in(x),                   x' = x + N_out(z)          (Peri-LN)
+ *   OP_HMLP   u = N(x), h = u,               x' = u + z                 (HybridNorm FFN)
+ *   OP_SIAM   u = N_post(x), h = N_in(u + N_pre(y)),  x' = u + z/c,  y' = y + z
+ *   OP_SIAMX  h = N_x(x) + N_pre(y),                  x' = x + z/c,  y' = y + z  (hybrid_pre attn)
+ *   OP_SIAMP  h = N_in(x + N_pre(y)),   x' = N_post(x + z/c),       y' = y + z  (paper form)
+ * The streams are kept in acts as R x D "slots" (row stride D): slot 0 holds e; every x_i and
+ * y_i (i >= 1) has its own slot; OP_POST/OP_SIAMP also keep their pre-norm sum t and OP_PERI
+ * its block output z (their norms' backward needs them). Each norm's (or fuse's) saved
+ * statistics form a "plane" of R x stats_per_row floats after the slots.
+ * work holds the stream gradients: dx, then dy for the two-stream placements. */
 #include <math.h>
 #include <string.h>
 
@@ -15,33 +21,64 @@
 #include "drive.h"
 
 #define SN_MAX_SUBLAYERS (1 << 20)
+#define LAST_PLACEMENT SN_PLACEMENT_HYBRIDNORM_STAR
 
-/* A validated description with its sizes resolved. */
+enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP };
+enum { MERGE_NONE, MERGE_NORM, MERGE_FUSE };
+
+/* One sub-layer (or the merge, or the split) resolved: its norms in parameter order, where its
+ * parameters start, and its slots and statistics planes (in floats per row: the caller's R
+ * multiplies them). */
+typedef struct stage {
+    int op;
+    int nn;            /* number of norms */
+    sn_norm n[3];      /* in parameter (and norm_at) order */
+    int64_t p;         /* parameter offset */
+    int64_t np;        /* parameter count */
+    int64_t xin, yin;  /* slots of x_i, y_i */
+    int64_t xout, yout;
+    int64_t aux;       /* t (OP_POST, OP_SIAMP) or z (OP_PERI) slot, -1 if none */
+    int64_t st;        /* first stats plane, in floats per row from the start of the planes */
+    float c;           /* z scale c_i (SiameseNorm) or alpha (OP_POST) */
+} stage;
+
+/* A validated description with its global sizes. */
 typedef struct netl {
+    const sn_net *net;
     int placement;
     int64_t S, D;
-    sn_norm norm;      /* Pre/Post: N_i and N_f */
-    sn_fuse sub, mrg;  /* SiameseNorm: {N_post, N_pre, N_in} and {N_a, N_b, N_f} */
-    int64_t p_sub;     /* parameters of one sub-layer */
-    int64_t p_merge;   /* parameters of the merge */
-    int64_t s_sub;     /* saved statistics per row of one sub-layer */
-    int64_t s_merge;   /* ... of the merge */
-    int64_t nslots;    /* R x D stream slots in acts */
-    int64_t wslots;    /* R x D gradient slots in work */
+    int merge;        /* MERGE_* */
+    int split_norm;   /* 1: x_0 = N_emb(e) (Peri-LN) */
+    int two;          /* two streams */
+    int64_t np;       /* total parameters */
+    int64_t nslots;
+    int64_t spr;      /* statistics floats per row, all planes */
+    int64_t wslots;
 } netl;
+
+static int two_streams(int placement) {
+    return placement == SN_PLACEMENT_SIAMESE || placement == SN_PLACEMENT_SIAMESE_PAPER ||
+           placement == SN_PLACEMENT_SIAMESE_HYBRID_PRE;
+}
+static int64_t n_layers(int64_t S) { return (S + 1) / 2; }
 
 sn_status sn_net_check(const sn_net *net) {
     if (!net) return SN_ERR_NULL;
-    if (net->placement < SN_PLACEMENT_PRE_NORM || net->placement > SN_PLACEMENT_SIAMESE)
+    if (net->placement < SN_PLACEMENT_PRE_NORM || net->placement > LAST_PLACEMENT)
         return SN_ERR_PLACEMENT;
     if (net->n_sublayers < 1 || net->n_sublayers > SN_MAX_SUBLAYERS) return SN_ERR_SHAPE;
     sn_status st = sn_check_dims(1, net->d);
     if (st == SN_OK) st = sn_check_norm(&net->norm, net->d, 0);
     if (st == SN_OK) st = sn_check_norm(&net->input_norm, net->d, 0);
     if (st != SN_OK) return st;
-    if (net->flags != 0) return SN_ERR_CONFIG;
+    if (net->flags != 0 || net->reserved32 != 0) return SN_ERR_CONFIG;
     for (size_t k = 0; k < sizeof net->reserved / sizeof net->reserved[0]; k++)
         if (net->reserved[k] != 0) return SN_ERR_CONFIG;
+    if (net->placement == SN_PLACEMENT_MIX_LN) {
+        if (!(net->mix_fraction >= 0.0f && net->mix_fraction <= 1.0f)) return SN_ERR_CONFIG;
+    } else if (net->mix_fraction != 0.0f) {
+        return SN_ERR_CONFIG;
+    }
     switch (net->scale_rule) {
     case SN_SCALE_DEFAULT:
     case SN_SCALE_NONE:
@@ -74,66 +111,188 @@ sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, 
     net->input_norm = net->norm;
     net->scale_rule = SN_SCALE_DEFAULT;
     net->scales = NULL;
+    if (placement == SN_PLACEMENT_MIX_LN) net->mix_fraction = 0.25f;
     return sn_net_check(net);
+}
+
+/* c_i of the SiameseNorm family, alpha of DeepNorm, 1 otherwise. */
+static float scale_of(const sn_net *net, int64_t i) {
+    const int p = net->placement;
+    if (!two_streams(p) && p != SN_PLACEMENT_DEEPNORM) return 1.0f;
+    if (net->scale_rule == SN_SCALE_NONE) return 1.0f;
+    if (net->scale_rule == SN_SCALE_EXPLICIT) return net->scales[i];
+    if (p == SN_PLACEMENT_DEEPNORM) return (float)pow(2.0 * (double)n_layers(net->n_sublayers), 0.25);
+    return sqrtf((float)(2 * (i / 2 + 1)));
+}
+
+/* The op and norms of sub-layer i (parameters and slots are filled by layout()). */
+static void sublayer_kind(const sn_net *net, int64_t i, stage *s) {
+    const sn_norm N = net->norm, IN = net->input_norm;
+    const sn_norm ID = {SN_NORM_IDENTITY, SN_AFFINE_NONE, 0, 0.0f};
+    const sn_norm C1 = {SN_NORM_SCALE, SN_AFFINE_SCALE, 0, 0.0f};
+    const int64_t layer = i / 2, attn = (i % 2) == 0;
+    s->nn = 1;
+    s->n[0] = N;
+    switch (net->placement) {
+    case SN_PLACEMENT_PRE_NORM: s->op = OP_PRE; break;
+    case SN_PLACEMENT_POST_NORM:
+    case SN_PLACEMENT_DEEPNORM: s->op = OP_POST; break;
+    case SN_PLACEMENT_PERI_LN:
+        s->op = OP_PERI;
+        s->nn = 2;
+        s->n[1] = N;
+        break;
+    case SN_PLACEMENT_MIX_LN: {
+        int64_t n_post = (int64_t)floor((double)net->mix_fraction * (double)n_layers(net->n_sublayers));
+        s->op = layer < n_post ? OP_POST : OP_PRE;
+        break;
+    }
+    case SN_PLACEMENT_HYBRIDNORM:
+    case SN_PLACEMENT_HYBRIDNORM_STAR:
+        if (net->placement == SN_PLACEMENT_HYBRIDNORM_STAR && layer == 0) {
+            s->op = OP_PRE;
+        } else if (attn) {
+            s->op = OP_PRE; /* no norm before attention: h = x (q/k/v norms are the block's) */
+            s->n[0] = ID;
+        } else {
+            s->op = OP_HMLP;
+        }
+        break;
+    case SN_PLACEMENT_SIAMESE_HYBRID_PRE:
+        if (attn) {
+            s->op = OP_SIAMX;
+            s->nn = 2;
+            s->n[0] = C1;
+            s->n[1] = N;
+            break;
+        }
+        /* the MLP sub-layer is the default SiameseNorm sub-layer */
+        s->op = OP_SIAM;
+        s->nn = 3;
+        s->n[1] = N;
+        s->n[2] = IN;
+        break;
+    default: /* SN_PLACEMENT_SIAMESE, SN_PLACEMENT_SIAMESE_PAPER: [N_post, N_pre, N_in] */
+        s->op = net->placement == SN_PLACEMENT_SIAMESE ? OP_SIAM : OP_SIAMP;
+        s->nn = 3;
+        s->n[1] = N;
+        s->n[2] = IN;
+        break;
+    }
+}
+
+static int64_t norms_params(const stage *s, int64_t D) {
+    int64_t np = 0;
+    for (int k = 0; k < s->nn; k++) np += sn_norm_nparams(&s->n[k], D);
+    return np;
+}
+static int64_t norms_spr(const stage *s, int64_t D) {
+    int64_t spr = 0;
+    for (int k = 0; k < s->nn; k++) spr += sn_norm_spr(&s->n[k], D);
+    return spr;
+}
+
+/* The merge (i == S) or split (i == -1) stage's norms. */
+static void end_kind(const netl *L, int64_t i, stage *s) {
+    const sn_norm N = L->net->norm, ID = {SN_NORM_IDENTITY, SN_AFFINE_NONE, 0, 0.0f};
+    memset(s, 0, sizeof *s);
+    s->aux = -1;
+    if (i < 0) {
+        s->nn = L->split_norm;
+        s->n[0] = N;
+    } else if (L->merge == MERGE_NORM) {
+        s->nn = 1;
+        s->n[0] = N;
+    } else if (L->merge == MERGE_FUSE) {
+        s->nn = 3;
+        s->n[0] = s->n[1] = s->n[2] = N;
+        if (L->placement == SN_PLACEMENT_SIAMESE_PAPER) s->n[0] = s->n[2] = ID; /* x + N_f(y) */
+    }
+}
+
+/* Walks the sub-layers up to `want` (S: all), filling *out with stage `want` (-1: the split,
+ * S: the merge), and L's totals when want == S. Cost O(want): trivial beside any R x D pass. */
+static void layout(netl *L, int64_t want, stage *out) {
+    const int64_t S = L->S, D = L->D;
+    int64_t p = 0, spr = 0, slot = L->split_norm ? 2 : 1; /* slot 0: e; slot 1: x_0 if normed */
+    int64_t x = L->split_norm ? 1 : 0, y = 0;
+    stage s;
+    for (int64_t i = 0; i < S; i++) {
+        memset(&s, 0, sizeof s);
+        sublayer_kind(L->net, i, &s);
+        s.p = p;
+        s.np = norms_params(&s, D);
+        s.st = spr;
+        s.xin = x;
+        s.yin = y;
+        s.xout = slot++;
+        s.yout = L->two ? slot++ : -1;
+        s.aux = (s.op == OP_POST || s.op == OP_SIAMP || s.op == OP_PERI) ? slot++ : -1;
+        s.c = scale_of(L->net, i);
+        if (i == want) {
+            *out = s;
+            return;
+        }
+        p += s.np;
+        spr += norms_spr(&s, D);
+        x = s.xout;
+        y = s.yout;
+    }
+    end_kind(L, want < 0 ? -1 : S, &s);
+    s.xin = x;
+    s.yin = y;
+    s.st = spr;
+    s.np = norms_params(&s, D);
+    if (want < 0) { /* the split's parameters and statistics come after the merge's */
+        stage m;
+        end_kind(L, S, &m);
+        s.p = p + norms_params(&m, D);
+        s.st = spr + norms_spr(&m, D);
+        s.xin = 0;
+        s.xout = L->split_norm ? 1 : 0;
+    } else {
+        s.p = p;
+    }
+    if (want == S) {
+        stage sp;
+        end_kind(L, -1, &sp);
+        L->np = p + s.np + norms_params(&sp, D);
+        L->spr = spr + norms_spr(&s, D) + norms_spr(&sp, D);
+        L->nslots = slot;
+    }
+    *out = s;
 }
 
 static sn_status resolve(const sn_net *net, netl *L) {
     sn_status st = sn_net_check(net);
     if (st != SN_OK) return st;
     memset(L, 0, sizeof *L);
+    L->net = net;
     L->placement = net->placement;
     L->S = net->n_sublayers;
     L->D = net->d;
-    L->norm = net->norm;
-    L->sub.x = L->sub.y = L->mrg.x = L->mrg.y = L->mrg.out = net->norm;
-    L->sub.out = net->input_norm;
-    const int64_t S = L->S, D = L->D;
-    const int64_t np = sn_norm_nparams(&L->norm, D), spr = sn_norm_spr(&L->norm, D);
-    switch (L->placement) {
-    case SN_PLACEMENT_PRE_NORM:
-        L->p_sub = L->p_merge = np;
-        L->s_sub = L->s_merge = spr;
-        L->nslots = S + 1;
-        L->wslots = 1;
-        break;
-    case SN_PLACEMENT_POST_NORM:
-        L->p_sub = np;
-        L->s_sub = spr;
-        L->nslots = S + 1;
-        L->wslots = 1;
-        break;
-    default: /* SN_PLACEMENT_SIAMESE */
-        sn_fuse_query(&L->sub, D, &L->p_sub, &L->s_sub);
-        sn_fuse_query(&L->mrg, D, &L->p_merge, &L->s_merge);
-        L->nslots = 2 * S + 1;
-        L->wslots = 2;
-        break;
-    }
+    L->two = two_streams(L->placement);
+    L->split_norm = L->placement == SN_PLACEMENT_PERI_LN;
+    L->merge = L->two ? MERGE_FUSE
+               : (L->placement == SN_PLACEMENT_POST_NORM || L->placement == SN_PLACEMENT_DEEPNORM)
+                   ? MERGE_NONE
+                   : MERGE_NORM;
+    L->wslots = L->two ? 2 : 1;
+    stage m;
+    layout(L, L->S, &m);
     return SN_OK;
 }
 
-static int64_t n_params(const netl *L) { return L->S * L->p_sub + L->p_merge; }
-static int64_t acts_per_row(const netl *L) {
-    return L->nslots * L->D + L->S * L->s_sub + L->s_merge;
-}
+static int64_t acts_per_row(const netl *L) { return L->nslots * L->D + L->spr; }
 
 sn_status sn_net_sizes(const sn_net *net, int64_t *np, int64_t *apr, int64_t *wpr) {
     netl L;
     sn_status st = resolve(net, &L);
     if (st != SN_OK) return st;
-    if (np) *np = n_params(&L);
+    if (np) *np = L.np;
     if (apr) *apr = acts_per_row(&L);
     if (wpr) *wpr = L.wslots * L.D;
     return SN_OK;
-}
-
-static float scale_of(const sn_net *net, int64_t i) {
-    if (net->placement != SN_PLACEMENT_SIAMESE) return 1.0f;
-    switch (net->scale_rule) {
-    case SN_SCALE_NONE: return 1.0f;
-    case SN_SCALE_EXPLICIT: return net->scales[i];
-    default: return sqrtf((float)(2 * (i / 2 + 1)));
-    }
 }
 
 sn_status sn_net_scale(const sn_net *net, int32_t i, float *c) {
@@ -146,26 +305,29 @@ sn_status sn_net_scale(const sn_net *net, int32_t i, float *c) {
     return SN_OK;
 }
 
+sn_status sn_net_init_gain(const sn_net *net, float *gain) {
+    netl L;
+    sn_status st = resolve(net, &L);
+    if (st != SN_OK) return st;
+    if (!gain) return SN_ERR_NULL;
+    *gain = L.placement == SN_PLACEMENT_DEEPNORM
+                ? (float)pow(8.0 * (double)n_layers(L.S), -0.25)
+                : 1.0f;
+    return SN_OK;
+}
+
 sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm *norm,
                          int64_t *offset) {
     netl L;
     sn_status st = resolve(net, &L);
     if (st != SN_OK) return st;
-    if (i < 0 || i > L.S || j < 0) return SN_ERR_INDEX;
-    const sn_norm *found = NULL;
-    int64_t off = i * L.p_sub;
-    if (L.placement == SN_PLACEMENT_SIAMESE) {
-        const sn_fuse *f = i < L.S ? &L.sub : &L.mrg;
-        const sn_norm *ns[3] = {&f->x, &f->y, &f->out};
-        if (j < 3) {
-            for (int32_t k = 0; k < j; k++) off += sn_norm_nparams(ns[k], L.D);
-            found = ns[j];
-        }
-    } else if (j == 0 && (i < L.S || L.placement == SN_PLACEMENT_PRE_NORM)) {
-        found = &L.norm;
-    }
-    if (!found) return SN_ERR_INDEX;
-    if (norm) *norm = *found;
+    if (i < -1 || i > L.S || j < 0) return SN_ERR_INDEX;
+    stage s;
+    layout(&L, i, &s);
+    if (j >= s.nn) return SN_ERR_INDEX;
+    int64_t off = s.p;
+    for (int32_t k = 0; k < j; k++) off += sn_norm_nparams(&s.n[k], L.D);
+    if (norm) *norm = s.n[j];
     if (offset) *offset = off;
     return SN_OK;
 }
@@ -174,10 +336,10 @@ sn_status sn_net_init_params(const sn_net *net, float *params) {
     netl L;
     sn_status st = resolve(net, &L);
     if (st != SN_OK) return st;
-    if (n_params(&L) > 0 && !params) return SN_ERR_NULL;
+    if (L.np > 0 && !params) return SN_ERR_NULL;
     sn_norm n;
     int64_t off;
-    for (int32_t i = 0; i <= L.S; i++)
+    for (int32_t i = -1; i <= L.S; i++)
         for (int32_t j = 0; sn_net_norm_at(net, i, j, &n, &off) == SN_OK; j++)
             sn_norm_init_params(&n, L.D, params + off);
     return SN_OK;
@@ -188,40 +350,41 @@ sn_status sn_net_init_params(const sn_net *net, float *params) {
 /* Everything a pass call needs, resolved and validated. */
 typedef struct pass {
     netl L;
+    stage s; /* the stage this call works on */
     int64_t R;
     const float *params;
-    float *acts; /* const in backward calls: only read there */
+    float *acts; /* only read by backward calls */
     float *grads;
     float *work;
 } pass;
 
-/* Validates the common arguments of a pass call and the aliasing between the network's own
- * buffers and the caller's matrices (mats: up to 2 views; which are written is in mat_w). */
-static sn_status begin(pass *P, const sn_net *net, int64_t R, const float *params,
+/* Validates the common arguments of a pass call: the description, the stage index i (-1 split,
+ * S merge, else a sub-layer), the network's buffers, the caller's matrix `mat` (written or read
+ * per mat_w), flags against allowed_flags, and every overlap between them. */
+static sn_status begin(pass *P, const sn_net *net, int64_t i, int64_t R, const float *params,
                        const float *acts, int acts_w, float *grads, const float *work, int work_w,
-                       const float *const *mats, const int64_t *lds, const int *mat_w,
-                       int nmats) {
+                       const float *mat, int64_t ld, int mat_w, uint32_t flags,
+                       uint32_t allowed_flags) {
     sn_status st = resolve(net, &P->L);
     if (st != SN_OK) return st;
     const netl *L = &P->L;
     st = sn_check_dims(R, L->D);
     if (st == SN_OK) st = sn_check_dims(R, acts_per_row(L));
+    if (st == SN_OK) st = sn_check_mat(mat, R, L->D, ld);
     if (st != SN_OK) return st;
-    for (int k = 0; k < nmats; k++) {
-        st = sn_check_mat(mats[k], R, L->D, lds[k]);
-        if (st != SN_OK) return st;
-    }
-    const int64_t np = n_params(L);
-    if (!acts || (np > 0 && !params)) return SN_ERR_NULL;
-    sn_buf bufs[6];
-    int n = 0;
-    bufs[n++] = sn_vec_buf(params, np, 0);
-    bufs[n++] = sn_vec_buf(acts, R * acts_per_row(L), acts_w);
-    bufs[n++] = sn_vec_buf(grads, np, 1);
-    bufs[n++] = sn_vec_buf(work, R * L->wslots * L->D, work_w);
-    for (int k = 0; k < nmats; k++) bufs[n++] = sn_mat_buf(mats[k], R, L->D, lds[k], mat_w[k], 0);
-    st = sn_check_alias(bufs, n);
+    if (!acts || (L->np > 0 && !params) || (work_w >= 0 && !work)) return SN_ERR_NULL;
+    if (i < -1 || i > L->S) return SN_ERR_INDEX;
+    if (flags & ~allowed_flags) return SN_ERR_FLAGS;
+    const sn_buf bufs[] = {
+        sn_vec_buf(params, L->np, 0),
+        sn_vec_buf(acts, R * acts_per_row(L), acts_w),
+        sn_vec_buf(grads, L->np, 1),
+        sn_vec_buf(work_w >= 0 ? work : NULL, R * L->wslots * L->D, work_w > 0),
+        sn_mat_buf(mat, R, L->D, ld, mat_w, 0),
+    };
+    st = sn_check_alias(bufs, 5);
     if (st != SN_OK) return st;
+    layout(&P->L, i, &P->s);
     P->R = R;
     P->params = params;
     P->acts = (float *)acts;
@@ -230,74 +393,93 @@ static sn_status begin(pass *P, const sn_net *net, int64_t R, const float *param
     return SN_OK;
 }
 
-static sn_status check_index(const pass *P, int32_t i) {
-    return (i < 0 || i >= P->L.S) ? SN_ERR_INDEX : SN_OK;
+static sn_status sublayer_index(const sn_net *net, int32_t i) {
+    return (net && (i < 0 || i >= net->n_sublayers)) ? SN_ERR_INDEX : SN_OK;
 }
 
 /* Slot k of acts (R x D, row stride D). */
 static float *slot(const pass *P, int64_t k) { return P->acts + k * P->R * P->L.D; }
-/* Saved statistics of sub-layer i (i == S: the merge), R rows of s_sub (s_merge) floats. */
-static float *stats_of(const pass *P, int64_t i) {
-    return P->acts + P->L.nslots * P->R * P->L.D + i * P->R * P->L.s_sub;
+/* The statistics plane of the stage's norm k (R rows of that norm's stats_per_row), or, with
+ * fuse = 1, of the fuse made of norms k, k+1, k+2. */
+static float *plane(const pass *P, int k) {
+    int64_t off = P->s.st;
+    for (int q = 0; q < k; q++) off += sn_norm_spr(&P->s.n[q], P->L.D);
+    return P->acts + P->L.nslots * P->R * P->L.D + off * P->R;
 }
-static const float *params_of(const pass *P, int64_t i) {
-    return P->params ? P->params + i * P->L.p_sub : NULL;
+/* Parameters (and gradients) of the stage's norm k. */
+static int64_t poff(const pass *P, int k) {
+    int64_t off = P->s.p;
+    for (int q = 0; q < k; q++) off += sn_norm_nparams(&P->s.n[q], P->L.D);
+    return off;
 }
-static float *grads_of(const pass *P, int64_t i) {
-    return P->grads ? P->grads + i * P->L.p_sub : NULL;
+static const float *par(const pass *P, int k) { return P->params ? P->params + poff(P, k) : NULL; }
+static float *grd(const pass *P, int k) { return P->grads ? P->grads + poff(P, k) : NULL; }
+/* The fuse of a SiameseNorm-family stage: N_x, N_y, N_out, and the index of its first norm. */
+static sn_fuse fuse_of(const pass *P, int *first) {
+    const sn_norm ID = {SN_NORM_IDENTITY, SN_AFFINE_NONE, 0, 0.0f};
+    sn_fuse f;
+    *first = 0;
+    if (P->s.op == OP_SIAMX) { /* [c1, N_pre], no input norm */
+        f.x = P->s.n[0];
+        f.y = P->s.n[1];
+        f.out = ID;
+    } else if (P->s.op == OP_SIAMP) { /* [N_post, N_pre, N_in]: the fuse is (id, N_pre, N_in) */
+        f.x = ID;
+        f.y = P->s.n[1];
+        f.out = P->s.n[2];
+        *first = 1;
+    } else { /* OP_SIAM and the merge */
+        f.x = P->s.n[0];
+        f.y = P->s.n[1];
+        f.out = P->s.n[2];
+    }
+    return f;
 }
-/* The SiameseNorm streams x_i, y_i (slot 0 holds e = x_0 = y_0). */
-static float *xs(const pass *P, int64_t i) { return slot(P, i); }
-static float *ys(const pass *P, int64_t i) { return slot(P, i ? P->L.S + i : 0); }
-/* Work slots: dx, dy. */
 static float *dxw(const pass *P) { return P->work; }
 static float *dyw(const pass *P) { return P->work + P->R * P->L.D; }
-
-/* Post-Norm: x_i into out (x_0 = e; x_i = N_{i-1}(t_{i-1}) from saved statistics). */
-static void post_x(const sn_ctx *ctx, const pass *P, int64_t i, float *out, int64_t ldo) {
-    const int64_t R = P->R, D = P->L.D;
-    if (i == 0)
-        sn_d_copy(ctx, R, D, slot(P, 0), D, out, ldo);
-    else
-        sn_d_norm_apply(ctx, &P->L.norm, R, D, slot(P, i), D, params_of(P, i - 1),
-                        stats_of(P, i - 1), out, ldo);
-}
 
 /* ---- forward ------------------------------------------------------------------------------- */
 
 sn_status sn_net_split(const sn_ctx *ctx, const sn_net *net, int64_t R, const float *e,
                        int64_t lde, const float *params, float *acts) {
     pass P;
-    const float *m[] = {e};
-    const int64_t ld[] = {lde};
-    const int w[] = {0};
-    sn_status st = begin(&P, net, R, params, acts, 1, NULL, NULL, 0, m, ld, w, 1);
+    sn_status st = begin(&P, net, -1, R, params, acts, 1, NULL, NULL, -1, e, lde, 0, 0, 0);
     if (st != SN_OK) return st;
-    sn_d_copy(ctx, R, P.L.D, e, lde, slot(&P, 0), P.L.D);
+    const int64_t D = P.L.D;
+    sn_d_copy(ctx, R, D, e, lde, slot(&P, 0), D);
+    if (P.L.split_norm)
+        sn_d_norm_fwd(ctx, &P.s.n[0], R, D, slot(&P, 0), D, par(&P, 0), slot(&P, 1), D,
+                      plane(&P, 0));
     return SN_OK;
 }
 
 sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
                        const float *params, float *acts, float *h, int64_t ldh) {
     pass P;
-    const float *m[] = {h};
-    const int64_t ld[] = {ldh};
-    const int w[] = {1};
-    sn_status st = begin(&P, net, R, params, acts, 1, NULL, NULL, 0, m, ld, w, 1);
-    if (st == SN_OK) st = check_index(&P, i);
+    sn_status st = sublayer_index(net, i);
+    if (st == SN_OK) st = begin(&P, net, i, R, params, acts, 1, NULL, NULL, -1, h, ldh, 1, 0, 0);
     if (st != SN_OK) return st;
+    const stage *s = &P.s;
     const int64_t D = P.L.D;
-    switch (P.L.placement) {
-    case SN_PLACEMENT_PRE_NORM:
-        sn_d_norm_fwd(ctx, &P.L.norm, R, D, slot(&P, i), D, params_of(&P, i), h, ldh,
-                      stats_of(&P, i));
+    const float *x = slot(&P, s->xin);
+    int first;
+    sn_fuse f;
+    switch (s->op) {
+    case OP_PRE:
+    case OP_PERI:
+        sn_d_norm_fwd(ctx, &s->n[0], R, D, x, D, par(&P, 0), h, ldh, plane(&P, 0));
         break;
-    case SN_PLACEMENT_POST_NORM:
-        post_x(ctx, &P, i, h, ldh);
+    case OP_POST:
+        sn_d_copy(ctx, R, D, x, D, h, ldh);
         break;
-    default: /* u_i goes into x_{i+1}'s slot, where exit(i) completes it */
-        sn_d_fuse_fwd(ctx, &P.L.sub, R, D, xs(&P, i), D, ys(&P, i), D, params_of(&P, i),
-                      xs(&P, i + 1), D, h, ldh, stats_of(&P, i));
+    case OP_HMLP: /* u into x_{i+1}'s slot, where exit(i) completes it; h = u */
+        sn_d_norm_fwd(ctx, &s->n[0], R, D, x, D, par(&P, 0), slot(&P, s->xout), D, plane(&P, 0));
+        sn_d_copy(ctx, R, D, slot(&P, s->xout), D, h, ldh);
+        break;
+    default: /* the SiameseNorm family; OP_SIAM keeps u in x_{i+1}'s slot */
+        f = fuse_of(&P, &first);
+        sn_d_fuse_fwd(ctx, &f, R, D, x, D, slot(&P, s->yin), D, par(&P, first),
+                      s->op == OP_SIAM ? slot(&P, s->xout) : NULL, D, h, ldh, plane(&P, first));
         break;
     }
     return SN_OK;
@@ -306,28 +488,40 @@ sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t 
 sn_status sn_net_exit(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R, const float *z,
                       int64_t ldz, const float *params, float *acts) {
     pass P;
-    const float *m[] = {z};
-    const int64_t ld[] = {ldz};
-    const int w[] = {0};
-    sn_status st = begin(&P, net, R, params, acts, 1, NULL, NULL, 0, m, ld, w, 1);
-    if (st == SN_OK) st = check_index(&P, i);
+    sn_status st = sublayer_index(net, i);
+    if (st == SN_OK) st = begin(&P, net, i, R, params, acts, 1, NULL, NULL, -1, z, ldz, 0, 0, 0);
     if (st != SN_OK) return st;
+    const stage *s = &P.s;
     const int64_t D = P.L.D;
-    switch (P.L.placement) {
-    case SN_PLACEMENT_PRE_NORM:
-        sn_d_add_div(ctx, R, D, slot(&P, i), D, z, ldz, 1.0f, slot(&P, i + 1), D, 0);
+    float *x = slot(&P, s->xin), *xo = slot(&P, s->xout);
+    switch (s->op) {
+    case OP_PRE:
+        sn_d_add_div(ctx, R, D, x, D, z, ldz, 1.0f, xo, D, 0);
         break;
-    case SN_PLACEMENT_POST_NORM: {
-        /* t_i = x_i + z_i, and the statistics of N_i(t_i) */
-        float *t = slot(&P, i + 1);
-        post_x(ctx, &P, i, t, D);
-        sn_d_add_div(ctx, R, D, t, D, z, ldz, 1.0f, t, D, 0);
-        sn_d_norm_stats(ctx, &P.L.norm, R, D, t, D, stats_of(&P, i));
+    case OP_POST: /* t = alpha * x + z, x' = N(t) */
+        sn_d_axpy(ctx, R, D, s->c, x, D, z, ldz, slot(&P, s->aux), D);
+        sn_d_norm_fwd(ctx, &s->n[0], R, D, slot(&P, s->aux), D, par(&P, 0), xo, D, plane(&P, 0));
         break;
-    }
-    default:
-        sn_d_apply(ctx, R, D, scale_of(net, i), z, ldz, xs(&P, i + 1), D, ys(&P, i), D,
-                   xs(&P, i + 1), D, ys(&P, i + 1), D);
+    case OP_PERI: /* keep z for N_out's backward; x' = x + N_out(z) */
+        sn_d_copy(ctx, R, D, z, ldz, slot(&P, s->aux), D);
+        sn_d_norm_fwd(ctx, &s->n[1], R, D, slot(&P, s->aux), D, par(&P, 1), xo, D, plane(&P, 1));
+        sn_d_add_div(ctx, R, D, xo, D, x, D, 1.0f, xo, D, 0);
+        break;
+    case OP_HMLP: /* xo holds u */
+        sn_d_add_div(ctx, R, D, xo, D, z, ldz, 1.0f, xo, D, 0);
+        break;
+    case OP_SIAM: /* xo holds u */
+        sn_d_apply(ctx, R, D, s->c, z, ldz, xo, D, slot(&P, s->yin), D, xo, D, slot(&P, s->yout),
+                   D);
+        break;
+    case OP_SIAMX:
+        sn_d_apply(ctx, R, D, s->c, z, ldz, x, D, slot(&P, s->yin), D, xo, D, slot(&P, s->yout),
+                   D);
+        break;
+    default: /* OP_SIAMP: t = x + z/c, x' = N_post(t) */
+        sn_d_apply(ctx, R, D, s->c, z, ldz, x, D, slot(&P, s->yin), D, slot(&P, s->aux), D,
+                   slot(&P, s->yout), D);
+        sn_d_norm_fwd(ctx, &s->n[0], R, D, slot(&P, s->aux), D, par(&P, 0), xo, D, plane(&P, 0));
         break;
     }
     return SN_OK;
@@ -336,23 +530,24 @@ sn_status sn_net_exit(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R
 sn_status sn_net_merge(const sn_ctx *ctx, const sn_net *net, int64_t R, const float *params,
                        float *acts, float *out, int64_t ldo) {
     pass P;
-    const float *m[] = {out};
-    const int64_t ld[] = {ldo};
-    const int w[] = {1};
-    sn_status st = begin(&P, net, R, params, acts, 1, NULL, NULL, 0, m, ld, w, 1);
+    const int64_t S = net ? net->n_sublayers : 0;
+    sn_status st = begin(&P, net, S, R, params, acts, 1, NULL, NULL, -1, out, ldo, 1, 0, 0);
     if (st != SN_OK) return st;
-    const int64_t D = P.L.D, S = P.L.S;
-    switch (P.L.placement) {
-    case SN_PLACEMENT_PRE_NORM:
-        sn_d_norm_fwd(ctx, &P.L.norm, R, D, slot(&P, S), D, params_of(&P, S), out, ldo,
-                      stats_of(&P, S));
+    const int64_t D = P.L.D;
+    const float *x = slot(&P, P.s.xin);
+    int first;
+    sn_fuse f;
+    switch (P.L.merge) {
+    case MERGE_NONE:
+        sn_d_copy(ctx, R, D, x, D, out, ldo);
         break;
-    case SN_PLACEMENT_POST_NORM:
-        post_x(ctx, &P, S, out, ldo);
+    case MERGE_NORM:
+        sn_d_norm_fwd(ctx, &P.s.n[0], R, D, x, D, par(&P, 0), out, ldo, plane(&P, 0));
         break;
     default:
-        sn_d_fuse_fwd(ctx, &P.L.mrg, R, D, xs(&P, S), D, ys(&P, S), D, params_of(&P, S), NULL, 0,
-                      out, ldo, stats_of(&P, S));
+        f = fuse_of(&P, &first);
+        sn_d_fuse_fwd(ctx, &f, R, D, x, D, slot(&P, P.s.yin), D, par(&P, 0), NULL, 0, out, ldo,
+                      plane(&P, 0));
         break;
     }
     return SN_OK;
@@ -364,25 +559,25 @@ sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
                                 const float *dout, int64_t lddo, const float *params,
                                 const float *acts, float *grads, float *work) {
     pass P;
-    const float *m[] = {dout};
-    const int64_t ld[] = {lddo};
-    const int w[] = {0};
-    if (!work) return SN_ERR_NULL;
-    sn_status st = begin(&P, net, R, params, acts, 0, grads, work, 1, m, ld, w, 1);
+    const int64_t S = net ? net->n_sublayers : 0;
+    sn_status st = begin(&P, net, S, R, params, acts, 0, grads, work, 1, dout, lddo, 0, 0, 0);
     if (st != SN_OK) return st;
-    const int64_t D = P.L.D, S = P.L.S;
-    switch (P.L.placement) {
-    case SN_PLACEMENT_PRE_NORM:
-        sn_d_norm_bwd(ctx, &P.L.norm, R, D, dout, lddo, slot(&P, S), D, params_of(&P, S),
-                      stats_of(&P, S), dxw(&P), D, grads_of(&P, S), 0);
-        break;
-    case SN_PLACEMENT_POST_NORM:
+    const int64_t D = P.L.D;
+    const float *x = slot(&P, P.s.xin);
+    int first;
+    sn_fuse f;
+    switch (P.L.merge) {
+    case MERGE_NONE:
         sn_d_copy(ctx, R, D, dout, lddo, dxw(&P), D);
         break;
+    case MERGE_NORM:
+        sn_d_norm_bwd(ctx, &P.s.n[0], R, D, dout, lddo, x, D, par(&P, 0), plane(&P, 0), dxw(&P),
+                      D, grd(&P, 0), 0);
+        break;
     default:
-        sn_d_fuse_bwd(ctx, &P.L.mrg, R, D, dout, lddo, NULL, 0, xs(&P, S), D, ys(&P, S), D,
-                      params_of(&P, S), stats_of(&P, S), dxw(&P), D, dyw(&P), D, grads_of(&P, S),
-                      0);
+        f = fuse_of(&P, &first);
+        sn_d_fuse_bwd(ctx, &f, R, D, dout, lddo, NULL, 0, x, D, slot(&P, P.s.yin), D, par(&P, 0),
+                      plane(&P, 0), dxw(&P), D, dyw(&P), D, grd(&P, 0), 0);
         break;
     }
     return SN_OK;
@@ -392,28 +587,40 @@ sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, 
                                const float *params, const float *acts, float *grads, float *work,
                                float *dz, int64_t lddz, uint32_t flags) {
     pass P;
-    const float *m[] = {dz};
-    const int64_t ld[] = {lddz};
-    const int w[] = {1};
-    if (!work) return SN_ERR_NULL;
-    sn_status st = begin(&P, net, R, params, acts, 0, grads, work, 1, m, ld, w, 1);
-    if (st == SN_OK) st = check_index(&P, i);
-    if (st == SN_OK && (flags & ~SN_ACCUMULATE)) st = SN_ERR_FLAGS;
+    sn_status st = sublayer_index(net, i);
+    if (st == SN_OK)
+        st = begin(&P, net, i, R, params, acts, 0, grads, work, 1, dz, lddz, 1, flags,
+                   SN_ACCUMULATE);
     if (st != SN_OK) return st;
+    const stage *s = &P.s;
     const int64_t D = P.L.D;
     const int acc = (flags & SN_ACCUMULATE) != 0;
-    if (P.L.placement == SN_PLACEMENT_SIAMESE) {
-        sn_d_add_div(ctx, R, D, dyw(&P), D, dxw(&P), D, scale_of(net, i), dz, lddz, acc);
+    float *dx = dxw(&P);
+    switch (s->op) {
+    case OP_PERI: /* dz = N_out backward of dx_{i+1} */
+        sn_d_norm_bwd(ctx, &s->n[1], R, D, dx, D, slot(&P, s->aux), D, par(&P, 1), plane(&P, 1),
+                      dz, lddz, grd(&P, 1), acc);
         return SN_OK;
+    case OP_SIAM:
+    case OP_SIAMX:
+        sn_d_add_div(ctx, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc);
+        return SN_OK;
+    case OP_SIAMP: /* dt = N_post backward of dx_{i+1}, in place; dz = dt / c + dy */
+        sn_d_norm_bwd(ctx, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0), plane(&P, 0),
+                      dx, D, grd(&P, 0), 0);
+        sn_d_add_div(ctx, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc);
+        return SN_OK;
+    case OP_POST: /* dt = N backward of dx_{i+1}, in place; dz = dt */
+        sn_d_norm_bwd(ctx, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0), plane(&P, 0),
+                      dx, D, grd(&P, 0), 0);
+        break;
+    default: /* OP_PRE, OP_HMLP: dz = dx_{i+1} */
+        break;
     }
-    /* Post-Norm first takes dx_{i+1} back through N_i, in place: dt_i */
-    if (P.L.placement == SN_PLACEMENT_POST_NORM)
-        sn_d_norm_bwd(ctx, &P.L.norm, R, D, dxw(&P), D, slot(&P, i + 1), D, params_of(&P, i),
-                      stats_of(&P, i), dxw(&P), D, grads_of(&P, i), 0);
     if (acc)
-        sn_d_add_div(ctx, R, D, dz, lddz, dxw(&P), D, 1.0f, dz, lddz, 0);
+        sn_d_add_div(ctx, R, D, dz, lddz, dx, D, 1.0f, dz, lddz, 0);
     else
-        sn_d_copy(ctx, R, D, dxw(&P), D, dz, lddz);
+        sn_d_copy(ctx, R, D, dx, D, dz, lddz);
     return SN_OK;
 }
 
@@ -421,26 +628,40 @@ sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, int32_t i,
                                 const float *dh, int64_t lddh, const float *params,
                                 const float *acts, float *grads, float *work) {
     pass P;
-    const float *m[] = {dh};
-    const int64_t ld[] = {lddh};
-    const int w[] = {0};
-    if (!work) return SN_ERR_NULL;
-    sn_status st = begin(&P, net, R, params, acts, 0, grads, work, 1, m, ld, w, 1);
-    if (st == SN_OK) st = check_index(&P, i);
+    sn_status st = sublayer_index(net, i);
+    if (st == SN_OK)
+        st = begin(&P, net, i, R, params, acts, 0, grads, work, 1, dh, lddh, 0, 0, 0);
     if (st != SN_OK) return st;
+    const stage *s = &P.s;
     const int64_t D = P.L.D;
-    switch (P.L.placement) {
-    case SN_PLACEMENT_PRE_NORM:
-        sn_d_norm_bwd(ctx, &P.L.norm, R, D, dh, lddh, slot(&P, i), D, params_of(&P, i),
-                      stats_of(&P, i), dxw(&P), D, grads_of(&P, i), 1);
+    const float *x = slot(&P, s->xin);
+    float *dx = dxw(&P);
+    int first;
+    sn_fuse f;
+    switch (s->op) {
+    case OP_PRE:
+    case OP_PERI: /* dx_i = dx' + N backward of dh */
+        sn_d_norm_bwd(ctx, &s->n[0], R, D, dh, lddh, x, D, par(&P, 0), plane(&P, 0), dx, D,
+                      grd(&P, 0), 1);
         break;
-    case SN_PLACEMENT_POST_NORM:
-        sn_d_add_div(ctx, R, D, dxw(&P), D, dh, lddh, 1.0f, dxw(&P), D, 0);
+    case OP_POST: /* dx_i = alpha * dt + dh */
+        sn_d_axpy(ctx, R, D, s->c, dx, D, dh, lddh, dx, D);
         break;
-    default: /* dx_i = N_post backward of (dx_{i+1} + ds), in place; dy_i = dy_{i+1} + ... */
-        sn_d_fuse_bwd(ctx, &P.L.sub, R, D, dh, lddh, dxw(&P), D, xs(&P, i), D, ys(&P, i), D,
-                      params_of(&P, i), stats_of(&P, i), dxw(&P), D, dyw(&P), D, grads_of(&P, i),
-                      SN_ACCUMULATE_Y);
+    case OP_HMLP: /* dx_i = N backward of (dx' + dh) */
+        sn_d_add_div(ctx, R, D, dx, D, dh, lddh, 1.0f, dx, D, 0);
+        sn_d_norm_bwd(ctx, &s->n[0], R, D, dx, D, x, D, par(&P, 0), plane(&P, 0), dx, D,
+                      grd(&P, 0), 0);
+        break;
+    default:
+        f = fuse_of(&P, &first);
+        if (s->op == OP_SIAM) /* dx_i = N_post backward of (dx' + ds), in place */
+            sn_d_fuse_bwd(ctx, &f, R, D, dh, lddh, dx, D, x, D, slot(&P, s->yin), D,
+                          par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
+                          SN_ACCUMULATE_Y);
+        else /* the residual bypasses N_x: dx_i = dx' + N_x backward of ds */
+            sn_d_fuse_bwd(ctx, &f, R, D, dh, lddh, NULL, 0, x, D, slot(&P, s->yin), D,
+                          par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
+                          SN_ACCUMULATE | SN_ACCUMULATE_Y);
         break;
     }
     return SN_OK;
@@ -450,17 +671,16 @@ sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
                                 const float *params, const float *acts, float *grads,
                                 const float *work, float *de, int64_t ldde, uint32_t flags) {
     pass P;
-    const float *m[] = {de};
-    const int64_t ld[] = {ldde};
-    const int w[] = {1};
-    if (!work) return SN_ERR_NULL;
-    sn_status st = begin(&P, net, R, params, acts, 0, grads, work, 0, m, ld, w, 1);
-    if (st == SN_OK && (flags & ~SN_ACCUMULATE)) st = SN_ERR_FLAGS;
+    sn_status st = begin(&P, net, -1, R, params, acts, 0, grads, work, 0, de, ldde, 1, flags,
+                         SN_ACCUMULATE);
     if (st != SN_OK) return st;
     const int64_t D = P.L.D;
     const int acc = (flags & SN_ACCUMULATE) != 0;
-    if (P.L.placement == SN_PLACEMENT_SIAMESE)
+    if (P.L.two)
         sn_d_add_div(ctx, R, D, dxw(&P), D, dyw(&P), D, 1.0f, de, ldde, acc);
+    else if (P.L.split_norm)
+        sn_d_norm_bwd(ctx, &P.s.n[0], R, D, dxw(&P), D, slot(&P, 0), D, par(&P, 0), plane(&P, 0),
+                      de, ldde, grd(&P, 0), acc);
     else if (acc)
         sn_d_add_div(ctx, R, D, de, ldde, dxw(&P), D, 1.0f, de, ldde, 0);
     else
