@@ -286,7 +286,8 @@ typedef struct sn_fuse {
     sn_norm out;
 } sn_fuse;
 
-/* Sets f->x, f->y and f->out all to {kind, affine, 0, eps}. */
+/* Sets f->x, f->y and f->out all to {kind, affine, 0, eps} once that norm is valid.
+ * Errors: SN_ERR_NULL (f), SN_ERR_NORM, SN_ERR_EPS; *f is unchanged on error. */
 SN_API sn_status sn_fuse_init(sn_fuse *f, sn_norm_kind kind, sn_affine affine, float eps);
 
 /* Sizes: parameter floats and saved floats per row of the three norms together. Either output
@@ -456,8 +457,8 @@ typedef struct sn_net {
 
 /* Fills *net: the placement, S, D, norm = {kind, LayerNorm: SN_AFFINE_SCALE_SHIFT, RMSNorm:
  * SN_AFFINE_SCALE, others SN_AFFINE_NONE; group 0, eps}, input_norm = norm, SN_SCALE_DEFAULT,
- * mix_fraction 0.25 for Mix-LN (else 0), reserved zero; then validates it (sn_net_check).
- * *net is filled even when the status is an error. */
+ * mix_fraction 0.25 for Mix-LN (else 0), reserved zero, once that description is valid
+ * (sn_net_check's errors); *net is unchanged on error. */
 SN_API sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, int64_t D,
                              sn_norm_kind kind, float eps);
 

@@ -3,9 +3,6 @@
 
 #include <math.h>
 
-/* Largest number of floats one view may span: keeps every byte offset within ptrdiff_t. */
-#define SN_MAX_FLOATS (INT64_MAX / 8)
-
 sn_status sn_check_dims(int64_t R, int64_t D) {
     if (R <= 0 || D <= 0) return SN_ERR_SHAPE;
     if (R > SN_MAX_FLOATS / D) return SN_ERR_SHAPE;
@@ -22,9 +19,9 @@ sn_status sn_check_mat(const void *p, int64_t R, int64_t D, int64_t ld) {
 sn_status sn_check_norm(const sn_norm *n, int64_t D, int allow_group) {
     if (!n) return SN_ERR_NULL;
     if (n->kind < SN_NORM_LAYERNORM || n->kind > SN_NORM_SCALE) return SN_ERR_NORM;
-    if (n->affine != SN_AFFINE_SCALE_SHIFT && n->affine != SN_AFFINE_SCALE &&
-        n->affine != SN_AFFINE_NONE)
-        return SN_ERR_NORM;
+    if (n->kind != SN_NORM_IDENTITY && n->affine != SN_AFFINE_SCALE_SHIFT &&
+        n->affine != SN_AFFINE_SCALE && n->affine != SN_AFFINE_NONE)
+        return SN_ERR_NORM; /* the identity ignores its affine field */
     if (n->group < 0) return SN_ERR_GROUP;
     if (n->group > 0 && (!allow_group || D % n->group != 0)) return SN_ERR_GROUP;
     int normalises = n->kind == SN_NORM_LAYERNORM || n->kind == SN_NORM_RMSNORM;

@@ -5,6 +5,9 @@
 
 #include "siamesenorm.h"
 
+/* Largest number of floats one buffer may span: keeps every byte offset within ptrdiff_t. */
+#define SN_MAX_FLOATS (INT64_MAX / 8)
+
 /* R and D within range (> 0, and R * D * sizeof(float) representable). */
 sn_status sn_check_dims(int64_t R, int64_t D);
 

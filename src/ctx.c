@@ -1,17 +1,134 @@
-/* The execution context: the only object the library allocates. It carries no settings yet;
- * it exists so that later settings (threads, kernel paths) never change a call's signature. */
+/* The execution context: kernel path and threading (see the header's context section). The
+ * environment is read in sn_ctx_create only. */
+#if (defined(__unix__) || defined(__APPLE__)) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
 #include <stdlib.h>
+#include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#define SN_HAVE_SYSCONF 1
+#endif
 
-#include "siamesenorm.h"
+#include "cpu.h"
+#include "ctx.h"
+#include "parallel.h"
 
 struct sn_ctx {
-    uint32_t reserved;
+    sn_isa isa;             /* never SN_ISA_AUTO: resolved when set */
+    int width;              /* threads or hook pieces, >= 1 */
+    sn_pool *pool;          /* built-in workers (width > 1, no hook) */
+    sn_parallel_for_fn fn;  /* caller's hook, or NULL */
+    void *user;
 };
+
+static sn_isa isa_from_env(void) {
+    const char *s = getenv("SN_ISA");
+    sn_isa want = SN_ISA_AUTO;
+    if (!s || !*s || !strcmp(s, "auto")) return sn_cpu_best();
+    if (!strcmp(s, "scalar")) want = SN_ISA_SCALAR;
+    else if (!strcmp(s, "avx2")) want = SN_ISA_AVX2;
+    else if (!strcmp(s, "avx512")) want = SN_ISA_AVX512;
+    else return sn_cpu_best();
+    while (want > SN_ISA_SCALAR && !sn_cpu_has(want)) want = (sn_isa)(want - 1);
+    return want;
+}
 
 sn_status sn_ctx_create(sn_ctx **out) {
     if (!out) return SN_ERR_NULL;
-    *out = calloc(1, sizeof(sn_ctx));
-    return *out ? SN_OK : SN_ERR_NOMEM;
+    sn_ctx *c = calloc(1, sizeof(sn_ctx));
+    *out = c;
+    if (!c) return SN_ERR_NOMEM;
+    c->isa = isa_from_env();
+    c->width = 1;
+    const char *t = getenv("SN_THREADS");
+    if (t && *t) {
+        char *end;
+        long n = strtol(t, &end, 10);
+        if (*end == '\0' && n > 1 && n <= SN_MAX_THREADS) sn_ctx_set_threads(c, (int)n);
+    }
+    return SN_OK;
 }
 
-void sn_ctx_destroy(sn_ctx *ctx) { free(ctx); }
+static void drop_threads(sn_ctx *c) {
+    sn_pool_stop(c->pool);
+    c->pool = NULL;
+    c->fn = NULL;
+    c->user = NULL;
+    c->width = 1;
+}
+
+void sn_ctx_destroy(sn_ctx *ctx) {
+    if (!ctx) return;
+    drop_threads(ctx);
+    free(ctx);
+}
+
+int sn_isa_available(sn_isa isa) { return isa == SN_ISA_AUTO || sn_cpu_has(isa); }
+
+const char *sn_isa_name(sn_isa isa) {
+    switch (isa) {
+    case SN_ISA_AUTO: return "auto";
+    case SN_ISA_SCALAR: return "scalar";
+    case SN_ISA_AVX2: return "avx2";
+    case SN_ISA_AVX512: return "avx512";
+    }
+    return "unknown";
+}
+
+sn_status sn_ctx_set_isa(sn_ctx *ctx, sn_isa isa) {
+    if (!ctx) return SN_ERR_NULL;
+    if ((int)isa < SN_ISA_AUTO || (int)isa > SN_ISA_AVX512) return SN_ERR_CONFIG;
+    if (isa == SN_ISA_AUTO) isa = sn_cpu_best();
+    if (!sn_cpu_has(isa)) return SN_ERR_UNSUPPORTED;
+    ctx->isa = isa;
+    return SN_OK;
+}
+
+sn_isa sn_ctx_isa(const sn_ctx *ctx) { return ctx ? ctx->isa : sn_cpu_best(); }
+
+sn_status sn_ctx_set_threads(sn_ctx *ctx, int n) {
+    if (!ctx) return SN_ERR_NULL;
+    if (n < 0 || n > SN_MAX_THREADS) return SN_ERR_CONFIG;
+    if (n == 0) {
+        n = 1;
+#ifdef SN_HAVE_SYSCONF
+        long k = sysconf(_SC_NPROCESSORS_ONLN);
+        if (k > 1) n = k > SN_MAX_THREADS ? SN_MAX_THREADS : (int)k;
+#endif
+    }
+    drop_threads(ctx);
+    if (n == 1) return SN_OK;
+    sn_status st = sn_pool_start(&ctx->pool, n);
+    if (st != SN_OK) return st;
+    ctx->width = n;
+    return SN_OK;
+}
+
+sn_status sn_ctx_set_parallel_for(sn_ctx *ctx, sn_parallel_for_fn fn, void *user, int n) {
+    if (!ctx) return SN_ERR_NULL;
+    if (fn && (n < 1 || n > SN_MAX_THREADS)) return SN_ERR_CONFIG;
+    drop_threads(ctx);
+    if (!fn) return SN_OK;
+    ctx->fn = fn;
+    ctx->user = user;
+    ctx->width = n;
+    return SN_OK;
+}
+
+int sn_ctx_threads(const sn_ctx *ctx) { return ctx ? ctx->width : 1; }
+
+const sn_kern *sn_ctx_kern(const sn_ctx *ctx) { return sn_kern_for(sn_ctx_isa(ctx)); }
+
+int sn_ctx_width(const sn_ctx *ctx) { return ctx ? ctx->width : 1; }
+
+void sn_ctx_par(const sn_ctx *ctx, int64_t n, sn_task_fn task, void *arg) {
+    if (n <= 0) return;
+    if (ctx && n > 1 && ctx->fn) {
+        ctx->fn(ctx->user, n, task, arg);
+    } else if (ctx && n > 1 && ctx->pool) {
+        sn_pool_run(ctx->pool, n, task, arg);
+    } else {
+        for (int64_t i = 0; i < n; i++) task(arg, i);
+    }
+}

@@ -46,8 +46,10 @@ void sn_d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *z
 void sn_d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda,
                   const float *b, int64_t ldb, float c, float *out, int64_t ldo, int acc);
 
+/* out = alpha * a + b. out may equal a or b. */
 void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float *a, int64_t lda,
                const float *b, int64_t ldb, float *out, int64_t ldo);
+
 /* out = a. */
 void sn_d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float *out,
                int64_t ldo);

@@ -6,8 +6,9 @@
 sn_status sn_fuse_init(sn_fuse *f, sn_norm_kind kind, sn_affine affine, float eps) {
     if (!f) return SN_ERR_NULL;
     sn_norm n = {(int32_t)kind, (int32_t)affine, 0, eps};
-    f->x = f->y = f->out = n;
-    return sn_check_norm(&n, 1, 0);
+    sn_status st = sn_check_norm(&n, 1, 0);
+    if (st == SN_OK) f->x = f->y = f->out = n;
+    return st;
 }
 
 sn_status sn_fuse_query(const sn_fuse *f, int64_t D, int64_t *n_params, int64_t *stats_per_row) {

@@ -1,5 +1,12 @@
 /* Row kernels: the arithmetic of every primitive, one row (or one group of a row) at a time.
- * Arguments are trusted: the public entry points validate before calling. */
+ * Arguments are trusted: the public entry points validate before calling.
+ *
+ * Each kernel path (portable scalar, AVX2+FMA, AVX-512) fills one sn_kern table; the drivers
+ * pick the table of the call's context and never depend on the path otherwise. Backward passes
+ * come in three pieces so that threads can split the parameter gradients by columns while the
+ * result stays the same bit for bit: `red` computes a row's reductions, `pg` adds a row's
+ * contribution to the parameter gradients over any run of columns (elementwise: splitting the
+ * columns never changes a bit), `dx` writes the input gradients from the reductions. */
 #ifndef SN_KERNELS_H
 #define SN_KERNELS_H
 
@@ -9,16 +16,74 @@
  *   xhat = (v - m) * r,   out = gamma * xhat + beta,
  *   dv   = r * (g - ca * mean(g) - cb * xhat * mean(g * xhat)),   g = gamma * dout.
  * LayerNorm: m = mean, r = rstd, ca = cb = 1.  RMSNorm: m = 0, r = rstd, ca = 0, cb = 1.
- * Identity: m = 0, r = 1, ca = cb = 0. gamma NULL means 1, beta NULL means 0. */
+ * Identity and SN_NORM_SCALE: m = 0, r = 1, ca = cb = 0 (identity: no gamma/beta).
+ * gamma NULL means 1, beta NULL means 0. */
 typedef struct sn_rnorm {
     float m, r, ca, cb;
     const float *gamma;
     const float *beta;
 } sn_rnorm;
 
-/* Statistics of one row v of W floats for norm n: *m (0 unless LayerNorm) and *r (rstd, 1 for
- * the identity). LayerNorm is two-pass: mean, then the mean of squared deviations. */
-void sn_k_stats(const sn_norm *n, const float *v, int64_t W, float *m, float *r);
+/* The three norms of a fuse resolved for one row, and the row's backward reductions:
+ * oa = O.ca * mean(go * dh), ob = O.cb * mean(go * dh * xs) (N_out); xa, xb likewise for N_x
+ * over dt = du + ds; ya, yb for N_y over ds. */
+typedef struct sn_rfuse {
+    sn_rnorm X, Y, O;
+    float oa, ob, xa, xb, ya, yb;
+} sn_rfuse;
+
+/* Parameter-gradient destinations of a fuse: gamma and beta of N_x, N_y, N_out (NULL: skip). */
+typedef struct sn_dfuse {
+    float *gx, *bx, *gy, *by, *go, *bo;
+} sn_dfuse;
+
+typedef struct sn_kern {
+    /* statistics of one row v of W floats: *m (LayerNorm mean, else 0), *r (rstd, identity 1);
+     * LayerNorm is two-pass */
+    void (*stats)(const sn_norm *n, const float *v, int64_t W, float *m, float *r);
+    /* out = gamma * (v - m) * r + beta; out may equal v */
+    void (*norm_row)(const sn_rnorm *q, const float *v, int64_t W, float *out);
+    /* *sa = ca * mean(g), *sb = cb * mean(g * xhat) over the W columns */
+    void (*norm_red)(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *sa,
+                     float *sb);
+    /* dgamma += dout * xhat, dbeta += dout over n columns (either may be NULL) */
+    void (*norm_pg)(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
+                    float *dgamma, float *dbeta);
+    /* dv = (+= with acc) r * (g - sa - xhat * sb); dv may equal dout when !acc */
+    void (*norm_dx)(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float sa,
+                    float sb, float *dv, int acc);
+    /* fuse forward of one row: *F holds N_x and N_y resolved; writes u (if non-NULL) and
+     * h = s = N_x(x) + N_y(y); then the caller takes N_out's stats of h and normalises it */
+    void (*fuse_s)(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u,
+                   float *h);
+    /* the six reductions of F from dh, du (NULL: 0), x, y */
+    void (*fuse_red)(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
+                     const float *y);
+    /* parameter gradients over n columns (pointers already offset to the first column) */
+    void (*fuse_pg)(const sn_rfuse *F, int64_t n, const float *dh, const float *du,
+                    const float *x, const float *y, const sn_dfuse *dp);
+    /* input gradients; dx may equal du */
+    void (*fuse_dx)(const sn_rfuse *F, int64_t D, const float *dh, const float *du,
+                    const float *x, const float *y, float *dx, float *dy, int accx, int accy);
+    /* out = (+= with acc) a + b / c; out may equal a or b when !acc */
+    void (*add_div)(const float *a, const float *b, float c, float *out, int64_t D, int acc);
+    /* xo = u + z / c, yo = y + z (xo may equal u, yo y) */
+    void (*apply)(const float *z, const float *u, const float *y, float c, float *xo, float *yo,
+                  int64_t D);
+    /* out = alpha * a + b; out may equal a or b */
+    void (*axpy)(const float *a, const float *b, float alpha, float *out, int64_t D);
+} sn_kern;
+
+extern const sn_kern sn_kern_scalar;
+#ifdef SN_HAVE_AVX2
+extern const sn_kern sn_kern_avx2;
+#endif
+#ifdef SN_HAVE_AVX512
+extern const sn_kern sn_kern_avx512;
+#endif
+
+/* The table of a path (never NULL: paths not compiled in give the scalar table). */
+const sn_kern *sn_kern_for(sn_isa isa);
 
 /* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */
 sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r);
@@ -27,26 +92,20 @@ sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m,
 void sn_k_stats_put(const sn_norm *n, float *blk, int64_t ng, int64_t g, float m, float r);
 void sn_k_stats_get(const sn_norm *n, const float *blk, int64_t ng, int64_t g, float *m, float *r);
 
-/* out[j] = gamma[j] * (v[j] - m) * r + beta[j]. out may equal v. */
-void sn_k_norm_row(const sn_rnorm *q, const float *v, int64_t W, float *out);
+/* Offsets of a fuse's three norms in its parameter block and in a row's stats block. */
+typedef struct sn_fuse_layout {
+    int64_t px, py, po;
+    int64_t sx, sy, so;
+} sn_fuse_layout;
+sn_fuse_layout sn_k_fuse_layout(const sn_fuse *f, int64_t D);
 
-/* Backward of sn_k_norm_row: dv = (or +=, with acc) the formula above; dgamma += dout * xhat
- * and dbeta += dout when non-NULL. dv may equal dout when !acc. */
-void sn_k_norm_bwd_row(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *dv,
-                       int acc, float *dgamma, float *dbeta);
+/* Resolves a fuse for one row from params (may be NULL) and a saved stats row block (NULL
+ * when the fuse saves none); the reductions are zeroed. */
+sn_rfuse sn_k_fuse_resolve(const sn_fuse *f, const sn_fuse_layout *L, int64_t D,
+                           const float *params, const float *stats);
 
-/* Fuse of one row: u = N_x(x) (if u), h = N_out(u + N_y(y)); statistics into the row block
- * stats (if non-NULL) as [N_x | N_y | N_out]. h must not alias x, y or u. */
-void sn_k_fuse_fwd_row(const sn_fuse *f, int64_t D, const float *x, const float *y,
-                       const float *params, float *u, float *h, float *stats);
+/* The parameter-gradient destinations of a fuse inside dparams (NULL: all NULL). */
+sn_dfuse sn_k_fuse_dparams(const sn_fuse *f, const sn_fuse_layout *L, int64_t D,
+                           float *dparams);
 
-/* Fuse backward of one row (see sn_fuse_backward). du may be NULL; dx may equal du. */
-void sn_k_fuse_bwd_row(const sn_fuse *f, int64_t D, const float *dh, const float *du,
-                       const float *x, const float *y, const float *params, const float *stats,
-                       float *dx, float *dy, float *dparams, uint32_t flags);
-
-/* out[j] = a[j] + b[j] / c, or out[j] += that with acc. out may equal a or b when !acc. */
-void sn_k_add_div_row(const float *a, const float *b, float c, float *out, int64_t D, int acc);
-
-void sn_k_axpy_row(float alpha, const float *a, const float *b, float *out, int64_t D);
 #endif

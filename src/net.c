@@ -68,6 +68,10 @@ sn_status sn_net_check(const sn_net *net) {
         return SN_ERR_PLACEMENT;
     if (net->n_sublayers < 1 || net->n_sublayers > SN_MAX_SUBLAYERS) return SN_ERR_SHAPE;
     sn_status st = sn_check_dims(1, net->d);
+    /* Every size derived below stays representable: a stage keeps at most 3D + 8 floats per
+     * row and has at most 6D parameters, and there are S + 2 stages. */
+    if (st == SN_OK && (int64_t)net->n_sublayers + 2 > SN_MAX_FLOATS / 8 / (net->d + 1))
+        st = SN_ERR_SHAPE;
     if (st == SN_OK) st = sn_check_norm(&net->norm, net->d, 0);
     if (st == SN_OK) st = sn_check_norm(&net->input_norm, net->d, 0);
     if (st != SN_OK) return st;
@@ -98,21 +102,24 @@ sn_status sn_net_check(const sn_net *net) {
 sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, int64_t D,
                       sn_norm_kind kind, float eps) {
     if (!net) return SN_ERR_NULL;
-    memset(net, 0, sizeof *net);
-    net->placement = (int32_t)placement;
-    net->n_sublayers = n_sublayers;
-    net->d = D;
-    net->norm.kind = (int32_t)kind;
-    net->norm.affine = kind == SN_NORM_LAYERNORM ? SN_AFFINE_SCALE_SHIFT
-                       : kind == SN_NORM_RMSNORM ? SN_AFFINE_SCALE
-                                                 : SN_AFFINE_NONE;
-    net->norm.group = 0;
-    net->norm.eps = eps;
-    net->input_norm = net->norm;
-    net->scale_rule = SN_SCALE_DEFAULT;
-    net->scales = NULL;
-    if (placement == SN_PLACEMENT_MIX_LN) net->mix_fraction = 0.25f;
-    return sn_net_check(net);
+    sn_net n;
+    memset(&n, 0, sizeof n);
+    n.placement = (int32_t)placement;
+    n.n_sublayers = n_sublayers;
+    n.d = D;
+    n.norm.kind = (int32_t)kind;
+    n.norm.affine = kind == SN_NORM_LAYERNORM ? SN_AFFINE_SCALE_SHIFT
+                    : kind == SN_NORM_RMSNORM ? SN_AFFINE_SCALE
+                                              : SN_AFFINE_NONE;
+    n.norm.group = 0;
+    n.norm.eps = eps;
+    n.input_norm = n.norm;
+    n.scale_rule = SN_SCALE_DEFAULT;
+    n.scales = NULL;
+    if (placement == SN_PLACEMENT_MIX_LN) n.mix_fraction = 0.25f;
+    sn_status st = sn_net_check(&n);
+    if (st == SN_OK) *net = n;
+    return st;
 }
 
 /* c_i of the SiameseNorm family, alpha of DeepNorm, 1 otherwise. */

@@ -1,0 +1,19 @@
+/* Optional oneDNN peer for sn-bench: its layer normalization primitive (training forward with
+ * mean/variance, backward with scale and shift gradients) on N rows of C floats. */
+#ifndef SN_BENCH_DNNL_PEER_H
+#define SN_BENCH_DNNL_PEER_H
+
+#include <stdint.h>
+
+typedef struct dnnl_peer dnnl_peer;
+
+/* Builds the primitives over caller buffers (each N x C, stats N, scale/shift C each);
+ * NULL on failure. */
+dnnl_peer *dnnl_peer_create(int64_t N, int64_t C, float *src, float *dst, float *mean,
+                            float *var, float *scale, float *shift, float *ddst, float *dsrc,
+                            float *dscale, float *dshift);
+int dnnl_peer_fwd(dnnl_peer *p);
+int dnnl_peer_bwd(dnnl_peer *p);
+void dnnl_peer_destroy(dnnl_peer *p);
+
+#endif

@@ -1,0 +1,435 @@
+/* sn-bench: times every public primitive of libsiamesenorm, forward and backward, at a
+ * cache-resident and a beyond-cache size, against the memory-bandwidth roofline measured in the
+ * same run (STREAM-like copy and triad) and against the peers compiled in: a scalar C baseline
+ * built with -Ofast -march=native (always) and oneDNN's layer normalization (when found).
+ *
+ *   sn-bench [--json] [--reps N] [--quick] [--sizes RxD,RxD] [--threads 1,2] [--isa NAME]
+ *            [--ops SUBSTRING]
+ *
+ * Every figure is the median of --reps samples (default 11); "noise" is the spread of the
+ * middle half of the samples, (q3 - q1) / median. "GB/s" counts the minimum bytes an operation
+ * must move (each R x D operand read or written once; parameters and statistics ignored);
+ * "%roof" is that rate over the better of the copy and triad bandwidths. Peer columns are
+ * peer time / library time (> 1: the library is faster). */
+#define _POSIX_C_SOURCE 200809L
+#include "siamesenorm.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "baseline.h"
+#ifdef SN_BENCH_DNNL
+#include "dnnl_peer.h"
+#endif
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct timing {
+    double ms, noise, best;
+} timing;
+
+static int g_reps = 11;
+
+/* median time of one call of fn(arg), over g_reps samples of k calls (k: >= ~2 ms a sample) */
+static timing measure(void (*fn)(void *), void *arg) {
+    fn(arg); /* warm up */
+    double t0 = now_ms();
+    fn(arg);
+    double one = now_ms() - t0;
+    int k = one > 2.0 ? 1 : (int)(2.0 / (one > 1e-4 ? one : 1e-4)) + 1;
+    if (k > 100000) k = 100000;
+    double s[101];
+    int n = g_reps > 101 ? 101 : g_reps;
+    for (int i = 0; i < n; i++) {
+        t0 = now_ms();
+        for (int j = 0; j < k; j++) fn(arg);
+        s[i] = (now_ms() - t0) / k;
+    }
+    qsort(s, (size_t)n, sizeof s[0], cmp_d);
+    timing t = {s[n / 2], n >= 4 ? (s[(3 * n) / 4] - s[n / 4]) / s[n / 2] : 0.0, s[0]};
+    return t;
+}
+
+static float *fbuf(int64_t n, float lo, float hi, unsigned *seed) {
+    float *p = aligned_alloc(64, (size_t)((n + 15) / 16 * 16) * sizeof(float));
+    if (!p) {
+        fprintf(stderr, "sn-bench: out of memory\n");
+        exit(2);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        *seed = *seed * 1103515245u + 12345u;
+        p[i] = lo + (hi - lo) * (float)((*seed >> 8) & 0xffff) / 65536.0f;
+    }
+    return p;
+}
+
+/* ---- the benchmark state: one set of buffers per size ------------------------------------- */
+
+typedef struct bench {
+    int64_t R, D, n;
+    sn_ctx *ctx;
+    sn_norm ln, rms;
+    sn_fuse fuse;
+    float c;
+    /* R x D tensors */
+    float *x, *y, *u, *h, *z, *xo, *yo, *dh, *du, *dx, *dy, *dz, *s, *t;
+    float *nparams, *ndparams, *fparams, *fdparams, *stats, *mean, *rstd, *var;
+#ifdef SN_BENCH_DNNL
+    void *dnnl;
+#endif
+} bench;
+
+static void must(sn_status st, const char *what) {
+    if (st != SN_OK) {
+        fprintf(stderr, "sn-bench: %s: %s\n", what, sn_status_string(st));
+        exit(2);
+    }
+}
+
+/* library ops */
+static void op_ln_fwd(void *a) {
+    bench *b = a;
+    sn_norm_forward(b->ctx, &b->ln, b->R, b->D, b->x, b->D, b->nparams, b->h, b->D, b->stats);
+}
+static void op_ln_bwd(void *a) {
+    bench *b = a;
+    sn_norm_backward(b->ctx, &b->ln, b->R, b->D, b->dh, b->D, b->x, b->D, b->nparams, b->stats,
+                     b->dx, b->D, b->ndparams, 0);
+}
+static void op_ln_fb(void *a) {
+    op_ln_fwd(a);
+    op_ln_bwd(a);
+}
+static void op_rms_fwd(void *a) {
+    bench *b = a;
+    sn_norm_forward(b->ctx, &b->rms, b->R, b->D, b->x, b->D, b->nparams, b->h, b->D, b->stats);
+}
+static void op_rms_bwd(void *a) {
+    bench *b = a;
+    sn_norm_backward(b->ctx, &b->rms, b->R, b->D, b->dh, b->D, b->x, b->D, b->nparams, b->stats,
+                     b->dx, b->D, b->ndparams, 0);
+}
+static void op_rms_fb(void *a) {
+    op_rms_fwd(a);
+    op_rms_bwd(a);
+}
+static void op_fuse_fwd(void *a) {
+    bench *b = a;
+    sn_fuse_forward(b->ctx, &b->fuse, b->R, b->D, b->x, b->D, b->y, b->D, b->fparams, b->u, b->D,
+                    b->h, b->D, b->stats);
+}
+/* as in a SiameseNorm sub-layer: du = dx_{i+1}, dy accumulates dy_{i+1} */
+static void op_fuse_bwd(void *a) {
+    bench *b = a;
+    sn_fuse_backward(b->ctx, &b->fuse, b->R, b->D, b->dh, b->D, b->du, b->D, b->x, b->D, b->y,
+                     b->D, b->fparams, b->stats, b->dx, b->D, b->dy, b->D, b->fdparams,
+                     SN_ACCUMULATE_Y);
+}
+static void op_merge_fwd(void *a) {
+    bench *b = a;
+    sn_merge_forward(b->ctx, &b->fuse, b->R, b->D, b->x, b->D, b->y, b->D, b->fparams, b->h, b->D,
+                     b->stats);
+}
+static void op_merge_bwd(void *a) {
+    bench *b = a;
+    sn_merge_backward(b->ctx, &b->fuse, b->R, b->D, b->dh, b->D, b->x, b->D, b->y, b->D,
+                      b->fparams, b->stats, b->dx, b->D, b->dy, b->D, b->fdparams, 0);
+}
+static void op_apply_fwd(void *a) {
+    bench *b = a;
+    sn_apply_forward(b->ctx, b->R, b->D, b->c, b->z, b->D, b->u, b->D, b->y, b->D, b->xo, b->D,
+                     b->yo, b->D);
+}
+static void op_apply_bwd(void *a) {
+    bench *b = a;
+    sn_apply_backward(b->ctx, b->R, b->D, b->c, b->du, b->D, b->dy, b->D, b->dz, b->D, 0);
+}
+static void op_split_fwd(void *a) {
+    bench *b = a;
+    sn_split_forward(b->ctx, b->R, b->D, b->x, b->D, b->xo, b->D, b->yo, b->D);
+}
+static void op_split_bwd(void *a) {
+    bench *b = a;
+    sn_split_backward(b->ctx, b->R, b->D, b->du, b->D, b->dy, b->D, b->dz, b->D, 0);
+}
+/* fuse fwd + apply fwd + apply bwd + fuse bwd */
+static void op_sublayer(void *a) {
+    op_fuse_fwd(a);
+    op_apply_fwd(a);
+    op_apply_bwd(a);
+    op_fuse_bwd(a);
+}
+
+/* scalar -Ofast baseline */
+static void base_ln_fb(void *a) {
+    bench *b = a;
+    base_ln_fwd(b->h, b->mean, b->rstd, b->x, b->nparams, b->nparams + b->D, b->R, b->D);
+    base_ln_bwd(b->dx, b->ndparams, b->ndparams + b->D, b->dh, b->x, b->nparams, b->mean, b->rstd,
+                b->R, b->D);
+}
+static void base_ln_f(void *a) {
+    bench *b = a;
+    base_ln_fwd(b->h, b->mean, b->rstd, b->x, b->nparams, b->nparams + b->D, b->R, b->D);
+}
+static void base_ln_b(void *a) {
+    bench *b = a;
+    base_ln_bwd(b->dx, b->ndparams, b->ndparams + b->D, b->dh, b->x, b->nparams, b->mean, b->rstd,
+                b->R, b->D);
+}
+static void base_rms_f(void *a) {
+    bench *b = a;
+    base_rms_fwd(b->h, b->rstd, b->x, b->nparams, b->R, b->D);
+}
+static void base_rms_b(void *a) {
+    bench *b = a;
+    base_rms_bwd(b->dx, b->ndparams, b->dh, b->x, b->nparams, b->rstd, b->R, b->D);
+}
+static void base_rms_fb(void *a) {
+    base_rms_f(a);
+    base_rms_b(a);
+}
+/* the sub-layer unfused, from the baseline's LayerNorm and elementwise loops (s, t scratch) */
+static void base_sublayer(void *a) {
+    bench *b = a;
+    const int64_t R = b->R, D = b->D, n = b->n;
+    float *P = b->fparams, *G = b->fdparams, *st = b->mean; /* 6 stat vectors of R */
+    base_ln_fwd(b->u, st, st + R, b->x, P, P + D, R, D);              /* u = N_post(x) */
+    base_ln_fwd(b->t, st + 2 * R, st + 3 * R, b->y, P + 2 * D, P + 3 * D, R, D);
+    base_add(b->s, b->u, b->t, n);                                    /* s = u + N_pre(y) */
+    base_ln_fwd(b->h, st + 4 * R, st + 5 * R, b->s, P + 4 * D, P + 5 * D, R, D);
+    base_add_scaled(b->xo, b->u, b->z, b->c, n);                      /* apply */
+    base_add(b->yo, b->y, b->z, n);
+    base_add_scaled(b->dz, b->dy, b->du, b->c, n);                    /* dz = dxo / c + dyo */
+    base_ln_bwd(b->t, G + 4 * D, G + 5 * D, b->dh, b->s, P + 4 * D, st + 4 * R, st + 5 * R, R, D);
+    base_add(b->s, b->du, b->t, n);                                   /* du + ds */
+    base_ln_bwd(b->dx, G, G + D, b->s, b->x, P, st, st + R, R, D);
+    base_ln_bwd(b->s, G + 2 * D, G + 3 * D, b->t, b->y, P + 2 * D, st + 2 * R, st + 3 * R, R, D);
+    base_add(b->dy, b->dy, b->s, n);
+}
+#ifdef SN_BENCH_DNNL
+static void dnnl_ln_fb(void *a) {
+    bench *b = a;
+    dnnl_peer_fwd(b->dnnl);
+    dnnl_peer_bwd(b->dnnl);
+}
+static void dnnl_ln_f(void *a) { dnnl_peer_fwd(((bench *)a)->dnnl); }
+static void dnnl_ln_b(void *a) { dnnl_peer_bwd(((bench *)a)->dnnl); }
+#endif
+
+typedef struct opdef {
+    const char *name;
+    void (*fn)(void *);
+    int tensors;              /* R x D operands moved, at the minimum */
+    void (*base)(void *);     /* scalar -Ofast peer or NULL */
+    int dnnl;                 /* 0 none, 1 fwd, 2 bwd, 3 fwd+bwd */
+} opdef;
+
+static const opdef OPS[] = {
+    {"layernorm fwd", op_ln_fwd, 2, base_ln_f, 1},
+    {"layernorm bwd", op_ln_bwd, 3, base_ln_b, 2},
+    {"layernorm fwd+bwd", op_ln_fb, 5, base_ln_fb, 3},
+    {"rmsnorm fwd", op_rms_fwd, 2, base_rms_f, 0},
+    {"rmsnorm bwd", op_rms_bwd, 3, base_rms_b, 0},
+    {"rmsnorm fwd+bwd", op_rms_fb, 5, base_rms_fb, 0},
+    {"fuse fwd", op_fuse_fwd, 4, NULL, 0},
+    {"fuse bwd", op_fuse_bwd, 7, NULL, 0},
+    {"merge fwd", op_merge_fwd, 3, NULL, 0},
+    {"merge bwd", op_merge_bwd, 5, NULL, 0},
+    {"apply fwd", op_apply_fwd, 5, NULL, 0},
+    {"apply bwd", op_apply_bwd, 3, NULL, 0},
+    {"split fwd", op_split_fwd, 3, NULL, 0},
+    {"split bwd", op_split_bwd, 3, NULL, 0},
+    {"siamese sub-layer", op_sublayer, 19, base_sublayer, 0},
+};
+
+static void bench_init(bench *b, int64_t R, int64_t D) {
+    unsigned seed = 12345u;
+    memset(b, 0, sizeof *b);
+    b->R = R;
+    b->D = D;
+    b->n = R * D;
+    b->c = 2.0f;
+    must(sn_ctx_create(&b->ctx), "sn_ctx_create");
+    b->ln = (sn_norm){SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 0, 1e-5f};
+    b->rms = (sn_norm){SN_NORM_RMSNORM, SN_AFFINE_SCALE, 0, 1e-5f};
+    must(sn_fuse_init(&b->fuse, SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 1e-5f), "fuse_init");
+    float **t[] = {&b->x, &b->y, &b->u, &b->h, &b->z, &b->xo, &b->yo,
+                   &b->dh, &b->du, &b->dx, &b->dy, &b->dz, &b->s, &b->t};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) *t[i] = fbuf(b->n, -1.0f, 1.0f, &seed);
+    b->nparams = fbuf(2 * D, 0.5f, 1.5f, &seed);
+    b->ndparams = fbuf(2 * D, 0.0f, 0.0f, &seed);
+    b->fparams = fbuf(6 * D, 0.5f, 1.5f, &seed);
+    b->fdparams = fbuf(6 * D, 0.0f, 0.0f, &seed);
+    b->stats = fbuf(6 * R, 0.0f, 0.0f, &seed);
+    b->mean = fbuf(6 * R, 0.0f, 0.0f, &seed);
+    b->rstd = fbuf(R, 0.0f, 0.0f, &seed);
+    b->var = fbuf(R, 0.0f, 0.0f, &seed);
+#ifdef SN_BENCH_DNNL
+    b->dnnl = dnnl_peer_create(R, D, b->x, b->h, b->mean, b->var, b->nparams, b->nparams + D,
+                               b->dh, b->dx, b->ndparams, b->ndparams + D);
+#endif
+    op_fuse_fwd(b); /* valid statistics for the backward passes */
+}
+
+static void bench_free(bench *b) {
+    float *t[] = {b->x,  b->y,  b->u,  b->h,  b->z,  b->xo, b->yo,       b->dh,     b->du,
+                  b->dx, b->dy, b->dz, b->s,  b->t,  b->nparams, b->ndparams, b->fparams,
+                  b->fdparams, b->stats, b->mean, b->rstd, b->var};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) free(t[i]);
+#ifdef SN_BENCH_DNNL
+    if (b->dnnl) dnnl_peer_destroy(b->dnnl);
+#endif
+    sn_ctx_destroy(b->ctx);
+}
+
+/* ---- roofline ------------------------------------------------------------------------------ */
+
+typedef struct sarg {
+    float *a, *b, *c;
+    int64_t n;
+} sarg;
+static void s_copy(void *p) {
+    sarg *s = p;
+    stream_copy(s->a, s->b, s->n);
+}
+static void s_triad(void *p) {
+    sarg *s = p;
+    stream_triad(s->a, s->b, s->c, 3.0f, s->n);
+}
+
+int main(int argc, char **argv) {
+    int json = 0, quick = 0;
+    const char *sizes = "512x768,4096x768", *threads = "1,2", *isa = NULL, *only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes = argv[++i];
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = argv[++i];
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
+        else if (!strcmp(argv[i], "--ops") && i + 1 < argc) only = argv[++i];
+        else {
+            fprintf(stderr, "usage: sn-bench [--json] [--reps N] [--quick] [--sizes RxD,...] "
+                            "[--threads 1,2] [--isa auto|scalar|avx2|avx512] [--ops SUBSTR]\n");
+            return 2;
+        }
+    }
+#ifdef SN_BENCH_DNNL
+    /* oneDNN runs on OpenMP, which reads OMP_NUM_THREADS when it loads: pin it to 1 thread
+     * (the one-thread comparison) by re-executing once with the variable set. */
+    if (!getenv("OMP_NUM_THREADS")) {
+        setenv("OMP_NUM_THREADS", "1", 1);
+        execv("/proc/self/exe", argv);
+    }
+#endif
+    if (quick) {
+        sizes = "8x64,33x17";
+        g_reps = 3;
+    }
+    if (g_reps < 1) g_reps = 1;
+    sn_isa want = SN_ISA_AUTO;
+    if (isa) {
+        const sn_isa all[] = {SN_ISA_AUTO, SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(isa, sn_isa_name(all[i]))) want = all[i];
+    }
+
+    /* roofline: STREAM-like copy and triad over 3 x 16 M floats (far beyond the caches) */
+    double bw;
+    {
+        unsigned seed = 7u;
+        const int64_t n = quick ? 1 << 16 : 1 << 24;
+        sarg s = {fbuf(n, 0, 1, &seed), fbuf(n, 0, 1, &seed), fbuf(n, 0, 1, &seed), n};
+        timing tc = measure(s_copy, &s), tt = measure(s_triad, &s);
+        double gc = 8.0 * n / tc.ms * 1e-6, gt = 12.0 * n / tt.ms * 1e-6;
+        bw = gc > gt ? gc : gt;
+        if (json)
+            printf("{\"stream\": {\"copy_gbs\": %.2f, \"triad_gbs\": %.2f}, \"results\": [\n", gc,
+                   gt);
+        else
+            printf("# roofline: STREAM-like copy %.1f GB/s, triad %.1f GB/s (noise %.0f%%, "
+                   "%.0f%%); using %.1f GB/s\n",
+                   gc, gt, 100 * tc.noise, 100 * tt.noise, bw);
+        free(s.a);
+        free(s.b);
+        free(s.c);
+    }
+    if (!json)
+        printf("# %-18s %5s %5s %3s %-6s %9s %9s %7s %6s %6s %9s %9s %7s\n", "op", "R", "D",
+               "thr", "isa", "ms", "best-ms", "GB/s", "%roof", "noise", "vs-scalar", "vs-oneDNN",
+               "x1thr");
+    int first = 1;
+    for (const char *sz = sizes; sz && *sz;) {
+        long long R, D;
+        if (sscanf(sz, "%lldx%lld", &R, &D) != 2 || R < 1 || D < 1) {
+            fprintf(stderr, "sn-bench: bad size '%s'\n", sz);
+            return 2;
+        }
+        sz = strchr(sz, ',');
+        if (sz) sz++;
+        bench b;
+        bench_init(&b, R, D);
+        if (want != SN_ISA_AUTO) must(sn_ctx_set_isa(b.ctx, want), "sn_ctx_set_isa");
+        const size_t nops = sizeof OPS / sizeof OPS[0];
+        double t1[sizeof OPS / sizeof OPS[0]] = {0};
+        for (const char *th = threads; th && *th;) {
+            int T = atoi(th);
+            th = strchr(th, ',');
+            if (th) th++;
+            if (T < 1) continue;
+            must(sn_ctx_set_threads(b.ctx, T), "sn_ctx_set_threads");
+            for (size_t o = 0; o < nops; o++) {
+                const opdef *op = &OPS[o];
+                if (only && !strstr(op->name, only)) continue;
+                timing t = measure(op->fn, &b);
+                const double bytes = (double)op->tensors * (double)b.n * 4.0;
+                const double gbs = bytes / t.ms * 1e-6;
+                double base = 0.0, dn = 0.0;
+                if (op->base && T == 1) base = measure(op->base, &b).ms;
+#ifdef SN_BENCH_DNNL
+                if (op->dnnl && b.dnnl && T == 1)
+                    dn = measure(op->dnnl == 1 ? dnnl_ln_f : op->dnnl == 2 ? dnnl_ln_b : dnnl_ln_fb,
+                                 &b).ms;
+#endif
+                if (T == 1) t1[o] = t.ms;
+                const double sp = T > 1 && t1[o] > 0 ? t1[o] / t.ms : 0.0;
+                const char *in = sn_isa_name(sn_ctx_isa(b.ctx));
+                if (json) {
+                    printf("%s  {\"op\": \"%s\", \"R\": %lld, \"D\": %lld, \"threads\": %d, "
+                           "\"isa\": \"%s\", \"ms\": %.5f, \"noise\": %.4f, \"gbs\": %.3f, "
+                           "\"roofline\": %.4f, \"scalar_ms\": %.5f, \"onednn_ms\": %.5f, "
+                           "\"speedup_vs_1thread\": %.3f, \"best_ms\": %.5f}",
+                           first ? "" : ",\n", op->name, R, D, T, in, t.ms, t.noise, gbs, gbs / bw,
+                           base, dn, sp, t.best);
+                    first = 0;
+                } else {
+                    char vb[16] = "-", vd[16] = "-", vs[16] = "-";
+                    if (base > 0) snprintf(vb, sizeof vb, "%.2fx", base / t.ms);
+                    if (dn > 0) snprintf(vd, sizeof vd, "%.2fx", dn / t.ms);
+                    if (sp > 0) snprintf(vs, sizeof vs, "%.2fx", sp);
+                    printf("  %-18s %5lld %5lld %3d %-6s %9.4f %9.4f %7.1f %5.0f%% %5.1f%% %9s "
+                           "%9s %7s\n",
+                           op->name, R, D, T, in, t.ms, t.best, gbs, 100 * gbs / bw,
+                           100 * t.noise, vb, vd, vs);
+                }
+                fflush(stdout);
+            }
+        }
+        bench_free(&b);
+    }
+    if (json) printf("\n]}\n");
+    return 0;
+}

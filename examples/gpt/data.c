@@ -1,0 +1,208 @@
+/* Training data that needs no download: the embedded addition task, generated in-program, and
+ * byte-level text from any file with a held-out tail. Also the random number generator. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt.h"
+
+/* splitmix64: small, fast, and its whole state is one integer (easy to checkpoint). */
+uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+float rng_uniform(uint64_t *s)
+{
+    return (float)(rng_next(s) >> 40) * (1.0f / 16777216.0f);
+}
+
+float rng_normal(uint64_t *s)
+{
+    float u1 = rng_uniform(s), u2 = rng_uniform(s);
+    if (u1 < 1e-12f)
+        u1 = 1e-12f;
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958647692f * u2);
+}
+
+/* ---- addition ----------------------------------------------------------------------------- */
+
+/* "a+b=c\n" with a, b < 10^digits: at most 3 * digits + 4 bytes; the row predicts all but the
+ * first, so it needs one position fewer. */
+int addition_ctx(int digits)
+{
+    return 3 * digits + 3;
+}
+
+/* About one problem in eight is held out, decided by a hash of (a, b), so no training batch
+ * ever contains a validation problem. */
+static int held_out(long a, long b)
+{
+    uint64_t s = (uint64_t)a * 1000003u + (uint64_t)b;
+    return (rng_next(&s) & 7u) == 0;
+}
+
+static long random_operand(uint64_t *rng, int digits)
+{
+    int n = 1 + (int)(rng_next(rng) % (uint64_t)digits);
+    long lo = 1, hi = 10;
+    for (int i = 1; i < n; i++) {
+        lo *= 10;
+        hi *= 10;
+    }
+    if (n == 1)
+        lo = 0;
+    return lo + (long)(rng_next(rng) % (uint64_t)(hi - lo));
+}
+
+/* One problem into a row: tokens are the bytes, targets the next bytes on the answer only. */
+static void addition_row(long a, long b, int T, int *tokens, int *targets)
+{
+    char s[64];
+    int len = snprintf(s, sizeof s, "%ld+%ld=%ld\n", a, b, a + b);
+    int eq = (int)(strchr(s, '=') - s);
+    for (int t = 0; t < T; t++) {
+        tokens[t] = t < len ? (unsigned char)s[t] : '\n';
+        targets[t] = (t >= eq && t + 1 < len) ? (unsigned char)s[t + 1] : -1;
+    }
+}
+
+static void addition_sample(int digits, uint64_t *rng, int want_val, long *a, long *b)
+{
+    do {
+        *a = random_operand(rng, digits);
+        *b = random_operand(rng, digits);
+    } while (held_out(*a, *b) != want_val);
+}
+
+int data_addition(dataset *d, int digits, int T, int n_val)
+{
+    memset(d, 0, sizeof *d);
+    if (digits < 1 || digits > 9 || T < addition_ctx(digits) || n_val < 1) {
+        fprintf(stderr, "addition: digits must be 1..9 and ctx >= %d\n",
+                addition_ctx(digits > 0 && digits < 10 ? digits : 1));
+        return -1;
+    }
+    d->kind = DATA_ADDITION;
+    d->T = T;
+    d->digits = digits;
+    d->n_val = n_val;
+    d->val_tokens = malloc((size_t)n_val * T * sizeof(int));
+    d->val_targets = malloc((size_t)n_val * T * sizeof(int));
+    if (!d->val_tokens || !d->val_targets) {
+        data_free(d);
+        return -1;
+    }
+    uint64_t rng = 0x5EED0F7A11DA7Aull; /* the same held-out problems for every --seed */
+    for (int i = 0; i < n_val; i++) {
+        long a, b;
+        addition_sample(digits, &rng, 1, &a, &b);
+        addition_row(a, b, T, d->val_tokens + (size_t)i * T, d->val_targets + (size_t)i * T);
+    }
+    return 0;
+}
+
+/* ---- text --------------------------------------------------------------------------------- */
+
+int data_text(dataset *d, const char *path, int T, double val_frac, int n_val)
+{
+    memset(d, 0, sizeof *d);
+    d->kind = DATA_TEXT;
+    d->T = T;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            unsigned char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!buf) {
+        fprintf(stderr, "%s: out of memory\n", path);
+        return -1;
+    }
+    d->text = buf;
+    d->n_text = n;
+    size_t n_hold = (size_t)((double)n * val_frac);
+    d->n_train = n - n_hold;
+    if (d->n_train < (size_t)T + 2 || n_hold < (size_t)T + 1) {
+        fprintf(stderr, "%s: %zu bytes is too short for ctx %d with val fraction %.2f\n", path,
+                n, T, val_frac);
+        data_free(d);
+        return -1;
+    }
+    size_t windows = (n_hold - 1) / (size_t)T;
+    d->n_val = windows < (size_t)n_val ? (int)windows : n_val;
+    d->val_tokens = malloc((size_t)d->n_val * T * sizeof(int));
+    d->val_targets = malloc((size_t)d->n_val * T * sizeof(int));
+    if (!d->val_tokens || !d->val_targets) {
+        data_free(d);
+        return -1;
+    }
+    /* held-out windows spread evenly over the tail */
+    size_t stride = windows / (size_t)d->n_val * (size_t)T;
+    for (int i = 0; i < d->n_val; i++) {
+        const unsigned char *s = d->text + d->n_train + (size_t)i * stride;
+        for (int t = 0; t < T; t++) {
+            d->val_tokens[(size_t)i * T + t] = s[t];
+            d->val_targets[(size_t)i * T + t] = s[t + 1];
+        }
+    }
+    return 0;
+}
+
+void data_free(dataset *d)
+{
+    free(d->text);
+    free(d->val_tokens);
+    free(d->val_targets);
+    memset(d, 0, sizeof *d);
+}
+
+void data_batch(const dataset *d, uint64_t *rng, int b, int *tokens, int *targets)
+{
+    int T = d->T;
+    for (int r = 0; r < b; r++) {
+        int *tok = tokens + (size_t)r * T, *tgt = targets + (size_t)r * T;
+        if (d->kind == DATA_ADDITION) {
+            long x, y;
+            addition_sample(d->digits, rng, 0, &x, &y);
+            addition_row(x, y, T, tok, tgt);
+        } else {
+            size_t start = (size_t)(rng_next(rng) % (uint64_t)(d->n_train - (size_t)T));
+            for (int t = 0; t < T; t++) {
+                tok[t] = d->text[start + t];
+                tgt[t] = d->text[start + t + 1];
+            }
+        }
+    }
+}
+
+void data_row_text(const int *tokens, int T, char *buf)
+{
+    int n = 0;
+    for (int t = 0; t < T; t++) {
+        int c = tokens[t];
+        if (c == '\n')
+            break;
+        buf[n++] = (c >= 32 && c < 127) ? (char)c : '.';
+    }
+    buf[n] = '\0';
+}

@@ -1,0 +1,209 @@
+/*
+ * sn-gpt-train: a small llm.c-style GPT whose norms and residual streams go through
+ * libsiamesenorm's placement layer (sn_net_*). This header declares the model (model.c), the
+ * kernels it is built from (ops.c), the optimiser (optim.c), the data (data.c) and the trainer
+ * that ties them together (train.c). Every buffer is allocated once, when the model is created.
+ */
+#ifndef SN_GPT_H
+#define SN_GPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "siamesenorm.h"
+
+/* ---- kernels (ops.c) ---------------------------------------------------------------------- */
+
+/* out [R x OC] = inp [R x C] @ w^T (w is OC x C) + bias (bias may be NULL). */
+void matmul_forward(float *out, const float *inp, const float *w, const float *bias, int R,
+                    int C, int OC);
+/* dinp [R x C] = dout @ w (written); dw += dout^T @ inp; dbias += column sums of dout
+ * (dbias may be NULL). */
+void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                     const float *w, int R, int C, int OC);
+/* Causal multi-head self-attention. qkv [B*T x 3D] holds q | k | v per row, head h uses
+ * columns h*hs .. h*hs+hs-1 of each. att [B x NH x T x T] receives the softmax probabilities,
+ * out [B*T x D] the heads' outputs side by side. */
+void attention_forward(float *out, float *att, const float *qkv, int B, int T, int D, int NH);
+/* dqkv written; scratch holds T floats. */
+void attention_backward(float *dqkv, float *scratch, const float *dout, const float *qkv,
+                        const float *att, int B, int T, int D, int NH);
+/* GELU, tanh approximation (GPT-2). */
+void gelu_forward(float *out, const float *inp, size_t n);
+void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+/* Softmax cross-entropy over V classes, in place: logits become probabilities. Rows whose
+ * target is < 0 are masked out. Writes the per-row loss (0 when masked) and returns the number
+ * of unmasked rows. */
+int crossentropy_forward(float *logits, float *losses, const int *targets, int R, int V);
+/* probs -> dlogits in place: (p - onehot(target)) * scale, zero on masked rows. */
+void crossentropy_backward(float *probs, const int *targets, int R, int V, float scale);
+/* e [B*T x D] = wte[token] + wpe[position]; and its backward (accumulates). */
+void encoder_forward(float *e, const int *tokens, const float *wte, const float *wpe, int B,
+                     int T, int D);
+void encoder_backward(float *dwte, float *dwpe, const float *de, const int *tokens, int B, int T,
+                      int D);
+/* 1 when the matrix products run through CBLAS in this build. */
+int ops_have_blas(void);
+/* Threads the BLAS may use (OpenBLAS only; no effect otherwise). */
+void ops_set_blas_threads(int n);
+
+/* ---- model (model.c) ---------------------------------------------------------------------- */
+
+typedef struct gpt_config {
+    int vocab;     /* V: 256 for bytes */
+    int ctx;       /* T: positions per row */
+    int layers;    /* L: transformer layers (2 sub-layers each) */
+    int heads;     /* NH, divides width */
+    int width;     /* D */
+    int tied;      /* 1: the output head is wte */
+    int placement; /* sn_placement */
+    int norm_kind; /* sn_norm_kind */
+} gpt_config;
+
+/* Parameter tensors, in the order they sit in the one parameter block. */
+enum {
+    P_WTE,   /* V x D token embedding */
+    P_WPE,   /* T x D position embedding */
+    P_QKVW,  /* L x 3D x D */
+    P_QKVB,  /* L x 3D */
+    P_ATTPW, /* L x D x D attention output projection */
+    P_ATTPB, /* L x D */
+    P_FCW,   /* L x 4D x D */
+    P_FCB,   /* L x 4D */
+    P_FCPW,  /* L x D x 4D MLP output projection */
+    P_FCPB,  /* L x D */
+    P_NORMS, /* every norm of the network: libsiamesenorm's sn_net parameter block */
+    P_HEAD,  /* V x D output head (empty when tied) */
+    P_COUNT
+};
+
+typedef struct gpt_model {
+    gpt_config cfg;
+    sn_net net;  /* the norm placement: the only thing --norm changes */
+    int max_b;   /* rows of T tokens the buffers were sized for */
+    size_t n_params;
+    size_t size[P_COUNT];
+    float *params, *grads;
+    float *p[P_COUNT], *g[P_COUNT]; /* views into params / grads */
+    /* forward activations, kept for the backward pass */
+    float *e;      /* [R x D] embedding: the network input */
+    float *h;      /* [S x R x D] block inputs, from sn_net_enter */
+    float *qkv;    /* [L x R x 3D] */
+    float *att;    /* [L x B x NH x T x T] */
+    float *atty;   /* [L x R x D] */
+    float *fch;    /* [L x R x 4D] */
+    float *fchg;   /* [L x R x 4D] */
+    float *z;      /* [R x D] block output, handed to sn_net_exit */
+    float *out;    /* [R x D] network output, from sn_net_merge */
+    float *logits; /* [R x V] logits -> probabilities -> their gradient */
+    float *losses; /* [R] */
+    float *acts;   /* [R x acts_per_row] libsiamesenorm's saved streams and statistics */
+    float *work;   /* [R x work_per_row] libsiamesenorm's stream gradients */
+    /* backward scratch */
+    float *dz, *dh, *dqkv, *datty, *dfch, *dfchg, *dout, *de, *dscratch;
+    const int *tokens; /* of the last forward */
+    const int *targets;
+    int last_b, n_valid;
+} gpt_model;
+
+/* --norm names: "pre", "post", "siamese". Returns the sn_placement or -1. */
+int gpt_placement_from_name(const char *name);
+const char *gpt_placement_name(int placement);
+/* Prints the known names, separated by '|'. */
+void gpt_placement_list(FILE *f);
+
+/* Allocates every buffer for up to max_b rows. Returns 0 or prints why and returns -1. */
+int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b);
+void gpt_model_free(gpt_model *m);
+const char *gpt_tensor_name(int t);
+/* GPT-2 init: N(0, 0.02), residual projections N(0, 0.02 / sqrt(2L)), biases 0, norms from
+ * sn_net_init_params. */
+void gpt_model_init(gpt_model *m, uint64_t seed);
+/* Forward over b <= max_b rows of T tokens; returns the mean cross-entropy over the unmasked
+ * targets (NaN when every target is masked). Leaves the probabilities in m->logits. */
+float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b);
+void gpt_zero_grad(gpt_model *m);
+/* Backward of the last gpt_forward: accumulates into m->grads. */
+void gpt_backward(gpt_model *m);
+
+/* ---- optimiser (optim.c) ------------------------------------------------------------------ */
+
+typedef struct optim_config {
+    float lr, min_lr_frac; /* peak LR, and the floor of the cosine as a fraction of it */
+    int warmup, steps;
+    float beta1, beta2, eps, weight_decay, clip;
+} optim_config;
+
+float lr_at(const optim_config *o, int step);
+/* Global L2 norm of the gradient; scales it down to o->clip when larger (clip <= 0: never). */
+float clip_grad(gpt_model *m, float clip);
+/* One AdamW update (t = 1-based step). Weight decay on matrices and embeddings only. */
+void adamw_update(gpt_model *m, float *mom, float *vel, const optim_config *o, float lr, int t);
+
+/* ---- data (data.c) ------------------------------------------------------------------------ */
+
+enum { DATA_ADDITION = 0, DATA_TEXT = 1 };
+
+typedef struct dataset {
+    int kind;
+    int T;
+    int digits;          /* addition: operands have 1..digits digits */
+    unsigned char *text; /* text: the file's bytes */
+    size_t n_text, n_train;
+    int n_val;           /* held-out rows */
+    int *val_tokens, *val_targets;
+} dataset;
+
+uint64_t rng_next(uint64_t *s);
+float rng_uniform(uint64_t *s);
+float rng_normal(uint64_t *s);
+
+/* Positions a row needs for addition problems of up to `digits` digits. */
+int addition_ctx(int digits);
+/* The embedded task: rows "a+b=c\n", loss only on the answer "c\n". n_val held-out problems
+ * (a fixed set, a hash split keeps them out of training). Returns 0 or -1. */
+int data_addition(dataset *d, int digits, int T, int n_val);
+/* Byte-level text: the last val_frac of the file is held out; n_val windows from it.
+ * Returns 0 or prints why and returns -1. */
+int data_text(dataset *d, const char *path, int T, double val_frac, int n_val);
+void data_free(dataset *d);
+/* b training rows (tokens and targets, T each) drawn with rng. */
+void data_batch(const dataset *d, uint64_t *rng, int b, int *tokens, int *targets);
+/* Formats row r of tokens as text into buf (non-printables as '.'). */
+void data_row_text(const int *tokens, int T, char *buf);
+
+/* ---- trainer (train.c) -------------------------------------------------------------------- */
+
+typedef struct trainer {
+    gpt_model model;
+    optim_config opt;
+    dataset *data;
+    int batch;
+    int step; /* steps done */
+    uint64_t rng;
+    float *mom, *vel;
+    int *tokens, *targets;
+} trainer;
+
+typedef struct eval_result {
+    double loss;     /* mean held-out cross-entropy per target token */
+    double accuracy; /* addition: exact-match fraction of held-out problems; text: -1 */
+} eval_result;
+
+typedef struct step_result {
+    float loss, grad_norm, lr;
+} step_result;
+
+int trainer_create(trainer *t, const gpt_config *cfg, const optim_config *o, dataset *d,
+                   int batch, uint64_t seed);
+void trainer_free(trainer *t);
+step_result trainer_step(trainer *t);
+eval_result trainer_eval(trainer *t);
+/* Checkpoint: config, step, data RNG, parameters, AdamW moments. 0 on success. */
+int checkpoint_save(const trainer *t, const char *path);
+/* Reads the model config of a checkpoint (to create the trainer before loading it). */
+int checkpoint_peek(const char *path, gpt_config *cfg);
+int checkpoint_load(trainer *t, const char *path);
+
+#endif

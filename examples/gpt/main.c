@@ -1,0 +1,360 @@
+/* sn-gpt-train: command line, progress, logs. See `sn-gpt-train --help`. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpt.h"
+
+#define EXIT_DIVERGED 3
+
+typedef struct options {
+    gpt_config cfg;
+    optim_config opt;
+    const char *data, *log, *save, *load;
+    int digits, val_size, batch, eval_every, print_every, json, samples, blas_threads;
+    double val_frac;
+    uint64_t seed;
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sn-gpt-train [options]\n"
+            "Trains a small GPT; its norms and residual streams come from libsiamesenorm.\n"
+            "  --norm NAME         norm placement: ");
+    gpt_placement_list(f);
+    fprintf(f,
+            " (default siamese)\n"
+            "  --norm-kind K       layernorm|rmsnorm (default layernorm)\n"
+            "data (default: the embedded addition task)\n"
+            "  --digits N          addition operands of 1..N digits (default 3)\n"
+            "  --data FILE         train on FILE at byte level instead\n"
+            "  --val-frac F        FILE: held-out tail fraction (default 0.1)\n"
+            "  --val-size N        held-out problems / windows evaluated (default 1000 / 64)\n"
+            "model\n"
+            "  --layers N (4)  --width D (64)  --heads H (4)\n"
+            "  --ctx T             positions (default: addition 3N+3, text 64)\n"
+            "  --untied            separate output head (default: tied to the embedding)\n"
+            "training\n"
+            "  --batch B (64)  --steps N (2000)  --lr X (3e-3)  --warmup N (steps/20)\n"
+            "  --min-lr-frac F (0.1)  --wd X (0.1)  --clip X (1.0)  --beta2 X (0.95)\n"
+            "  --seed N (1)\n"
+            "output\n"
+            "  --eval-every N (250)  --print-every N (50, 0: evals only)\n"
+            "  --log FILE          CSV, one row per step\n"
+            "  --json              stdout: one JSON object per eval and a final one;\n"
+            "                      progress goes to stderr\n"
+            "  --samples N         addition: show N held-out problems decoded at the end (4)\n"
+            "  --save FILE         checkpoint at the end;  --load FILE resumes from one\n"
+            "  --blas-threads N    OpenBLAS threads (default 1)\n"
+            "exit status: 0 done, 1 usage or I/O error, 3 diverged (NaN/Inf loss)\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int parse(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->cfg = (gpt_config){256, 0, 4, 4, 64, 1, SN_PLACEMENT_SIAMESE, SN_NORM_LAYERNORM};
+    o->opt = (optim_config){3e-3f, 0.1f, -1, 2000, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    o->digits = 3, o->val_size = 0, o->batch = 64, o->eval_every = 250, o->print_every = 50;
+    o->samples = 4, o->blas_threads = 1, o->val_frac = 0.1, o->seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+#define OPT(name) (strcmp(a, name) == 0)
+        if (OPT("--help") || OPT("-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (OPT("--json")) {
+            o->json = 1, takes = 0;
+        } else if (OPT("--untied")) {
+            o->cfg.tied = 0, takes = 0;
+        } else if (!v) {
+            fprintf(stderr, "%s: missing value or unknown option (see --help)\n", a);
+            return -1;
+        } else if (OPT("--norm")) {
+            o->cfg.placement = gpt_placement_from_name(v);
+            if (o->cfg.placement < 0) {
+                fprintf(stderr, "--norm %s: expected one of ", v);
+                gpt_placement_list(stderr);
+                fprintf(stderr, "\n");
+                return -1;
+            }
+        } else if (OPT("--norm-kind")) {
+            if (strcmp(v, "layernorm") == 0)
+                o->cfg.norm_kind = SN_NORM_LAYERNORM;
+            else if (strcmp(v, "rmsnorm") == 0)
+                o->cfg.norm_kind = SN_NORM_RMSNORM;
+            else {
+                fprintf(stderr, "--norm-kind %s: expected layernorm|rmsnorm\n", v);
+                return -1;
+            }
+        } else if (OPT("--data")) o->data = v;
+        else if (OPT("--log")) o->log = v;
+        else if (OPT("--save")) o->save = v;
+        else if (OPT("--load")) o->load = v;
+        else if (OPT("--digits")) o->digits = atoi(v);
+        else if (OPT("--val-frac")) o->val_frac = atof(v);
+        else if (OPT("--val-size")) o->val_size = atoi(v);
+        else if (OPT("--layers")) o->cfg.layers = atoi(v);
+        else if (OPT("--width")) o->cfg.width = atoi(v);
+        else if (OPT("--heads")) o->cfg.heads = atoi(v);
+        else if (OPT("--ctx")) o->cfg.ctx = atoi(v);
+        else if (OPT("--batch")) o->batch = atoi(v);
+        else if (OPT("--steps")) o->opt.steps = atoi(v);
+        else if (OPT("--lr")) o->opt.lr = (float)atof(v);
+        else if (OPT("--warmup")) o->opt.warmup = atoi(v);
+        else if (OPT("--min-lr-frac")) o->opt.min_lr_frac = (float)atof(v);
+        else if (OPT("--wd")) o->opt.weight_decay = (float)atof(v);
+        else if (OPT("--clip")) o->opt.clip = (float)atof(v);
+        else if (OPT("--beta2")) o->opt.beta2 = (float)atof(v);
+        else if (OPT("--seed")) o->seed = strtoull(v, NULL, 10);
+        else if (OPT("--eval-every")) o->eval_every = atoi(v);
+        else if (OPT("--print-every")) o->print_every = atoi(v);
+        else if (OPT("--samples")) o->samples = atoi(v);
+        else if (OPT("--blas-threads")) o->blas_threads = atoi(v);
+        else {
+            fprintf(stderr, "unknown option %s (see --help)\n", a);
+            return -1;
+        }
+#undef OPT
+        i += takes;
+    }
+    if (o->batch < 1 || o->opt.steps < 1 || !(o->opt.lr > 0.0f) || o->eval_every < 0 ||
+        o->print_every < 0 || o->val_frac <= 0.0 || o->val_frac >= 1.0) {
+        fprintf(stderr, "invalid --batch, --steps, --lr, --eval-every or --val-frac\n");
+        return -1;
+    }
+    if (o->opt.warmup < 0)
+        o->opt.warmup = o->opt.steps / 20;
+    if (o->val_size <= 0)
+        o->val_size = o->data ? 64 : 1000;
+    if (o->cfg.ctx <= 0)
+        o->cfg.ctx = o->data ? 64 : addition_ctx(o->digits);
+    return 0;
+}
+
+/* Greedy decoding of a few held-out problems, to show what the model does. */
+static void show_samples(trainer *t, int n, FILE *out)
+{
+    const dataset *d = t->data;
+    gpt_model *m = &t->model;
+    int T = d->T, V = m->cfg.vocab;
+    if (n > d->n_val)
+        n = d->n_val;
+    if (n > t->batch)
+        n = t->batch;
+    for (int r = 0; r < n; r++) {
+        int *row = t->tokens + (size_t)r * T;
+        const int *truth = d->val_tokens + (size_t)r * T;
+        int eq = 0;
+        while (truth[eq] != '=')
+            eq++;
+        for (int p = 0; p < T; p++)
+            row[p] = p <= eq ? truth[p] : '\n';
+        for (int p = 0; p < T; p++)
+            t->targets[(size_t)r * T + p] = 0;
+    }
+    /* one forward per answer position (at most digits + 2 of them) */
+    for (int p = 0; p + 1 < T; p++) {
+        gpt_forward(m, t->tokens, t->targets, n);
+        for (int r = 0; r < n; r++) {
+            int *row = t->tokens + (size_t)r * T;
+            const int *truth = d->val_tokens + (size_t)r * T;
+            int eq = 0, done = 0;
+            while (truth[eq] != '=')
+                eq++;
+            for (int q = eq + 1; q <= p; q++)
+                done |= row[q] == '\n';
+            if (p < eq || done)
+                continue;
+            const float *probs = m->logits + ((size_t)r * T + p) * V;
+            int best = 0;
+            for (int j = 1; j < V; j++)
+                if (probs[j] > probs[best])
+                    best = j;
+            row[p + 1] = best;
+        }
+    }
+    for (int r = 0; r < n; r++) {
+        char want[64], got[64];
+        data_row_text(d->val_tokens + (size_t)r * T, T, want);
+        data_row_text(t->tokens + (size_t)r * T, T, got);
+        fprintf(out, "  %-20s %s\n", got, strcmp(want, got) == 0 ? "ok" : "wrong");
+        if (strcmp(want, got) != 0)
+            fprintf(out, "  %-20s (expected)\n", want);
+    }
+}
+
+/* JSON has no NaN or Infinity: those become null. */
+static const char *jnum(double x, char *buf, size_t n)
+{
+    if (isfinite(x))
+        snprintf(buf, n, "%.9g", x);
+    else
+        snprintf(buf, n, "null");
+    return buf;
+}
+
+static void fmt_eta(double s, char *buf, size_t n)
+{
+    if (s >= 3600)
+        snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    else if (s >= 60)
+        snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else
+        snprintf(buf, n, "%ds", (int)s);
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (parse(argc, argv, &o) != 0)
+        return 1;
+    FILE *info = o.json ? stderr : stdout;
+    ops_set_blas_threads(o.blas_threads);
+    if (o.load && checkpoint_peek(o.load, &o.cfg) != 0)
+        return 1;
+
+    dataset data;
+    int rc = o.data ? data_text(&data, o.data, o.cfg.ctx, o.val_frac, o.val_size)
+                    : data_addition(&data, o.digits, o.cfg.ctx, o.val_size);
+    if (rc != 0)
+        return 1;
+    trainer t;
+    if (trainer_create(&t, &o.cfg, &o.opt, &data, o.batch, o.seed) != 0) {
+        data_free(&data);
+        return 1;
+    }
+    if (o.load && checkpoint_load(&t, o.load) != 0) {
+        trainer_free(&t);
+        data_free(&data);
+        return 1;
+    }
+    FILE *csv = NULL;
+    if (o.log) {
+        csv = fopen(o.log, "w");
+        if (!csv) {
+            perror(o.log);
+            trainer_free(&t);
+            data_free(&data);
+            return 1;
+        }
+        fprintf(csv, "step,train_loss,val_loss,accuracy,lr,grad_norm,tok_per_s,elapsed_s\n");
+    }
+
+    const gpt_config *c = &t.model.cfg;
+    int T = c->ctx, steps = o.opt.steps;
+    long tok_per_step = (long)o.batch * T;
+    fprintf(info,
+            "sn-gpt-train | norm %s (libsiamesenorm %s) | %s | L%d D%d H%d T%d | %.2fM params"
+            " | batch %d (%ld tok/step) | %d steps | lr %.2g | seed %llu | matmul %s\n",
+            gpt_placement_name(c->placement), sn_version_string(),
+            o.data ? o.data : (o.digits == 1 ? "addition, 1 digit" : "addition"), c->layers,
+            c->width, c->heads, T, (double)t.model.n_params / 1e6, o.batch, tok_per_step, steps,
+            (double)o.opt.lr, (unsigned long long)o.seed, ops_have_blas() ? "cblas" : "loops");
+    if (!o.data)
+        fprintf(info, "task: a+b=c with 1..%d-digit operands, e.g. \"4821+937=5758\"; loss on "
+                      "the answer only; %d held-out problems\n", o.digits, data.n_val);
+    if (o.load)
+        fprintf(info, "resumed from %s at step %d\n", o.load, t.step);
+
+    double t_start = now_s(), train_time = 0.0;
+    int start_step = t.step, diverged = 0;
+    eval_result last = {NAN, -1.0};
+    step_result r = {NAN, NAN, 0.0f};
+    while (t.step <= steps) {
+        int s = t.step;
+        int is_eval = (o.eval_every > 0 && s % o.eval_every == 0) || s == steps;
+        double tok_s = train_time > 0 ? (double)(s - start_step) * tok_per_step / train_time : 0;
+        if (s > start_step && !(isfinite(r.loss) && isfinite(r.grad_norm)))
+            diverged = 1;
+        if (is_eval && !diverged) {
+            last = trainer_eval(&t);
+            if (!isfinite(last.loss))
+                diverged = 1;
+        }
+        int printed = is_eval || diverged || (o.print_every > 0 && s % o.print_every == 0);
+        if (printed) {
+            char eta[32], val[64] = "", acc[32] = "", trn[32] = "";
+            double per_step = s > start_step ? train_time / (s - start_step) : 0.0;
+            fmt_eta(per_step * (steps - s), eta, sizeof eta);
+            if (s > start_step)
+                snprintf(trn, sizeof trn, " | loss %.4f", (double)r.loss);
+            if (is_eval)
+                snprintf(val, sizeof val, " | val %.4f", last.loss);
+            if (is_eval && last.accuracy >= 0)
+                snprintf(acc, sizeof acc, " | acc %5.1f%%", 100.0 * last.accuracy);
+            fprintf(info, "step %5d/%d%s%s%s", s, steps, trn, val, acc);
+            if (s > start_step)
+                fprintf(info, " | lr %.2e | gnorm %.3f | %.0f tok/s | eta %s", (double)r.lr,
+                        (double)r.grad_norm, tok_s, eta);
+            fprintf(info, "\n");
+            fflush(info);
+        }
+        if (o.json && (is_eval || diverged)) {
+            char b1[32], b2[32], b3[32], b4[32];
+            printf("{\"step\":%d,\"norm\":\"%s\",\"train_loss\":%s,\"val_loss\":%s,"
+                   "\"accuracy\":%s,\"lr\":%.6g,\"grad_norm\":%s,\"tok_per_s\":%.1f,"
+                   "\"elapsed_s\":%.2f,\"diverged\":%s}\n",
+                   s, gpt_placement_name(c->placement), jnum(r.loss, b1, 32),
+                   jnum(last.loss, b2, 32), jnum(last.accuracy, b3, 32), (double)r.lr,
+                   jnum(r.grad_norm, b4, 32), tok_s, now_s() - t_start,
+                   diverged ? "true" : "false");
+            fflush(stdout);
+        }
+        if (csv && s > start_step) {
+            fprintf(csv, "%d,%.9g,", s, (double)r.loss);
+            if (is_eval)
+                fprintf(csv, "%.9g,%.6g,", last.loss, last.accuracy);
+            else
+                fprintf(csv, ",,");
+            fprintf(csv, "%.6g,%.6g,%.1f,%.3f\n", (double)r.lr, (double)r.grad_norm, tok_s,
+                    now_s() - t_start);
+        }
+        if (diverged || s == steps)
+            break;
+        double t0 = now_s();
+        r = trainer_step(&t);
+        train_time += now_s() - t0;
+    }
+    double elapsed = now_s() - t_start;
+    if (csv)
+        fclose(csv);
+    int status = 0;
+    if (diverged) {
+        fprintf(info, "diverged at step %d (train loss %g, grad norm %g): stopping\n", t.step,
+                (double)r.loss, (double)r.grad_norm);
+        status = EXIT_DIVERGED;
+    } else {
+        fprintf(info, "final | norm %s | step %d | val loss %.4f", gpt_placement_name(c->placement),
+                t.step, last.loss);
+        if (last.accuracy >= 0)
+            fprintf(info, " | accuracy %.1f%% of %d held-out problems", 100.0 * last.accuracy,
+                    data.n_val);
+        fprintf(info, " | %.1fs\n", elapsed);
+        if (!o.data && o.samples > 0)
+            show_samples(&t, o.samples, info);
+    }
+    if (o.json) {
+        char b1[32], b2[32], b3[32];
+        printf("{\"final\":true,\"norm\":\"%s\",\"step\":%d,\"val_loss\":%s,"
+               "\"accuracy\":%s,\"train_loss\":%s,\"elapsed_s\":%.2f,\"diverged\":%s}\n",
+               gpt_placement_name(c->placement), t.step, jnum(last.loss, b1, 32),
+               jnum(last.accuracy, b2, 32), jnum(r.loss, b3, 32), elapsed,
+               diverged ? "true" : "false");
+    }
+    if (o.save && !diverged && checkpoint_save(&t, o.save) != 0)
+        status = 1;
+    trainer_free(&t);
+    data_free(&data);
+    return status;
+}

@@ -1,0 +1,279 @@
+/* The GPT: parameter layout, init, forward and backward. The residual wiring (split, block
+ * inputs, residual updates, merge) and every norm are libsiamesenorm's sn_net calls, so the
+ * placement (--norm) is one field of m->net and nothing else in this file depends on it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt.h"
+
+/* Stops the program on a library error: with a valid sn_net and buffers sized by sn_net_sizes
+ * every call returns SN_OK, so any other status is a bug in this trainer. */
+#define SN_CHECK(call)                                                                      \
+    do {                                                                                    \
+        sn_status st_ = (call);                                                             \
+        if (st_ != SN_OK) {                                                                 \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                   \
+                    sn_status_string(st_));                                                 \
+            exit(1);                                                                        \
+        }                                                                                   \
+    } while (0)
+
+/* The --norm names. A placement added to the library is one more line here. */
+static const struct {
+    const char *name;
+    sn_placement placement;
+} placements[] = {
+    {"pre", SN_PLACEMENT_PRE_NORM},
+    {"post", SN_PLACEMENT_POST_NORM},
+    {"siamese", SN_PLACEMENT_SIAMESE},
+};
+#define N_PLACEMENTS ((int)(sizeof placements / sizeof placements[0]))
+
+int gpt_placement_from_name(const char *name)
+{
+    for (int i = 0; i < N_PLACEMENTS; i++)
+        if (strcmp(name, placements[i].name) == 0)
+            return (int)placements[i].placement;
+    return -1;
+}
+
+const char *gpt_placement_name(int placement)
+{
+    for (int i = 0; i < N_PLACEMENTS; i++)
+        if ((int)placements[i].placement == placement)
+            return placements[i].name;
+    return "?";
+}
+
+void gpt_placement_list(FILE *f)
+{
+    for (int i = 0; i < N_PLACEMENTS; i++)
+        fprintf(f, "%s%s", i ? "|" : "", placements[i].name);
+}
+
+static const char *const tensor_names[P_COUNT] = {
+    "wte", "wpe", "qkvw", "qkvb", "attprojw", "attprojb",
+    "fcw", "fcb", "fcprojw", "fcprojb", "norms", "head",
+};
+
+const char *gpt_tensor_name(int t)
+{
+    return t >= 0 && t < P_COUNT ? tensor_names[t] : "?";
+}
+
+static float *alloc_floats(size_t n, int *failed)
+{
+    float *p = calloc(n ? n : 1, sizeof(float));
+    if (!p)
+        *failed = 1;
+    return p;
+}
+
+int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b)
+{
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    m->max_b = max_b;
+    int V = cfg->vocab, T = cfg->ctx, L = cfg->layers, D = cfg->width, NH = cfg->heads;
+    if (V < 2 || T < 1 || L < 1 || D < 1 || NH < 1 || D % NH != 0 || max_b < 1) {
+        fprintf(stderr, "invalid model config (heads must divide width)\n");
+        return -1;
+    }
+    sn_status st = sn_net_init(&m->net, (sn_placement)cfg->placement, 2 * L, D,
+                               (sn_norm_kind)cfg->norm_kind, 1e-5f);
+    int64_t n_norm = 0, acts_per_row = 0, work_per_row = 0;
+    if (st == SN_OK)
+        st = sn_net_sizes(&m->net, &n_norm, &acts_per_row, &work_per_row);
+    if (st != SN_OK) {
+        fprintf(stderr, "sn_net: %s\n", sn_status_string(st));
+        return -1;
+    }
+    size_t sizes[P_COUNT] = {
+        (size_t)V * D, (size_t)T * D, (size_t)L * 3 * D * D, (size_t)L * 3 * D,
+        (size_t)L * D * D, (size_t)L * D, (size_t)L * 4 * D * D, (size_t)L * 4 * D,
+        (size_t)L * D * 4 * D, (size_t)L * D, (size_t)n_norm, cfg->tied ? 0 : (size_t)V * D,
+    };
+    m->n_params = 0;
+    for (int i = 0; i < P_COUNT; i++) {
+        m->size[i] = sizes[i];
+        m->n_params += sizes[i];
+    }
+    int failed = 0;
+    m->params = alloc_floats(m->n_params, &failed);
+    m->grads = alloc_floats(m->n_params, &failed);
+    if (failed) {
+        fprintf(stderr, "out of memory\n");
+        return -1;
+    }
+    size_t off = 0;
+    for (int i = 0; i < P_COUNT; i++) {
+        m->p[i] = m->params + off;
+        m->g[i] = m->grads + off;
+        off += sizes[i];
+    }
+    if (cfg->tied) {
+        m->p[P_HEAD] = m->p[P_WTE];
+        m->g[P_HEAD] = m->g[P_WTE];
+    }
+    size_t R = (size_t)max_b * T, S = 2 * (size_t)L;
+    m->e = alloc_floats(R * D, &failed);
+    m->h = alloc_floats(S * R * D, &failed);
+    m->qkv = alloc_floats(L * R * 3 * D, &failed);
+    m->att = alloc_floats((size_t)L * max_b * NH * T * T, &failed);
+    m->atty = alloc_floats(L * R * D, &failed);
+    m->fch = alloc_floats(L * R * 4 * D, &failed);
+    m->fchg = alloc_floats(L * R * 4 * D, &failed);
+    m->z = alloc_floats(R * D, &failed);
+    m->out = alloc_floats(R * D, &failed);
+    m->logits = alloc_floats(R * V, &failed);
+    m->losses = alloc_floats(R, &failed);
+    m->acts = alloc_floats(R * (size_t)acts_per_row, &failed);
+    m->work = alloc_floats(R * (size_t)work_per_row, &failed);
+    m->dz = alloc_floats(R * D, &failed);
+    m->dh = alloc_floats(R * D, &failed);
+    m->dqkv = alloc_floats(R * 3 * D, &failed);
+    m->datty = alloc_floats(R * D, &failed);
+    m->dfch = alloc_floats(R * 4 * D, &failed);
+    m->dfchg = alloc_floats(R * 4 * D, &failed);
+    m->dout = alloc_floats(R * D, &failed);
+    m->de = alloc_floats(R * D, &failed);
+    m->dscratch = alloc_floats((size_t)T, &failed);
+    if (failed) {
+        fprintf(stderr, "out of memory\n");
+        gpt_model_free(m);
+        return -1;
+    }
+    return 0;
+}
+
+void gpt_model_free(gpt_model *m)
+{
+    float *bufs[] = {m->params, m->grads, m->e, m->h, m->qkv, m->att, m->atty, m->fch,
+                     m->fchg, m->z, m->out, m->logits, m->losses, m->acts, m->work, m->dz,
+                     m->dh, m->dqkv, m->datty, m->dfch, m->dfchg, m->dout, m->de, m->dscratch};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        free(bufs[i]);
+    memset(m, 0, sizeof *m);
+}
+
+void gpt_model_init(gpt_model *m, uint64_t seed)
+{
+    uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
+    const float std = 0.02f;
+    const float proj_std = std / sqrtf(2.0f * (float)m->cfg.layers);
+    memset(m->params, 0, m->n_params * sizeof(float));
+    for (int t = 0; t < P_COUNT; t++) {
+        float s = (t == P_WTE || t == P_WPE || t == P_QKVW || t == P_FCW || t == P_HEAD) ? std
+                  : (t == P_ATTPW || t == P_FCPW)                                       ? proj_std
+                                                                                        : 0.0f;
+        if (s > 0.0f)
+            for (size_t i = 0; i < m->size[t]; i++)
+                m->p[t][i] = s * rng_normal(&rng);
+    }
+    SN_CHECK(sn_net_init_params(&m->net, m->p[P_NORMS]));
+}
+
+void gpt_zero_grad(gpt_model *m)
+{
+    memset(m->grads, 0, m->n_params * sizeof(float));
+}
+
+float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b)
+{
+    const gpt_config *c = &m->cfg;
+    int T = c->ctx, D = c->width, L = c->layers, NH = c->heads, V = c->vocab;
+    int R = b * T;
+    size_t RD = (size_t)R * D;
+    const sn_net *net = &m->net;
+    const float *norms = m->p[P_NORMS];
+    m->tokens = tokens;
+    m->targets = targets;
+    m->last_b = b;
+
+    encoder_forward(m->e, tokens, m->p[P_WTE], m->p[P_WPE], b, T, D);
+    SN_CHECK(sn_net_split(NULL, net, R, m->e, D, norms, m->acts));
+    for (int l = 0; l < L; l++) {
+        float *qkv = m->qkv + (size_t)l * R * 3 * D, *atty = m->atty + l * RD;
+        float *att = m->att + (size_t)l * b * NH * T * T;
+        float *fch = m->fch + (size_t)l * R * 4 * D, *fchg = m->fchg + (size_t)l * R * 4 * D;
+        float *h_att = m->h + (size_t)(2 * l) * RD, *h_mlp = m->h + (size_t)(2 * l + 1) * RD;
+
+        /* attention sub-layer 2l */
+        SN_CHECK(sn_net_enter(NULL, net, 2 * l, R, norms, m->acts, h_att, D));
+        matmul_forward(qkv, h_att, m->p[P_QKVW] + (size_t)l * 3 * D * D,
+                       m->p[P_QKVB] + (size_t)l * 3 * D, R, D, 3 * D);
+        attention_forward(atty, att, qkv, b, T, D, NH);
+        matmul_forward(m->z, atty, m->p[P_ATTPW] + (size_t)l * D * D,
+                       m->p[P_ATTPB] + (size_t)l * D, R, D, D);
+        SN_CHECK(sn_net_exit(NULL, net, 2 * l, R, m->z, D, norms, m->acts));
+
+        /* MLP sub-layer 2l + 1 */
+        SN_CHECK(sn_net_enter(NULL, net, 2 * l + 1, R, norms, m->acts, h_mlp, D));
+        matmul_forward(fch, h_mlp, m->p[P_FCW] + (size_t)l * 4 * D * D,
+                       m->p[P_FCB] + (size_t)l * 4 * D, R, D, 4 * D);
+        gelu_forward(fchg, fch, (size_t)R * 4 * D);
+        matmul_forward(m->z, fchg, m->p[P_FCPW] + (size_t)l * D * 4 * D,
+                       m->p[P_FCPB] + (size_t)l * D, R, 4 * D, D);
+        SN_CHECK(sn_net_exit(NULL, net, 2 * l + 1, R, m->z, D, norms, m->acts));
+    }
+    SN_CHECK(sn_net_merge(NULL, net, R, norms, m->acts, m->out, D));
+    matmul_forward(m->logits, m->out, m->p[P_HEAD], NULL, R, D, V);
+    m->n_valid = crossentropy_forward(m->logits, m->losses, targets, R, V);
+    double sum = 0.0;
+    for (int r = 0; r < R; r++)
+        sum += m->losses[r];
+    return m->n_valid ? (float)(sum / m->n_valid) : NAN;
+}
+
+void gpt_backward(gpt_model *m)
+{
+    const gpt_config *c = &m->cfg;
+    int T = c->ctx, D = c->width, L = c->layers, NH = c->heads, V = c->vocab, b = m->last_b;
+    int R = b * T;
+    size_t RD = (size_t)R * D;
+    const sn_net *net = &m->net;
+    const float *norms = m->p[P_NORMS];
+    float *dnorms = m->g[P_NORMS];
+    if (m->n_valid == 0)
+        return;
+
+    crossentropy_backward(m->logits, m->targets, R, V, 1.0f / (float)m->n_valid);
+    matmul_backward(m->dout, m->g[P_HEAD], NULL, m->logits, m->out, m->p[P_HEAD], R, D, V);
+    SN_CHECK(sn_net_merge_backward(NULL, net, R, m->dout, D, norms, m->acts, dnorms, m->work));
+    for (int l = L - 1; l >= 0; l--) {
+        const float *qkv = m->qkv + (size_t)l * R * 3 * D, *atty = m->atty + l * RD;
+        const float *att = m->att + (size_t)l * b * NH * T * T;
+        const float *fch = m->fch + (size_t)l * R * 4 * D;
+        const float *fchg = m->fchg + (size_t)l * R * 4 * D;
+        const float *h_att = m->h + (size_t)(2 * l) * RD, *h_mlp = m->h + (size_t)(2 * l + 1) * RD;
+
+        /* MLP sub-layer 2l + 1 */
+        SN_CHECK(sn_net_exit_backward(NULL, net, 2 * l + 1, R, norms, m->acts, dnorms, m->work,
+                                      m->dz, D, 0));
+        matmul_backward(m->dfchg, m->g[P_FCPW] + (size_t)l * D * 4 * D,
+                        m->g[P_FCPB] + (size_t)l * D, m->dz, fchg,
+                        m->p[P_FCPW] + (size_t)l * D * 4 * D, R, 4 * D, D);
+        gelu_backward(m->dfch, fch, m->dfchg, (size_t)R * 4 * D);
+        matmul_backward(m->dh, m->g[P_FCW] + (size_t)l * 4 * D * D,
+                        m->g[P_FCB] + (size_t)l * 4 * D, m->dfch, h_mlp,
+                        m->p[P_FCW] + (size_t)l * 4 * D * D, R, D, 4 * D);
+        SN_CHECK(sn_net_enter_backward(NULL, net, 2 * l + 1, R, m->dh, D, norms, m->acts, dnorms,
+                                       m->work));
+
+        /* attention sub-layer 2l */
+        SN_CHECK(sn_net_exit_backward(NULL, net, 2 * l, R, norms, m->acts, dnorms, m->work,
+                                      m->dz, D, 0));
+        matmul_backward(m->datty, m->g[P_ATTPW] + (size_t)l * D * D,
+                        m->g[P_ATTPB] + (size_t)l * D, m->dz, atty,
+                        m->p[P_ATTPW] + (size_t)l * D * D, R, D, D);
+        attention_backward(m->dqkv, m->dscratch, m->datty, qkv, att, b, T, D, NH);
+        matmul_backward(m->dh, m->g[P_QKVW] + (size_t)l * 3 * D * D,
+                        m->g[P_QKVB] + (size_t)l * 3 * D, m->dqkv, h_att,
+                        m->p[P_QKVW] + (size_t)l * 3 * D * D, R, D, 3 * D);
+        SN_CHECK(sn_net_enter_backward(NULL, net, 2 * l, R, m->dh, D, norms, m->acts, dnorms,
+                                       m->work));
+    }
+    SN_CHECK(sn_net_split_backward(NULL, net, R, norms, m->acts, dnorms, m->work, m->de, D, 0));
+    encoder_backward(m->g[P_WTE], m->g[P_WPE], m->de, m->tokens, b, T, D);
+}

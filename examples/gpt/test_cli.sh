@@ -1,0 +1,53 @@
+#!/bin/sh
+# Test: the sn-gpt-train command line. $1 = the executable, $2 = a scratch path prefix.
+set -u
+exe=$1
+tmp=$2
+fail=0
+check() { # description, condition command...
+    desc=$1; shift
+    if "$@"; then echo "ok: $desc"; else echo "FAIL: $desc"; fail=1; fi
+}
+tiny="--layers 1 --width 32 --heads 2 --digits 2 --batch 8 --val-size 50 --samples 2"
+
+"$exe" --help > "$tmp.help" 2>&1
+check "--help exits 0" [ $? -eq 0 ]
+check "--help lists the placements" grep -q "pre|post|siamese" "$tmp.help"
+
+"$exe" $tiny --steps 20 --eval-every 10 --json --log "$tmp.csv" --save "$tmp.ckpt" \
+    > "$tmp.json" 2> "$tmp.err"
+check "training run exits 0" [ $? -eq 0 ]
+check "3 eval lines + a final JSON line" [ "$(grep -c '^{' "$tmp.json")" -eq 4 ]
+check "final JSON line" grep -q '"final":true.*"diverged":false' "$tmp.json"
+check "CSV: header + 20 steps" [ "$(wc -l < "$tmp.csv")" -eq 21 ]
+check "progress shows tok/s and ETA" grep -q "tok/s | eta" "$tmp.err"
+
+"$exe" $tiny --steps 30 --eval-every 10 --load "$tmp.ckpt" > "$tmp.out" 2>&1
+check "resume exits 0" [ $? -eq 0 ]
+check "resume starts at step 20" grep -q "resumed from .* at step 20" "$tmp.out"
+check "resume ends at step 30" grep -q "final | norm siamese | step 30" "$tmp.out"
+
+"$exe" $tiny --norm pre --steps 5 --load "$tmp.ckpt" > "$tmp.out" 2>&1
+check "--load uses the checkpoint's placement" grep -q "norm siamese" "$tmp.out"
+
+# lr 1e3 with weight decay 1 multiplies the weights by -999 per step: inf within ~15 steps
+"$exe" $tiny --norm post --lr 1000 --wd 1 --warmup 0 --steps 60 --json > "$tmp.json" 2>&1
+rc=$?
+check "divergence exits with status 3 (got $rc)" [ $rc -eq 3 ]
+check "divergence reported" grep -q '"diverged":true' "$tmp.json"
+
+"$exe" --norm sideways > "$tmp.out" 2>&1
+check "unknown placement is a usage error" [ $? -eq 1 ]
+"$exe" --steps > "$tmp.out" 2>&1
+check "missing value is a usage error" [ $? -eq 1 ]
+
+i=0
+: > "$tmp.txt"
+while [ $i -lt 200 ]; do echo "the quick brown fox jumps over the lazy dog $i" >> "$tmp.txt"; i=$((i + 1)); done
+"$exe" --data "$tmp.txt" --layers 1 --width 32 --heads 2 --ctx 16 --batch 4 --steps 10 \
+    --eval-every 5 > "$tmp.out" 2>&1
+check "text file training exits 0" [ $? -eq 0 ]
+check "text file run reports a val loss" grep -q "final | norm siamese | step 10 | val loss" "$tmp.out"
+
+rm -f "$tmp.help" "$tmp.csv" "$tmp.ckpt" "$tmp.json" "$tmp.err" "$tmp.out" "$tmp.txt"
+exit $fail

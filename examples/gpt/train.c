@@ -1,0 +1,193 @@
+/* The trainer: one optimisation step, held-out evaluation, checkpoints. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt.h"
+
+int trainer_create(trainer *t, const gpt_config *cfg, const optim_config *o, dataset *d,
+                   int batch, uint64_t seed)
+{
+    memset(t, 0, sizeof *t);
+    if (gpt_model_create(&t->model, cfg, batch) != 0)
+        return -1;
+    t->opt = *o;
+    t->data = d;
+    t->batch = batch;
+    t->rng = seed ^ 0xD1B54A32D192ED03ull;
+    size_t n = t->model.n_params, R = (size_t)batch * cfg->ctx;
+    t->mom = calloc(n, sizeof(float));
+    t->vel = calloc(n, sizeof(float));
+    t->tokens = calloc(R, sizeof(int));
+    t->targets = calloc(R, sizeof(int));
+    if (!t->mom || !t->vel || !t->tokens || !t->targets) {
+        fprintf(stderr, "out of memory\n");
+        trainer_free(t);
+        return -1;
+    }
+    gpt_model_init(&t->model, seed);
+    return 0;
+}
+
+void trainer_free(trainer *t)
+{
+    gpt_model_free(&t->model);
+    free(t->mom);
+    free(t->vel);
+    free(t->tokens);
+    free(t->targets);
+    memset(t, 0, sizeof *t);
+}
+
+step_result trainer_step(trainer *t)
+{
+    step_result r;
+    data_batch(t->data, &t->rng, t->batch, t->tokens, t->targets);
+    gpt_zero_grad(&t->model);
+    r.loss = gpt_forward(&t->model, t->tokens, t->targets, t->batch);
+    gpt_backward(&t->model);
+    r.grad_norm = clip_grad(&t->model, t->opt.clip);
+    r.lr = lr_at(&t->opt, t->step);
+    if (isfinite(r.loss) && isfinite(r.grad_norm))
+        adamw_update(&t->model, t->mom, t->vel, &t->opt, r.lr, t->step + 1);
+    t->step++;
+    return r;
+}
+
+eval_result trainer_eval(trainer *t)
+{
+    const dataset *d = t->data;
+    gpt_model *m = &t->model;
+    int T = d->T, V = m->cfg.vocab;
+    double loss_sum = 0.0;
+    long tokens = 0, correct = 0;
+    for (int first = 0; first < d->n_val; first += t->batch) {
+        int b = d->n_val - first < t->batch ? d->n_val - first : t->batch;
+        const int *tok = d->val_tokens + (size_t)first * T;
+        const int *tgt = d->val_targets + (size_t)first * T;
+        float loss = gpt_forward(m, tok, tgt, b);
+        if (m->n_valid == 0)
+            continue;
+        loss_sum += (double)loss * m->n_valid;
+        tokens += m->n_valid;
+        /* exact match under teacher forcing: every answer byte is the argmax. That is the same
+         * as greedy decoding getting the whole answer right. */
+        for (int r = 0; r < b; r++) {
+            int ok = 1;
+            for (int p = 0; p < T && ok; p++) {
+                int y = tgt[r * T + p];
+                if (y < 0)
+                    continue;
+                const float *probs = m->logits + ((size_t)r * T + p) * V;
+                int best = 0;
+                for (int j = 1; j < V; j++)
+                    if (probs[j] > probs[best])
+                        best = j;
+                ok = best == y;
+            }
+            correct += ok;
+        }
+    }
+    eval_result e;
+    e.loss = tokens ? loss_sum / (double)tokens : NAN;
+    e.accuracy = d->kind == DATA_ADDITION ? (double)correct / d->n_val : -1.0;
+    return e;
+}
+
+/* ---- checkpoints -------------------------------------------------------------------------- */
+
+static const char ckpt_magic[8] = {'S', 'N', 'G', 'P', 'T', 'C', 'K', '1'};
+
+typedef struct ckpt_header {
+    char magic[8];
+    int32_t cfg[8];
+    int64_t n_params;
+    int32_t step, reserved;
+    uint64_t rng;
+} ckpt_header;
+
+static void cfg_to_ints(const gpt_config *c, int32_t *v)
+{
+    v[0] = c->vocab, v[1] = c->ctx, v[2] = c->layers, v[3] = c->heads;
+    v[4] = c->width, v[5] = c->tied, v[6] = c->placement, v[7] = c->norm_kind;
+}
+
+int checkpoint_save(const trainer *t, const char *path)
+{
+    ckpt_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, ckpt_magic, sizeof h.magic);
+    cfg_to_ints(&t->model.cfg, h.cfg);
+    h.n_params = (int64_t)t->model.n_params;
+    h.step = t->step;
+    h.rng = t->rng;
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    size_t n = t->model.n_params;
+    int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(t->model.params, sizeof(float), n, f) == n &&
+             fwrite(t->mom, sizeof(float), n, f) == n && fwrite(t->vel, sizeof(float), n, f) == n;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok)
+        fprintf(stderr, "%s: write failed\n", path);
+    return ok ? 0 : -1;
+}
+
+static int read_header(FILE *f, const char *path, ckpt_header *h)
+{
+    if (fread(h, sizeof *h, 1, f) != 1 || memcmp(h->magic, ckpt_magic, sizeof h->magic) != 0) {
+        fprintf(stderr, "%s: not an sn-gpt-train checkpoint\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+int checkpoint_peek(const char *path, gpt_config *cfg)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    ckpt_header h;
+    int rc = read_header(f, path, &h);
+    fclose(f);
+    if (rc == 0) {
+        cfg->vocab = h.cfg[0], cfg->ctx = h.cfg[1], cfg->layers = h.cfg[2];
+        cfg->heads = h.cfg[3], cfg->width = h.cfg[4], cfg->tied = h.cfg[5];
+        cfg->placement = h.cfg[6], cfg->norm_kind = h.cfg[7];
+    }
+    return rc;
+}
+
+int checkpoint_load(trainer *t, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    ckpt_header h;
+    int32_t mine[8];
+    cfg_to_ints(&t->model.cfg, mine);
+    size_t n = t->model.n_params;
+    int rc = read_header(f, path, &h);
+    if (rc == 0 && (memcmp(mine, h.cfg, sizeof mine) != 0 || h.n_params != (int64_t)n)) {
+        fprintf(stderr, "%s: checkpoint was written for a different model\n", path);
+        rc = -1;
+    }
+    if (rc == 0 && (fread(t->model.params, sizeof(float), n, f) != n ||
+                    fread(t->mom, sizeof(float), n, f) != n ||
+                    fread(t->vel, sizeof(float), n, f) != n)) {
+        fprintf(stderr, "%s: truncated checkpoint\n", path);
+        rc = -1;
+    }
+    fclose(f);
+    if (rc == 0) {
+        t->step = h.step;
+        t->rng = h.rng;
+    }
+    return rc;
+}

@@ -1,0 +1,76 @@
+"""siamesenorm: Python binding of libsiamesenorm (SiameseNorm dual-stream normalisation).
+
+Pure Python over ctypes; arrays are numpy float32, shape (R, D), C-contiguous or row-strided
+views (unit column stride, row stride >= D). The shared library is found through
+SIAMESENORM_LIBRARY, then the build tree, then the system loader (see siamesenorm._capi).
+
+C API -> Python:
+    sn_version_number / sn_version_string   version_number() / version_string()
+    sn_status_string                        status_string(code)
+    sn_ctx_create / sn_ctx_destroy          Context() / Context.close()
+    sn_ctx_set_isa / sn_ctx_isa             Context.set_isa(name) / Context.isa
+    sn_ctx_set_threads / sn_ctx_threads     Context.set_threads(n) / Context.threads
+    sn_ctx_set_parallel_for                 Context.set_parallel_for(fn, n)
+    sn_isa_available / sn_isa_name          isa_available(name) / isa_name(code)
+    sn_norm_query / _init_params            Norm.query(D) / Norm.init_params(D)
+    sn_norm_forward / _backward             Norm.forward(...) / Norm.backward(...)
+    sn_fuse_init                            Fuse.uniform(kind, affine, eps)
+    sn_fuse_query / _init_params            Fuse.query(D) / Fuse.init_params(D)
+    sn_fuse_forward / _backward             Fuse.forward(...) / Fuse.backward(...)
+    sn_merge_forward / _backward            Fuse.merge_forward(...) / Fuse.merge_backward(...)
+    sn_apply_forward / _backward            apply_forward(...) / apply_backward(...)
+    sn_split_forward / _backward            split_forward(...) / split_backward(...)
+    sn_net_init / sn_net_check              Net(...) / Net.check()
+    sn_net_scale / _sizes / _norm_at        Net.scale(i) / Net.sizes() / Net.norm_at(i, j)
+    sn_net_init_gain                        Net.init_gain()
+    sn_net_init_params                      Net.init_params()
+    sn_net_split / _enter / _exit / _merge  Net.split / enter / exit / merge
+    sn_net_*_backward                       Net.merge_backward / exit_backward /
+                                            enter_backward / split_backward
+Errors raise SiameseNormError subclasses carrying .status and the library's message.
+The PyTorch adapter lives in siamesenorm.torch_adapter (imported on demand; needs torch).
+"""
+
+from . import _capi
+from ._capi import (SN_ACCUMULATE, SN_ACCUMULATE_Y, SN_NORM_LAYERNORM, SN_NORM_RMSNORM,
+                    SN_NORM_IDENTITY, SN_NORM_SCALE,
+                    SN_AFFINE_SCALE_SHIFT, SN_AFFINE_SCALE, SN_AFFINE_NONE,
+                    SN_PLACEMENT_PRE_NORM, SN_PLACEMENT_POST_NORM, SN_PLACEMENT_SIAMESE,
+                    SN_PLACEMENT_SIAMESE_PAPER, SN_PLACEMENT_SIAMESE_HYBRID_PRE,
+                    SN_PLACEMENT_DEEPNORM, SN_PLACEMENT_PERI_LN, SN_PLACEMENT_MIX_LN,
+                    SN_PLACEMENT_HYBRIDNORM, SN_PLACEMENT_HYBRIDNORM_STAR,
+                    SN_SCALE_DEFAULT, SN_SCALE_NONE, SN_SCALE_EXPLICIT, SN_ISA_AUTO, SN_ISA_SCALAR,
+                    SN_ISA_AVX2, SN_ISA_AVX512, SN_MAX_THREADS, status_string)
+from .errors import *  # noqa: F401,F403  (the exception classes)
+from .errors import __all__ as _errors_all
+from .norm import Context, Norm, isa_available, isa_name, default_isa
+from .streams import Fuse, apply_forward, apply_backward, split_forward, split_backward
+from .net import Net
+
+__version__ = "0.1.0"
+
+#: The path of the loaded shared library.
+library_path = _capi.lib.sn_path
+
+
+def version_number():
+    """sn_version_number: MAJOR * 10000 + MINOR * 100 + PATCH of the loaded library."""
+    return int(_capi.lib.sn_version_number())
+
+
+def version_string():
+    """sn_version_string: the loaded library's version, e.g. "0.1.0"."""
+    return _capi.lib.sn_version_string().decode()
+
+
+__all__ = ["Context", "isa_available", "isa_name", "default_isa", "Norm", "Fuse", "Net", "apply_forward", "apply_backward",
+           "split_forward", "split_backward", "version_number", "version_string",
+           "status_string", "library_path", "SN_ACCUMULATE", "SN_ACCUMULATE_Y",
+           "SN_NORM_LAYERNORM", "SN_NORM_RMSNORM", "SN_NORM_IDENTITY", "SN_NORM_SCALE",
+           "SN_AFFINE_SCALE_SHIFT",
+           "SN_AFFINE_SCALE", "SN_AFFINE_NONE", "SN_PLACEMENT_PRE_NORM", "SN_PLACEMENT_POST_NORM",
+           "SN_PLACEMENT_SIAMESE", "SN_SCALE_DEFAULT", "SN_SCALE_NONE",
+           "SN_SCALE_EXPLICIT", "SN_PLACEMENT_SIAMESE_PAPER", "SN_PLACEMENT_SIAMESE_HYBRID_PRE",
+           "SN_PLACEMENT_DEEPNORM", "SN_PLACEMENT_PERI_LN", "SN_PLACEMENT_MIX_LN",
+           "SN_PLACEMENT_HYBRIDNORM", "SN_PLACEMENT_HYBRIDNORM_STAR", "SN_ISA_AUTO",
+           "SN_ISA_SCALAR", "SN_ISA_AVX2", "SN_ISA_AVX512", "SN_MAX_THREADS"] + list(_errors_all)

@@ -1,0 +1,241 @@
+"""Low-level ctypes layer: finds and loads libsiamesenorm, declares every C prototype of
+include/siamesenorm.h, the frozen structs, the enum values, and maps sn_status to exceptions.
+
+Library discovery order:
+  1. the environment variable SIAMESENORM_LIBRARY (a path to the shared library);
+  2. the build tree: from this package's directory upwards, every ``build*/src/`` and
+     ``build*/`` directory holding ``libsiamesenorm.so*`` (newest file first);
+  3. the system loader: ctypes.util.find_library("siamesenorm"), then "libsiamesenorm.so.0".
+The first that loads is used; if none does, LibraryNotFoundError lists everything tried.
+"""
+
+import ctypes
+import ctypes.util
+import glob
+import os
+
+from . import errors
+
+# The version of the C API this binding was written against (include/siamesenorm.h).
+EXPECTED_MAJOR = 0
+EXPECTED_MINOR = 1
+
+# ---- enums and flags (values from the header) ------------------------------------------------
+SN_OK = 0
+SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE, SN_ERR_EPS, SN_ERR_SCALE, SN_ERR_ALIAS = 1, 2, 3, 4, 5, 6
+SN_ERR_PLACEMENT, SN_ERR_NORM, SN_ERR_GROUP, SN_ERR_FLAGS, SN_ERR_INDEX = 7, 8, 9, 10, 11
+SN_ERR_CONFIG, SN_ERR_UNSUPPORTED, SN_ERR_NOMEM = 12, 13, 14
+
+SN_ACCUMULATE = 1
+SN_ACCUMULATE_Y = 2
+
+SN_NORM_LAYERNORM, SN_NORM_RMSNORM, SN_NORM_IDENTITY, SN_NORM_SCALE = 0, 1, 2, 3
+SN_AFFINE_SCALE_SHIFT, SN_AFFINE_SCALE, SN_AFFINE_NONE = 0, 1, 2
+SN_PLACEMENT_PRE_NORM, SN_PLACEMENT_POST_NORM, SN_PLACEMENT_SIAMESE = 0, 1, 2
+SN_PLACEMENT_SIAMESE_PAPER, SN_PLACEMENT_SIAMESE_HYBRID_PRE, SN_PLACEMENT_DEEPNORM = 3, 4, 5
+SN_PLACEMENT_PERI_LN, SN_PLACEMENT_MIX_LN, SN_PLACEMENT_HYBRIDNORM = 6, 7, 8
+SN_PLACEMENT_HYBRIDNORM_STAR = 9
+SN_SCALE_DEFAULT, SN_SCALE_NONE, SN_SCALE_EXPLICIT = 0, 1, 2
+SN_ISA_AUTO, SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512 = 0, 1, 2, 3
+SN_MAX_THREADS = 256
+
+# typedef void (*sn_task_fn)(void *task_arg, int64_t i);
+sn_task_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)
+# typedef void (*sn_parallel_for_fn)(void *user, int64_t n_tasks, sn_task_fn, void *task_arg);
+sn_parallel_for_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, sn_task_fn,
+                                      ctypes.c_void_p)
+
+
+# ---- frozen structs --------------------------------------------------------------------------
+class sn_norm(ctypes.Structure):
+    """struct sn_norm (16 bytes): kind, affine, group, eps."""
+    _fields_ = [("kind", ctypes.c_int32), ("affine", ctypes.c_int32),
+                ("group", ctypes.c_int32), ("eps", ctypes.c_float)]
+
+
+class sn_fuse(ctypes.Structure):
+    """struct sn_fuse (48 bytes): the norms x, y, out."""
+    _fields_ = [("x", sn_norm), ("y", sn_norm), ("out", sn_norm)]
+
+
+class sn_net(ctypes.Structure):
+    """struct sn_net: a network's norm placement (see the header)."""
+    _fields_ = [("placement", ctypes.c_int32), ("n_sublayers", ctypes.c_int32),
+                ("d", ctypes.c_int64), ("norm", sn_norm), ("input_norm", sn_norm),
+                ("scale_rule", ctypes.c_int32), ("flags", ctypes.c_uint32),
+                ("scales", ctypes.POINTER(ctypes.c_float)),
+                ("mix_fraction", ctypes.c_float), ("reserved32", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint64 * 7)]
+
+
+assert ctypes.sizeof(sn_norm) == 16 and ctypes.sizeof(sn_fuse) == 48
+assert ctypes.sizeof(sn_net) == 64 + 8 * 8
+
+# ---- prototypes ------------------------------------------------------------------------------
+_st = ctypes.c_int          # sn_status (enum: int-sized)
+_i64 = ctypes.c_int64
+_i32 = ctypes.c_int32
+_u32 = ctypes.c_uint32
+_f = ctypes.c_float
+_fp = ctypes.c_void_p       # float * / const float *: raw addresses from numpy
+_vp = ctypes.c_void_p       # sn_ctx *
+_i64p = ctypes.POINTER(ctypes.c_int64)
+_np = ctypes.POINTER(sn_norm)
+_fsp = ctypes.POINTER(sn_fuse)
+_netp = ctypes.POINTER(sn_net)
+
+PROTOTYPES = {
+    "sn_version_number": (ctypes.c_uint, []),
+    "sn_version_string": (ctypes.c_char_p, []),
+    "sn_status_string": (ctypes.c_char_p, [_st]),
+    "sn_ctx_create": (_st, [ctypes.POINTER(ctypes.c_void_p)]),
+    "sn_ctx_destroy": (None, [_vp]),
+    "sn_norm_query": (_st, [_np, _i64, _i64p, _i64p]),
+    "sn_norm_init_params": (_st, [_np, _i64, _fp]),
+    "sn_norm_forward": (_st, [_vp, _np, _i64, _i64, _fp, _i64, _fp, _fp, _i64, _fp]),
+    "sn_norm_backward": (_st, [_vp, _np, _i64, _i64, _fp, _i64, _fp, _i64, _fp, _fp, _fp,
+                               _i64, _fp, _u32]),
+    "sn_fuse_init": (_st, [_fsp, ctypes.c_int, ctypes.c_int, _f]),
+    "sn_fuse_query": (_st, [_fsp, _i64, _i64p, _i64p]),
+    "sn_fuse_init_params": (_st, [_fsp, _i64, _fp]),
+    "sn_fuse_forward": (_st, [_vp, _fsp, _i64, _i64, _fp, _i64, _fp, _i64, _fp, _fp, _i64,
+                              _fp, _i64, _fp]),
+    "sn_fuse_backward": (_st, [_vp, _fsp, _i64, _i64, _fp, _i64, _fp, _i64, _fp, _i64, _fp,
+                               _i64, _fp, _fp, _fp, _i64, _fp, _i64, _fp, _u32]),
+    "sn_merge_forward": (_st, [_vp, _fsp, _i64, _i64, _fp, _i64, _fp, _i64, _fp, _fp, _i64,
+                               _fp]),
+    "sn_merge_backward": (_st, [_vp, _fsp, _i64, _i64, _fp, _i64, _fp, _i64, _fp, _i64, _fp,
+                                _fp, _fp, _i64, _fp, _i64, _fp, _u32]),
+    "sn_apply_forward": (_st, [_vp, _i64, _i64, _f, _fp, _i64, _fp, _i64, _fp, _i64, _fp,
+                               _i64, _fp, _i64]),
+    "sn_apply_backward": (_st, [_vp, _i64, _i64, _f, _fp, _i64, _fp, _i64, _fp, _i64, _u32]),
+    "sn_split_forward": (_st, [_vp, _i64, _i64, _fp, _i64, _fp, _i64, _fp, _i64]),
+    "sn_split_backward": (_st, [_vp, _i64, _i64, _fp, _i64, _fp, _i64, _fp, _i64, _u32]),
+    "sn_net_init": (_st, [_netp, ctypes.c_int, _i32, _i64, ctypes.c_int, _f]),
+    "sn_net_check": (_st, [_netp]),
+    "sn_net_scale": (_st, [_netp, _i32, ctypes.POINTER(ctypes.c_float)]),
+    "sn_net_init_gain": (_st, [_netp, ctypes.POINTER(ctypes.c_float)]),
+    "sn_net_sizes": (_st, [_netp, _i64p, _i64p, _i64p]),
+    "sn_net_norm_at": (_st, [_netp, _i32, _i32, _np, _i64p]),
+    "sn_net_init_params": (_st, [_netp, _fp]),
+    "sn_net_split": (_st, [_vp, _netp, _i64, _fp, _i64, _fp, _fp]),
+    "sn_net_enter": (_st, [_vp, _netp, _i32, _i64, _fp, _fp, _fp, _i64]),
+    "sn_net_exit": (_st, [_vp, _netp, _i32, _i64, _fp, _i64, _fp, _fp]),
+    "sn_net_merge": (_st, [_vp, _netp, _i64, _fp, _fp, _fp, _i64]),
+    "sn_net_merge_backward": (_st, [_vp, _netp, _i64, _fp, _i64, _fp, _fp, _fp, _fp]),
+    "sn_net_exit_backward": (_st, [_vp, _netp, _i32, _i64, _fp, _fp, _fp, _fp, _fp, _i64,
+                                   _u32]),
+    "sn_net_enter_backward": (_st, [_vp, _netp, _i32, _i64, _fp, _i64, _fp, _fp, _fp, _fp]),
+    "sn_net_split_backward": (_st, [_vp, _netp, _i64, _fp, _fp, _fp, _fp, _fp, _i64, _u32]),
+}
+
+
+# Execution-context controls (kernel path, threads).
+PROTOTYPES.update({
+    "sn_isa_available": (ctypes.c_int, [ctypes.c_int]),
+    "sn_isa_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "sn_ctx_set_isa": (_st, [_vp, ctypes.c_int]),
+    "sn_ctx_isa": (ctypes.c_int, [_vp]),
+    "sn_ctx_set_threads": (_st, [_vp, ctypes.c_int]),
+    "sn_ctx_set_parallel_for": (_st, [_vp, sn_parallel_for_fn, ctypes.c_void_p, ctypes.c_int]),
+    "sn_ctx_threads": (ctypes.c_int, [_vp]),
+})
+
+
+def _candidates():
+    """Yield (description, path-or-name) in discovery order."""
+    env = os.environ.get("SIAMESENORM_LIBRARY")
+    if env:
+        yield "SIAMESENORM_LIBRARY", env
+    here = os.path.dirname(os.path.abspath(__file__))
+    seen = set()
+    d = here
+    while True:
+        found = []
+        for pattern in ("build*/src/libsiamesenorm.so*", "build*/libsiamesenorm.so*"):
+            found.extend(glob.glob(os.path.join(d, pattern)))
+        found.sort(key=lambda p: os.path.getmtime(p), reverse=True)
+        for p in found:
+            real = os.path.realpath(p)
+            if real not in seen:
+                seen.add(real)
+                yield "build tree", p
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    name = ctypes.util.find_library("siamesenorm")
+    if name:
+        yield "system loader (find_library)", name
+    yield "system loader", "libsiamesenorm.so.0"
+
+
+def load_library():
+    """Find, load and version-check libsiamesenorm; returns the configured ctypes.CDLL."""
+    tried = []
+    for how, path in _candidates():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as exc:
+            tried.append(f"  {how}: {path} ({exc})")
+            if how == "SIAMESENORM_LIBRARY":
+                # An explicit request that fails is an error, not a reason to pick another copy.
+                break
+            continue
+        missing = [n for n in PROTOTYPES if not hasattr(lib, n)]
+        if missing:
+            tried.append(f"  {how}: {path} (loaded, but lacks {', '.join(missing[:4])}...)")
+            if how == "SIAMESENORM_LIBRARY":
+                break
+            continue
+        for fname, (restype, argtypes) in PROTOTYPES.items():
+            fn = getattr(lib, fname)
+            fn.restype = restype
+            fn.argtypes = argtypes
+        _check_version(lib, path)
+        lib.sn_path = path
+        return lib
+    raise errors.LibraryNotFoundError(
+        None, "libsiamesenorm could not be loaded; tried, in order:\n" + "\n".join(tried)
+        + "\nBuild the library (meson setup build && meson compile -C build) or set "
+          "SIAMESENORM_LIBRARY to the path of libsiamesenorm.so.")
+
+
+def _check_version(lib, path):
+    number = int(lib.sn_version_number())
+    string = lib.sn_version_string().decode()
+    major, minor = number // 10000, (number // 100) % 100
+    if major != EXPECTED_MAJOR or minor < EXPECTED_MINOR:
+        raise errors.VersionMismatchError(
+            None, f"{path} is libsiamesenorm {string} ({number}); this binding needs "
+                  f"major version {EXPECTED_MAJOR} with minor >= {EXPECTED_MINOR}")
+
+
+lib = load_library()
+
+
+def status_string(status):
+    """The library's description of a status code (sn_status_string)."""
+    return lib.sn_status_string(int(status)).decode()
+
+
+def check(status, what):
+    """Raise the matching SiameseNormError when a C call returned a nonzero status."""
+    if status != SN_OK:
+        raise errors.error_for_status(status, status_string(status), f"{what} failed")
+
+
+def error(cls, detail):
+    """A Python-side validation error carrying the library's text for cls.status."""
+    msg = status_string(cls.status) if cls.status is not None else None
+    return cls(msg, detail)
+
+
+def optional(name):
+    """The bound function `name`, or UnsupportedError when the library lacks it (for calls
+    a future version of the binding may bind optionally)."""
+    fn = getattr(lib, name, None)
+    if fn is None:
+        raise errors.UnsupportedError(status_string(SN_ERR_UNSUPPORTED),
+                                      f"{lib.sn_path} does not export {name}")
+    return fn

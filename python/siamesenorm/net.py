@@ -1,0 +1,297 @@
+"""The placement layer (sn_net_*): class Net owns the parameter, gradient, activation and
+workspace buffers (numpy, sized by sn_net_sizes) and runs the training loop one call at a time:
+
+    net = Net("siamese", n_sublayers=2 * L, d=D, kind="layernorm")
+    net.split(e)
+    for i in range(net.n_sublayers):
+        h = net.enter(i);  z = block[i](h);  net.exit(i, z)
+    out = net.merge()
+    net.zero_grad(); net.merge_backward(dout)
+    for i in reversed(range(net.n_sublayers)):
+        dz = net.exit_backward(i);  dh = block_backward[i](dz);  net.enter_backward(i, dh)
+    de = net.split_backward()
+"""
+
+import ctypes
+
+import numpy as np
+
+from . import _capi, errors
+from . import _arrays as A
+from ._capi import lib, check
+from .norm import Norm, KINDS, _code, ctx_handle
+
+PLACEMENTS = {"pre_norm": _capi.SN_PLACEMENT_PRE_NORM, "post_norm": _capi.SN_PLACEMENT_POST_NORM,
+              "siamese": _capi.SN_PLACEMENT_SIAMESE,
+              "siamese_paper": _capi.SN_PLACEMENT_SIAMESE_PAPER,
+              "siamese_hybrid_pre": _capi.SN_PLACEMENT_SIAMESE_HYBRID_PRE,
+              "deepnorm": _capi.SN_PLACEMENT_DEEPNORM, "peri_ln": _capi.SN_PLACEMENT_PERI_LN,
+              "mix_ln": _capi.SN_PLACEMENT_MIX_LN, "hybridnorm": _capi.SN_PLACEMENT_HYBRIDNORM,
+              "hybridnorm_star": _capi.SN_PLACEMENT_HYBRIDNORM_STAR}
+
+
+class Net:
+    """A network's norm placement (struct sn_net) plus its buffers.
+
+    Args:
+        placement: "pre_norm", "post_norm", "siamese", "siamese_paper", "siamese_hybrid_pre",
+            "deepnorm", "peri_ln", "mix_ln", "hybridnorm", "hybridnorm_star" (or the
+            SN_PLACEMENT_* value; see the header for each formulation).
+        n_sublayers: S (2 per transformer layer).
+        d: the model width D.
+        kind, eps: every norm's kind and eps (sn_net_init).
+        norm: a Norm replacing the network's norm description after sn_net_init (e.g. another
+            affine mode).
+        input_norm: a Norm for N_in of SiameseNorm sub-layers (Norm("identity") removes it).
+        scales: None or "default" (c_i = sqrt(2 (floor(i/2) + 1)); DeepNorm alpha =
+            (2L)^(1/4)), "none" (1), or a sequence of S floats (explicit c_i / alpha_i).
+        mix_fraction: Mix-LN only: the fraction of Post-Norm layers (None: the library's 0.25).
+        ctx: a Context used by every call, or None.
+
+    Attributes: params / grads (n_params float32, grads accumulated by the backward calls:
+    zero_grad() before a step), acts / work (allocated for R rows by split()), R.
+    """
+
+    def __init__(self, placement, n_sublayers, d, kind="layernorm", eps=1e-5, norm=None,
+                 input_norm=None, scales=None, mix_fraction=None, ctx=None):
+        s = _capi.sn_net()
+        status = lib.sn_net_init(ctypes.byref(s), _code(PLACEMENTS, placement, "placement"),
+                                 int(n_sublayers), int(d), _code(KINDS, kind, "norm kind"),
+                                 float(eps))
+        if norm is not None:
+            s.norm = norm.to_struct()
+        if input_norm is not None:
+            s.input_norm = input_norm.to_struct()
+        elif norm is not None:
+            s.input_norm = norm.to_struct()
+        self._scales = None
+        if scales is None or (isinstance(scales, str) and scales == "default"):
+            s.scale_rule = _capi.SN_SCALE_DEFAULT
+        elif isinstance(scales, str) and scales == "none":
+            s.scale_rule = _capi.SN_SCALE_NONE
+        elif isinstance(scales, str):
+            raise ValueError(f"unknown scales {scales!r}: 'default', 'none' or a sequence")
+        else:
+            arr = np.ascontiguousarray(np.asarray(scales, dtype=np.float32).reshape(-1))
+            if arr.size != int(n_sublayers):
+                raise _capi.error(errors.ScaleError, f"scales has {arr.size} values, expected "
+                                                     f"n_sublayers = {n_sublayers}")
+            self._scales = arr  # the C struct points into it: keep it alive with the Net
+            s.scale_rule = _capi.SN_SCALE_EXPLICIT
+            s.scales = arr.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+        if mix_fraction is not None:
+            s.mix_fraction = float(mix_fraction)
+        self._s = s
+        if status != _capi.SN_OK and norm is None and input_norm is None:
+            check(status, "sn_net_init")
+        self.check()
+        self.ctx = ctx
+        self.n_params, self.acts_per_row, self.work_per_row = self.sizes()
+        self.params = self.init_params()
+        self.grads = np.zeros(self.n_params, np.float32)
+        self.R = None
+        self.acts = None
+        self.work = None
+
+    # ---- description ----
+    @property
+    def struct(self):
+        """The ctypes sn_net (read-only use: the binding's buffers are sized from it)."""
+        return self._s
+
+    @property
+    def placement(self):
+        return self._s.placement
+
+    @property
+    def n_sublayers(self):
+        return self._s.n_sublayers
+
+    @property
+    def d(self):
+        return self._s.d
+
+    @property
+    def norm(self):
+        return Norm.from_struct(self._s.norm)
+
+    @property
+    def input_norm(self):
+        return Norm.from_struct(self._s.input_norm)
+
+    def check(self):
+        """sn_net_check: raise if the description is invalid."""
+        check(lib.sn_net_check(ctypes.byref(self._s)), "sn_net_check")
+
+    def scale(self, i):
+        """sn_net_scale: the residual scale c_i of sub-layer i."""
+        c = ctypes.c_float()
+        check(lib.sn_net_scale(ctypes.byref(self._s), int(i), ctypes.byref(c)), "sn_net_scale")
+        return c.value
+
+    def init_gain(self):
+        """sn_net_init_gain: the init gain for the blocks' value/output/FFN weights (DeepNorm's
+        beta = (8L)^(-1/4); 1 for other placements)."""
+        g = ctypes.c_float()
+        check(lib.sn_net_init_gain(ctypes.byref(self._s), ctypes.byref(g)), "sn_net_init_gain")
+        return g.value
+
+    def sizes(self):
+        """sn_net_sizes: (n_params, acts_per_row, work_per_row) in floats."""
+        n, a, w = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
+        check(lib.sn_net_sizes(ctypes.byref(self._s), ctypes.byref(n), ctypes.byref(a),
+                               ctypes.byref(w)), "sn_net_sizes")
+        return n.value, a.value, w.value
+
+    def norm_at(self, i, j):
+        """sn_net_norm_at: (Norm, offset of its gamma) of norm j of stage i (stage S is the
+        merge, stage -1 the split). Raises IndexOutOfRange when stage i has no norm j."""
+        nm, off = _capi.sn_norm(), ctypes.c_int64()
+        check(lib.sn_net_norm_at(ctypes.byref(self._s), int(i), int(j), ctypes.byref(nm),
+                                 ctypes.byref(off)), "sn_net_norm_at")
+        return Norm.from_struct(nm), off.value
+
+    def stage_norms(self, i):
+        """All (Norm, offset) of stage i, counted with norm_at until IndexOutOfRange."""
+        out, j = [], 0
+        while True:
+            try:
+                out.append(self.norm_at(i, j))
+            except errors.IndexOutOfRange:
+                return out
+            j += 1
+
+    def init_params(self, params=None):
+        """sn_net_init_params: every gamma 1, every beta 0 (into a new array when None)."""
+        if params is None:
+            params = np.empty(self.n_params, np.float32)
+        p = A.vector("params", params, self.n_params, write=True, allow_none=self.n_params == 0)
+        check(lib.sn_net_init_params(ctypes.byref(self._s), p), "sn_net_init_params")
+        return params
+
+    def _views(self, buf, i, j):
+        nm, off = self.norm_at(i, j)
+        W = nm.group if nm.group > 0 else self.d
+        n, _ = nm.query(self.d)
+        gamma = buf[off:off + W] if n >= W else None
+        beta = buf[off + W:off + 2 * W] if n >= 2 * W else None
+        return gamma, beta
+
+    def param_views(self, i, j):
+        """(gamma, beta) numpy views into params for norm j of stage i (None when absent)."""
+        return self._views(self.params, i, j)
+
+    def grad_views(self, i, j):
+        """(dgamma, dbeta) numpy views into grads for norm j of stage i."""
+        return self._views(self.grads, i, j)
+
+    def zero_grad(self):
+        """Zero the accumulated parameter gradients."""
+        self.grads[...] = 0.0
+
+    # ---- forward ----
+    def _buffers(self):
+        p = A.vector("params", self.params, self.n_params, allow_none=self.n_params == 0)
+        a = A.vector("acts", self.acts, self.R * self.acts_per_row, write=True)
+        return p, a
+
+    def _need_pass(self):
+        if self.R is None:
+            raise RuntimeError("call split(e) first: it starts a pass and sizes acts/work")
+
+    def split(self, e):
+        """sn_net_split: x_0 (and y_0) = e, with e of shape (R, D); (re)allocates acts and work
+        for R rows."""
+        R, D = A.rows_cols("e", e)
+        pe, lde = A.matrix("e", e, R, self.d)
+        if self.R != R:
+            self.R = R
+            self.acts = np.zeros(R * self.acts_per_row, np.float32)
+            self.work = np.zeros(R * self.work_per_row, np.float32)
+        p, a = self._buffers()
+        check(lib.sn_net_split(ctx_handle(self.ctx), ctypes.byref(self._s), R, pe, lde, p, a),
+              "sn_net_split")
+
+    def enter(self, i, h=None):
+        """sn_net_enter: the block input of sub-layer i into h (allocated when None); returns h."""
+        self._need_pass()
+        h = A.out_matrix("h", h, self.R, self.d)
+        ph, ldh = A.matrix("h", h, self.R, self.d, write=True)
+        p, a = self._buffers()
+        check(lib.sn_net_enter(ctx_handle(self.ctx), ctypes.byref(self._s), int(i), self.R, p, a,
+                               ph, ldh), "sn_net_enter")
+        return h
+
+    def exit(self, i, z):
+        """sn_net_exit: fold the block output z (R, D) of sub-layer i into the streams."""
+        self._need_pass()
+        pz, ldz = A.matrix("z", z, self.R, self.d)
+        p, a = self._buffers()
+        check(lib.sn_net_exit(ctx_handle(self.ctx), ctypes.byref(self._s), int(i), self.R, pz,
+                              ldz, p, a), "sn_net_exit")
+
+    def merge(self, out=None):
+        """sn_net_merge: the network output (R, D) (allocated when None); returns it."""
+        self._need_pass()
+        out = A.out_matrix("out", out, self.R, self.d)
+        po, ldo = A.matrix("out", out, self.R, self.d, write=True)
+        p, a = self._buffers()
+        check(lib.sn_net_merge(ctx_handle(self.ctx), ctypes.byref(self._s), self.R, p, a, po,
+                               ldo), "sn_net_merge")
+        return out
+
+    # ---- backward ----
+    def _bwd_buffers(self):
+        p = A.vector("params", self.params, self.n_params, allow_none=self.n_params == 0)
+        a = A.vector("acts", self.acts, self.R * self.acts_per_row)
+        g = A.vector("grads", self.grads, self.n_params, write=True,
+                     allow_none=self.n_params == 0)
+        w = A.vector("work", self.work, self.R * self.work_per_row, write=True)
+        return p, a, g, w
+
+    def merge_backward(self, dout):
+        """sn_net_merge_backward: start the backward pass from dout (R, D); accumulates the
+        merge's parameter gradients into grads."""
+        self._need_pass()
+        pdo, lddo = A.matrix("dout", dout, self.R, self.d)
+        p, a, g, w = self._bwd_buffers()
+        check(lib.sn_net_merge_backward(ctx_handle(self.ctx), ctypes.byref(self._s), self.R, pdo,
+                                        lddo, p, a, g, w), "sn_net_merge_backward")
+
+    def exit_backward(self, i, dz=None, accumulate=False, flags=0):
+        """sn_net_exit_backward: the gradient of sub-layer i's block output into dz (written,
+        += with accumulate; allocated when None); returns dz."""
+        self._need_pass()
+        dz = A.out_matrix("dz", dz, self.R, self.d, zeros=True)
+        pdz, lddz = A.matrix("dz", dz, self.R, self.d, write=True)
+        p, a, g, w = self._bwd_buffers()
+        check(lib.sn_net_exit_backward(ctx_handle(self.ctx), ctypes.byref(self._s), int(i),
+                                       self.R, p, a, g, w, pdz, lddz,
+                                       A.flags_value(accumulate, flags=flags)),
+              "sn_net_exit_backward")
+        return dz
+
+    def enter_backward(self, i, dh):
+        """sn_net_enter_backward: take the block-input gradient dh (R, D) of sub-layer i back
+        into the stream gradients; accumulates sub-layer i's norm gradients."""
+        self._need_pass()
+        pdh, lddh = A.matrix("dh", dh, self.R, self.d)
+        p, a, g, w = self._bwd_buffers()
+        check(lib.sn_net_enter_backward(ctx_handle(self.ctx), ctypes.byref(self._s), int(i),
+                                        self.R, pdh, lddh, p, a, g, w), "sn_net_enter_backward")
+
+    def split_backward(self, de=None, accumulate=False, flags=0):
+        """sn_net_split_backward: the gradient of the network input e into de (written, += with
+        accumulate; allocated when None); returns de."""
+        self._need_pass()
+        de = A.out_matrix("de", de, self.R, self.d, zeros=True)
+        pde, ldde = A.matrix("de", de, self.R, self.d, write=True)
+        p = A.vector("params", self.params, self.n_params, allow_none=self.n_params == 0)
+        a = A.vector("acts", self.acts, self.R * self.acts_per_row)
+        g = A.vector("grads", self.grads, self.n_params, write=True,
+                     allow_none=self.n_params == 0)
+        w = A.vector("work", self.work, self.R * self.work_per_row)
+        check(lib.sn_net_split_backward(ctx_handle(self.ctx), ctypes.byref(self._s), self.R, p, a,
+                                        g, w, pde, ldde, A.flags_value(accumulate, flags=flags)),
+              "sn_net_split_backward")
+        return de

@@ -1,0 +1,93 @@
+"""Execution contexts: kernel paths (sn_isa_*, sn_ctx_set_isa) and threads (built-in pool and
+a Python parallel-for hook). The header promises bitwise-identical results for any thread count
+within a path, and agreement between paths within about 1e-5 of the largest output."""
+
+import unittest
+
+import numpy as np
+
+import siamesenorm as sn
+from strict_main import main
+
+R, D = 512, 96  # 49 K elements: above the library's single-thread cut-off (about 16 K)
+
+
+def run_all(ctx):
+    """A training pass of a small SiameseNorm net plus a grouped norm; returns every output."""
+    rng = np.random.default_rng(7)
+    e = rng.standard_normal((R, D), np.float32)
+    W = [rng.standard_normal((D, D), np.float32) / 10 for _ in range(4)]
+    net = sn.Net("siamese", 4, D, ctx=ctx)
+    net.params[:] = rng.uniform(0.5, 1.5, net.n_params).astype(np.float32)
+    net.split(e)
+    hs = []
+    for i in range(4):
+        h = net.enter(i)
+        hs.append(h)
+        net.exit(i, np.tanh(h @ W[i]))
+    out = net.merge()
+    net.merge_backward(rng.standard_normal((R, D), np.float32))
+    for i in reversed(range(4)):
+        dz = net.exit_backward(i)
+        net.enter_backward(i, np.ascontiguousarray((dz * (1 - np.tanh(hs[i] @ W[i]) ** 2))
+                                                  @ W[i].T))
+    de = net.split_backward()
+    g = sn.Norm("rmsnorm", group=16, eps=1e-6)
+    stats = g.empty_stats(R, D)
+    gout = g.forward(e, g.init_params(D), stats=stats, ctx=ctx)
+    return [out, de, net.grads.copy(), gout, stats]
+
+
+class Contexts(unittest.TestCase):
+    def test_isa_queries(self):
+        self.assertTrue(sn.isa_available("auto"))
+        self.assertTrue(sn.isa_available("scalar"))
+        self.assertEqual(sn.isa_name(sn.SN_ISA_SCALAR), "scalar")
+        self.assertEqual(sn.isa_name(99), "unknown")
+        self.assertIn(sn.default_isa(), ("scalar", "avx2", "avx512"))
+        with sn.Context() as ctx:
+            with self.assertRaises(sn.ConfigError):
+                ctx.set_isa(99)
+
+    def test_paths_agree_and_threads_are_bitwise(self):
+        ref = run_all(sn.Context(isa="scalar"))
+        for isa in ("scalar", "avx2", "avx512", "auto"):
+            if not sn.isa_available(isa):
+                with sn.Context() as ctx, self.assertRaises(sn.UnsupportedError):
+                    ctx.set_isa(isa)
+                continue
+            with self.subTest(isa=isa):
+                with sn.Context(isa=isa) as ctx:
+                    one = run_all(ctx)
+                    if isa != "auto":
+                        self.assertEqual(ctx.isa, isa)
+                    for a, b in zip(one, ref):
+                        self.assertLessEqual(np.max(np.abs(a - b)) / np.max(np.abs(b)), 1e-5)
+                    ctx.set_threads(2)
+                    self.assertEqual(ctx.threads, 2)
+                    for a, b in zip(run_all(ctx), one):
+                        np.testing.assert_array_equal(a, b)
+                    calls = []
+
+                    def serial(n_tasks, run):
+                        calls.append(n_tasks)
+                        for i in reversed(range(n_tasks)):  # any order is allowed
+                            run(i)
+                    ctx.set_parallel_for(serial, 4)
+                    self.assertEqual(ctx.threads, 4)
+                    for a, b in zip(run_all(ctx), one):
+                        np.testing.assert_array_equal(a, b)
+                    self.assertTrue(calls, "the hook was never called")
+                    ctx.set_parallel_for(None)
+                    self.assertEqual(ctx.threads, 1)
+
+    def test_bad_thread_counts(self):
+        with sn.Context() as ctx:
+            with self.assertRaises(sn.ConfigError):
+                ctx.set_threads(-1)
+            with self.assertRaises(sn.ConfigError):
+                ctx.set_parallel_for(lambda n, run: None, 0)
+
+
+if __name__ == "__main__":
+    main()

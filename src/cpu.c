@@ -1,0 +1,59 @@
+/* Runtime CPU detection (see cpu.h) with CPUID and XGETBV: a path needs both the instructions
+ * (CPUID feature bits) and the OS saving the wider registers on context switches (XCR0). */
+#include "cpu.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#define SN_X86 1
+#endif
+
+#ifdef SN_X86
+static uint64_t xcr0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+/* bit 0: AVX2 + FMA usable; bit 1: AVX-512F usable */
+static unsigned features(void) {
+    unsigned a, b, c, d, out = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
+    if (!osxsave || !avx) return 0;
+    const uint64_t x = xcr0();
+    if ((x & 0x6) != 0x6) return 0; /* XMM and YMM state */
+    if (__get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    const int avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1;
+    if (avx2 && fma) out |= 1u;
+    if (avx512f && (out & 1u) && (x & 0xe6) == 0xe6) out |= 2u; /* + opmask, ZMM state */
+    return out;
+}
+#endif
+
+int sn_cpu_has(sn_isa isa) {
+    switch (isa) {
+    case SN_ISA_SCALAR: return 1;
+#if defined(SN_X86) && defined(SN_HAVE_AVX2)
+    case SN_ISA_AVX2: return (features() & 1u) != 0;
+#endif
+#if defined(SN_X86) && defined(SN_HAVE_AVX512)
+    case SN_ISA_AVX512: return (features() & 2u) != 0;
+#endif
+    default: return 0;
+    }
+}
+
+sn_isa sn_cpu_best(void) {
+#ifdef SN_X86
+    const unsigned f = features();
+#ifdef SN_HAVE_AVX512
+    if (f & 2u) return SN_ISA_AVX512;
+#endif
+#ifdef SN_HAVE_AVX2
+    if (f & 1u) return SN_ISA_AVX2;
+#endif
+    (void)f;
+#endif
+    return SN_ISA_SCALAR;
+}

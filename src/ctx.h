@@ -1,0 +1,17 @@
+/* The context's internals, for the drivers: the kernel path a call runs and how it runs a
+ * parallel for. */
+#ifndef SN_CTX_H
+#define SN_CTX_H
+
+#include "kernels.h"
+
+/* The kernel table of ctx's path (NULL ctx: the best for this CPU, detected now). */
+const sn_kern *sn_ctx_kern(const sn_ctx *ctx);
+
+/* How many pieces to split parallel work into: 1 for NULL or single-threaded contexts. */
+int sn_ctx_width(const sn_ctx *ctx);
+
+/* Runs task(arg, i) for i in [0, n) with ctx's threads (the hook or the pool), or serially. */
+void sn_ctx_par(const sn_ctx *ctx, int64_t n, sn_task_fn task, void *arg);
+
+#endif

@@ -1,0 +1,34 @@
+/* AVX2 + FMA row kernels: the vector primitives for kernels_simd.h, 8 float lanes. This file
+ * alone is compiled with -mavx2 -mfma; it runs only after CPUID says so (cpu.c). */
+#include <immintrin.h>
+
+typedef __m256 V;
+typedef __m256i M;
+#define VW 8
+#define MFULL _mm256_set1_epi32(-1)
+#define SN_KERN_TABLE sn_kern_avx2
+
+static inline V vld(const float *p) { return _mm256_loadu_ps(p); }
+static inline void vst(float *p, V v) { _mm256_storeu_ps(p, v); }
+static inline V vldm(const float *p, M m) { return _mm256_maskload_ps(p, m); }
+static inline void vstm(float *p, M m, V v) { _mm256_maskstore_ps(p, m, v); }
+static inline V vmaskz(M m, V v) { return _mm256_and_ps(_mm256_castsi256_ps(m), v); }
+static inline M mask_n(int k) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline V vset1(float a) { return _mm256_set1_ps(a); }
+static inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
+static inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
+static inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
+static inline V vdiv(V a, V b) { return _mm256_div_ps(a, b); }
+static inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+static inline V vfnma(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
+static inline V vfms(V a, V b, V c) { return _mm256_fmsub_ps(a, b, c); }
+static inline float hsum(V a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+#include "kernels_simd.h"

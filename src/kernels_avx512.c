@@ -1,0 +1,35 @@
+/* AVX-512F row kernels: the vector primitives for kernels_simd.h, 16 float lanes with opmask
+ * tails. This file alone is compiled with -mavx512f (and -mavx2 -mfma); it runs only after
+ * CPUID and XCR0 say so (cpu.c). */
+#include <immintrin.h>
+
+typedef __m512 V;
+typedef __mmask16 M;
+#define VW 16
+#define MFULL ((__mmask16)0xffff)
+#define SN_KERN_TABLE sn_kern_avx512
+
+static inline V vld(const float *p) { return _mm512_loadu_ps(p); }
+static inline void vst(float *p, V v) { _mm512_storeu_ps(p, v); }
+static inline V vldm(const float *p, M m) { return _mm512_maskz_loadu_ps(m, p); }
+static inline void vstm(float *p, M m, V v) { _mm512_mask_storeu_ps(p, m, v); }
+static inline V vmaskz(M m, V v) { return _mm512_maskz_mov_ps(m, v); }
+static inline M mask_n(int k) { return (M)((1u << k) - 1u); }
+static inline V vset1(float a) { return _mm512_set1_ps(a); }
+static inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
+static inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
+static inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
+static inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
+static inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+static inline V vfnma(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }
+static inline V vfms(V a, V b, V c) { return _mm512_fmsub_ps(a, b, c); }
+static inline float hsum(V a) {
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+#include "kernels_simd.h"

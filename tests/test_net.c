@@ -1,0 +1,405 @@
+/* The placement layer end to end: a network of S sub-layers (6 unless stated) whose block is
+ * z = tanh(h W_i) with a random D x D matrix per sub-layer (float in the library run, double in
+ * the reference), run through sn_net_split / enter / exit / merge and their backwards in the
+ * three placements. Checked against the float64 reference network (ref64.c, written from the
+ * header's placement comments): every block input h_i and the output; the loss
+ * L = sum(w * out) gradient with respect to the embedding e and to EVERY norm parameter vs
+ * float64 central finite differences of the reference. Also: sn_net_scale for every scale rule,
+ * the parameter layout reported by sn_net_norm_at (disjoint, covering n_params, right norm
+ * descriptions), default init, buffer guards (acts / work / grads written only inside the sizes
+ * the library reported), stride padding of every caller buffer, SN_ACCUMULATE in exit_backward
+ * and split_backward, grads accumulating onto a prefill, determinism; every kernel path.
+ *
+ * Tolerances (err = max|a - b| / max(max|b|, floor)):
+ *   forward (h_i, out) 1e-4, floor 1e-3: six sub-layers each adding the fp32 error of up to three
+ *     norms (~1e-6 each, see test_norm.c) and of the caller's fp32 block (sqrt(D) * 2^-24),
+ *     amplified by at most ~10 through the chain: ~1e-5 expected, 10x margin.
+ *   gradients 2e-4, floor 1: the same chain twice (forward then backward) in fp32, including the
+ *     test's own fp32 block backward, vs FD of the double reference (h = 1e-6, error ~1e-8);
+ *     gradients are sums over R rows and up to 6 sub-layers: ~2e-5 expected, 10x margin
+ *     (measured ~2e-6). A wrong formula anywhere (a missing 1/c, a lost residual branch, a
+ *     wrong norm, the scale rule counting sub-layers instead of layers) gives errors of order
+ *     1e-2 or more. */
+#include "ref64.h"
+#include "testutil.h"
+#include "block.h"
+
+static sn_ctx *g_ctx; /* kernel path under test */
+
+#define TOL_FWD 1e-4
+#define TOL_BWD 2e-4
+
+typedef struct net_loss {
+    const ref_net *rn;
+    int64_t R;
+    double *e, *p, *w, *out;
+    blk *b;
+} net_loss;
+
+static double net_loss_eval(void *vc)
+{
+    net_loss *c = (net_loss *)vc;
+    int64_t D = c->rn->D;
+    ref_net_fwd(c->rn, c->R, c->e, D, c->p, blk_fwd_d, c->b, c->out, D, NULL);
+    double L = 0.0;
+    for (int64_t k = 0; k < c->R * D; k++)
+        L += c->w[k] * c->out[k];
+    return L;
+}
+
+/* Library run of the whole network. Strides of the caller buffers are all distinct and > D. */
+typedef struct run {
+    float *out, *de, *grads, **h;
+    int64_t ldh, ldo, ldde;
+} run;
+
+typedef struct geom {
+    int64_t np, apr, wpr, R, D;
+    int S;
+} geom;
+
+#define GUARD 16
+
+static void lib_run(const sn_ctx *ctx, const sn_net *net, const geom *G, const blk *b,
+                    const float *e, int64_t lde, const float *params, const float *wout,
+                    int64_t lddo, const float *grads_prefill, int accumulate, uint64_t seed,
+                    run *res, const char *label)
+{
+    const int64_t R = G->R, D = G->D, np = G->np;
+    const int S = G->S;
+    tu_rng g = {seed};
+    const int64_t ldh = D + 1, ldz = D + 5, ldo = D + 2, lddz = D + 3, lddh = D + 6,
+                  ldde = D + 7;
+    float *acts = tu_falloc(R * G->apr + GUARD), *work = tu_falloc(R * G->wpr + GUARD);
+    float *grads = tu_falloc(np + GUARD);
+    tu_canary_fill(acts, R * G->apr + GUARD), tu_canary_fill(work, R * G->wpr + GUARD);
+    tu_canary_fill(grads, np + GUARD);
+    memcpy(grads, grads_prefill, (size_t)np * sizeof(float));
+    float **h = (float **)tu_xalloc((size_t)S * sizeof(float *));
+    float **z = (float **)tu_xalloc((size_t)S * sizeof(float *));
+    float *out = tu_falloc(R * ldo), *dz = tu_falloc(R * lddz), *dh = tu_falloc(R * lddh);
+    float *de = tu_falloc(R * ldde), *q = tu_falloc(R * lddz);
+    tu_canary_fill(out, R * ldo), tu_canary_fill(de, R * ldde);
+    for (int i = 0; i < S; i++) {
+        h[i] = tu_falloc(R * ldh), z[i] = tu_falloc(R * ldz);
+        tu_canary_fill(h[i], R * ldh), tu_canary_fill(z[i], R * ldz);
+    }
+    CHECK_OK(sn_net_split(ctx, net, R, e, lde, params, acts));
+    for (int i = 0; i < S; i++) {
+        CHECK_OK(sn_net_enter(ctx, net, i, R, params, acts, h[i], ldh));
+        blk_fwd_f(b, i, R, h[i], ldh, z[i], ldz);
+        CHECK_OK(sn_net_exit(ctx, net, i, R, z[i], ldz, params, acts));
+        CHECK_MSG(tu_padding_damage(h[i], R, D, ldh) == 0, "%s: h[%d] padding", label, i);
+    }
+    CHECK_OK(sn_net_merge(ctx, net, R, params, acts, out, ldo));
+    CHECK_MSG(tu_padding_damage(out, R, D, ldo) == 0, "%s: out padding", label);
+    CHECK_OK(sn_net_merge_backward(ctx, net, R, wout, lddo, params, acts, grads, work));
+    for (int i = S - 1; i >= 0; i--) {
+        tu_canary_fill(dz, R * lddz);
+        if (accumulate) {
+            tu_fill_view(&g, dz, R, D, lddz, -0.5, 0.5);
+            memcpy(q, dz, (size_t)(R * lddz) * sizeof(float));
+        }
+        CHECK_OK(sn_net_exit_backward(ctx, net, i, R, params, acts, grads, work, dz, lddz,
+                                      accumulate ? SN_ACCUMULATE : 0));
+        CHECK_MSG(tu_padding_damage(dz, R, D, lddz) == 0, "%s: dz padding (i=%d)", label, i);
+        if (accumulate)
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t j = 0; j < D; j++)
+                    dz[r * lddz + j] -= q[r * lddz + j];
+        tu_canary_fill(dh, R * lddh);
+        blk_bwd_f(b, i, R, z[i], ldz, dz, lddz, dh, lddh);
+        CHECK_OK(sn_net_enter_backward(ctx, net, i, R, dh, lddh, params, acts, grads, work));
+    }
+    if (accumulate) {
+        tu_fill_view(&g, de, R, D, ldde, -0.5, 0.5);
+        float *pre = tu_falloc(R * ldde);
+        memcpy(pre, de, (size_t)(R * ldde) * sizeof(float));
+        CHECK_OK(sn_net_split_backward(ctx, net, R, params, acts, grads, work, de, ldde,
+                                       SN_ACCUMULATE));
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < D; j++)
+                de[r * ldde + j] -= pre[r * ldde + j];
+        free(pre);
+    } else {
+        CHECK_OK(sn_net_split_backward(ctx, net, R, params, acts, grads, work, de, ldde, 0));
+    }
+    CHECK_MSG(tu_padding_damage(de, R, D, ldde) == 0, "%s: de padding", label);
+    CHECK_MSG(tu_guard_damage(acts, R * G->apr, R * G->apr + GUARD) == 0,
+              "%s: wrote past acts (R * acts_per_row = %lld)", label, (long long)(R * G->apr));
+    CHECK_MSG(tu_guard_damage(work, R * G->wpr, R * G->wpr + GUARD) == 0,
+              "%s: wrote past work (R * work_per_row = %lld)", label, (long long)(R * G->wpr));
+    CHECK_MSG(tu_guard_damage(grads, np, np + GUARD) == 0, "%s: wrote past grads", label);
+    res->out = out, res->de = de, res->grads = grads, res->h = h;
+    res->ldh = ldh, res->ldo = ldo, res->ldde = ldde;
+    for (int i = 0; i < S; i++)
+        free(z[i]);
+    free(z), free(acts), free(work), free(dz), free(dh), free(q);
+}
+
+static void run_free(run *r, int S)
+{
+    for (int i = 0; i < S; i++)
+        free(r->h[i]);
+    free(r->h), free(r->out), free(r->de), free(r->grads);
+}
+
+static int norm_eq(const sn_norm *a, const sn_norm *b)
+{
+    return a->kind == b->kind && a->affine == b->affine && a->group == b->group &&
+           a->eps == b->eps;
+}
+
+/* Full check of one network description. n_e / n_p: FD samples (0 = all). */
+static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *name,
+                      int64_t n_e, int64_t n_p)
+{
+    char label[200];
+    tu_rng g = {seed};
+    CHECK_OK(sn_net_check(net));
+    geom G = {0, 0, 0, R, net->d, net->n_sublayers};
+    CHECK_OK(sn_net_sizes(net, &G.np, &G.apr, &G.wpr));
+    CHECK_MSG(G.np >= 0 && G.apr > 0 && G.wpr > 0, "%s: sizes %lld %lld %lld", name,
+              (long long)G.np, (long long)G.apr, (long long)G.wpr);
+    const int S = net->n_sublayers;
+    const int64_t D = net->d, np = G.np;
+
+    /* reference description, written from the header */
+    ref_net rn;
+    memset(&rn, 0, sizeof rn);
+    rn.placement = net->placement, rn.S = S, rn.D = D, rn.norm = net->norm;
+    rn.input_norm = net->input_norm;
+    for (int i = 0; i < S; i++) {
+        double c = 1.0;
+        if (net->placement == SN_PLACEMENT_SIAMESE)
+            c = net->scale_rule == SN_SCALE_DEFAULT  ? ref_default_scale(i)
+                : net->scale_rule == SN_SCALE_NONE ? 1.0
+                                                   : (double)net->scales[i];
+        rn.scales[i] = c;
+        float cl = -1.0f;
+        CHECK_OK(sn_net_scale(net, i, &cl));
+        CHECK_MSG(fabs((double)cl - c) <= 1e-6 * c, "%s: sn_net_scale(%d) = %.9g, expected %.9g",
+                  name, i, (double)cl, c);
+    }
+
+    /* layout: count norms per stage, check descriptions, offsets disjoint and covering */
+    unsigned char *cover = (unsigned char *)calloc((size_t)np + 1, 1);
+    int64_t total = 0;
+    for (int i = 0; i <= S; i++) {
+        int expect_n = net->placement == SN_PLACEMENT_SIAMESE ? 3
+                       : net->placement == SN_PLACEMENT_PRE_NORM ? 1
+                       : (i < S ? 1 : 0);
+        int j = 0;
+        for (;; j++) {
+            sn_norm nd;
+            int64_t off = -7;
+            sn_status st = sn_net_norm_at(net, i, j, &nd, &off);
+            if (st == SN_ERR_INDEX)
+                break;
+            CHECK_OK(st);
+            if (st != SN_OK || j >= 3)
+                break;
+            const sn_norm *want =
+                (net->placement == SN_PLACEMENT_SIAMESE && i < S && j == 2) ? &net->input_norm
+                                                                             : &net->norm;
+            CHECK_MSG(norm_eq(&nd, want), "%s: norm_at(%d,%d) = {%d,%d,%d,%g}", name, i, j,
+                      (int)nd.kind, (int)nd.affine, (int)nd.group, (double)nd.eps);
+            int64_t k = ref_norm_nparams(want, D);
+            rn.off[i][j] = off;
+            if (k > 0) {
+                CHECK_MSG(off >= 0 && off + k <= np, "%s: norm_at(%d,%d) offset %lld outside %lld",
+                          name, i, j, (long long)off, (long long)np);
+                if (off >= 0 && off + k <= np)
+                    for (int64_t q = off; q < off + k; q++) {
+                        CHECK_MSG(cover[q] == 0, "%s: params overlap at %lld", name,
+                                  (long long)q);
+                        cover[q] = 1;
+                    }
+            }
+            total += k;
+        }
+        CHECK_MSG(j == expect_n, "%s: stage %d has %d norms, expected %d", name, i, j, expect_n);
+        CHECK_STATUS(sn_net_norm_at(net, i, -1, NULL, NULL), SN_ERR_INDEX);
+    }
+    CHECK_MSG(total == np, "%s: norms hold %lld params, n_params %lld", name, (long long)total,
+              (long long)np);
+    CHECK_STATUS(sn_net_norm_at(net, -1, 0, NULL, NULL), SN_ERR_INDEX);
+    CHECK_STATUS(sn_net_norm_at(net, S + 1, 0, NULL, NULL), SN_ERR_INDEX);
+    free(cover);
+
+    /* default init then random non-trivial parameters */
+    float *params = tu_falloc(np + 1), *pre = tu_falloc(np + 1), *zero = tu_falloc(np + 1);
+    double *pd = tu_dalloc(np + 1);
+    CHECK_OK(sn_net_init_params(net, params));
+    for (int i = 0; i <= S; i++)
+        for (int j = 0; j < 3; j++) {
+            sn_norm nd;
+            if (sn_net_norm_at(net, i, j, &nd, NULL) != SN_OK)
+                break;
+            int64_t k = ref_norm_nparams(&nd, D), o = rn.off[i][j];
+            for (int64_t q = 0; q < k; q++) {
+                CHECK_MSG(params[o + q] == (q < D ? 1.0f : 0.0f),
+                          "%s: init stage %d norm %d param %lld = %g", name, i, j, (long long)q,
+                          (double)params[o + q]);
+                params[o + q] = (float)(q < D ? tu_unif(&g, 0.5, 1.5) : tu_unif(&g, -0.3, 0.3));
+            }
+        }
+    for (int64_t k = 0; k < np; k++)
+        pd[k] = params[k], pre[k] = (float)tu_unif(&g, -0.5, 0.5), zero[k] = 0.0f;
+
+    /* embedding and output weights, with stride padding */
+    const int64_t lde = D + 3, lddo = D + 4;
+    float *e = tu_falloc(R * lde), *wo = tu_falloc(R * lddo);
+    tu_canary_fill(e, R * lde), tu_canary_fill(wo, R * lddo);
+    tu_fill_view(&g, e, R, D, lde, -1.5, 1.5), tu_fill_view(&g, wo, R, D, lddo, -1, 1);
+    double *ed = tu_dalloc(R * D), *wd = tu_dalloc(R * D), *outd = tu_dalloc(R * D);
+    double *hs = tu_dalloc((int64_t)S * R * D), *tmp = tu_dalloc(R * D);
+    tu_to_double(e, R, D, lde, ed, D), tu_to_double(wo, R, D, lddo, wd, D);
+    blk b;
+    blk_init(&b, S, D, seed ^ 0xABCDEF);
+    ref_net_fwd(&rn, R, ed, D, pd, blk_fwd_d, &b, outd, D, hs);
+
+    geom *Gp = &G;
+    run a, a2, ac, ax;
+    lib_run(g_ctx, net, Gp, &b, e, lde, params, wo, lddo, zero, 0, seed, &a, name);
+    CHECK_MSG(tu_padding_damage(e, R, D, lde) == 0 && tu_padding_damage(wo, R, D, lddo) == 0,
+              "%s: input padding modified", name);
+    for (int i = 0; i < S; i++) {
+        snprintf(label, sizeof label, "%s: h[%d]", name, i);
+        CHECK_ERR(label, tu_err_view(a.h[i], a.ldh, hs + (int64_t)i * R * D, D, R, D, 1e-3),
+                  TOL_FWD);
+    }
+    snprintf(label, sizeof label, "%s: out", name);
+    CHECK_ERR(label, tu_err_view(a.out, a.ldo, outd, D, R, D, 1e-3), TOL_FWD);
+
+    /* finite differences of L = sum(w * out) */
+    net_loss L = {&rn, R, ed, pd, wd, tmp, &b};
+    const int64_t ne = n_e ? n_e : R * D, npp = n_p ? n_p : np;
+    double *fde = tu_dalloc(ne), *fdp = tu_dalloc(npp + 1), *ge = tu_dalloc(ne);
+    double *gp = tu_dalloc(npp + 1), *gpa = tu_dalloc(npp + 1);
+    int64_t *ie = (int64_t *)tu_xalloc((size_t)ne * sizeof(int64_t));
+    int64_t *ip = (int64_t *)tu_xalloc((size_t)(npp + 1) * sizeof(int64_t));
+    for (int64_t k = 0; k < ne; k++) {
+        ie[k] = n_e ? tu_randint(&g, R * D) : k;
+        fde[k] = tu_fd(net_loss_eval, &L, &ed[ie[k]], 1e-6);
+    }
+    for (int64_t k = 0; k < npp; k++) {
+        ip[k] = n_p ? tu_randint(&g, np) : k;
+        fdp[k] = tu_fd(net_loss_eval, &L, &pd[ip[k]], 1e-6);
+    }
+    for (int64_t k = 0; k < ne; k++)
+        ge[k] = a.de[(ie[k] / D) * a.ldde + ie[k] % D];
+    for (int64_t k = 0; k < npp; k++)
+        gp[k] = a.grads[ip[k]];
+    snprintf(label, sizeof label, "%s: dL/de", name);
+    CHECK_ERR(label, tu_err_dd(ge, fde, ne, 1.0), TOL_BWD);
+    snprintf(label, sizeof label, "%s: dL/dparams", name);
+    CHECK_ERR(label, tu_err_dd(gp, fdp, npp, 1.0), TOL_BWD);
+
+    /* determinism: a second identical run gives the same bits */
+    lib_run(g_ctx, net, Gp, &b, e, lde, params, wo, lddo, zero, 0, seed, &a2, name);
+    CHECK_MSG(memcmp(a.out, a2.out, (size_t)(R * a.ldo) * sizeof(float)) == 0 &&
+                  memcmp(a.de, a2.de, (size_t)(R * a.ldde) * sizeof(float)) == 0 &&
+                  memcmp(a.grads, a2.grads, (size_t)np * sizeof(float)) == 0,
+              "%s: two identical runs differ", name);
+    /* another context on the same path with 2 threads: same bits (header: determinism) */
+    sn_ctx *ctx = tu_isa_ctx(sn_ctx_isa(g_ctx));
+    CHECK(ctx != NULL);
+    CHECK_OK(sn_ctx_set_threads(ctx, 2));
+    lib_run(ctx, net, Gp, &b, e, lde, params, wo, lddo, zero, 0, seed, &ac, name);
+    CHECK_MSG(memcmp(a.out, ac.out, (size_t)(R * a.ldo) * sizeof(float)) == 0 &&
+                  memcmp(a.de, ac.de, (size_t)(R * a.ldde) * sizeof(float)) == 0 &&
+                  memcmp(a.grads, ac.grads, (size_t)np * sizeof(float)) == 0,
+              "%s: a 2-thread context on the same path gives different bits", name);
+    sn_ctx_destroy(ctx);
+    /* grads accumulate onto a prefill; SN_ACCUMULATE in exit_backward and split_backward */
+    lib_run(g_ctx, net, Gp, &b, e, lde, params, wo, lddo, pre, 1, seed + 1, &ax, name);
+    for (int64_t k = 0; k < ne; k++)
+        ge[k] = ax.de[(ie[k] / D) * ax.ldde + ie[k] % D];
+    for (int64_t k = 0; k < npp; k++)
+        gpa[k] = (double)ax.grads[ip[k]] - (double)pre[ip[k]];
+    snprintf(label, sizeof label, "%s: dL/de (SN_ACCUMULATE)", name);
+    CHECK_ERR(label, tu_err_dd(ge, fde, ne, 1.0), TOL_BWD);
+    snprintf(label, sizeof label, "%s: dL/dparams (accumulated onto prefill)", name);
+    CHECK_ERR(label, tu_err_dd(gpa, fdp, npp, 1.0), TOL_BWD);
+
+    run_free(&a, S), run_free(&a2, S), run_free(&ac, S), run_free(&ax, S);
+    free(params), free(pre), free(zero), free(pd), free(e), free(wo), free(ed), free(wd);
+    free(outd), free(hs), free(tmp), free(fde), free(fdp), free(ge), free(gp), free(gpa);
+    free(ie), free(ip), free(b.Wf), free(b.Wd);
+}
+
+int main(void)
+{
+    sn_net net;
+    uint64_t seed = 4242;
+    static const float explicit_c[6] = {0.5f, 1.0f, 2.0f, 3.0f, 0.7f, 1.3f};
+
+    /* sn_net_init fills the documented defaults */
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 16, SN_NORM_RMSNORM, 1e-6f));
+    CHECK(net.placement == SN_PLACEMENT_SIAMESE && net.n_sublayers == 6 && net.d == 16);
+    CHECK(net.norm.kind == SN_NORM_RMSNORM && net.norm.affine == SN_AFFINE_SCALE &&
+          net.norm.group == 0 && net.norm.eps == 1e-6f);
+    CHECK(norm_eq(&net.input_norm, &net.norm) && net.scale_rule == SN_SCALE_DEFAULT &&
+          net.flags == 0 && net.scales == NULL);
+    for (int k = 0; k < 7; k++)
+        CHECK(net.reserved[k] == 0);
+    CHECK(net.reserved32 == 0 && net.mix_fraction == 0.0f);
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_PRE_NORM, 6, 16, SN_NORM_LAYERNORM, 1e-5f));
+    CHECK(net.norm.kind == SN_NORM_LAYERNORM && net.norm.affine == SN_AFFINE_SCALE_SHIFT);
+
+    for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++) {
+    g_ctx = tu_isa_ctx(isa);
+    if (!g_ctx) {
+        printf("kernel path %s not available: skipped\n", sn_isa_name((sn_isa)isa));
+        continue;
+    }
+    printf("kernel path %s\n", sn_isa_name((sn_isa)isa));
+    static const struct {
+        int placement, kind;
+        float eps;
+        const char *name;
+    } basic[] = {
+        {SN_PLACEMENT_PRE_NORM, SN_NORM_LAYERNORM, 1e-5f, "pre-norm LN"},
+        {SN_PLACEMENT_PRE_NORM, SN_NORM_RMSNORM, 1e-6f, "pre-norm RMS"},
+        {SN_PLACEMENT_POST_NORM, SN_NORM_LAYERNORM, 1e-2f, "post-norm LN"},
+        {SN_PLACEMENT_POST_NORM, SN_NORM_RMSNORM, 1e-5f, "post-norm RMS"},
+        {SN_PLACEMENT_SIAMESE, SN_NORM_LAYERNORM, 1e-5f, "siamese LN"},
+        {SN_PLACEMENT_SIAMESE, SN_NORM_RMSNORM, 1e-6f, "siamese RMS"},
+    };
+    for (int k = 0; k < 6; k++) {
+        CHECK_OK(sn_net_init(&net, (sn_placement)basic[k].placement, 6, 16,
+                             (sn_norm_kind)basic[k].kind, basic[k].eps));
+        check_net(&net, 5, seed++, basic[k].name, 0, 0);
+    }
+    /* SiameseNorm variants */
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 16, SN_NORM_LAYERNORM, 1e-5f));
+    net.scale_rule = SN_SCALE_NONE;
+    check_net(&net, 5, seed++, "siamese LN c=1", 0, 0);
+    net.scale_rule = SN_SCALE_EXPLICIT, net.scales = explicit_c;
+    check_net(&net, 5, seed++, "siamese LN explicit c", 0, 0);
+    net.scale_rule = SN_SCALE_DEFAULT, net.scales = NULL;
+    net.input_norm.kind = SN_NORM_IDENTITY;
+    check_net(&net, 5, seed++, "siamese LN no input norm", 0, 0);
+    net.input_norm = net.norm, net.input_norm.affine = SN_AFFINE_NONE;
+    check_net(&net, 5, seed++, "siamese LN non-affine input norm", 0, 0);
+    net.norm.affine = SN_AFFINE_SCALE, net.input_norm = net.norm;
+    check_net(&net, 3, seed++, "siamese LN bias-free", 0, 0);
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 16, SN_NORM_RMSNORM, 1e-5f));
+    net.norm.affine = SN_AFFINE_SCALE_SHIFT, net.input_norm.affine = SN_AFFINE_NONE;
+    check_net(&net, 5, seed++, "siamese RMS+beta, non-affine input norm", 0, 0);
+    /* other depths and a wider net (sampled FD) */
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 1, 8, SN_NORM_LAYERNORM, 1e-5f));
+    check_net(&net, 4, seed++, "siamese LN S=1", 0, 0);
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 5, 8, SN_NORM_RMSNORM, 1e-5f));
+    check_net(&net, 4, seed++, "siamese RMS S=5", 0, 0);
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_POST_NORM, 1, 8, SN_NORM_LAYERNORM, 1e-5f));
+    check_net(&net, 4, seed++, "post-norm LN S=1", 0, 0);
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 64, SN_NORM_LAYERNORM, 1e-6f));
+    check_net(&net, 7, seed++, "siamese LN D=64", 120, 200);
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_PRE_NORM, 6, 64, SN_NORM_LAYERNORM, 1e-6f));
+    check_net(&net, 7, seed++, "pre-norm LN D=64", 120, 200);
+    sn_ctx_destroy(g_ctx);
+    }
+    return tu_finish("test_net");
+}

@@ -1,0 +1,349 @@
+/* Kernel paths and threads: every SIMD path the CPU offers, and every thread count (built-in
+ * pool and a caller hook), against the portable scalar path on awkward shapes.
+ *
+ * For every primitive and shape:
+ *   - the scalar path with 1 thread is the reference;
+ *   - every path agrees with it within TOL (relative to the largest magnitude of the output
+ *     buffer; the SIMD paths use fused multiply-add and other summation orders);
+ *   - on one path, every thread count (1, 2, 3 threads, a hook that runs its tasks backwards)
+ *     and a NULL context (on the best path) give bitwise-identical outputs, parameter gradients
+ *     included.
+ * Shapes: D in {1, 7, 15, 16, 17, 33, 768, 1000}, R = 1, a few rows, and enough rows to be
+ * threaded; base pointers one float off 64-byte alignment; row strides > D. */
+#include "siamesenorm.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Paths may differ by this much, relative to the output's largest magnitude. */
+#define TOL 5e-5
+
+static int failures;
+static long checks;
+
+#define FAIL(...)                                                                                 \
+    do {                                                                                          \
+        failures++;                                                                               \
+        if (failures < 30) {                                                                      \
+            fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);                                 \
+            fprintf(stderr, __VA_ARGS__);                                                         \
+            fputc('\n', stderr);                                                                  \
+        }                                                                                         \
+    } while (0)
+
+#define OK(call)                                                                                  \
+    do {                                                                                          \
+        sn_status st_ = (call);                                                                   \
+        checks++;                                                                                 \
+        if (st_ != SN_OK) FAIL("%s: %s", #call, sn_status_string(st_));                           \
+    } while (0)
+
+static uint64_t rng = 88172645463325252ull;
+static float urand(void) { /* uniform in [-1, 1) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+
+/* ---- the operations under test ------------------------------------------------------------- */
+
+enum { N_IN = 6, N_OUT = 4 };
+
+typedef struct shape {
+    int64_t R, D, ld;
+} shape;
+
+/* Inputs (read-only, shared by every run) and outputs of one run. Matrices are R x ld; in[] are
+ * filled once; out[] are cleared to a pattern before each run (so accumulation is tested). */
+typedef struct bufs {
+    float *in[N_IN];
+    float *out[N_OUT];
+    float *stats, *dparams, *params;
+    int64_t nout[N_OUT], nstats, nparams;
+} bufs;
+
+typedef struct op {
+    const char *name;
+    int kind; /* 0 norm fwd, 1 norm bwd, 2 fuse fwd, 3 fuse bwd, 4 apply fwd, 5 apply bwd,
+                 6 split fwd, 7 split bwd */
+    sn_norm n;   /* norm ops; group -1: pick a divisor of D */
+    sn_fuse f;   /* fuse ops */
+    int with_du; /* fuse bwd */
+    uint32_t flags;
+} op;
+
+#define NON {0, 0, 0, 0.0f}
+#define NOF {NON, NON, NON}
+static const op OPS[] = {
+    {"layernorm fwd", 0, {0, 0, 0, 1e-5f}, NOF, 0, 0},
+    {"rmsnorm fwd grouped", 0, {1, 1, -1, 1e-5f}, NOF, 0, 0},
+    {"layernorm bwd", 1, {0, 0, 0, 1e-5f}, NOF, 0, 0},
+    {"layernorm bwd non-affine acc", 1, {0, 2, 0, 1e-5f}, NOF, 0, SN_ACCUMULATE},
+    {"rmsnorm bwd grouped acc", 1, {1, 1, -1, 1e-5f}, NOF, 0, SN_ACCUMULATE},
+    {"layernorm bwd grouped", 1, {0, 0, -1, 1e-5f}, NOF, 0, 0},
+    {"scale norm fwd", 0, {3, 0, 0, 1e-5f}, NOF, 0, 0},
+    {"scale norm bwd", 1, {3, 0, 0, 1e-5f}, NOF, 0, 0},
+    {"fuse fwd layernorm", 2, NON, {{0, 0, 0, 1e-5f}, {0, 0, 0, 1e-5f}, {0, 0, 0, 1e-5f}}, 0, 0},
+    {"fuse fwd mixed", 2, NON, {{1, 1, 0, 1e-5f}, {0, 0, 0, 1e-5f}, {2, 0, 0, 1e-5f}}, 0, 0},
+    {"fuse bwd layernorm", 3, NON, {{0, 0, 0, 1e-5f}, {0, 0, 0, 1e-5f}, {0, 0, 0, 1e-5f}}, 1,
+     SN_ACCUMULATE_Y},
+    {"fuse bwd rms/non-affine", 3, NON, {{1, 1, 0, 1e-5f}, {1, 1, 0, 1e-5f}, {0, 2, 0, 1e-5f}},
+     1, SN_ACCUMULATE},
+    {"merge bwd mixed", 3, NON, {{2, 0, 0, 1e-5f}, {0, 0, 0, 1e-5f}, {1, 1, 0, 1e-5f}}, 0, 0},
+    {"apply fwd", 4, {0}, NOF, 0, 0},
+    {"apply bwd acc", 5, {0}, NOF, 0, SN_ACCUMULATE},
+    {"split fwd", 6, {0}, NOF, 0, 0},
+    {"split bwd", 7, {0}, NOF, 0, 0},
+};
+#define N_OPS ((int)(sizeof OPS / sizeof OPS[0]))
+
+static int64_t group_of(const op *o, int64_t D) {
+    if (o->n.group >= 0) return o->n.group;
+    for (int64_t g = D / 2; g > 1; g--) /* a proper divisor, or 0 for primes */
+        if (D % g == 0 && g <= 64) return g;
+    return 0;
+}
+
+static float *alloc_mat(int64_t n) { /* one float off 64-byte alignment */
+    float *p = aligned_alloc(64, (size_t)(n + 16) * sizeof(float));
+    return p ? p + 1 : NULL;
+}
+static void free_mat(float *p) {
+    if (p) free(p - 1);
+}
+
+/* Runs op o on ctx; stats_ref: the statistics the backward reads (from the scalar forward). */
+static void run(const op *o, sn_ctx *ctx, const shape *s, bufs *b, const float *stats_ref) {
+    const int64_t R = s->R, D = s->D, ld = s->ld;
+    for (int k = 0; k < N_OUT; k++)
+        for (int64_t i = 0; i < b->nout[k]; i++) b->out[k][i] = 0.25f * (float)(i % 7) - 0.5f;
+    for (int64_t i = 0; i < b->nstats; i++) b->stats[i] = 0.0f;
+    for (int64_t i = 0; i < b->nparams; i++) b->dparams[i] = 0.125f * (float)(i % 5);
+    float **in = b->in, **out = b->out;
+    sn_norm n = o->n;
+    n.group = (int32_t)group_of(o, D);
+    switch (o->kind) {
+    case 0:
+        OK(sn_norm_forward(ctx, &n, R, D, in[0], ld, b->params, out[0], ld, b->stats));
+        break;
+    case 1:
+        OK(sn_norm_backward(ctx, &n, R, D, in[1], ld, in[0], ld, b->params, stats_ref, out[0],
+                            ld, b->dparams, o->flags));
+        break;
+    case 2:
+        OK(sn_fuse_forward(ctx, &o->f, R, D, in[0], ld, in[2], ld, b->params, out[0], ld,
+                           out[1], ld, b->stats));
+        break;
+    case 3:
+        OK(sn_fuse_backward(ctx, &o->f, R, D, in[1], ld, o->with_du ? in[3] : NULL, ld, in[0],
+                            ld, in[2], ld, b->params, stats_ref, out[0], ld, out[1], ld,
+                            b->dparams, o->flags));
+        break;
+    case 4:
+        OK(sn_apply_forward(ctx, R, D, 1.7f, in[1], ld, in[0], ld, in[2], ld, out[0], ld, out[1],
+                            ld));
+        break;
+    case 5:
+        OK(sn_apply_backward(ctx, R, D, 2.3f, in[1], ld, in[3], ld, out[0], ld, o->flags));
+        break;
+    case 6:
+        OK(sn_split_forward(ctx, R, D, in[0], ld, out[0], ld, out[1], ld));
+        break;
+    case 7:
+        OK(sn_split_backward(ctx, R, D, in[1], ld, in[3], ld, out[0], ld, 0));
+        break;
+    }
+}
+
+/* the outputs of one run, concatenated */
+static int64_t snapshot(const bufs *b, float *dst) {
+    int64_t k = 0;
+    for (int i = 0; i < N_OUT; i++) {
+        memcpy(dst + k, b->out[i], (size_t)b->nout[i] * sizeof(float));
+        k += b->nout[i];
+    }
+    memcpy(dst + k, b->stats, (size_t)b->nstats * sizeof(float));
+    k += b->nstats;
+    memcpy(dst + k, b->dparams, (size_t)b->nparams * sizeof(float));
+    return k + b->nparams;
+}
+
+/* max |a - r| / max(1, max |r|) over each part of the snapshot */
+static double rel_err(const bufs *b, const float *a, const float *r) {
+    int64_t parts[N_OUT + 2], np = 0, k = 0;
+    for (int i = 0; i < N_OUT; i++) parts[np++] = b->nout[i];
+    parts[np++] = b->nstats;
+    parts[np++] = b->nparams;
+    double worst = 0.0;
+    for (int p = 0; p < np; p++) {
+        double mx = 1.0, e = 0.0;
+        for (int64_t i = 0; i < parts[p]; i++) mx = fmax(mx, fabs((double)r[k + i]));
+        for (int64_t i = 0; i < parts[p]; i++) {
+            double d = fabs((double)a[k + i] - (double)r[k + i]);
+            if (!(d <= e)) e = d; /* NaN propagates */
+        }
+        k += parts[p];
+        if (!(e / mx <= worst)) worst = e / mx;
+    }
+    return worst;
+}
+
+/* a caller hook that runs the tasks serially, last first */
+static int hook_calls;
+static void backwards_hook(void *user, int64_t n, sn_task_fn task, void *arg) {
+    (void)user;
+    hook_calls++;
+    for (int64_t i = n - 1; i >= 0; i--) task(arg, i);
+}
+
+static double worst_err[N_OPS];
+
+static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
+    const int64_t R = s->R, D = s->D, ld = s->ld, span = (R - 1) * ld + D;
+    bufs b;
+    memset(&b, 0, sizeof b);
+    for (int k = 0; k < N_IN; k++) {
+        b.in[k] = alloc_mat(span);
+        for (int64_t r = 0; r < R; r++) {
+            const float off = k == 0 ? 3.0f * urand() : 0.0f; /* rows with |mean| > std */
+            for (int64_t j = 0; j < ld && r * ld + j < span; j++)
+                b.in[k][r * ld + j] = off + urand();
+        }
+    }
+    for (int k = 0; k < N_OUT; k++) {
+        b.nout[k] = span;
+        b.out[k] = alloc_mat(span);
+    }
+    int64_t np = 0, spr = 0;
+    sn_norm n = o->n;
+    n.group = (int32_t)group_of(o, D);
+    if (o->kind <= 1)
+        OK(sn_norm_query(&n, D, &np, &spr));
+    else if (o->kind <= 3)
+        OK(sn_fuse_query(&o->f, D, &np, &spr));
+    b.nparams = np;
+    b.nstats = o->kind == 0 || o->kind == 2 ? R * spr : 0;
+    b.params = alloc_mat(np);
+    b.dparams = alloc_mat(np);
+    b.stats = alloc_mat(R * spr);
+    for (int64_t i = 0; i < np; i++) b.params[i] = 1.0f + 0.5f * urand();
+    float *stats_ref = alloc_mat(R * spr);
+    if (o->kind == 1 || o->kind == 3) { /* the scalar forward's statistics */
+        op fw = *o;
+        fw.kind = o->kind - 1;
+        bufs t = b;
+        t.nstats = R * spr;
+        t.nparams = 0;
+        run(&fw, ctxs[0], s, &t, NULL);
+        memcpy(stats_ref, b.stats, (size_t)(R * spr) * sizeof(float));
+        b.stats = alloc_mat(R * spr);
+    }
+    const int64_t total = 4 * span + b.nstats + np;
+    float *ref = malloc((size_t)total * sizeof(float));
+    float *base = malloc((size_t)total * sizeof(float));
+    float *got = malloc((size_t)total * sizeof(float));
+    /* ctxs[0] scalar 1 thread; then for each path: 1 thread first, then the others */
+    run(o, ctxs[0], s, &b, stats_ref);
+    snapshot(&b, ref);
+    sn_isa cur = SN_ISA_AUTO;
+    for (int c = 0; c < nctx; c++) {
+        sn_ctx *ctx = ctxs[c];
+        if (sn_ctx_isa(ctx) != cur) { /* a new path: its single-threaded result is the base */
+            cur = sn_ctx_isa(ctx);
+            run(o, ctx, s, &b, stats_ref);
+            snapshot(&b, base);
+            double e = rel_err(&b, base, ref);
+            checks++;
+            if (!(e <= TOL))
+                FAIL("%s R=%lld D=%lld %s vs scalar: rel. error %.3g > %.1g", o->name,
+                     (long long)R, (long long)D, sn_isa_name(cur), e, TOL);
+            if (e > worst_err[o - OPS]) worst_err[o - OPS] = e;
+            if (cur == sn_ctx_isa(NULL)) { /* NULL context: the best path, 1 thread */
+                run(o, NULL, s, &b, stats_ref);
+                snapshot(&b, got);
+                checks++;
+                if (memcmp(got, base, (size_t)total * sizeof(float)))
+                    FAIL("%s R=%lld D=%lld: NULL ctx differs from %s ctx", o->name, (long long)R,
+                         (long long)D, sn_isa_name(cur));
+            }
+        }
+        run(o, ctx, s, &b, stats_ref);
+        snapshot(&b, got);
+        checks++;
+        if (memcmp(got, base, (size_t)total * sizeof(float)))
+            FAIL("%s R=%lld D=%lld %s: %d threads not bitwise identical to 1 thread", o->name,
+                 (long long)R, (long long)D, sn_isa_name(cur), sn_ctx_threads(ctx));
+    }
+    free(ref);
+    free(base);
+    free(got);
+    for (int k = 0; k < N_IN; k++) free_mat(b.in[k]);
+    for (int k = 0; k < N_OUT; k++) free_mat(b.out[k]);
+    free_mat(b.params);
+    free_mat(b.dparams);
+    free_mat(b.stats);
+    free_mat(stats_ref);
+}
+
+int main(void) {
+    /* contexts: scalar first; per path 1, 2, 3 threads and the hook (4 pieces) */
+    sn_ctx *ctxs[32];
+    int nctx = 0;
+    const sn_isa paths[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
+    for (int p = 0; p < 3; p++) {
+        if (!sn_isa_available(paths[p])) {
+            printf("path %s: not available on this CPU/build, skipped\n", sn_isa_name(paths[p]));
+            continue;
+        }
+        for (int v = 0; v < 4; v++) {
+            sn_ctx *c = NULL;
+            OK(sn_ctx_create(&c));
+            if (!c) return 1;
+            OK(sn_ctx_set_isa(c, paths[p]));
+            if (v < 3)
+                OK(sn_ctx_set_threads(c, v + 1));
+            else
+                OK(sn_ctx_set_parallel_for(c, backwards_hook, NULL, 4));
+            ctxs[nctx++] = c;
+        }
+    }
+    /* the setters' contract */
+    {
+        sn_ctx *c = NULL;
+        OK(sn_ctx_create(&c));
+        checks += 4;
+        if (sn_ctx_set_isa(c, (sn_isa)99) != SN_ERR_CONFIG) FAIL("set_isa(99)");
+        if (sn_ctx_set_threads(c, -1) != SN_ERR_CONFIG) FAIL("set_threads(-1)");
+        if (sn_ctx_set_threads(NULL, 2) != SN_ERR_NULL) FAIL("set_threads(NULL)");
+        if (sn_ctx_threads(NULL) != 1 || sn_ctx_threads(c) != 1) FAIL("default threads");
+        OK(sn_ctx_set_threads(c, 0));
+        checks++;
+        if (sn_ctx_threads(c) < 1) FAIL("set_threads(0)");
+        sn_ctx_destroy(c);
+    }
+
+    const int64_t Ds[] = {1, 7, 15, 16, 17, 33, 768, 1000};
+    for (int oi = 0; oi < N_OPS; oi++)
+        for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++) {
+            const int64_t D = Ds[di];
+            /* enough rows to cross the threading threshold (16 K elements) */
+            /* and, for wide rows, more than one block of a threaded backward pass */
+            const int64_t big = D >= 768 ? 800 : (20000 + D - 1) / D;
+            const int64_t Rs[] = {1, 5, big};
+            for (int ri = 0; ri < 3; ri++) {
+                shape s = {Rs[ri], D, D + (ri == 1 ? 0 : 3)};
+                test_shape(&OPS[oi], &s, ctxs, nctx);
+            }
+        }
+    for (int oi = 0; oi < N_OPS; oi++)
+        printf("%-32s worst path-vs-scalar rel. error %.2e\n", OPS[oi].name, worst_err[oi]);
+    checks++;
+    if (hook_calls == 0) FAIL("the parallel-for hook was never called");
+    for (int c = 0; c < nctx; c++) sn_ctx_destroy(ctxs[c]);
+    printf("test_paths: %ld checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
