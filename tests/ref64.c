@@ -40,6 +40,11 @@ void ref_norm_fwd(const sn_norm *n, int64_t R, int64_t D, const double *x, int64
                 orow[j] = xr[j];
             continue;
         }
+        if (n->kind == SN_NORM_SCALE) { /* gamma * v + beta, no statistics */
+            for (int64_t j = 0; j < D; j++)
+                orow[j] = (has_gamma ? p[j % W] : 1.0) * xr[j] + (has_beta ? p[W + j % W] : 0.0);
+            continue;
+        }
         for (int64_t g = 0; g < G; g++) {
             const double *v = xr + g * W;
             double *o = orow + g * W;
@@ -110,73 +115,226 @@ void ref_apply_fwd(int64_t R, int64_t D, double c, const double *z, int64_t ldz,
 
 double ref_default_scale(int i) { return sqrt(2.0 * (double)(i / 2 + 1)); }
 
+static int ref_layers(int S) { return (S + 1) / 2; } /* L = ceil(S/2) */
+
+static int is_family(int p)
+{
+    return p == SN_PLACEMENT_SIAMESE || p == SN_PLACEMENT_SIAMESE_PAPER ||
+           p == SN_PLACEMENT_SIAMESE_HYBRID_PRE;
+}
+
+/* Mix-LN: sub-layer i is Post-Norm when its layer is among the first floor(f * L) */
+static int mix_is_post(const ref_net *net, int i)
+{
+    return (double)(i / 2) < floor(net->mix_fraction * (double)ref_layers(net->S));
+}
+
+void ref_net_layout(ref_net *net)
+{
+    const sn_norm N = net->norm, IN = net->input_norm;
+    const sn_norm ID = {SN_NORM_IDENTITY, SN_AFFINE_NONE, 0, N.eps};
+    const sn_norm C1 = {SN_NORM_SCALE, SN_AFFINE_SCALE, 0, N.eps};
+    const int S = net->S, p = net->placement;
+    for (int k = 0; k < S + 2; k++)
+        net->nn[k] = 0;
+#define SET(st, ...)                                                                               \
+    do {                                                                                           \
+        const sn_norm l_[] = {__VA_ARGS__};                                                        \
+        net->nn[REF_ST(st)] = (int)(sizeof l_ / sizeof l_[0]);                                     \
+        for (int q_ = 0; q_ < net->nn[REF_ST(st)]; q_++)                                           \
+            net->nd[REF_ST(st)][q_] = l_[q_];                                                      \
+    } while (0)
+    if (p == SN_PLACEMENT_PERI_LN)
+        SET(-1, N); /* N_emb */
+    for (int i = 0; i < S; i++) {
+        switch (p) {
+        case SN_PLACEMENT_SIAMESE:
+        case SN_PLACEMENT_SIAMESE_PAPER:
+            SET(i, N, N, IN); /* N_post, N_pre, N_in */
+            break;
+        case SN_PLACEMENT_SIAMESE_HYBRID_PRE:
+            if (i % 2 == 0)
+                SET(i, C1, N); /* c1, N_pre */
+            else
+                SET(i, N, N, IN);
+            break;
+        case SN_PLACEMENT_PERI_LN:
+            SET(i, N, N); /* N_in, N_out */
+            break;
+        case SN_PLACEMENT_HYBRIDNORM:
+            if (i % 2 == 0)
+                SET(i, ID);
+            else
+                SET(i, N);
+            break;
+        case SN_PLACEMENT_HYBRIDNORM_STAR:
+            if (i % 2 == 0 && i >= 2)
+                SET(i, ID);
+            else
+                SET(i, N);
+            break;
+        default: /* Pre-Norm, Post-Norm, DeepNorm, Mix-LN */
+            SET(i, N);
+            break;
+        }
+    }
+    switch (p) {
+    case SN_PLACEMENT_SIAMESE:
+    case SN_PLACEMENT_SIAMESE_HYBRID_PRE:
+        SET(S, N, N, N); /* N_a, N_b, N_f */
+        break;
+    case SN_PLACEMENT_SIAMESE_PAPER:
+        SET(S, ID, N, ID); /* out = x + N_f(y) */
+        break;
+    case SN_PLACEMENT_POST_NORM:
+    case SN_PLACEMENT_DEEPNORM:
+        break;
+    default:
+        SET(S, N);
+        break;
+    }
+#undef SET
+    const double L = (double)ref_layers(S);
+    for (int i = 0; i < S; i++) {
+        double c = 1.0;
+        if (is_family(p) || p == SN_PLACEMENT_DEEPNORM) {
+            if (net->scale_rule == SN_SCALE_EXPLICIT)
+                c = (double)net->scales_in[i];
+            else if (net->scale_rule == SN_SCALE_DEFAULT)
+                c = p == SN_PLACEMENT_DEEPNORM ? pow(2.0 * L, 0.25) : ref_default_scale(i);
+        }
+        net->scales[i] = c;
+    }
+}
+
+double ref_net_init_gain(const ref_net *net)
+{
+    return net->placement == SN_PLACEMENT_DEEPNORM ? pow(8.0 * (double)ref_layers(net->S), -0.25)
+                                                   : 1.0;
+}
+
 void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde,
                  const double *params, ref_block_fn block, void *bctx, double *out, int64_t ldo,
                  double *hs)
 {
     const int64_t D = net->D, n = R * D;
+    const int S = net->S, p = net->placement;
     const size_t bytes = (size_t)n * sizeof(double);
     double *x = (double *)malloc(bytes), *y = (double *)malloc(bytes);
     double *u = (double *)malloc(bytes), *t = (double *)malloc(bytes);
     double *h = (double *)malloc(bytes), *z = (double *)malloc(bytes);
+    double *w = (double *)malloc(bytes);
+/* v_out = norm j of stage st applied to v_in (contiguous R x D) */
+#define NRM(st, j, vin, vout)                                                                      \
+    ref_norm_fwd(&net->nd[REF_ST(st)][j], R, D, vin, D, params + net->off[REF_ST(st)][j], vout,  \
+                 D, NULL)
     for (int64_t r = 0; r < R; r++)
         for (int64_t j = 0; j < D; j++)
-            x[r * D + j] = y[r * D + j] = e[r * lde + j]; /* split: x_0 = y_0 = e */
+            x[r * D + j] = y[r * D + j] = e[r * lde + j]; /* x_0 = y_0 = e */
+    if (p == SN_PLACEMENT_PERI_LN) {
+        NRM(-1, 0, y, x); /* x_0 = N_emb(e) */
+    }
 
-    for (int i = 0; i < net->S; i++) {
-        const int64_t *off = net->off[i];
-        switch (net->placement) {
+    for (int i = 0; i < S; i++) {
+        int kind = p; /* the rule this sub-layer follows */
+        if (p == SN_PLACEMENT_MIX_LN)
+            kind = mix_is_post(net, i) ? SN_PLACEMENT_POST_NORM : SN_PLACEMENT_PRE_NORM;
+        if (p == SN_PLACEMENT_HYBRIDNORM_STAR)
+            kind = i < 2 ? SN_PLACEMENT_PRE_NORM : SN_PLACEMENT_HYBRIDNORM;
+        if (p == SN_PLACEMENT_SIAMESE_HYBRID_PRE && i % 2 == 1)
+            kind = SN_PLACEMENT_SIAMESE; /* the MLP sub-layer is the default one */
+        const double c = net->scales[i];
+        switch (kind) {
         case SN_PLACEMENT_PRE_NORM: /* h = N_i(x), x += z */
-            ref_norm_fwd(&net->norm, R, D, x, D, params + off[0], h, D, NULL);
+            NRM(i, 0, x, h);
             block(bctx, i, R, D, h, z);
             for (int64_t k = 0; k < n; k++)
                 x[k] += z[k];
             break;
         case SN_PLACEMENT_POST_NORM: /* h = x, x = N_i(x + z) */
+        case SN_PLACEMENT_DEEPNORM:  /* h = x, x = N_i(alpha x + z) */
             memcpy(h, x, bytes);
             block(bctx, i, R, D, h, z);
             for (int64_t k = 0; k < n; k++)
-                t[k] = x[k] + z[k];
-            ref_norm_fwd(&net->norm, R, D, t, D, params + off[0], x, D, NULL);
+                t[k] = (kind == SN_PLACEMENT_DEEPNORM ? c : 1.0) * x[k] + z[k];
+            NRM(i, 0, t, x);
             break;
-        default: /* SiameseNorm */
-            ref_norm_fwd(&net->norm, R, D, x, D, params + off[0], u, D, NULL); /* N_post */
-            ref_norm_fwd(&net->norm, R, D, y, D, params + off[1], t, D, NULL); /* N_pre */
+        case SN_PLACEMENT_SIAMESE: /* u = N_post(x), h = N_in(u + N_pre(y)), x = u + z/c, y += z */
+            NRM(i, 0, x, u);
+            NRM(i, 1, y, t);
             for (int64_t k = 0; k < n; k++)
                 t[k] += u[k];
-            ref_norm_fwd(&net->input_norm, R, D, t, D, params + off[2], h, D, NULL); /* N_in */
+            NRM(i, 2, t, h);
             block(bctx, i, R, D, h, z);
             for (int64_t k = 0; k < n; k++) {
-                x[k] = u[k] + z[k] / net->scales[i];
+                x[k] = u[k] + z[k] / c;
                 y[k] = y[k] + z[k];
             }
             break;
+        case SN_PLACEMENT_SIAMESE_PAPER: /* h = N_in(x + N_pre(y)), x = N_post(x + z/c), y += z */
+            NRM(i, 1, y, t);
+            for (int64_t k = 0; k < n; k++)
+                t[k] += x[k];
+            NRM(i, 2, t, h);
+            block(bctx, i, R, D, h, z);
+            for (int64_t k = 0; k < n; k++) {
+                t[k] = x[k] + z[k] / c;
+                y[k] = y[k] + z[k];
+            }
+            NRM(i, 0, t, x);
+            break;
+        case SN_PLACEMENT_SIAMESE_HYBRID_PRE: /* attention: h = c1 x + N_pre(y), x += z/c, y += z */
+            NRM(i, 0, x, u);
+            NRM(i, 1, y, t);
+            for (int64_t k = 0; k < n; k++)
+                h[k] = u[k] + t[k];
+            block(bctx, i, R, D, h, z);
+            for (int64_t k = 0; k < n; k++) {
+                x[k] = x[k] + z[k] / c;
+                y[k] = y[k] + z[k];
+            }
+            break;
+        case SN_PLACEMENT_PERI_LN: /* h = N_in(x), x += N_out(z) */
+            NRM(i, 0, x, h);
+            block(bctx, i, R, D, h, z);
+            NRM(i, 1, z, t);
+            for (int64_t k = 0; k < n; k++)
+                x[k] += t[k];
+            break;
+        case SN_PLACEMENT_HYBRIDNORM: /* attention: h = x, x += z; MLP: u = N(x), h = u, x = u + z */
+            if (i % 2 == 0) {
+                memcpy(h, x, bytes);
+                block(bctx, i, R, D, h, z);
+                for (int64_t k = 0; k < n; k++)
+                    x[k] += z[k];
+            } else {
+                NRM(i, 0, x, u);
+                memcpy(h, u, bytes);
+                block(bctx, i, R, D, h, z);
+                for (int64_t k = 0; k < n; k++)
+                    x[k] = u[k] + z[k];
+            }
+            break;
+        default:
+            abort();
         }
         if (hs)
             memcpy(hs + (int64_t)i * n, h, bytes);
     }
 
-    const int64_t *off = net->off[net->S];
-    switch (net->placement) {
-    case SN_PLACEMENT_PRE_NORM: /* out = N_f(x_S) */
-        ref_norm_fwd(&net->norm, R, D, x, D, params + off[0], out, ldo, NULL);
-        break;
-    case SN_PLACEMENT_POST_NORM: /* out = x_S */
-        for (int64_t r = 0; r < R; r++)
-            memcpy(out + r * ldo, x + r * D, (size_t)D * sizeof(double));
-        break;
-    default: /* out = N_f(N_a(x_S) + N_b(y_S)) */
-        ref_norm_fwd(&net->norm, R, D, x, D, params + off[0], u, D, NULL);
-        ref_norm_fwd(&net->norm, R, D, y, D, params + off[1], t, D, NULL);
+    if (net->nn[REF_ST(S)] == 3) { /* out = N_f(N_a(x_S) + N_b(y_S)) (paper: identities) */
+        NRM(S, 0, x, u);
+        NRM(S, 1, y, t);
         for (int64_t k = 0; k < n; k++)
             t[k] += u[k];
-        ref_norm_fwd(&net->norm, R, D, t, D, params + off[2], out, ldo, NULL);
-        break;
+        NRM(S, 2, t, w);
+    } else if (net->nn[REF_ST(S)] == 1) { /* out = N_f(x_S) */
+        NRM(S, 0, x, w);
+    } else { /* out = x_S */
+        memcpy(w, x, bytes);
     }
-    free(x);
-    free(y);
-    free(u);
-    free(t);
-    free(h);
-    free(z);
+#undef NRM
+    for (int64_t r = 0; r < R; r++)
+        memcpy(out + r * ldo, w + r * D, (size_t)D * sizeof(double));
+    free(x), free(y), free(u), free(t), free(h), free(z), free(w);
 }

@@ -41,22 +41,40 @@ double ref_default_scale(int i);
 /* ---- whole networks ------------------------------------------------------------------------ */
 
 #define REF_MAX_S 16
+/* Stages are numbered like sn_net_norm_at's i: -1 the split, 0..S-1 the sub-layers, S the
+ * merge; REF_ST(i) is the array index of stage i. */
+#define REF_ST(i) ((i) + 1)
 
 /* The caller's block: z = F_i(h), h and z contiguous R x D. */
 typedef void (*ref_block_fn)(void *ctx, int i, int64_t R, int64_t D, const double *h, double *z);
 
-/* A network as the header documents the three placements. off[i][j] is the offset of norm j of
- * stage i (stage S = the merge) in the parameter block (taken from sn_net_norm_at; the layout is
- * the library's to choose). scales[i] = c_i (SiameseNorm only). */
+/* A network as the header's sn_placement comments define it. Fill placement, S, D, norm,
+ * input_norm, scale_rule, scales_in (explicit) and mix_fraction, then call ref_net_layout, which
+ * writes the expected norms of every stage (nn, nd: the header's "Layout of the parameter block"
+ * list) and the residual scales (c_i, or DeepNorm's alpha). The caller then fills off[][] with
+ * the offsets the library reports (the layout of the block is the library's to choose; 0 for
+ * norms without parameters). */
 typedef struct ref_net {
     int placement; /* sn_placement */
     int S;
     int64_t D;
-    sn_norm norm;       /* every norm except N_in */
-    sn_norm input_norm; /* N_in of SiameseNorm sub-layers */
+    sn_norm norm;       /* every norm except N_in and c1 */
+    sn_norm input_norm; /* N_in of SiameseNorm-family sub-layers */
+    int scale_rule;
+    const float *scales_in;
+    double mix_fraction;
+    /* written by ref_net_layout */
     double scales[REF_MAX_S];
-    int64_t off[REF_MAX_S + 1][3];
+    int nn[REF_MAX_S + 2];
+    sn_norm nd[REF_MAX_S + 2][3];
+    /* filled by the caller */
+    int64_t off[REF_MAX_S + 2][3];
 } ref_net;
+
+void ref_net_layout(ref_net *net);
+
+/* DeepNorm's init gain beta = (8L)^(-1/4) (1 for every other placement), L = ceil(S/2). */
+double ref_net_init_gain(const ref_net *net);
 
 /* Runs the network forward on e [R x D, lde]: out [R x D, ldo]. hs (may be NULL) receives every
  * block input h_i as S consecutive R x D contiguous matrices. */

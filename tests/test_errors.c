@@ -132,6 +132,11 @@ static void test_norm_api(void)
         CHECK(np == 0 && ns == 0);
         id.affine = 7; /* "ignored for SN_NORM_IDENTITY" */
         CHECK_OK(sn_norm_query(&id, D, &np, &ns));
+        sn_norm sc = {SN_NORM_SCALE, SN_AFFINE_SCALE_SHIFT, 0, 0.0f}; /* eps not checked */
+        CHECK_OK(sn_norm_query(&sc, D, &np, &ns));
+        CHECK(np == 12 && ns == 0);
+        sc.eps = NAN_F;
+        CHECK_OK(sn_norm_query(&sc, D, &np, &ns));
     }
 
     /* sn_norm_init_params */
@@ -609,28 +614,28 @@ static void test_net_api(void)
                                          1.0f,  INFINITY, -0.0f, 1.0f, 1.0f, 1.0f};
     sn_net good, tmp;
 
-    /* sn_net_init: status only (the description is filled even on error, as documented) */
+    /* sn_net_init: *net unchanged on error */
+#define NI_BAD(pl, s_, d_, kind, eps, expected)                                                    \
+    do {                                                                                           \
+        memset(&tmp, 0x6B, sizeof tmp);                                                            \
+        sn_net t0_ = tmp;                                                                          \
+        CHECK_STATUS(sn_net_init(&tmp, (sn_placement)(pl), s_, d_, (sn_norm_kind)(kind), eps),     \
+                     expected);                                                                    \
+        CHECK_MSG(memcmp(&tmp, &t0_, sizeof tmp) == 0, "sn_net_init wrote *net on error");        \
+    } while (0)
     CHECK_STATUS(sn_net_init(NULL, SN_PLACEMENT_SIAMESE, S, D, SN_NORM_LAYERNORM, 1e-5f),
                  SN_ERR_NULL);
-    CHECK_STATUS(sn_net_init(&tmp, (sn_placement)10, S, D, SN_NORM_LAYERNORM, 1e-5f),
-                 SN_ERR_PLACEMENT);
-    CHECK_STATUS(sn_net_init(&tmp, (sn_placement)-1, S, D, SN_NORM_LAYERNORM, 1e-5f),
-                 SN_ERR_PLACEMENT);
-    CHECK_STATUS(sn_net_init(&tmp, SN_PLACEMENT_SIAMESE, 0, D, SN_NORM_LAYERNORM, 1e-5f),
-                 SN_ERR_SHAPE);
-    CHECK_STATUS(sn_net_init(&tmp, SN_PLACEMENT_SIAMESE, -1, D, SN_NORM_LAYERNORM, 1e-5f),
-                 SN_ERR_SHAPE);
-    CHECK_STATUS(sn_net_init(&tmp, SN_PLACEMENT_PRE_NORM, S, 0, SN_NORM_LAYERNORM, 1e-5f),
-                 SN_ERR_SHAPE);
-    CHECK_STATUS(sn_net_init(&tmp, SN_PLACEMENT_POST_NORM, S, D, (sn_norm_kind)7, 1e-5f),
-                 SN_ERR_NORM);
-    CHECK_STATUS(sn_net_init(&tmp, SN_PLACEMENT_SIAMESE, S, D, SN_NORM_RMSNORM, 0.0f),
-                 SN_ERR_EPS);
-    CHECK_STATUS(sn_net_init(&tmp, SN_PLACEMENT_SIAMESE, S, D, SN_NORM_RMSNORM, NAN_F),
-                 SN_ERR_EPS);
-    CHECK_STATUS(sn_net_init(&tmp, SN_PLACEMENT_SIAMESE, S, D, SN_NORM_RMSNORM, -INF_F),
-                 SN_ERR_EPS);
-    CHECK(tmp.placement == SN_PLACEMENT_SIAMESE && tmp.n_sublayers == S && tmp.d == D);
+    NI_BAD(10, S, D, SN_NORM_LAYERNORM, 1e-5f, SN_ERR_PLACEMENT);
+    NI_BAD(-1, S, D, SN_NORM_LAYERNORM, 1e-5f, SN_ERR_PLACEMENT);
+    NI_BAD(SN_PLACEMENT_SIAMESE, 0, D, SN_NORM_LAYERNORM, 1e-5f, SN_ERR_SHAPE);
+    NI_BAD(SN_PLACEMENT_SIAMESE, -1, D, SN_NORM_LAYERNORM, 1e-5f, SN_ERR_SHAPE);
+    NI_BAD(SN_PLACEMENT_SIAMESE, (1 << 20) + 1, D, SN_NORM_LAYERNORM, 1e-5f, SN_ERR_SHAPE);
+    NI_BAD(SN_PLACEMENT_PRE_NORM, S, 0, SN_NORM_LAYERNORM, 1e-5f, SN_ERR_SHAPE);
+    NI_BAD(SN_PLACEMENT_POST_NORM, S, D, 7, 1e-5f, SN_ERR_NORM);
+    NI_BAD(SN_PLACEMENT_POST_NORM, S, D, -1, 1e-5f, SN_ERR_NORM);
+    NI_BAD(SN_PLACEMENT_SIAMESE, S, D, SN_NORM_RMSNORM, 0.0f, SN_ERR_EPS);
+    NI_BAD(SN_PLACEMENT_SIAMESE, S, D, SN_NORM_RMSNORM, NAN_F, SN_ERR_EPS);
+    NI_BAD(SN_PLACEMENT_SIAMESE, S, D, SN_NORM_RMSNORM, -INF_F, SN_ERR_EPS);
 
     for (int pl = 0; pl <= SN_PLACEMENT_HYBRIDNORM_STAR; pl++) {
         const int family = pl == SN_PLACEMENT_SIAMESE || pl == SN_PLACEMENT_SIAMESE_PAPER ||

@@ -168,27 +168,28 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
     ref_net rn;
     memset(&rn, 0, sizeof rn);
     rn.placement = net->placement, rn.S = S, rn.D = D, rn.norm = net->norm;
-    rn.input_norm = net->input_norm;
+    rn.input_norm = net->input_norm, rn.scale_rule = net->scale_rule;
+    rn.scales_in = net->scales, rn.mix_fraction = net->mix_fraction;
+    ref_net_layout(&rn);
     for (int i = 0; i < S; i++) {
-        double c = 1.0;
-        if (net->placement == SN_PLACEMENT_SIAMESE)
-            c = net->scale_rule == SN_SCALE_DEFAULT  ? ref_default_scale(i)
-                : net->scale_rule == SN_SCALE_NONE ? 1.0
-                                                   : (double)net->scales[i];
-        rn.scales[i] = c;
+        double c = rn.scales[i];
         float cl = -1.0f;
         CHECK_OK(sn_net_scale(net, i, &cl));
         CHECK_MSG(fabs((double)cl - c) <= 1e-6 * c, "%s: sn_net_scale(%d) = %.9g, expected %.9g",
                   name, i, (double)cl, c);
     }
+    {
+        float gain = -1.0f;
+        CHECK_OK(sn_net_init_gain(net, &gain));
+        CHECK_MSG(fabs((double)gain - ref_net_init_gain(&rn)) <= 1e-6,
+                  "%s: sn_net_init_gain = %.9g, expected %.9g", name, (double)gain,
+                  ref_net_init_gain(&rn));
+    }
 
     /* layout: count norms per stage, check descriptions, offsets disjoint and covering */
     unsigned char *cover = (unsigned char *)calloc((size_t)np + 1, 1);
     int64_t total = 0;
-    for (int i = 0; i <= S; i++) {
-        int expect_n = net->placement == SN_PLACEMENT_SIAMESE ? 3
-                       : net->placement == SN_PLACEMENT_PRE_NORM ? 1
-                       : (i < S ? 1 : 0);
+    for (int i = -1; i <= S; i++) {
         int j = 0;
         for (;; j++) {
             sn_norm nd;
@@ -197,15 +198,19 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
             if (st == SN_ERR_INDEX)
                 break;
             CHECK_OK(st);
-            if (st != SN_OK || j >= 3)
+            if (st != SN_OK || j >= 3 || j >= rn.nn[REF_ST(i)])
                 break;
-            const sn_norm *want =
-                (net->placement == SN_PLACEMENT_SIAMESE && i < S && j == 2) ? &net->input_norm
-                                                                             : &net->norm;
-            CHECK_MSG(norm_eq(&nd, want), "%s: norm_at(%d,%d) = {%d,%d,%d,%g}", name, i, j,
-                      (int)nd.kind, (int)nd.affine, (int)nd.group, (double)nd.eps);
+            const sn_norm *want = &rn.nd[REF_ST(i)][j];
+            /* identity: only the kind matters; SN_NORM_SCALE: eps is ignored */
+            int same = want->kind == SN_NORM_IDENTITY ? nd.kind == SN_NORM_IDENTITY
+                       : want->kind == SN_NORM_SCALE
+                           ? nd.kind == want->kind && nd.affine == want->affine && nd.group == 0
+                           : norm_eq(&nd, want);
+            CHECK_MSG(same, "%s: norm_at(%d,%d) = {%d,%d,%d,%g}, expected {%d,%d,%d,%g}", name, i,
+                      j, (int)nd.kind, (int)nd.affine, (int)nd.group, (double)nd.eps,
+                      (int)want->kind, (int)want->affine, (int)want->group, (double)want->eps);
             int64_t k = ref_norm_nparams(want, D);
-            rn.off[i][j] = off;
+            rn.off[REF_ST(i)][j] = k > 0 ? off : 0;
             if (k > 0) {
                 CHECK_MSG(off >= 0 && off + k <= np, "%s: norm_at(%d,%d) offset %lld outside %lld",
                           name, i, j, (long long)off, (long long)np);
@@ -215,15 +220,18 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
                                   (long long)q);
                         cover[q] = 1;
                     }
+                else
+                    rn.off[REF_ST(i)][j] = 0;
             }
             total += k;
         }
-        CHECK_MSG(j == expect_n, "%s: stage %d has %d norms, expected %d", name, i, j, expect_n);
+        CHECK_MSG(j == rn.nn[REF_ST(i)], "%s: stage %d has %d norms, expected %d", name, i, j,
+                  rn.nn[REF_ST(i)]);
         CHECK_STATUS(sn_net_norm_at(net, i, -1, NULL, NULL), SN_ERR_INDEX);
     }
     CHECK_MSG(total == np, "%s: norms hold %lld params, n_params %lld", name, (long long)total,
               (long long)np);
-    CHECK_STATUS(sn_net_norm_at(net, -1, 0, NULL, NULL), SN_ERR_INDEX);
+    CHECK_STATUS(sn_net_norm_at(net, -2, 0, NULL, NULL), SN_ERR_INDEX);
     CHECK_STATUS(sn_net_norm_at(net, S + 1, 0, NULL, NULL), SN_ERR_INDEX);
     free(cover);
 
@@ -231,12 +239,10 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
     float *params = tu_falloc(np + 1), *pre = tu_falloc(np + 1), *zero = tu_falloc(np + 1);
     double *pd = tu_dalloc(np + 1);
     CHECK_OK(sn_net_init_params(net, params));
-    for (int i = 0; i <= S; i++)
-        for (int j = 0; j < 3; j++) {
-            sn_norm nd;
-            if (sn_net_norm_at(net, i, j, &nd, NULL) != SN_OK)
-                break;
-            int64_t k = ref_norm_nparams(&nd, D), o = rn.off[i][j];
+    for (int i = -1; i <= S; i++)
+        for (int j = 0; j < rn.nn[REF_ST(i)]; j++) {
+            const sn_norm *nd = &rn.nd[REF_ST(i)][j];
+            int64_t k = ref_norm_nparams(nd, D), o = rn.off[REF_ST(i)][j];
             for (int64_t q = 0; q < k; q++) {
                 CHECK_MSG(params[o + q] == (q < D ? 1.0f : 0.0f),
                           "%s: init stage %d norm %d param %lld = %g", name, i, j, (long long)q,
@@ -395,6 +401,45 @@ int main(void)
     check_net(&net, 4, seed++, "siamese RMS S=5", 0, 0);
     CHECK_OK(sn_net_init(&net, SN_PLACEMENT_POST_NORM, 1, 8, SN_NORM_LAYERNORM, 1e-5f));
     check_net(&net, 4, seed++, "post-norm LN S=1", 0, 0);
+    /* the other placements the header documents */
+    static const struct {
+        int placement, kind;
+        const char *name;
+    } more[] = {
+        {SN_PLACEMENT_SIAMESE_PAPER, SN_NORM_LAYERNORM, "siamese paper form LN"},
+        {SN_PLACEMENT_SIAMESE_PAPER, SN_NORM_RMSNORM, "siamese paper form RMS"},
+        {SN_PLACEMENT_SIAMESE_HYBRID_PRE, SN_NORM_LAYERNORM, "hybrid_pre LN"},
+        {SN_PLACEMENT_SIAMESE_HYBRID_PRE, SN_NORM_RMSNORM, "hybrid_pre RMS"},
+        {SN_PLACEMENT_DEEPNORM, SN_NORM_LAYERNORM, "deepnorm LN"},
+        {SN_PLACEMENT_DEEPNORM, SN_NORM_RMSNORM, "deepnorm RMS"},
+        {SN_PLACEMENT_PERI_LN, SN_NORM_LAYERNORM, "peri-ln LN"},
+        {SN_PLACEMENT_PERI_LN, SN_NORM_RMSNORM, "peri-ln RMS"},
+        {SN_PLACEMENT_MIX_LN, SN_NORM_LAYERNORM, "mix-ln LN"},
+        {SN_PLACEMENT_HYBRIDNORM, SN_NORM_LAYERNORM, "hybridnorm LN"},
+        {SN_PLACEMENT_HYBRIDNORM_STAR, SN_NORM_RMSNORM, "hybridnorm* RMS"},
+    };
+    for (size_t k = 0; k < sizeof more / sizeof more[0]; k++) {
+        CHECK_OK(sn_net_init(&net, (sn_placement)more[k].placement, 6, 16,
+                             (sn_norm_kind)more[k].kind, 1e-5f));
+        if (more[k].placement == SN_PLACEMENT_MIX_LN) {
+            CHECK(net.mix_fraction == 0.25f);
+            net.mix_fraction = 0.5f; /* L = 3: floor(0.5 * 3) = 1 Post-Norm layer */
+        }
+        check_net(&net, 5, seed++, more[k].name, 0, 0);
+    }
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_MIX_LN, 6, 16, SN_NORM_RMSNORM, 1e-5f));
+    net.mix_fraction = 1.0f;
+    check_net(&net, 5, seed++, "mix-ln RMS all Post-Norm", 0, 0);
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_DEEPNORM, 6, 16, SN_NORM_LAYERNORM, 1e-5f));
+    net.scale_rule = SN_SCALE_EXPLICIT, net.scales = explicit_c;
+    check_net(&net, 5, seed++, "deepnorm explicit alpha", 0, 0);
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE_PAPER, 5, 16, SN_NORM_LAYERNORM, 1e-5f));
+    net.input_norm.kind = SN_NORM_IDENTITY, net.scale_rule = SN_SCALE_NONE;
+    check_net(&net, 5, seed++, "siamese paper form, no input norm, c=1", 0, 0);
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE_HYBRID_PRE, 5, 16, SN_NORM_LAYERNORM, 1e-5f));
+    net.input_norm.affine = SN_AFFINE_NONE;
+    check_net(&net, 5, seed++, "hybrid_pre S=5 non-affine input norm", 0, 0);
+
     CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 64, SN_NORM_LAYERNORM, 1e-6f));
     check_net(&net, 7, seed++, "siamese LN D=64", 120, 200);
     CHECK_OK(sn_net_init(&net, SN_PLACEMENT_PRE_NORM, 6, 64, SN_NORM_LAYERNORM, 1e-6f));

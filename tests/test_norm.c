@@ -46,10 +46,10 @@ static double norm_loss_eval(void *vctx)
 
 static const char *kind_name(const sn_norm *n)
 {
-    static const char *k[] = {"LN", "RMS", "ID"};
+    static const char *k[] = {"LN", "RMS", "ID", "SCALE"};
     static const char *a[] = {"scale+shift", "scale", "none"};
     static char buf[64];
-    snprintf(buf, sizeof buf, "%s/%s/G%d/eps%g", k[n->kind], n->kind == 2 ? "-" : a[n->affine],
+    snprintf(buf, sizeof buf, "%s/%s/G%d/eps%g", k[n->kind], n->kind == SN_NORM_IDENTITY ? "-" : a[n->affine],
              (int)n->group, (double)n->eps);
     return buf;
 }
@@ -258,6 +258,7 @@ int main(void)
         {SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT}, {SN_NORM_LAYERNORM, SN_AFFINE_SCALE},
         {SN_NORM_LAYERNORM, SN_AFFINE_NONE},        {SN_NORM_RMSNORM, SN_AFFINE_SCALE},
         {SN_NORM_RMSNORM, SN_AFFINE_SCALE_SHIFT},   {SN_NORM_RMSNORM, SN_AFFINE_NONE},
+        {SN_NORM_SCALE, SN_AFFINE_SCALE},           {SN_NORM_SCALE, SN_AFFINE_SCALE_SHIFT},
         {SN_NORM_IDENTITY, SN_AFFINE_SCALE_SHIFT},
     };
     int ncfg = (int)(sizeof cfg / sizeof cfg[0]);
