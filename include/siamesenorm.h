@@ -121,12 +121,12 @@ SN_API const char *sn_status_string(sn_status status);
  * gradients are summed over the rows in row order (the threads split them by columns), so a
  * NULL context, a context with 1 thread and one with N threads (built-in pool or caller hook)
  * give bitwise-identical outputs on the same path. Different paths (scalar, AVX2, AVX-512)
- * round differently (the SIMD paths use fused multiply-add and other summation orders): they
- * agree within a few float ulps of the quantities involved, about 1e-5 relative to the largest
- * output magnitude of a call for well-conditioned rows (see docs/performance.md). Within one
- * path, the recomputations of a backward pass use the same arithmetic as its forward pass.
- * No call needs scratch memory: threaded passes keep their per-row temporaries on a bounded
- * stack buffer (at most 24 KiB per call). */
+ * round differently (the SIMD paths use fused multiply-add and other summation orders): each
+ * output agrees with the scalar path within 5e-5 of the largest magnitude in that output
+ * (about 1e-5 observed, tests/test_paths.c; see docs/performance.md). Within one path, the
+ * recomputations of a backward pass use the same arithmetic as its forward pass. No call needs
+ * scratch memory: per-row temporaries live in bounded stack buffers (at most about 17 KiB per
+ * call). All paths keep IEEE semantics (no fast-math). */
 typedef struct sn_ctx sn_ctx;
 
 /* Allocates a context with default settings: kernel path SN_ISA_AUTO, 1 thread. Two
@@ -168,8 +168,9 @@ SN_API sn_isa sn_ctx_isa(const sn_ctx *ctx);
  * gradient reductions, by columns) over n threads, the calling thread and n - 1 workers the
  * context starts now and keeps, sleeping between calls, until sn_ctx_destroy or the next
  * sn_ctx_set_threads / sn_ctx_set_parallel_for. n = 1 is single-threaded (the default);
- * n = 0 means the number of online CPUs. Small calls (under about 16 K elements) stay on the
- * calling thread. Like sn_ctx_create, this call allocates (the workers' stacks).
+ * n = 0 means the number of online CPUs. Calls on fewer than 16384 elements stay on the
+ * calling thread. The calling thread never waits for a worker to wake up: it runs whatever
+ * work no worker has claimed. Like sn_ctx_create, this call allocates (the workers' stacks).
  * Errors: SN_ERR_NULL, SN_ERR_CONFIG (n < 0 or n > SN_MAX_THREADS), SN_ERR_UNSUPPORTED (n > 1
  * in a build without threads), SN_ERR_NOMEM (a thread could not be started: the context is
  * left single-threaded). */

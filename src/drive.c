@@ -10,7 +10,8 @@
  * gradients, input gradients). With threads, a block of rows is done in phases: the row
  * reductions (rows split over threads; kept on the stack, 6 floats a row), the parameter
  * gradients (columns split over threads, each thread walking all the block's rows in order),
- * then the input gradients (rows split). The column split keeps the order of every sum, so the
+ * then the input gradients (rows split). Stack use: at most 12 KiB here (the reductions of a
+ * block) or about 17 KiB in a SIMD row kernel (a row's temporaries), never both. The column split keeps the order of every sum, so the
  * result is bitwise the same for any number of threads, with no scratch buffer. */
 #include "drive.h"
 
@@ -23,7 +24,13 @@
 #define GRAIN 16384
 /* Rows of a threaded backward block: about 1 MiB per input array, at most BLOCK_MAX rows. */
 #define BLOCK_FLOATS (256 * 1024)
-#define BLOCK_MAX 1024
+#define BLOCK_MAX 512
+/* Calls whose matrices hold at least this many floats (8 MiB) write their outputs with
+ * streaming stores where a SIMD path can: such outputs cannot stay in the caches anyway, and
+ * skipping the read-for-ownership of every written line saves a third of a write's traffic. */
+#define NT_MIN (1 << 21)
+/* Fuse forward rows up to this width build s on the stack, so that h is written once. */
+#define FUSE_STACK_MAX 1024
 /* Columns are split in multiples of 16 floats (one 64-byte cache line). */
 #define COL_QUANTUM 16
 
@@ -43,13 +50,16 @@ typedef struct job {
     float *stats_out, *dparams;
     float cc;
     int acc, accy;
+    int nt; /* streaming stores (see NT_MIN) */
     float *red; /* fuse backward: 6 reductions per row of the current block */
 } job;
 
 static int64_t row_pieces(const sn_ctx *ctx, int64_t R, int64_t D) {
     const int w = sn_ctx_width(ctx);
     if (w <= 1 || R < 2 || R * D < GRAIN) return 1;
-    return R < w ? R : w;
+    /* a few tasks per thread, so that a thread that starts late still gets a share */
+    const int64_t p = 4 * (int64_t)w;
+    return R < p ? R : p;
 }
 
 static void range(int64_t n, int64_t pieces, int64_t i, int64_t *lo, int64_t *hi) {
@@ -70,6 +80,8 @@ static int64_t col_pieces(const sn_ctx *ctx, int64_t W) {
     const int64_t nq = (W + COL_QUANTUM - 1) / COL_QUANTUM, w = sn_ctx_width(ctx);
     return nq < w ? nq : w;
 }
+
+static int big(int64_t R, int64_t D) { return R * D >= NT_MIN; }
 
 static void run_rows(const sn_ctx *ctx, job *J, int64_t r0, int64_t nrows, sn_task_fn fn) {
     J->r0 = r0;
@@ -101,13 +113,15 @@ static void norm_fwd_task(void *arg, int64_t i) {
             float m, rs;
             J->K->stats(J->n, v, J->W, &m, &rs);
             sn_rnorm q = sn_k_resolve(J->n, J->W, J->params, m, rs);
+            q.nt = J->nt;
             J->K->norm_row(&q, v, J->W, J->o + r * J->ldo + g * J->W);
             if (J->stats_out) sn_k_stats_put(J->n, J->stats_out + r * J->spr, J->ng, g, m, rs);
         }
 }
 
-static void norm_job(job *J, const sn_ctx *ctx, const sn_norm *n, int64_t D) {
+static void norm_job(job *J, const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D) {
     memset(J, 0, sizeof *J);
+    J->nt = big(R, D);
     J->K = sn_ctx_kern(ctx);
     J->n = n;
     J->D = D;
@@ -119,7 +133,7 @@ static void norm_job(job *J, const sn_ctx *ctx, const sn_norm *n, int64_t D) {
 void sn_d_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *x,
                    int64_t ldx, const float *params, float *out, int64_t ldo, float *stats) {
     job J;
-    norm_job(&J, ctx, n, D);
+    norm_job(&J, ctx, n, R, D);
     J.a = x;
     J.lda = ldx;
     J.params = params;
@@ -139,6 +153,7 @@ static void norm_apply_task(void *arg, int64_t i) {
             sn_k_stats_get(J->n, J->stats_in ? J->stats_in + r * J->spr : NULL, J->ng, g, &m,
                            &rs);
             sn_rnorm q = sn_k_resolve(J->n, J->W, J->params, m, rs);
+            q.nt = J->nt;
             J->K->norm_row(&q, J->a + r * J->lda + g * J->W, J->W,
                            J->o + r * J->ldo + g * J->W);
         }
@@ -148,7 +163,7 @@ void sn_d_norm_apply(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, 
                      int64_t ldx, const float *params, const float *stats, float *out,
                      int64_t ldo) {
     job J;
-    norm_job(&J, ctx, n, D);
+    norm_job(&J, ctx, n, R, D);
     J.a = x;
     J.lda = ldx;
     J.params = params;
@@ -172,7 +187,7 @@ static void norm_stats_task(void *arg, int64_t i) {
 void sn_d_norm_stats(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *x,
                      int64_t ldx, float *stats) {
     job J;
-    norm_job(&J, ctx, n, D);
+    norm_job(&J, ctx, n, R, D);
     if (J.spr == 0) return;
     J.a = x;
     J.lda = ldx;
@@ -185,7 +200,9 @@ void sn_d_norm_stats(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, 
 static sn_rnorm norm_row_q(const job *J, int64_t r, int64_t g) {
     float m, rs;
     sn_k_stats_get(J->n, J->stats_in ? J->stats_in + r * J->spr : NULL, J->ng, g, &m, &rs);
-    return sn_k_resolve(J->n, J->W, J->params, m, rs);
+    sn_rnorm q = sn_k_resolve(J->n, J->W, J->params, m, rs);
+    q.nt = J->nt;
+    return q;
 }
 
 static void norm_bwd_rows(const job *J, int64_t lo, int64_t hi, int with_pg) {
@@ -194,10 +211,8 @@ static void norm_bwd_rows(const job *J, int64_t lo, int64_t hi, int with_pg) {
         for (int64_t g = 0; g < J->ng; g++) {
             const sn_rnorm q = norm_row_q(J, r, g);
             const float *dout = J->a + r * J->lda + g * J->W, *v = J->b + r * J->ldb + g * J->W;
-            float sa, sb;
-            J->K->norm_red(&q, dout, v, J->W, &sa, &sb);
-            if (with_pg) J->K->norm_pg(&q, dout, v, J->W, (float *)dp.gamma, (float *)dp.beta);
-            J->K->norm_dx(&q, dout, v, J->W, sa, sb, J->o + r * J->ldo + g * J->W, J->acc);
+            J->K->norm_bwd(&q, dout, v, J->W, J->o + r * J->ldo + g * J->W, J->acc,
+                           (float *)dp.gamma, (float *)dp.beta);
         }
 }
 
@@ -227,7 +242,7 @@ void sn_d_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, co
                    int64_t lddo, const float *x, int64_t ldx, const float *params,
                    const float *stats, float *dx, int64_t lddx, float *dparams, int acc) {
     job J;
-    norm_job(&J, ctx, n, D);
+    norm_job(&J, ctx, n, R, D);
     J.a = dout;
     J.lda = lddo;
     J.b = x;
@@ -260,8 +275,9 @@ void sn_d_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, co
 
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
-static void fuse_job(job *J, const sn_ctx *ctx, const sn_fuse *f, int64_t D) {
+static void fuse_job(job *J, const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D) {
     memset(J, 0, sizeof *J);
+    J->nt = big(R, D);
     J->K = sn_ctx_kern(ctx);
     J->f = f;
     J->D = D;
@@ -282,15 +298,22 @@ static void fuse_fwd_task(void *arg, int64_t i) {
         float mx, rx, my, ry, mo, ro;
         sn_rfuse F;
         memset(&F, 0, sizeof F);
+        F.nt = J->nt;
         J->K->stats(&f->x, x, J->D, &mx, &rx);
         J->K->stats(&f->y, y, J->D, &my, &ry);
         F.X = sn_k_resolve(&f->x, J->D, P ? P + L->px : NULL, mx, rx);
         F.Y = sn_k_resolve(&f->y, J->D, P ? P + L->py : NULL, my, ry);
-        J->K->fuse_s(&F, J->D, x, y, J->o ? J->o + r * J->ldo : NULL, h);
-        J->K->stats(&f->out, h, J->D, &mo, &ro);
+        /* s = N_x(x) + N_y(y) on the stack (or in h for wide rows), then h = N_out(s) */
+        float sbuf[FUSE_STACK_MAX];
+        float *sp = J->D <= FUSE_STACK_MAX ? sbuf : h;
+        J->K->fuse_s(&F, J->D, x, y, J->o ? J->o + r * J->ldo : NULL, sp);
+        J->K->stats(&f->out, sp, J->D, &mo, &ro);
         if (f->out.kind != SN_NORM_IDENTITY) {
             F.O = sn_k_resolve(&f->out, J->D, P ? P + L->po : NULL, mo, ro);
-            J->K->norm_row(&F.O, h, J->D, h);
+            F.O.nt = J->nt;
+            J->K->norm_row(&F.O, sp, J->D, h);
+        } else if (sp != h) {
+            memcpy(h, sp, (size_t)J->D * sizeof(float));
         }
         if (J->stats_out) {
             float *st = J->stats_out + r * J->spr;
@@ -305,7 +328,7 @@ void sn_d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
                    int64_t ldx, const float *y, int64_t ldy, const float *params, float *u,
                    int64_t ldu, float *h, int64_t ldh, float *stats) {
     job J;
-    fuse_job(&J, ctx, f, D);
+    fuse_job(&J, ctx, f, R, D);
     J.a = x;
     J.lda = ldx;
     J.b = y;
@@ -331,8 +354,10 @@ static frow fuse_row(const job *J, int64_t r) {
 }
 
 static sn_rfuse fuse_row_F(const job *J, int64_t r) {
-    return sn_k_fuse_resolve(J->f, &J->L, J->D, J->params,
-                             J->stats_in ? J->stats_in + r * J->spr : NULL);
+    sn_rfuse F = sn_k_fuse_resolve(J->f, &J->L, J->D, J->params,
+                                   J->stats_in ? J->stats_in + r * J->spr : NULL);
+    F.nt = J->nt;
+    return F;
 }
 
 static void fuse_row_dx(const job *J, const sn_rfuse *F, int64_t r, const frow *w) {
@@ -346,9 +371,8 @@ static void fuse_bwd_rows(const job *J, int64_t lo, int64_t hi, int with_pg) {
     for (int64_t r = lo; r < hi; r++) {
         sn_rfuse F = fuse_row_F(J, r);
         const frow w = fuse_row(J, r);
-        J->K->fuse_red(&F, J->D, w.dh, w.du, w.x, w.y);
-        if (with_pg) J->K->fuse_pg(&F, J->D, w.dh, w.du, w.x, w.y, &dp);
-        fuse_row_dx(J, &F, r, &w);
+        J->K->fuse_bwd(&F, J->D, w.dh, w.du, w.x, w.y, J->o + r * J->ldo, J->p + r * J->ldp,
+                       J->acc, J->accy, with_pg ? &dp : NULL);
     }
 }
 
@@ -419,7 +443,7 @@ void sn_d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
                    float *dx, int64_t lddx, float *dy, int64_t lddy, float *dparams,
                    uint32_t flags) {
     job J;
-    fuse_job(&J, ctx, f, D);
+    fuse_job(&J, ctx, f, R, D);
     J.a = dh;
     J.lda = lddh;
     J.b = du;
@@ -467,7 +491,7 @@ static void apply_task(void *arg, int64_t i) {
     ROWS_OF_TASK(J, i, lo, hi);
     for (int64_t r = lo; r < hi; r++)
         J->K->apply(J->a + r * J->lda, J->b + r * J->ldb, J->c + r * J->ldc, J->cc,
-                    J->o + r * J->ldo, J->p + r * J->ldp, J->D);
+                    J->o + r * J->ldo, J->p + r * J->ldp, J->D, J->nt);
 }
 
 void sn_d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *z, int64_t ldz,
@@ -476,6 +500,7 @@ void sn_d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *z
     job J;
     memset(&J, 0, sizeof J);
     J.K = sn_ctx_kern(ctx);
+    J.nt = big(R, D);
     J.D = D;
     J.cc = c;
     J.a = z, J.lda = ldz, J.b = u, J.ldb = ldu, J.c = y, J.ldc = ldy;
@@ -489,7 +514,7 @@ static void add_div_task(void *arg, int64_t i) {
     ROWS_OF_TASK(J, i, lo, hi);
     for (int64_t r = lo; r < hi; r++)
         J->K->add_div(J->a + r * J->lda, J->b + r * J->ldb, J->cc, J->o + r * J->ldo, J->D,
-                      J->acc);
+                      J->acc, J->nt);
 }
 
 void sn_d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda,
@@ -497,6 +522,7 @@ void sn_d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64
     job J;
     memset(&J, 0, sizeof J);
     J.K = sn_ctx_kern(ctx);
+    J.nt = big(R, D);
     J.D = D;
     J.cc = c;
     J.acc = acc;
@@ -509,7 +535,7 @@ static void axpy_task(void *arg, int64_t i) {
     const job *J = arg;
     ROWS_OF_TASK(J, i, lo, hi);
     for (int64_t r = lo; r < hi; r++)
-        J->K->axpy(J->a + r * J->lda, J->b + r * J->ldb, J->cc, J->o + r * J->ldo, J->D);
+        J->K->axpy(J->a + r * J->lda, J->b + r * J->ldb, J->cc, J->o + r * J->ldo, J->D, J->nt);
 }
 
 void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float *a, int64_t lda,
@@ -517,6 +543,7 @@ void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float
     job J;
     memset(&J, 0, sizeof J);
     J.K = sn_ctx_kern(ctx);
+    J.nt = big(R, D);
     J.D = D;
     J.cc = alpha;
     J.a = a, J.lda = lda, J.b = b, J.ldb = ldb, J.o = out, J.ldo = ldo;

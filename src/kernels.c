@@ -33,7 +33,7 @@ const sn_kern *sn_kern_for(sn_isa isa) {
 }
 
 sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r) {
-    sn_rnorm q = {0.0f, 1.0f, 0.0f, 0.0f, NULL, NULL};
+    sn_rnorm q = {0.0f, 1.0f, 0.0f, 0.0f, NULL, NULL, 0};
     if (n->kind == SN_NORM_IDENTITY) return q;
     if (n->kind != SN_NORM_SCALE) { /* SN_NORM_SCALE: gamma * v + beta, m = 0, r = 1 */
         q.r = r;
@@ -210,6 +210,14 @@ static void norm_dx(const sn_rnorm *q, const float *dout, const float *v, int64_
     }
 }
 
+static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *dv,
+                     int acc, float *dgamma, float *dbeta) {
+    float sa, sb;
+    norm_red(q, dout, v, W, &sa, &sb);
+    norm_pg(q, dout, v, W, dgamma, dbeta);
+    norm_dx(q, dout, v, W, sa, sb, dv, acc);
+}
+
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
 static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u,
@@ -308,9 +316,19 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 }
 #undef FUSE_BWD_ELEM
 
+static void fuse_bwd(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
+                     const float *y, float *dx, float *dy, int accx, int accy,
+                     const sn_dfuse *dp) {
+    fuse_red(F, D, dh, du, x, y);
+    if (dp) fuse_pg(F, D, dh, du, x, y, dp);
+    fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);
+}
+
 /* ---- elementwise --------------------------------------------------------------------------- */
 
-static void add_div(const float *a, const float *b, float c, float *out, int64_t D, int acc) {
+static void add_div(const float *a, const float *b, float c, float *out, int64_t D, int acc,
+                    int nt) {
+    (void)nt;
     if (acc)
         for (int64_t j = 0; j < D; j++) out[j] += a[j] + b[j] / c;
     else
@@ -318,7 +336,8 @@ static void add_div(const float *a, const float *b, float c, float *out, int64_t
 }
 
 static void apply(const float *z, const float *u, const float *y, float c, float *xo, float *yo,
-                  int64_t D) {
+                  int64_t D, int nt) {
+    (void)nt;
     for (int64_t j = 0; j < D; j++) {
         const float zj = z[j];
         xo[j] = u[j] + zj / c;
@@ -326,11 +345,12 @@ static void apply(const float *z, const float *u, const float *y, float c, float
     }
 }
 
-static void axpy(const float *a, const float *b, float alpha, float *out, int64_t D) {
+static void axpy(const float *a, const float *b, float alpha, float *out, int64_t D, int nt) {
+    (void)nt;
     for (int64_t j = 0; j < D; j++) out[j] = alpha * a[j] + b[j];
 }
 
 const sn_kern sn_kern_scalar = {
-    stats, norm_row, norm_red, norm_pg, norm_dx, fuse_s, fuse_red, fuse_pg, fuse_dx, add_div,
-    apply, axpy,
+    stats,   norm_row, norm_red, norm_pg, norm_dx, norm_bwd, fuse_s, fuse_red,
+    fuse_pg, fuse_dx,  fuse_bwd, add_div, apply,   axpy,
 };

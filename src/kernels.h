@@ -6,7 +6,12 @@
  * come in three pieces so that threads can split the parameter gradients by columns while the
  * result stays the same bit for bit: `red` computes a row's reductions, `pg` adds a row's
  * contribution to the parameter gradients over any run of columns (elementwise: splitting the
- * columns never changes a bit), `dx` writes the input gradients from the reductions. */
+ * columns never changes a bit), `dx` writes the input gradients from the reductions.
+ *
+ * `nt` (in sn_rnorm, sn_rfuse, or an argument) lets a SIMD kernel write its final outputs with
+ * streaming stores, which skip the read-for-ownership of the destination lines: the drivers set
+ * it for calls much larger than the caches. It never changes a value. The scalar path ignores
+ * it. Stores into scratch that is read again (h in fuse_s) are never streamed. */
 #ifndef SN_KERNELS_H
 #define SN_KERNELS_H
 
@@ -22,6 +27,7 @@ typedef struct sn_rnorm {
     float m, r, ca, cb;
     const float *gamma;
     const float *beta;
+    int nt; /* the kernels may write their outputs with streaming (non-temporal) stores */
 } sn_rnorm;
 
 /* The three norms of a fuse resolved for one row, and the row's backward reductions:
@@ -30,6 +36,7 @@ typedef struct sn_rnorm {
 typedef struct sn_rfuse {
     sn_rnorm X, Y, O;
     float oa, ob, xa, xb, ya, yb;
+    int nt; /* streaming stores allowed for u (fuse_s) and the input gradients */
 } sn_rfuse;
 
 /* Parameter-gradient destinations of a fuse: gamma and beta of N_x, N_y, N_out (NULL: skip). */
@@ -52,6 +59,10 @@ typedef struct sn_kern {
     /* dv = (+= with acc) r * (g - sa - xhat * sb); dv may equal dout when !acc */
     void (*norm_dx)(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float sa,
                     float sb, float *dv, int acc);
+    /* the whole backward of one row: norm_red, norm_pg (dgamma, dbeta may be NULL), norm_dx,
+     * bitwise the same as those three */
+    void (*norm_bwd)(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *dv,
+                     int acc, float *dgamma, float *dbeta);
     /* fuse forward of one row: *F holds N_x and N_y resolved; writes u (if non-NULL) and
      * h = s = N_x(x) + N_y(y); then the caller takes N_out's stats of h and normalises it */
     void (*fuse_s)(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u,
@@ -65,13 +76,19 @@ typedef struct sn_kern {
     /* input gradients; dx may equal du */
     void (*fuse_dx)(const sn_rfuse *F, int64_t D, const float *dh, const float *du,
                     const float *x, const float *y, float *dx, float *dy, int accx, int accy);
+    /* the whole backward of one row: fuse_red, fuse_pg (dp NULL: skipped), fuse_dx, bitwise the
+     * same as those three; dx may equal du */
+    void (*fuse_bwd)(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
+                     const float *y, float *dx, float *dy, int accx, int accy,
+                     const sn_dfuse *dp);
     /* out = (+= with acc) a + b / c; out may equal a or b when !acc */
-    void (*add_div)(const float *a, const float *b, float c, float *out, int64_t D, int acc);
+    void (*add_div)(const float *a, const float *b, float c, float *out, int64_t D, int acc,
+                    int nt);
     /* xo = u + z / c, yo = y + z (xo may equal u, yo y) */
     void (*apply)(const float *z, const float *u, const float *y, float c, float *xo, float *yo,
-                  int64_t D);
+                  int64_t D, int nt);
     /* out = alpha * a + b; out may equal a or b */
-    void (*axpy)(const float *a, const float *b, float alpha, float *out, int64_t D);
+    void (*axpy)(const float *a, const float *b, float alpha, float *out, int64_t D, int nt);
 } sn_kern;
 
 extern const sn_kern sn_kern_scalar;

@@ -1,5 +1,6 @@
 /* AVX2 + FMA row kernels: the vector primitives for kernels_simd.h, 8 float lanes. This file
  * alone is compiled with -mavx2 -mfma; it runs only after CPUID says so (cpu.c). */
+#if defined(__AVX2__) && defined(__FMA__) /* compiled with its -m flags (src/meson.build); else empty */
 #include <immintrin.h>
 
 typedef __m256 V;
@@ -16,6 +17,8 @@ static inline V vmaskz(M m, V v) { return _mm256_and_ps(_mm256_castsi256_ps(m), 
 static inline M mask_n(int k) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
+static inline void vstream(float *p, V v) { _mm256_stream_ps(p, v); }
+static inline void vfence(void) { _mm_sfence(); }
 static inline V vset1(float a) { return _mm256_set1_ps(a); }
 static inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
 static inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
@@ -32,3 +35,6 @@ static inline float hsum(V a) {
 }
 
 #include "kernels_simd.h"
+#else
+typedef int sn_kernels_avx2_not_built; /* a translation unit may not be empty */
+#endif

@@ -1,6 +1,7 @@
 /* AVX-512F row kernels: the vector primitives for kernels_simd.h, 16 float lanes with opmask
  * tails. This file alone is compiled with -mavx512f (and -mavx2 -mfma); it runs only after
  * CPUID and XCR0 say so (cpu.c). */
+#if defined(__AVX512F__) && defined(__FMA__) /* compiled with its -m flags (src/meson.build); else empty */
 #include <immintrin.h>
 
 typedef __m512 V;
@@ -15,6 +16,8 @@ static inline V vldm(const float *p, M m) { return _mm512_maskz_loadu_ps(m, p); 
 static inline void vstm(float *p, M m, V v) { _mm512_mask_storeu_ps(p, m, v); }
 static inline V vmaskz(M m, V v) { return _mm512_maskz_mov_ps(m, v); }
 static inline M mask_n(int k) { return (M)((1u << k) - 1u); }
+static inline void vstream(float *p, V v) { _mm512_stream_ps(p, v); }
+static inline void vfence(void) { _mm_sfence(); }
 static inline V vset1(float a) { return _mm512_set1_ps(a); }
 static inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
 static inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
@@ -33,3 +36,6 @@ static inline float hsum(V a) {
 }
 
 #include "kernels_simd.h"
+#else
+typedef int sn_kernels_avx512_not_built; /* a translation unit may not be empty */
+#endif

@@ -1,5 +1,6 @@
 /* Built-in thread pool (see parallel.h), POSIX threads. Workers sleep on a condition variable
- * between runs after a short spin, so back-to-back calls do not pay a wake-up each time. */
+ * between runs after a short spin, so back-to-back calls do not pay a wake-up each time. The
+ * caller never waits for a worker to wake: it claims whatever tasks are left itself. */
 #if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200809L
 #undef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -10,17 +11,22 @@
 
 #ifdef SN_HAVE_PTHREADS
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #define SPIN_ROUNDS 20000
 
+/* A run is tagged by a generation number. Tasks are claimed with a compare-and-swap on one
+ * word holding (generation << 32 | next index), so a worker that wakes late can never claim a
+ * task of another run; the caller claims tasks too and waits only for tasks that were actually
+ * claimed, never for a worker to wake up (workers may be descheduled on a busy machine). */
 struct sn_pool {
     pthread_mutex_t mu;
-    pthread_cond_t wake, done;
+    pthread_cond_t wake;
     int n_workers, started, quit;
-    atomic_uint gen;         /* bumped by every run */
-    atomic_int busy;         /* workers still inside the current run */
-    atomic_llong next;       /* next task index */
+    atomic_uint gen;          /* generation of the current run (0: none yet) */
+    atomic_ullong claim;      /* gen << 32 | next task index */
+    atomic_llong done;        /* tasks of the current run finished */
     int64_t n_tasks;
     sn_task_fn task;
     void *arg;
@@ -33,11 +39,16 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static void drain(sn_pool *p) {
+/* claims and runs tasks of generation g until none is left */
+static void drain(sn_pool *p, unsigned g) {
     for (;;) {
-        long long i = atomic_fetch_add(&p->next, 1);
-        if (i >= p->n_tasks) break;
-        p->task(p->arg, (int64_t)i);
+        unsigned long long c = atomic_load(&p->claim);
+        if ((unsigned)(c >> 32) != g) return;
+        const int64_t i = (int64_t)(c & 0xffffffffu);
+        if (i >= p->n_tasks) return;
+        if (!atomic_compare_exchange_weak(&p->claim, &c, c + 1)) continue;
+        p->task(p->arg, i);
+        atomic_fetch_add(&p->done, 1);
     }
 }
 
@@ -45,26 +56,18 @@ static void *worker(void *vp) {
     sn_pool *p = vp;
     unsigned seen = 0;
     for (;;) {
-        /* spin briefly for the next run, then sleep */
-        int spins = 0;
+        int spins = 0; /* spin briefly for the next run, then sleep */
         while (atomic_load(&p->gen) == seen && spins < SPIN_ROUNDS) {
             cpu_relax();
             spins++;
         }
         pthread_mutex_lock(&p->mu);
         while (atomic_load(&p->gen) == seen && !p->quit) pthread_cond_wait(&p->wake, &p->mu);
-        if (p->quit) {
-            pthread_mutex_unlock(&p->mu);
-            return NULL;
-        }
+        const int quit = p->quit;
         seen = atomic_load(&p->gen);
         pthread_mutex_unlock(&p->mu);
-        drain(p);
-        if (atomic_fetch_sub(&p->busy, 1) == 1) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->done);
-            pthread_mutex_unlock(&p->mu);
-        }
+        if (quit) return NULL;
+        drain(p, seen);
     }
 }
 
@@ -72,12 +75,18 @@ sn_status sn_pool_start(sn_pool **out, int n) {
     *out = NULL;
     sn_pool *p = calloc(1, sizeof *p);
     if (!p) return SN_ERR_NOMEM;
-    if (pthread_mutex_init(&p->mu, NULL)) goto fail_mu;
-    if (pthread_cond_init(&p->wake, NULL)) goto fail_wake;
-    if (pthread_cond_init(&p->done, NULL)) goto fail_done;
+    if (pthread_mutex_init(&p->mu, NULL)) {
+        free(p);
+        return SN_ERR_NOMEM;
+    }
+    if (pthread_cond_init(&p->wake, NULL)) {
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return SN_ERR_NOMEM;
+    }
     atomic_init(&p->gen, 0u);
-    atomic_init(&p->busy, 0);
-    atomic_init(&p->next, 0);
+    atomic_init(&p->claim, 0ull);
+    atomic_init(&p->done, 0);
     p->n_workers = n - 1;
     for (int i = 0; i < p->n_workers; i++) {
         if (pthread_create(&p->tid[i], NULL, worker, p)) {
@@ -88,13 +97,6 @@ sn_status sn_pool_start(sn_pool **out, int n) {
     }
     *out = p;
     return SN_OK;
-fail_done:
-    pthread_cond_destroy(&p->wake);
-fail_wake:
-    pthread_mutex_destroy(&p->mu);
-fail_mu:
-    free(p);
-    return SN_ERR_NOMEM;
 }
 
 void sn_pool_stop(sn_pool *p) {
@@ -104,32 +106,33 @@ void sn_pool_stop(sn_pool *p) {
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->started; i++) pthread_join(p->tid[i], NULL);
-    pthread_cond_destroy(&p->done);
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }
 
 void sn_pool_run(sn_pool *p, int64_t n, sn_task_fn task, void *arg) {
+    /* no task of the previous run is unfinished here, so its fields may be replaced */
     p->task = task;
     p->arg = arg;
     p->n_tasks = n;
-    atomic_store(&p->next, 0);
-    atomic_store(&p->busy, p->n_workers);
+    atomic_store(&p->done, 0);
+    const unsigned g = atomic_load(&p->gen) + 1u == 0u ? 1u : atomic_load(&p->gen) + 1u;
+    atomic_store(&p->claim, (unsigned long long)g << 32);
     pthread_mutex_lock(&p->mu);
-    atomic_fetch_add(&p->gen, 1u);
+    atomic_store(&p->gen, g);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
-    drain(p);
+    drain(p, g);
+    /* wait for tasks claimed by workers; yield the CPU if it takes long */
     int spins = 0;
-    while (atomic_load(&p->busy) > 0 && spins < SPIN_ROUNDS) {
-        cpu_relax();
-        spins++;
-    }
-    if (atomic_load(&p->busy) > 0) {
-        pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->busy) > 0) pthread_cond_wait(&p->done, &p->mu);
-        pthread_mutex_unlock(&p->mu);
+    while (atomic_load(&p->done) < n) {
+        if (spins < SPIN_ROUNDS) {
+            cpu_relax();
+            spins++;
+        } else {
+            sched_yield();
+        }
     }
 }
 
