@@ -24,7 +24,8 @@
  * Errors    Every call validates all its arguments before it touches memory and returns a
  *           sn_status. On any status other than SN_OK no output buffer has been modified.
  *           The library never aborts, prints, or calls exit.
- * Memory    No call allocates except sn_ctx_create. Parameters, saved activations and
+ * Memory    No call allocates except sn_ctx_create and sn_ctx_set_threads (the worker threads).
+ *           No forward or backward call allocates. Parameters, saved activations and
  *           gradients live in caller-owned buffers whose sizes the *_query / sn_net_sizes
  *           functions report.
  * Threads   There is no global mutable state. Every function is reentrant and thread-safe
@@ -32,7 +33,10 @@
  *           means "defaults"; a non-NULL sn_ctx may be used by one call at a time.
  * Numerics  Row statistics are computed in fp32 with a two-pass method (mean, then the sum of
  *           squared deviations), which stays accurate when |mean| >> std. Results are
- *           deterministic: the same inputs give bitwise-identical outputs on every call.
+ *           deterministic: the same inputs give bitwise-identical outputs on every call. On
+ *           one kernel path (see sn_isa) every call normalises a row with the same arithmetic,
+ *           so a norm computed by sn_norm_forward, inside sn_fuse_forward or by the placement
+ *           layer gives the same bits for the same row and parameters.
  * Norm params  A norm's parameters are one contiguous block: gamma (W floats) then beta (W
  *           floats, present only with SN_AFFINE_SCALE_SHIFT), where W is the norm's width (D,
  *           or the group size G). Its parameter gradients use the same layout.
@@ -108,7 +112,8 @@ SN_API const char *sn_status_string(sn_status status);
 
 /* Flags for backward passes. */
 #define SN_ACCUMULATE 1u   /* add the (first) input gradient into its buffer instead of writing it */
-#define SN_ACCUMULATE_Y 2u /* sn_fuse_backward / sn_merge_backward: add into dy instead of writing */
+#define SN_ACCUMULATE_Y 2u /* sn_fuse_backward / sn_merge_backward: add into dy instead of writing;
+                              SN_ERR_FLAGS for every other call */
 
 /* ---- context ------------------------------------------------------------------------------ */
 
