@@ -30,9 +30,11 @@ sn_status sn_fuse_init_params(const sn_fuse *f, int64_t D, float *params) {
     if (st != SN_OK) return st;
     if (np > 0 && !params) return SN_ERR_NULL;
     const sn_norm *ns[3] = {&f->x, &f->y, &f->out};
+    int64_t off = 0; /* params may be NULL when np == 0: no pointer arithmetic on it then */
     for (int i = 0; i < 3; i++) {
-        sn_norm_init_params(ns[i], D, params);
-        params += sn_norm_nparams(ns[i], D);
+        int64_t n = sn_norm_nparams(ns[i], D);
+        if (n > 0) sn_norm_init_params(ns[i], D, params + off);
+        off += n;
     }
     return SN_OK;
 }

@@ -348,7 +348,7 @@ sn_status sn_net_init_params(const sn_net *net, float *params) {
     int64_t off;
     for (int32_t i = -1; i <= L.S; i++)
         for (int32_t j = 0; sn_net_norm_at(net, i, j, &n, &off) == SN_OK; j++)
-            sn_norm_init_params(&n, L.D, params + off);
+            if (sn_norm_nparams(&n, L.D) > 0) sn_norm_init_params(&n, L.D, params + off);
     return SN_OK;
 }
 

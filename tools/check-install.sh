@@ -6,13 +6,20 @@
 #      library (not the build tree's) and reports the runtime version equal to the header's;
 #   2. the same program links statically with `pkg-config --static` (Libs.private) and runs;
 #   3. the shared library exports only sn_* functions, every SN_API function of the installed
-#      header among them, and its SONAME is libsiamesenorm.so.<major>.
+#      header among them, and its SONAME is libsiamesenorm.so.<major>;
+#   4. tests/hardening/consumer/consumer.c (C) and consumer.cpp (C++), which compute and check
+#      a result, build with pkg-config shared and static (--static) and run;
+#   5. the CMake project tests/hardening/consumer/ finds the installation with
+#      find_package(siamesenorm) (the installed siamesenormConfig.cmake) and builds the same
+#      two programs against siamesenorm::siamesenorm and siamesenorm::siamesenorm_static;
+#      all four run and check their result.
 # Usage: check-install.sh BUILD_DIR SOURCE_DIR VERSION
-#        (CC: the C compiler command, possibly several words such as "ccache gcc"; default cc)
+#        (CC / CXX: the C / C++ compiler commands, possibly several words; default cc / c++)
 set -eu
 
 build=$1 src=$2 version=$3
 cc=${CC:-cc}
+cxx=${CXX:-c++}
 major=${version%%.*}
 
 fail() { echo "check-install: FAIL: $*" >&2; exit 1; }
@@ -94,4 +101,56 @@ echo "exports: $(wc -l <exported) symbols, all sn_*; the header's $(wc -l <decla
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "libsiamesenorm.so.$major" ] || fail "SONAME is '$soname', want libsiamesenorm.so.$major"
 echo "SONAME: $soname"
+
+# 4. C and C++ consumers that check a computed result, shared and static, with pkg-config.
+consumer_src=$src/tests/hardening/consumer
+if [ -f "$consumer_src/consumer.c" ]; then
+    # shellcheck disable=SC2086
+    $cc -std=c99 -O2 -Wall -Wextra -Werror "$consumer_src/consumer.c" $cflags $libs -lm -o c-shared ||
+        fail "consumer.c does not build with pkg-config"
+    # shellcheck disable=SC2086
+    $cc -std=c99 -O2 "$consumer_src/consumer.c" $cflags -L"$libdir" -Wl,-Bstatic -lsiamesenorm \
+        -Wl,-Bdynamic $private -o c-static || fail "consumer.c does not link with pkg-config --static"
+    LD_LIBRARY_PATH=$libdir ./c-shared || fail "the C consumer (shared) failed"
+    ./c-static || fail "the C consumer (static) failed"
+    if command -v "${cxx%% *}" >/dev/null 2>&1; then
+        # shellcheck disable=SC2086
+        $cxx -std=c++11 -O2 -Wall -Wextra -Werror "$consumer_src/consumer.cpp" $cflags $libs \
+            -o cpp-shared || fail "consumer.cpp does not build with pkg-config"
+        # shellcheck disable=SC2086
+        $cxx -std=c++11 -O2 "$consumer_src/consumer.cpp" $cflags -L"$libdir" -Wl,-Bstatic \
+            -lsiamesenorm -Wl,-Bdynamic $private -o cpp-static ||
+            fail "consumer.cpp does not link with pkg-config --static"
+        LD_LIBRARY_PATH=$libdir ./cpp-shared || fail "the C++ consumer (shared) failed"
+        ./cpp-static || fail "the C++ consumer (static) failed"
+    else
+        echo "check-install: no C++ compiler ($cxx): C++ consumer skipped"
+    fi
+
+    # 5. CMake: find_package(siamesenorm) through the installed package config.
+    if command -v cmake >/dev/null 2>&1 && command -v "${cxx%% *}" >/dev/null 2>&1; then
+        config=$(find "$tmp/root" -name siamesenormConfig.cmake | head -n 1)
+        [ -n "$config" ] || fail "siamesenormConfig.cmake was not installed"
+        # CC/CXX may be several words ("ccache gcc"): hand cmake the last word as the compiler
+        # the installation's prefix, inside the DESTDIR (the .pc file names it)
+        prefix=$tmp/root$(sed -n 's/^prefix=//p' "$pcdir/siamesenorm.pc")
+        cmake -S "$consumer_src" -B cmake-build -DCMAKE_PREFIX_PATH="$prefix" \
+            -DCMAKE_C_COMPILER="${cc##* }" -DCMAKE_CXX_COMPILER="${cxx##* }" \
+            -DCMAKE_BUILD_TYPE=Release >cmake.log 2>&1 || { cat cmake.log >&2; fail "cmake configure failed"; }
+        grep "found siamesenorm" cmake.log
+        cmake --build cmake-build >>cmake.log 2>&1 || { cat cmake.log >&2; fail "cmake build failed"; }
+        for exe in consumer_c consumer_cpp; do
+            LD_LIBRARY_PATH=$libdir "cmake-build/$exe" || fail "CMake $exe failed"
+            LD_LIBRARY_PATH=$libdir ldd "cmake-build/$exe" | grep -q "libsiamesenorm.so.$major => $tmp/root" ||
+                fail "CMake $exe did not load the installed shared library"
+            "cmake-build/${exe}_static" || fail "CMake ${exe}_static failed"
+            if ldd "cmake-build/${exe}_static" 2>/dev/null | grep -q libsiamesenorm; then
+                fail "CMake ${exe}_static loads libsiamesenorm.so"
+            fi
+        done
+        echo "CMake consumer: find_package(siamesenorm) OK (shared and static)"
+    else
+        echo "check-install: cmake or C++ compiler missing: CMake consumer skipped"
+    fi
+fi
 echo "check-install: OK"

@@ -5,7 +5,7 @@
 set -eu
 
 packages="meson ninja-build gcc g++ clang pkg-config binutils python3-numpy python3-torch
-python3-cffi libopenblas-dev gnuplot-nox cmake valgrind"
+python3-cffi libopenblas-dev gnuplot-nox cmake valgrind libclang-rt-dev"
 
 missing=
 for p in $packages; do

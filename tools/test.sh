@@ -1,21 +1,78 @@
 #!/bin/sh
-# The test command of the README: install missing dependencies, configure (or reconfigure) the
-# build directory with warnings as errors, build everything and run every test suite.
-# Works on a fresh clone and on an existing build directory; exits non-zero on any failure.
-# The build directory is build/ unless SN_BUILD_DIR names another one.
+# The test command of the README (and of CI, through .ci/run). Installs missing dependencies,
+# then, each stage failing the whole run:
+#   1. BUILD (build/ unless SN_BUILD_DIR names another), gcc/cc, -Dwerror=true: every default
+#      test suite (core, python, examples, hardening, soak, bench smoke);
+#   2. BUILD-san, clang, -Db_sanitize=address,undefined with -fno-sanitize-recover=all (any
+#      UBSan report is fatal) and LeakSanitizer on: the C suites core, hardening, examples and
+#      the fuzz seed corpora. The python suite is not run under ASan (it would need the ASan
+#      runtime LD_PRELOADed into /usr/bin/python3 and torch); it runs in stage 1;
+#   3. the libFuzzer harnesses of fuzz/ in BUILD-san, SN_FUZZ_SECONDS each (default 30);
+#   4. valgrind memcheck (--leak-check=full, errors fatal) over C test executables of BUILD
+#      (SN_VALGRIND_TESTS, default a subset that takes about a minute; '' skips).
+# SN_TEST_STAGES (default "1 2 3 4") selects stages. Works on a fresh clone and on existing
+# build directories (reconfigured; regenerated with --wipe if left by another meson).
 set -eu
 cd "$(dirname "$0")/.."
 build=${SN_BUILD_DIR:-build}
+san=$build-san
+stages=${SN_TEST_STAGES:-1 2 3 4}
 
 sh tools/deps.sh
 
-if [ -f "$build/meson-private/coredata.dat" ]; then
-    # An existing build directory keeps its other options; a directory left by another meson
-    # version is regenerated from scratch with --wipe.
-    meson setup --reconfigure -Dwerror=true "$build" ||
-        meson setup --wipe -Dwerror=true "$build"
-else
-    meson setup -Dwerror=true "$build"
+setup() { # DIR ARGS...: configure or reconfigure DIR with ARGS
+    dir=$1
+    shift
+    if [ -f "$dir/meson-private/coredata.dat" ]; then
+        meson setup --reconfigure "$@" "$dir" || meson setup --wipe "$@" "$dir"
+    else
+        meson setup "$@" "$dir"
+    fi
+}
+stage() { echo; echo "=== tools/test.sh: $* ($(date +%T))"; }
+has_stage() { case " $stages " in *" $1 "*) return 0 ;; esac; return 1; }
+
+if has_stage 1; then
+    stage "1. $build: build with -Dwerror=true, every default suite"
+    setup "$build" -Dwerror=true
+    meson compile -C "$build"
+    meson test -C "$build" --print-errorlogs
 fi
-meson compile -C "$build"
-meson test -C "$build" --print-errorlogs
+
+if has_stage 2 || has_stage 3; then
+    stage "2. $san: clang, AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer)"
+    CC=clang CXX=clang++ setup "$san" -Dwerror=true -Dbuildtype=debugoptimized \
+        -Db_sanitize=address,undefined -Db_lundef=false -Dpython=false -Dfuzz=true \
+        "-Dc_args=-fno-sanitize-recover=all -fsanitize=fuzzer-no-link -fno-omit-frame-pointer" \
+        "-Dcpp_args=-fno-sanitize-recover=all -fno-omit-frame-pointer"
+    meson compile -C "$san"
+fi
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS UBSAN_OPTIONS
+if has_stage 2; then
+    meson test -C "$san" --print-errorlogs --timeout-multiplier 4 --suite core --suite hardening --suite examples \
+        --suite fuzz-seeds
+fi
+if has_stage 3; then
+    stage "3. fuzzing: each harness ${SN_FUZZ_SECONDS:=30} s"
+    export SN_FUZZ_SECONDS
+    if ! meson test -C "$san" --print-errorlogs --suite fuzz -v >"$san/fuzz-run.log" 2>&1; then
+        cat "$san/fuzz-run.log"
+        exit 1
+    fi
+    grep -E 'executions in' "$san/fuzz-run.log"
+fi
+
+if has_stage 4 && [ -n "${SN_VALGRIND_TESTS-errors special stream version net nonfinite robust}" ]; then
+    stage "4. valgrind memcheck on $build"
+    if [ -f "$build/meson-private/coredata.dat" ] || has_stage 1; then :; else
+        setup "$build" -Dwerror=true
+    fi
+    meson compile -C "$build"
+    # shellcheck disable=SC2086 # a list of test names
+    meson test -C "$build" --print-errorlogs --timeout-multiplier 10 \
+        --wrap='valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect' \
+        ${SN_VALGRIND_TESTS-errors special stream version net nonfinite robust}
+fi
+stage "all stages passed"

@@ -2,6 +2,7 @@
 // linkage, no C-only constructs, and the same version and layout checks as header_c.c.
 #include "siamesenorm.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 

@@ -93,7 +93,8 @@ static void placements(sn_ctx *ctx)
 {
     static const int64_t Ds[] = {1, 3, 8, 17, 64, 100, 257};
     for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++) {
-        const int64_t R = 5, D = Ds[di], cap = R * (D + 5) + 16 + 64;
+        /* cap: a multiple of 16 floats, as C11's aligned_alloc(64, bytes) requires */
+        const int64_t R = 5, D = Ds[di], cap = (R * (D + 5) + 16 + 64 + 15) / 16 * 16;
         float *x0 = HD_FALLOC(R * D), *d0 = HD_FALLOC(R * D);
         hd_rng g = {(uint64_t)D};
         for (int64_t k = 0; k < R * D; k++)
