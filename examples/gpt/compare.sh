@@ -11,7 +11,8 @@ build=${1:-build}
 [ $# -gt 0 ] && shift
 exe=$build/examples/gpt/sn-gpt-train
 if [ ! -x "$exe" ]; then
-    echo "compare.sh: $exe not found; build first: meson setup $build && meson compile -C $build" >&2
+    echo "compare.sh: $exe not found; build first:" >&2
+    echo "  meson setup $build && meson compile -C $build" >&2
     exit 1
 fi
 jobs=${SN_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}
@@ -24,7 +25,8 @@ run() { # placement, extra flags...
     name=$1
     shift
     "$exe" --norm "$name" --seed 1 --eval-every 250 --print-every 0 --samples 0 --json "$@" \
-        2>&1 >"$tmp/$name.json" | awk -v p="[$name] " '{ print p $0; fflush() }'
+        2>&1 >"$tmp/$name.json" |
+        while IFS= read -r line; do printf '[%s] %s\n' "$name" "$line"; done
 }
 
 start=$(date +%s)
@@ -57,7 +59,7 @@ awk -v pl="$(field pre val_loss)" -v sl="$(field siamese val_loss)" \
     -v pd="$(field pre diverged)" -v sd="$(field siamese diverged)" \
     -v pt="$(field pre elapsed_s)" -v st="$(field siamese elapsed_s)" 'BEGIN {
     printf "  %-30s %12s %12s\n", "", "pre", "siamese"
-    printf "  %-30s %12s %12s\n", "held-out loss (answer bytes)", pl, sl
+    printf "  %-30s %12.4f %12.4f\n", "held-out loss (answer bytes)", pl, sl
     printf "  %-30s %11.1f%% %11.1f%%\n", "held-out exact-match accuracy", 100 * pa, 100 * sa
     printf "  %-30s %12s %12s\n", "diverged", pd, sd
     printf "  %-30s %11.1fs %11.1fs\n", "run time", pt, st

@@ -107,9 +107,12 @@ typedef struct gpt_model {
     int last_b, n_valid;
 } gpt_model;
 
-/* --norm names: "pre", "post", "siamese". Returns the sn_placement or -1. */
+/* --norm names ("pre", "post", "siamese", ...). Returns the sn_placement or -1. */
 int gpt_placement_from_name(const char *name);
 const char *gpt_placement_name(int placement);
+/* The placements --norm knows: gpt_placement_at(0 .. gpt_placement_count() - 1). */
+int gpt_placement_count(void);
+int gpt_placement_at(int i);
 /* Prints the known names, separated by '|'. */
 void gpt_placement_list(FILE *f);
 

@@ -22,10 +22,11 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: sn-gpt-train [options]\n"
             "Trains a small GPT; its norms and residual streams come from libsiamesenorm.\n"
-            "  --norm NAME         norm placement: ");
+            "  --norm NAME         norm placement (default siamese), one of\n"
+            "                      ");
     gpt_placement_list(f);
     fprintf(f,
-            " (default siamese)\n"
+            "\n"
             "  --norm-kind K       layernorm|rmsnorm (default layernorm)\n"
             "data (default: the embedded addition task)\n"
             "  --digits N          addition operands of 1..N digits (default 3)\n"
@@ -234,7 +235,9 @@ int main(int argc, char **argv)
         data_free(&data);
         return 1;
     }
-    if (o.load && checkpoint_load(&t, o.load) != 0) {
+    if (o.load && (checkpoint_load(&t, o.load) != 0 || t.step > o.opt.steps)) {
+        if (t.step > o.opt.steps)
+            fprintf(stderr, "%s is at step %d, past --steps %d\n", o.load, t.step, o.opt.steps);
         trainer_free(&t);
         data_free(&data);
         return 1;

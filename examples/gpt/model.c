@@ -27,6 +27,11 @@ static const struct {
     {"pre", SN_PLACEMENT_PRE_NORM},
     {"post", SN_PLACEMENT_POST_NORM},
     {"siamese", SN_PLACEMENT_SIAMESE},
+    {"siamese-paper", SN_PLACEMENT_SIAMESE_PAPER},
+    {"deepnorm", SN_PLACEMENT_DEEPNORM},
+    {"peri-ln", SN_PLACEMENT_PERI_LN},
+    {"mix-ln", SN_PLACEMENT_MIX_LN},
+    /* HybridNorm and SiameseNorm hybrid_pre also need per-head q/k norms inside attention. */
 };
 #define N_PLACEMENTS ((int)(sizeof placements / sizeof placements[0]))
 
@@ -44,6 +49,16 @@ const char *gpt_placement_name(int placement)
         if ((int)placements[i].placement == placement)
             return placements[i].name;
     return "?";
+}
+
+int gpt_placement_count(void)
+{
+    return N_PLACEMENTS;
+}
+
+int gpt_placement_at(int i)
+{
+    return (int)placements[i].placement;
 }
 
 void gpt_placement_list(FILE *f)
@@ -170,6 +185,18 @@ void gpt_model_init(gpt_model *m, uint64_t seed)
         if (s > 0.0f)
             for (size_t i = 0; i < m->size[t]; i++)
                 m->p[t][i] = s * rng_normal(&rng);
+    }
+    /* DeepNorm scales the value, output and FFN weights at init (gain 1 for the others) */
+    float gain = 1.0f;
+    SN_CHECK(sn_net_init_gain(&m->net, &gain));
+    if (gain != 1.0f) {
+        int L = m->cfg.layers, D = m->cfg.width;
+        for (int l = 0; l < L; l++)
+            for (size_t i = 0; i < (size_t)D * D; i++) /* v rows of qkvw */
+                m->p[P_QKVW][(size_t)l * 3 * D * D + 2 * (size_t)D * D + i] *= gain;
+        for (int t = P_ATTPW; t <= P_FCPW; t += 2) /* attprojw, fcw, fcprojw */
+            for (size_t i = 0; i < m->size[t]; i++)
+                m->p[t][i] *= gain;
     }
     SN_CHECK(sn_net_init_params(&m->net, m->p[P_NORMS]));
 }

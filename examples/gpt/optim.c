@@ -14,7 +14,8 @@ float lr_at(const optim_config *o, int step)
     double progress = (double)(step - o->warmup) / (double)(span - 1);
     if (progress > 1.0)
         progress = 1.0;
-    return min_lr + (o->lr - min_lr) * (float)(0.5 * (1.0 + cos(3.14159265358979323846 * progress)));
+    double cosine = 0.5 * (1.0 + cos(3.14159265358979323846 * progress));
+    return min_lr + (o->lr - min_lr) * (float)cosine;
 }
 
 float clip_grad(gpt_model *m, float clip)

@@ -27,8 +27,11 @@ check "resume exits 0" [ $? -eq 0 ]
 check "resume starts at step 20" grep -q "resumed from .* at step 20" "$tmp.out"
 check "resume ends at step 30" grep -q "final | norm siamese | step 30" "$tmp.out"
 
-"$exe" $tiny --norm pre --steps 5 --load "$tmp.ckpt" > "$tmp.out" 2>&1
+"$exe" $tiny --norm pre --steps 25 --load "$tmp.ckpt" > "$tmp.out" 2>&1
 check "--load uses the checkpoint's placement" grep -q "norm siamese" "$tmp.out"
+
+"$exe" $tiny --steps 10 --load "$tmp.ckpt" > "$tmp.out" 2>&1
+check "--load past --steps is an error" [ $? -eq 1 ]
 
 # lr 1e3 with weight decay 1 multiplies the weights by -999 per step: inf within ~15 steps
 "$exe" $tiny --norm post --lr 1000 --wd 1 --warmup 0 --steps 60 --json > "$tmp.json" 2>&1
@@ -43,11 +46,15 @@ check "missing value is a usage error" [ $? -eq 1 ]
 
 i=0
 : > "$tmp.txt"
-while [ $i -lt 200 ]; do echo "the quick brown fox jumps over the lazy dog $i" >> "$tmp.txt"; i=$((i + 1)); done
+while [ $i -lt 200 ]; do
+    echo "the quick brown fox jumps over the lazy dog $i" >> "$tmp.txt"
+    i=$((i + 1))
+done
 "$exe" --data "$tmp.txt" --layers 1 --width 32 --heads 2 --ctx 16 --batch 4 --steps 10 \
     --eval-every 5 > "$tmp.out" 2>&1
 check "text file training exits 0" [ $? -eq 0 ]
-check "text file run reports a val loss" grep -q "final | norm siamese | step 10 | val loss" "$tmp.out"
+check "text file run reports a val loss" \
+    grep -q "final | norm siamese | step 10 | val loss" "$tmp.out"
 
 rm -f "$tmp.help" "$tmp.csv" "$tmp.ckpt" "$tmp.json" "$tmp.err" "$tmp.out" "$tmp.txt"
 exit $fail

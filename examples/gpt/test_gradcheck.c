@@ -1,5 +1,6 @@
 /* Test: the whole model's analytic gradient (gpt_backward, including libsiamesenorm's
- * placement backwards) against central finite differences of the loss, in every placement.
+ * placement backwards) against central finite differences of the loss, in every placement
+ * --norm knows (and SiameseNorm with RMSNorm).
  *
  * The model is fp32, so single-element finite differences are noisy: the loss (~3.5) carries
  * rounding noise of order 1e-6, which divided by 2*eps = 2e-2 is ~5e-5, the size of many
@@ -9,8 +10,9 @@
  *     signal g.v sums over all the tensor's entries, far above the noise. eps = 3e-3 per entry
  *     for whole tensors, 1e-2 for one norm's 16-32 parameters (smaller g.v, so a larger step
  *     to stay above the noise; at 3e-2 the truncation error starts to show). Observed errors
- *     are <= 3e-3, so a 2% relative tolerance has a wide margin for float noise, yet any real
- *     mistake (a wrong scale c_i, a missing term, a mis-indexed tensor) is >= 10%.
+ *     are <= 5e-3, so a 2% relative tolerance (plus a 1e-4 absolute floor for the rare tensor
+ *     whose g.v is tiny) has a wide margin for float noise, yet catches real mistakes: scaling
+ *     the embedding gradient by 1.03 fails it, and a wrong c_i or a missing term is >= 10%.
  *  2. element check: the 3 entries with the largest |g| in each tensor plus 2 random ones,
  *     with tolerance 5% relative + 2e-4 absolute (the noise bound above, with margin).
  * Weights are drawn larger than at init and the norms' gammas/betas randomised, so every
@@ -55,7 +57,14 @@ static double direction_check(float *p, const float *g, size_t n, uint64_t *rng,
     free(saved);
     *an_out = an;
     *fd_out = fd;
-    return fabs(fd - an) / fmax(fmax(fabs(fd), fabs(an)), 1e-6);
+    return fabs(fd - an) / fmax(fmax(fabs(fd), fabs(an)), 1e-30);
+}
+
+/* 2% relative, plus an absolute floor of 1e-4 for tensors whose g.v is itself near the noise
+ * (the noise of (L+ - L-) / 2 eps is ~1e-6 / 6e-3 ~ 2e-4 at worst, observed <= 3e-5). */
+static int direction_bad(double an, double fd)
+{
+    return fabs(fd - an) > 2e-2 * fmax(fabs(fd), fabs(an)) + 1e-4;
 }
 
 static int element_check(float *p, const float *g, size_t n, uint64_t *rng, const char *name)
@@ -97,7 +106,8 @@ static int element_check(float *p, const float *g, size_t n, uint64_t *rng, cons
 
 static int check_placement(int placement, int norm_kind)
 {
-    gpt_config cfg = {32, 6, 2, 2, 16, 0, placement, norm_kind};
+    /* 4 layers, so that Mix-LN has one Post-Norm layer (floor(0.25 * 4)) */
+    gpt_config cfg = {32, 6, 4, 2, 16, 0, placement, norm_kind};
     if (gpt_model_create(&m, &cfg, B) != 0)
         return 1;
     uint64_t rng = 1234;
@@ -132,7 +142,7 @@ static int check_placement(int placement, int norm_kind)
         double an, fd;
         double err = direction_check(m.p[t], g + off, m.size[t], &rng, 3e-3f, &an, &fd);
         int eb = element_check(m.p[t], g + off, m.size[t], &rng, gpt_tensor_name(t));
-        int fail = err > 2e-2 || eb;
+        int fail = direction_bad(an, fd) || eb;
         worst = fmax(worst, err);
         printf("  %-9s %6zu params: g.v %+.6e  fd %+.6e  rel err %.1e%s\n", gpt_tensor_name(t),
                m.size[t], an, fd, err, fail ? "  FAIL" : "");
@@ -155,10 +165,11 @@ static int check_placement(int placement, int norm_kind)
             double err = direction_check(p, gn, (size_t)np, &rng, 1e-2f, &an, &fd);
             worst = fmax(worst, err);
             n_norms++;
-            if (getenv("GRADCHECK_VERBOSE") || err > 2e-2)
+            int fail = direction_bad(an, fd);
+            if (getenv("GRADCHECK_VERBOSE") || fail)
                 printf("  norm %d of stage %d: g.v %+.6e fd %+.6e rel err %.1e%s\n", j, stage,
-                       an, fd, err, err > 2e-2 ? "  FAIL" : "");
-            bad |= err > 2e-2;
+                       an, fd, err, fail ? "  FAIL" : "");
+            bad |= fail;
         }
     printf("  %d norms checked one by one; worst direction rel err %.1e: %s\n", n_norms, worst,
            bad ? "FAIL" : "ok");
@@ -172,9 +183,8 @@ static int check_placement(int placement, int norm_kind)
 int main(void)
 {
     int bad = 0;
-    bad |= check_placement(SN_PLACEMENT_PRE_NORM, SN_NORM_LAYERNORM);
-    bad |= check_placement(SN_PLACEMENT_POST_NORM, SN_NORM_LAYERNORM);
-    bad |= check_placement(SN_PLACEMENT_SIAMESE, SN_NORM_LAYERNORM);
+    for (int i = 0; i < gpt_placement_count(); i++)
+        bad |= check_placement(gpt_placement_at(i), SN_NORM_LAYERNORM);
     bad |= check_placement(SN_PLACEMENT_SIAMESE, SN_NORM_RMSNORM);
     return bad;
 }
