@@ -59,7 +59,29 @@ typedef struct gpt_config {
     int tied;      /* 1: the output head is wte */
     int placement; /* sn_placement */
     int norm_kind; /* sn_norm_kind */
+    int qk_norm;   /* gpt_qk_norm: per-head norms inside attention (0: the placement's default) */
 } gpt_config;
+
+/* Per-head norms of the attention's q, k and v (QK-norm, HybridNorm's QKV-norm): after the qkv
+ * projection (bias included), each head's slice of hs = D/NH columns of q, k (and v) is
+ * normalised on its own by libsiamesenorm's grouped norm (sn_norm with group = hs, of the
+ * network's norm kind, eps 1e-5), with its own gamma (and beta) of hs entries shared by the
+ * heads. Each layer has its own q, k, v norms. */
+typedef enum gpt_qk_norm {
+    GPT_QK_AUTO = 0, /* what the placement defines: QKV for hybridnorm, hybridnorm-star and
+                        siamese-hybrid-pre, NONE for every other placement */
+    GPT_QK_NONE = 1, /* plain attention */
+    GPT_QK_QK = 2,   /* q and k normalised */
+    GPT_QK_QKV = 3   /* q, k and v normalised */
+} gpt_qk_norm;
+
+/* GPT_QK_AUTO resolved for a placement; any other mode returned as it is. */
+int gpt_qk_norm_resolve(int placement, int mode);
+/* "auto", "none", "qk", "qkv" and back (-1 / "?" when unknown). */
+int gpt_qk_norm_from_name(const char *name);
+const char *gpt_qk_norm_name(int mode);
+/* How many of q, k, v a (resolved) mode normalises: 0, 2 or 3. */
+int gpt_qk_norm_count(int mode);
 
 /* Parameter tensors, in the order they sit in the one parameter block. */
 enum {
@@ -74,6 +96,8 @@ enum {
     P_FCPW,  /* L x D x 4D MLP output projection */
     P_FCPB,  /* L x D */
     P_NORMS, /* every norm of the network: libsiamesenorm's sn_net parameter block */
+    P_QKNORM, /* L x [q | k | v] per-head norms (gpt_qk_norm; empty when off), each hs gammas
+                (and hs betas for LayerNorm) */
     P_HEAD,  /* V x D output head (empty when tied) */
     P_COUNT
 };
@@ -81,6 +105,9 @@ enum {
 typedef struct gpt_model {
     gpt_config cfg;
     sn_net net;  /* the norm placement: the only thing --norm changes */
+    sn_norm qkn; /* the per-head q/k/v norm (group = hs), when cfg.qk_norm is QK or QKV */
+    int n_qkn;   /* q/k/v norms per layer: 0, 2 or 3 */
+    int64_t qkn_params, qkn_stats; /* one norm's parameters, and its saved floats per row */
     int max_b;   /* rows of T tokens the buffers were sized for */
     size_t n_params;
     size_t size[P_COUNT];
@@ -89,7 +116,9 @@ typedef struct gpt_model {
     /* forward activations, kept for the backward pass */
     float *e;      /* [R x D] embedding: the network input */
     float *h;      /* [S x R x D] block inputs, from sn_net_enter */
-    float *qkv;    /* [L x R x 3D] */
+    float *qkv;    /* [L x R x 3D] q | k | v as attention reads them */
+    float *qkvr;   /* [L x R x 3D] the qkv projection before the q/k/v norms (when on) */
+    float *qkstats; /* [L x n_qkn x R x qkn_stats] the q/k/v norms' saved statistics */
     float *att;    /* [L x B x NH x T x T] */
     float *atty;   /* [L x R x D] */
     float *fch;    /* [L x R x 4D] */
@@ -121,7 +150,7 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b);
 void gpt_model_free(gpt_model *m);
 const char *gpt_tensor_name(int t);
 /* GPT-2 init: N(0, 0.02), residual projections N(0, 0.02 / sqrt(2L)), biases 0, norms from
- * sn_net_init_params. */
+ * sn_net_init_params (and the q/k/v norms from sn_norm_init_params: gamma 1, beta 0). */
 void gpt_model_init(gpt_model *m, uint64_t seed);
 /* Forward over b <= max_b rows of T tokens; returns the mean cross-entropy over the unmasked
  * targets (NaN when every target is masked). Leaves the probabilities in m->logits. */
@@ -141,7 +170,8 @@ typedef struct optim_config {
 float lr_at(const optim_config *o, int step);
 /* Global L2 norm of the gradient; scales it down to o->clip when larger (clip <= 0: never). */
 float clip_grad(gpt_model *m, float clip);
-/* One AdamW update (t = 1-based step). Weight decay on matrices and embeddings only. */
+/* One AdamW update (t = 1-based step). Weight decay on matrices and embeddings only (not on
+ * biases, the network's norms or the q/k/v norms). */
 void adamw_update(gpt_model *m, float *mom, float *vel, const optim_config *o, float lr, int t);
 
 /* ---- data (data.c) ------------------------------------------------------------------------ */
@@ -203,7 +233,8 @@ int trainer_create(trainer *t, const gpt_config *cfg, const optim_config *o, dat
 void trainer_free(trainer *t);
 step_result trainer_step(trainer *t);
 eval_result trainer_eval(trainer *t);
-/* Checkpoint: config, step, data RNG, parameters, AdamW moments. 0 on success. */
+/* Checkpoint: config (with the q/k/v norm mode), step, data RNG, parameters (the q/k/v norms'
+ * included), AdamW moments. 0 on success. */
 int checkpoint_save(const trainer *t, const char *path);
 /* Reads the model config of a checkpoint (to create the trainer before loading it). */
 int checkpoint_peek(const char *path, gpt_config *cfg);

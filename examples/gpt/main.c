@@ -28,6 +28,9 @@ static void usage(FILE *f)
     fprintf(f,
             "\n"
             "  --norm-kind K       layernorm|rmsnorm (default layernorm)\n"
+            "  --qk-norm MODE      per-head norms of attention's q and k (qk) or q, k and v\n"
+            "                      (qkv), of the --norm-kind, or none; default auto: qkv for\n"
+            "                      hybridnorm, hybridnorm-star, siamese-hybrid-pre, else none\n"
             "data (default: the embedded addition task)\n"
             "  --digits N          addition operands of 1..N digits (default 3)\n"
             "  --data FILE         train on FILE at byte level instead\n"
@@ -62,7 +65,8 @@ static double now_s(void)
 static int parse(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
-    o->cfg = (gpt_config){256, 0, 4, 4, 64, 1, SN_PLACEMENT_SIAMESE, SN_NORM_LAYERNORM};
+    o->cfg = (gpt_config){256, 0, 4, 4, 64, 1, SN_PLACEMENT_SIAMESE, SN_NORM_LAYERNORM,
+                          GPT_QK_AUTO};
     o->opt = (optim_config){3e-3f, 0.1f, -1, 2000, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     o->digits = 3, o->val_size = 0, o->batch = 64, o->eval_every = 250, o->print_every = 50;
     o->samples = 4, o->blas_threads = 1, o->val_frac = 0.1, o->seed = 1;
@@ -87,6 +91,12 @@ static int parse(int argc, char **argv, options *o)
                 fprintf(stderr, "--norm %s: expected one of ", v);
                 gpt_placement_list(stderr);
                 fprintf(stderr, "\n");
+                return -1;
+            }
+        } else if (OPT("--qk-norm")) {
+            o->cfg.qk_norm = gpt_qk_norm_from_name(v);
+            if (o->cfg.qk_norm < 0) {
+                fprintf(stderr, "--qk-norm %s: expected auto|none|qk|qkv\n", v);
                 return -1;
             }
         } else if (OPT("--norm-kind")) {
@@ -258,9 +268,11 @@ int main(int argc, char **argv)
     int T = c->ctx, steps = o.opt.steps;
     long tok_per_step = (long)o.batch * T;
     fprintf(info,
-            "sn-gpt-train | norm %s (libsiamesenorm %s) | %s | L%d D%d H%d T%d | %.2fM params"
+            "sn-gpt-train | norm %s%s%s (libsiamesenorm %s) | %s | L%d D%d H%d T%d | %.2fM params"
             " | batch %d (%ld tok/step) | %d steps | lr %.2g | seed %llu | matmul %s\n",
-            gpt_placement_name(c->placement), sn_version_string(),
+            gpt_placement_name(c->placement), c->qk_norm == GPT_QK_NONE ? "" : ", ",
+            c->qk_norm == GPT_QK_QK ? "qk-norm" : c->qk_norm == GPT_QK_QKV ? "qkv-norm" : "",
+            sn_version_string(),
             o.data ? o.data : (o.digits == 1 ? "addition, 1 digit" : "addition"), c->layers,
             c->width, c->heads, T, (double)t.model.n_params / 1e6, o.batch, tok_per_step, steps,
             (double)o.opt.lr, (unsigned long long)o.seed, ops_have_blas() ? "cblas" : "loops");

@@ -1,6 +1,9 @@
 /* The GPT: parameter layout, init, forward and backward. The residual wiring (split, block
  * inputs, residual updates, merge) and every norm are libsiamesenorm's sn_net calls, so the
- * placement (--norm) is one field of m->net and nothing else in this file depends on it. */
+ * placement (--norm) is one field of m->net and nothing else in this file depends on it.
+ * The one other switch is the per-head q/k/v norms inside attention (--qk-norm, on by default
+ * only for the placements whose definition has them: HybridNorm(*), SiameseNorm hybrid_pre),
+ * libsiamesenorm's grouped norm (sn_norm_forward/backward with group = D/heads). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,19 +22,23 @@
         }                                                                                   \
     } while (0)
 
-/* The --norm names. A placement added to the library is one more line here. */
+/* The --norm names, and the per-head attention norms each placement's definition includes
+ * (--qk-norm auto). A placement added to the library is one more line here. */
 static const struct {
     const char *name;
     sn_placement placement;
+    int qk_norm;
 } placements[] = {
-    {"pre", SN_PLACEMENT_PRE_NORM},
-    {"post", SN_PLACEMENT_POST_NORM},
-    {"siamese", SN_PLACEMENT_SIAMESE},
-    {"siamese-paper", SN_PLACEMENT_SIAMESE_PAPER},
-    {"deepnorm", SN_PLACEMENT_DEEPNORM},
-    {"peri-ln", SN_PLACEMENT_PERI_LN},
-    {"mix-ln", SN_PLACEMENT_MIX_LN},
-    /* HybridNorm and SiameseNorm hybrid_pre also need per-head q/k norms inside attention. */
+    {"pre", SN_PLACEMENT_PRE_NORM, GPT_QK_NONE},
+    {"post", SN_PLACEMENT_POST_NORM, GPT_QK_NONE},
+    {"siamese", SN_PLACEMENT_SIAMESE, GPT_QK_NONE},
+    {"siamese-paper", SN_PLACEMENT_SIAMESE_PAPER, GPT_QK_NONE},
+    {"siamese-hybrid-pre", SN_PLACEMENT_SIAMESE_HYBRID_PRE, GPT_QK_QKV},
+    {"deepnorm", SN_PLACEMENT_DEEPNORM, GPT_QK_NONE},
+    {"peri-ln", SN_PLACEMENT_PERI_LN, GPT_QK_NONE},
+    {"mix-ln", SN_PLACEMENT_MIX_LN, GPT_QK_NONE},
+    {"hybridnorm", SN_PLACEMENT_HYBRIDNORM, GPT_QK_QKV},
+    {"hybridnorm-star", SN_PLACEMENT_HYBRIDNORM_STAR, GPT_QK_QKV},
 };
 #define N_PLACEMENTS ((int)(sizeof placements / sizeof placements[0]))
 
@@ -67,9 +74,39 @@ void gpt_placement_list(FILE *f)
         fprintf(f, "%s%s", i ? "|" : "", placements[i].name);
 }
 
+static const char *const qk_names[] = {"auto", "none", "qk", "qkv"};
+
+int gpt_qk_norm_resolve(int placement, int mode)
+{
+    if (mode != GPT_QK_AUTO)
+        return mode;
+    for (int i = 0; i < N_PLACEMENTS; i++)
+        if ((int)placements[i].placement == placement)
+            return placements[i].qk_norm;
+    return GPT_QK_NONE;
+}
+
+int gpt_qk_norm_from_name(const char *name)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, qk_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *gpt_qk_norm_name(int mode)
+{
+    return mode >= 0 && mode < 4 ? qk_names[mode] : "?";
+}
+
+int gpt_qk_norm_count(int mode)
+{
+    return mode == GPT_QK_QK ? 2 : mode == GPT_QK_QKV ? 3 : 0;
+}
+
 static const char *const tensor_names[P_COUNT] = {
     "wte", "wpe", "qkvw", "qkvb", "attprojw", "attprojb",
-    "fcw", "fcb", "fcprojw", "fcprojb", "norms", "head",
+    "fcw", "fcb", "fcprojw", "fcprojb", "norms", "qknorms", "head",
 };
 
 const char *gpt_tensor_name(int t)
@@ -91,8 +128,10 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b)
     m->cfg = *cfg;
     m->max_b = max_b;
     int V = cfg->vocab, T = cfg->ctx, L = cfg->layers, D = cfg->width, NH = cfg->heads;
-    if (V < 2 || T < 1 || L < 1 || D < 1 || NH < 1 || D % NH != 0 || max_b < 1) {
-        fprintf(stderr, "invalid model config (heads must divide width)\n");
+    m->cfg.qk_norm = gpt_qk_norm_resolve(cfg->placement, cfg->qk_norm);
+    if (V < 2 || T < 1 || L < 1 || D < 1 || NH < 1 || D % NH != 0 || max_b < 1 ||
+        m->cfg.qk_norm < GPT_QK_NONE || m->cfg.qk_norm > GPT_QK_QKV) {
+        fprintf(stderr, "invalid model config (heads must divide width; unknown qk_norm)\n");
         return -1;
     }
     sn_status st = sn_net_init(&m->net, (sn_placement)cfg->placement, 2 * L, D,
@@ -100,6 +139,12 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b)
     int64_t n_norm = 0, acts_per_row = 0, work_per_row = 0;
     if (st == SN_OK)
         st = sn_net_sizes(&m->net, &n_norm, &acts_per_row, &work_per_row);
+    /* the per-head q/k/v norms: the network's norm kind and affine mode, on groups of hs */
+    m->n_qkn = gpt_qk_norm_count(m->cfg.qk_norm);
+    m->qkn = m->net.norm;
+    m->qkn.group = D / NH;
+    if (st == SN_OK)
+        st = sn_norm_query(&m->qkn, D, &m->qkn_params, &m->qkn_stats);
     if (st != SN_OK) {
         fprintf(stderr, "sn_net: %s\n", sn_status_string(st));
         return -1;
@@ -107,7 +152,8 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b)
     size_t sizes[P_COUNT] = {
         (size_t)V * D, (size_t)T * D, (size_t)L * 3 * D * D, (size_t)L * 3 * D,
         (size_t)L * D * D, (size_t)L * D, (size_t)L * 4 * D * D, (size_t)L * 4 * D,
-        (size_t)L * D * 4 * D, (size_t)L * D, (size_t)n_norm, cfg->tied ? 0 : (size_t)V * D,
+        (size_t)L * D * 4 * D, (size_t)L * D, (size_t)n_norm,
+        (size_t)L * m->n_qkn * (size_t)m->qkn_params, cfg->tied ? 0 : (size_t)V * D,
     };
     m->n_params = 0;
     for (int i = 0; i < P_COUNT; i++) {
@@ -135,6 +181,8 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b)
     m->e = alloc_floats(R * D, &failed);
     m->h = alloc_floats(S * R * D, &failed);
     m->qkv = alloc_floats(L * R * 3 * D, &failed);
+    m->qkvr = alloc_floats(m->n_qkn ? L * R * 3 * D : 0, &failed);
+    m->qkstats = alloc_floats(L * m->n_qkn * R * (size_t)m->qkn_stats, &failed);
     m->att = alloc_floats((size_t)L * max_b * NH * T * T, &failed);
     m->atty = alloc_floats(L * R * D, &failed);
     m->fch = alloc_floats(L * R * 4 * D, &failed);
@@ -164,9 +212,10 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b)
 
 void gpt_model_free(gpt_model *m)
 {
-    float *bufs[] = {m->params, m->grads, m->e, m->h, m->qkv, m->att, m->atty, m->fch,
-                     m->fchg, m->z, m->out, m->logits, m->losses, m->acts, m->work, m->dz,
-                     m->dh, m->dqkv, m->datty, m->dfch, m->dfchg, m->dout, m->de, m->dscratch};
+    float *bufs[] = {m->params, m->grads, m->e, m->h, m->qkv, m->qkvr, m->qkstats, m->att,
+                     m->atty, m->fch, m->fchg, m->z, m->out, m->logits, m->losses, m->acts,
+                     m->work, m->dz, m->dh, m->dqkv, m->datty, m->dfch, m->dfchg, m->dout,
+                     m->de, m->dscratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     memset(m, 0, sizeof *m);
@@ -199,6 +248,44 @@ void gpt_model_init(gpt_model *m, uint64_t seed)
                 m->p[t][i] *= gain;
     }
     SN_CHECK(sn_net_init_params(&m->net, m->p[P_NORMS]));
+    for (int k = 0; k < m->cfg.layers * m->n_qkn; k++)
+        SN_CHECK(
+            sn_norm_init_params(&m->qkn, m->cfg.width, m->p[P_QKNORM] + k * m->qkn_params));
+}
+
+/* The per-head q/k/v norms of layer l (only called when they are on): q, k (and v) of the raw
+ * projection qkvr [R x 3D] are normalised into qkv [R x 3D], head by head (group = hs); a v
+ * left unnormalised is copied. Each norm is one sn_norm_forward on a strided view (ld 3D). */
+static void qk_norm_forward(gpt_model *m, int l, int R)
+{
+    int D = m->cfg.width;
+    size_t RD3 = (size_t)R * 3 * D;
+    const float *raw = m->qkvr + l * RD3;
+    float *qkv = m->qkv + l * RD3;
+    for (int j = 0; j < m->n_qkn; j++)
+        SN_CHECK(sn_norm_forward(NULL, &m->qkn, R, D, raw + j * D, 3 * D,
+                                 m->p[P_QKNORM] + (l * m->n_qkn + j) * m->qkn_params,
+                                 qkv + j * D, 3 * D,
+                                 m->qkstats + (size_t)(l * m->n_qkn + j) * R * m->qkn_stats));
+    if (m->n_qkn == 2)
+        for (int r = 0; r < R; r++)
+            memcpy(qkv + (size_t)r * 3 * D + 2 * D, raw + (size_t)r * 3 * D + 2 * D,
+                   (size_t)D * sizeof(float));
+}
+
+/* Their backward, in place on dqkv [R x 3D]: the gradients of the normalised q, k (v) become
+ * those of the raw projection; parameter gradients accumulate into P_QKNORM's. */
+static void qk_norm_backward(gpt_model *m, int l, int R)
+{
+    int D = m->cfg.width;
+    const float *raw = m->qkvr + l * (size_t)R * 3 * D;
+    for (int j = 0; j < m->n_qkn; j++) {
+        size_t k = (size_t)(l * m->n_qkn + j);
+        SN_CHECK(sn_norm_backward(NULL, &m->qkn, R, D, m->dqkv + j * D, 3 * D, raw + j * D,
+                                  3 * D, m->p[P_QKNORM] + k * m->qkn_params,
+                                  m->qkstats + k * R * m->qkn_stats, m->dqkv + j * D, 3 * D,
+                                  m->g[P_QKNORM] + k * m->qkn_params, 0));
+    }
 }
 
 void gpt_zero_grad(gpt_model *m)
@@ -228,8 +315,11 @@ float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b)
 
         /* attention sub-layer 2l */
         SN_CHECK(sn_net_enter(NULL, net, 2 * l, R, norms, m->acts, h_att, D));
-        matmul_forward(qkv, h_att, m->p[P_QKVW] + (size_t)l * 3 * D * D,
-                       m->p[P_QKVB] + (size_t)l * 3 * D, R, D, 3 * D);
+        matmul_forward(m->n_qkn ? m->qkvr + (size_t)l * R * 3 * D : qkv, h_att,
+                       m->p[P_QKVW] + (size_t)l * 3 * D * D, m->p[P_QKVB] + (size_t)l * 3 * D, R,
+                       D, 3 * D);
+        if (m->n_qkn)
+            qk_norm_forward(m, l, R);
         attention_forward(atty, att, qkv, b, T, D, NH);
         matmul_forward(m->z, atty, m->p[P_ATTPW] + (size_t)l * D * D,
                        m->p[P_ATTPB] + (size_t)l * D, R, D, D);
@@ -295,6 +385,8 @@ void gpt_backward(gpt_model *m)
                         m->g[P_ATTPB] + (size_t)l * D, m->dz, atty,
                         m->p[P_ATTPW] + (size_t)l * D * D, R, D, D);
         attention_backward(m->dqkv, m->dscratch, m->datty, qkv, att, b, T, D, NH);
+        if (m->n_qkn)
+            qk_norm_backward(m, l, R);
         matmul_backward(m->dh, m->g[P_QKVW] + (size_t)l * 3 * D * D,
                         m->g[P_QKVB] + (size_t)l * 3 * D, m->dqkv, h_att,
                         m->p[P_QKVW] + (size_t)l * 3 * D * D, R, D, 3 * D);

@@ -12,7 +12,8 @@ tiny="--layers 1 --width 32 --heads 2 --digits 2 --batch 8 --val-size 50 --sampl
 
 "$exe" --help > "$tmp.help" 2>&1
 check "--help exits 0" [ $? -eq 0 ]
-check "--help lists the placements" grep -q "pre|post|siamese" "$tmp.help"
+check "--help lists the placements" \
+    grep -q "pre|post|siamese|.*hybridnorm|hybridnorm-star" "$tmp.help"
 
 "$exe" $tiny --steps 20 --eval-every 10 --json --log "$tmp.csv" --save "$tmp.ckpt" \
     > "$tmp.json" 2> "$tmp.err"
@@ -38,6 +39,18 @@ check "--load past --steps is an error" [ $? -eq 1 ]
 rc=$?
 check "divergence exits with status 3 (got $rc)" [ $rc -eq 3 ]
 check "divergence reported" grep -q '"diverged":true' "$tmp.json"
+
+for n in siamese-hybrid-pre hybridnorm hybridnorm-star; do
+    "$exe" $tiny --norm $n --steps 3 --eval-every 0 > "$tmp.out" 2>&1
+    check "--norm $n runs with q/k/v norms by default" grep -q "norm $n, qkv-norm (" "$tmp.out"
+    check "--norm $n finishes" grep -q "final | norm $n | step 3" "$tmp.out"
+done
+"$exe" $tiny --norm pre --qk-norm qk --steps 3 > "$tmp.out" 2>&1
+check "--qk-norm qk on Pre-Norm" grep -q "norm pre, qk-norm (" "$tmp.out"
+"$exe" $tiny --norm hybridnorm --qk-norm none --steps 3 > "$tmp.out" 2>&1
+check "--qk-norm none on HybridNorm" grep -q "norm hybridnorm (" "$tmp.out"
+"$exe" --qk-norm q > "$tmp.out" 2>&1
+check "unknown --qk-norm is a usage error" [ $? -eq 1 ]
 
 "$exe" --norm sideways > "$tmp.out" 2>&1
 check "unknown placement is a usage error" [ $? -eq 1 ]

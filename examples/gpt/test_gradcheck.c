@@ -1,18 +1,23 @@
 /* Test: the whole model's analytic gradient (gpt_backward, including libsiamesenorm's
- * placement backwards) against central finite differences of the loss, in every placement
- * --norm knows (and SiameseNorm with RMSNorm).
+ * placement backwards and the per-head q/k/v norms' grouped-norm backwards) against central
+ * finite differences of the loss, in every placement --norm knows with its default q/k/v
+ * norms (on for hybridnorm, hybridnorm-star, siamese-hybrid-pre), and in a few combinations
+ * switched by hand (Pre-Norm + qk, SiameseNorm + qkv, RMSNorm).
  *
  * The model is fp32, so single-element finite differences are noisy: the loss (~3.5) carries
  * rounding noise of order 1e-6, which divided by 2*eps = 2e-2 is ~5e-5, the size of many
  * single-parameter gradients. Two checks keep the test both sensitive and robust:
- *  1. direction check, per tensor and per norm of the network: perturb the whole tensor along
- *     a random +-1 direction v; (L(p + eps v) - L(p - eps v)) / 2 eps must match g.v. The
- *     signal g.v sums over all the tensor's entries, far above the noise. eps = 3e-3 per entry
- *     for whole tensors, 1e-2 for one norm's 16-32 parameters (smaller g.v, so a larger step
- *     to stay above the noise; at 3e-2 the truncation error starts to show). Observed errors
- *     are <= 5e-3, so a 2% relative tolerance (plus a 1e-4 absolute floor for the rare tensor
- *     whose g.v is tiny) has a wide margin for float noise, yet catches real mistakes: scaling
- *     the embedding gradient by 1.03 fails it, and a wrong c_i or a missing term is >= 10%.
+ *  1. direction check, per tensor, per norm of the network and per q/k/v norm: perturb the
+ *     whole tensor along a random +-1 direction v; the finite difference of L along v must
+ *     match g.v. The signal g.v sums over all the tensor's entries, far above the noise.
+ *     Central differences at eps and eps/2 are combined by Richardson extrapolation (see
+ *     richardson()), which cancels the eps^2 truncation term: eps = 6e-3 per entry for whole
+ *     tensors, 2e-2 for one norm's 8-32 parameters (smaller g.v, so a larger step to stay
+ *     above the noise). Observed tensor errors are <= 7e-3, so a 2% relative tolerance (plus a
+ *     1e-4 absolute floor for the rare norm whose g.v is tiny) has a margin for float noise,
+ *     yet catches real mistakes: scaling the embedding gradient by 1.03 fails it, a wrong c_i
+ *     or a missing term is >= 10%, and a q/k/v norm backward skipped, or its parameter
+ *     gradient dropped, or given another norm's statistics, fails by 30% or more.
  *  2. element check: the 3 entries with the largest |g| in each tensor plus 2 random ones,
  *     with tolerance 5% relative + 2e-4 absolute (the noise bound above, with margin).
  * Weights are drawn larger than at init and the norms' gammas/betas randomised, so every
@@ -33,6 +38,30 @@ static double loss_at(void)
     return (double)gpt_forward(&m, tokens, targets, B);
 }
 
+/* (L(p + eps v) - L(p - eps v)) / 2 eps, p restored to saved afterwards. */
+static double central_diff(float *p, const float *saved, const float *v, size_t n, float eps)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = saved[i] + eps * v[i];
+    double lp = loss_at();
+    for (size_t i = 0; i < n; i++)
+        p[i] = saved[i] - eps * v[i];
+    double lm = loss_at();
+    for (size_t i = 0; i < n; i++)
+        p[i] = saved[i];
+    return (lp - lm) / (2.0 * eps);
+}
+
+/* Richardson extrapolation of central differences at eps and eps/2: cancels their eps^2 term
+ * (the loss's third derivative along v), leaving O(eps^4). Needed because the per-head q/k/v
+ * norms make the loss strongly curved in qkvw: a LayerNorm over hs = 8 columns of a small raw
+ * q divides by that small std, so at eps = 3e-3 the plain central difference of qkvw was 9%
+ * off in HybridNorm* (and 0.9% at 1e-3, 93% at 1e-2: the eps^2 law of truncation). */
+static double richardson(double fd_eps, double fd_half)
+{
+    return (4.0 * fd_half - fd_eps) / 3.0;
+}
+
 /* FD along v (n floats at p) vs analytic g.v. Returns the relative error. */
 static double direction_check(float *p, const float *g, size_t n, uint64_t *rng, float eps,
                               double *an_out, double *fd_out)
@@ -44,15 +73,8 @@ static double direction_check(float *p, const float *g, size_t n, uint64_t *rng,
         an += (double)g[i] * v[i];
         saved[i] = p[i];
     }
-    for (size_t i = 0; i < n; i++)
-        p[i] = saved[i] + eps * v[i];
-    double lp = loss_at();
-    for (size_t i = 0; i < n; i++)
-        p[i] = saved[i] - eps * v[i];
-    double lm = loss_at();
-    for (size_t i = 0; i < n; i++)
-        p[i] = saved[i];
-    double fd = (lp - lm) / (2.0 * eps);
+    double fd = richardson(central_diff(p, saved, v, n, eps),
+                           central_diff(p, saved, v, n, 0.5f * eps));
     free(v);
     free(saved);
     *an_out = an;
@@ -84,16 +106,12 @@ static int element_check(float *p, const float *g, size_t n, uint64_t *rng, cons
     pick[3] = rng_next(rng) % n;
     pick[4] = rng_next(rng) % n;
     int bad = 0;
-    const float eps = 1e-2f;
+    const float eps = 2e-2f;
     for (int k = 0; k < 5; k++) {
         size_t i = pick[k];
-        float saved = p[i];
-        p[i] = saved + eps;
-        double lp = loss_at();
-        p[i] = saved - eps;
-        double lm = loss_at();
-        p[i] = saved;
-        double fd = (lp - lm) / (2.0 * eps);
+        float saved = p[i], one = 1.0f;
+        double fd = richardson(central_diff(p + i, &saved, &one, 1, eps),
+                               central_diff(p + i, &saved, &one, 1, 0.5f * eps));
         double err = fabs(fd - g[i]);
         if (err > 2e-4 + 5e-2 * fmax(fabs(fd), fabs(g[i]))) {
             printf("    %s[%zu]: analytic %.6g finite-diff %.6g: FAIL\n", name, i, (double)g[i],
@@ -104,10 +122,24 @@ static int element_check(float *p, const float *g, size_t n, uint64_t *rng, cons
     return bad;
 }
 
-static int check_placement(int placement, int norm_kind)
+/* One norm's parameters (np floats at p, gradient gn) along a random direction. */
+static int norm_check(float *p, const float *gn, int64_t np, uint64_t *rng, const char *what,
+                      int j, int stage, double *worst)
+{
+    double an, fd;
+    double err = direction_check(p, gn, (size_t)np, rng, 2e-2f, &an, &fd);
+    *worst = fmax(*worst, err);
+    int fail = direction_bad(an, fd);
+    if (getenv("GRADCHECK_VERBOSE") || fail)
+        printf("  %s %d of %s %d: g.v %+.6e fd %+.6e rel err %.1e%s\n", what, j,
+               what[0] == 'n' ? "stage" : "layer", stage, an, fd, err, fail ? "  FAIL" : "");
+    return fail;
+}
+
+static int check_placement(int placement, int norm_kind, int qk)
 {
     /* 4 layers, so that Mix-LN has one Post-Norm layer (floor(0.25 * 4)) */
-    gpt_config cfg = {32, 6, 4, 2, 16, 0, placement, norm_kind};
+    gpt_config cfg = {32, 6, 4, 2, 16, 0, placement, norm_kind, qk};
     if (gpt_model_create(&m, &cfg, B) != 0)
         return 1;
     uint64_t rng = 1234;
@@ -115,7 +147,7 @@ static int check_placement(int placement, int norm_kind)
     for (int t = 0; t < P_COUNT; t++)
         for (size_t i = 0; i < m.size[t]; i++) {
             float r = rng_normal(&rng);
-            if (t == P_NORMS)
+            if (t == P_NORMS || t == P_QKNORM)
                 m.p[t][i] += 0.3f * r; /* gamma 1 +- 0.3, beta +- 0.3 */
             else
                 m.p[t][i] = 0.15f * r;
@@ -133,14 +165,15 @@ static int check_placement(int placement, int norm_kind)
         g[i] = m.grads[i];
     int bad = 0;
     double worst = 0.0;
-    printf("%s/%s: loss %.4f\n", gpt_placement_name(placement),
-           norm_kind == SN_NORM_RMSNORM ? "rmsnorm" : "layernorm", l0);
+    printf("%s/%s/qk-norm %s: loss %.4f\n", gpt_placement_name(placement),
+           norm_kind == SN_NORM_RMSNORM ? "rmsnorm" : "layernorm",
+           gpt_qk_norm_name(m.cfg.qk_norm), l0);
     for (int t = 0; t < P_COUNT; t++) {
         if (m.size[t] == 0)
             continue;
         size_t off = (size_t)(m.p[t] - m.params);
         double an, fd;
-        double err = direction_check(m.p[t], g + off, m.size[t], &rng, 3e-3f, &an, &fd);
+        double err = direction_check(m.p[t], g + off, m.size[t], &rng, 6e-3f, &an, &fd);
         int eb = element_check(m.p[t], g + off, m.size[t], &rng, gpt_tensor_name(t));
         int fail = direction_bad(an, fd) || eb;
         worst = fmax(worst, err);
@@ -151,7 +184,7 @@ static int check_placement(int placement, int norm_kind)
     /* each norm of the network on its own (sn_net_norm_at), so a wrong gradient of one norm
      * cannot hide in the sum over all of them */
     int n_norms = 0;
-    for (int stage = 0; stage <= 2 * cfg.layers; stage++)
+    for (int stage = -1; stage <= 2 * cfg.layers; stage++) /* -1: the split */
         for (int j = 0;; j++) {
             sn_norm nd;
             int64_t offset, np;
@@ -159,21 +192,24 @@ static int check_placement(int placement, int norm_kind)
                 break;
             if (sn_norm_query(&nd, cfg.width, &np, NULL) != SN_OK || np == 0)
                 continue;
-            double an, fd;
-            float *p = m.p[P_NORMS] + offset;
-            const float *gn = g + (size_t)(m.p[P_NORMS] - m.params) + offset;
-            double err = direction_check(p, gn, (size_t)np, &rng, 1e-2f, &an, &fd);
-            worst = fmax(worst, err);
             n_norms++;
-            int fail = direction_bad(an, fd);
-            if (getenv("GRADCHECK_VERBOSE") || fail)
-                printf("  norm %d of stage %d: g.v %+.6e fd %+.6e rel err %.1e%s\n", j, stage,
-                       an, fd, err, fail ? "  FAIL" : "");
-            bad |= fail;
+            bad |= norm_check(m.p[P_NORMS] + offset,
+                              g + (size_t)(m.p[P_NORMS] - m.params) + offset, np, &rng, "norm",
+                              j, stage, &worst);
         }
-    printf("  %d norms checked one by one; worst direction rel err %.1e: %s\n", n_norms, worst,
-           bad ? "FAIL" : "ok");
-    if (n_norms == 0)
+    /* and each per-head q/k/v norm (layer l, j = 0 q, 1 k, 2 v) */
+    int n_qkn = 0;
+    for (int l = 0; l < cfg.layers; l++)
+        for (int j = 0; j < m.n_qkn; j++) {
+            size_t off = (size_t)(l * m.n_qkn + j) * (size_t)m.qkn_params;
+            n_qkn++;
+            bad |= norm_check(m.p[P_QKNORM] + off,
+                              g + (size_t)(m.p[P_QKNORM] - m.params) + off, m.qkn_params, &rng,
+                              "qkv-norm", j, l, &worst);
+        }
+    printf("  %d norms and %d q/k/v norms checked one by one; worst direction rel err %.1e: %s\n",
+           n_norms, n_qkn, worst, bad ? "FAIL" : "ok");
+    if (n_norms == 0 || n_qkn != cfg.layers * gpt_qk_norm_count(m.cfg.qk_norm))
         bad = 1;
     free(g);
     gpt_model_free(&m);
@@ -184,7 +220,10 @@ int main(void)
 {
     int bad = 0;
     for (int i = 0; i < gpt_placement_count(); i++)
-        bad |= check_placement(gpt_placement_at(i), SN_NORM_LAYERNORM);
-    bad |= check_placement(SN_PLACEMENT_SIAMESE, SN_NORM_RMSNORM);
+        bad |= check_placement(gpt_placement_at(i), SN_NORM_LAYERNORM, GPT_QK_AUTO);
+    bad |= check_placement(SN_PLACEMENT_SIAMESE, SN_NORM_RMSNORM, GPT_QK_AUTO);
+    bad |= check_placement(SN_PLACEMENT_PRE_NORM, SN_NORM_LAYERNORM, GPT_QK_QK);
+    bad |= check_placement(SN_PLACEMENT_SIAMESE, SN_NORM_RMSNORM, GPT_QK_QKV);
+    bad |= check_placement(SN_PLACEMENT_HYBRIDNORM, SN_NORM_RMSNORM, GPT_QK_AUTO);
     return bad;
 }

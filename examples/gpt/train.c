@@ -102,7 +102,9 @@ typedef struct ckpt_header {
     char magic[8];
     int32_t cfg[8];
     int64_t n_params;
-    int32_t step, reserved;
+    int32_t step;
+    int32_t qk_norm; /* gpt_qk_norm, resolved; 0 (auto) in checkpoints from before it existed,
+                        which all had the default for their placement */
     uint64_t rng;
 } ckpt_header;
 
@@ -120,6 +122,7 @@ int checkpoint_save(const trainer *t, const char *path)
     cfg_to_ints(&t->model.cfg, h.cfg);
     h.n_params = (int64_t)t->model.n_params;
     h.step = t->step;
+    h.qk_norm = t->model.cfg.qk_norm;
     h.rng = t->rng;
     FILE *f = fopen(path, "wb");
     if (!f) {
@@ -158,6 +161,7 @@ int checkpoint_peek(const char *path, gpt_config *cfg)
         cfg->vocab = h.cfg[0], cfg->ctx = h.cfg[1], cfg->layers = h.cfg[2];
         cfg->heads = h.cfg[3], cfg->width = h.cfg[4], cfg->tied = h.cfg[5];
         cfg->placement = h.cfg[6], cfg->norm_kind = h.cfg[7];
+        cfg->qk_norm = gpt_qk_norm_resolve(h.cfg[6], h.qk_norm);
     }
     return rc;
 }
@@ -174,7 +178,8 @@ int checkpoint_load(trainer *t, const char *path)
     cfg_to_ints(&t->model.cfg, mine);
     size_t n = t->model.n_params;
     int rc = read_header(f, path, &h);
-    if (rc == 0 && (memcmp(mine, h.cfg, sizeof mine) != 0 || h.n_params != (int64_t)n)) {
+    if (rc == 0 && (memcmp(mine, h.cfg, sizeof mine) != 0 || h.n_params != (int64_t)n ||
+                    gpt_qk_norm_resolve(h.cfg[6], h.qk_norm) != t->model.cfg.qk_norm)) {
         fprintf(stderr, "%s: checkpoint was written for a different model\n", path);
         rc = -1;
     }
