@@ -4,13 +4,18 @@
  * built with -Ofast -march=native (always) and oneDNN's layer normalization (when found).
  *
  *   sn-bench [--json] [--reps N] [--quick] [--sizes RxD,RxD] [--threads 1,2] [--isa NAME]
- *            [--ops SUBSTRING]
+ *            [--ops SUBSTRING] [--no-scratch] [--sample-ms MS]
  *
- * Every figure is the median of --reps samples (default 11); "noise" is the spread of the
- * middle half of the samples, (q3 - q1) / median. "GB/s" counts the minimum bytes an operation
- * must move (each R x D operand read or written once; parameters and statistics ignored);
- * "%roof" is that rate over the better of the copy and triad bandwidths. Peer columns are
- * peer time / library time (> 1: the library is faster). */
+ * Every figure is the median of --reps samples (default 11) of at least --sample-ms each
+ * (default 0.5); "noise" is the spread of the middle half of the samples, (q3 - q1) / median;
+ * best-ms the fastest sample. The library's and its peers' samples are taken in turn
+ * (interleaved, the order alternating), so their ratios hold up on a loaded machine. "GB/s"
+ * counts the minimum bytes an operation must move (each R x D operand read or written once;
+ * parameters and statistics ignored); "%roof" is that rate over the better of the copy and
+ * triad bandwidths. Peer columns are peer time / library time (> 1: the library is faster).
+ * x1thr(best) is the one-thread time over this one: ratio of medians / ratio of best samples.
+ * The context gets caller scratch sized by sn_scratch_bytes (as a trainer would set it up)
+ * unless --no-scratch. */
 #define _POSIX_C_SOURCE 200809L
 #include "siamesenorm.h"
 
@@ -42,14 +47,17 @@ typedef struct timing {
 } timing;
 
 static int g_reps = 11;
+/* Samples last at least this long (--sample-ms). Short samples are less often cut by the
+ * scheduler on a shared machine, so their median is closer to the undisturbed time. */
+static double g_sample_ms = 0.5;
 
-/* median time of one call of fn(arg), over g_reps samples of k calls (k: >= ~2 ms a sample) */
+/* median time of one call of fn(arg), over g_reps samples of k calls (k: >= ~g_sample_ms) */
 static timing measure(void (*fn)(void *), void *arg) {
     fn(arg); /* warm up */
     double t0 = now_ms();
     fn(arg);
     double one = now_ms() - t0;
-    int k = one > 2.0 ? 1 : (int)(2.0 / (one > 1e-4 ? one : 1e-4)) + 1;
+    int k = one > g_sample_ms ? 1 : (int)(g_sample_ms / (one > 1e-4 ? one : 1e-4)) + 1;
     if (k > 100000) k = 100000;
     double s[101];
     int n = g_reps > 101 ? 101 : g_reps;
@@ -61,6 +69,36 @@ static timing measure(void (*fn)(void *), void *arg) {
     qsort(s, (size_t)n, sizeof s[0], cmp_d);
     timing t = {s[n / 2], n >= 4 ? (s[(3 * n) / 4] - s[n / 4]) / s[n / 2] : 0.0, s[0]};
     return t;
+}
+
+/* Times up to 3 functions with their samples interleaved (a sample of each in turn), so that
+ * a machine whose load changes during the run slows them alike: their ratio is then far more
+ * stable than that of separate runs. Each sample is k calls (k per function, >= ~g_sample_ms). */
+static void measure_n(void (*const fn[])(void *), int nf, void *arg, timing *out) {
+    int k[3];
+    for (int f = 0; f < nf; f++) {
+        fn[f](arg); /* warm up */
+        double t0 = now_ms();
+        fn[f](arg);
+        double one = now_ms() - t0;
+        k[f] = one > g_sample_ms ? 1 : (int)(g_sample_ms / (one > 1e-4 ? one : 1e-4)) + 1;
+        if (k[f] > 100000) k[f] = 100000;
+    }
+    static double s[3][101];
+    int n = g_reps > 101 ? 101 : g_reps;
+    for (int i = 0; i < n; i++)
+        for (int q = 0; q < nf; q++) {
+            const int f = i & 1 ? nf - 1 - q : q; /* the order alternates: none always first */
+            double t0 = now_ms();
+            for (int j = 0; j < k[f]; j++) fn[f](arg);
+            s[f][i] = (now_ms() - t0) / k[f];
+        }
+    for (int f = 0; f < nf; f++) {
+        qsort(s[f], (size_t)n, sizeof s[f][0], cmp_d);
+        timing t = {s[f][n / 2], n >= 4 ? (s[f][(3 * n) / 4] - s[f][n / 4]) / s[f][n / 2] : 0.0,
+                    s[f][0]};
+        out[f] = t;
+    }
 }
 
 static float *fbuf(int64_t n, float lo, float hi, unsigned *seed) {
@@ -311,11 +349,13 @@ static void s_triad(void *p) {
 }
 
 int main(int argc, char **argv) {
-    int json = 0, quick = 0;
+    int json = 0, quick = 0, use_scratch = 1;
     const char *sizes = "512x768,4096x768", *threads = "1,2", *isa = NULL, *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--no-scratch")) use_scratch = 0;
+        else if (!strcmp(argv[i], "--sample-ms") && i + 1 < argc) g_sample_ms = atof(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes = argv[++i];
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = argv[++i];
@@ -323,7 +363,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--ops") && i + 1 < argc) only = argv[++i];
         else {
             fprintf(stderr, "usage: sn-bench [--json] [--reps N] [--quick] [--sizes RxD,...] "
-                            "[--threads 1,2] [--isa auto|scalar|avx2|avx512] [--ops SUBSTR]\n");
+                            "[--threads 1,2] [--isa auto|scalar|avx2|avx512] [--ops SUBSTR] "
+                            "[--no-scratch] [--sample-ms MS]\n");
             return 2;
         }
     }
@@ -368,9 +409,9 @@ int main(int argc, char **argv) {
         free(s.c);
     }
     if (!json)
-        printf("# %-18s %5s %5s %3s %-6s %9s %9s %7s %6s %6s %9s %9s %7s\n", "op", "R", "D",
+        printf("# %-18s %5s %5s %3s %-6s %9s %9s %7s %6s %6s %9s %9s %11s\n", "op", "R", "D",
                "thr", "isa", "ms", "best-ms", "GB/s", "%roof", "noise", "vs-scalar", "vs-oneDNN",
-               "x1thr");
+               "x1thr(best)");
     int first = 1;
     for (const char *sz = sizes; sz && *sz;) {
         long long R, D;
@@ -384,44 +425,64 @@ int main(int argc, char **argv) {
         bench_init(&b, R, D);
         if (want != SN_ISA_AUTO) must(sn_ctx_set_isa(b.ctx, want), "sn_ctx_set_isa");
         const size_t nops = sizeof OPS / sizeof OPS[0];
-        double t1[sizeof OPS / sizeof OPS[0]] = {0};
+        void *scratch = NULL;
+        timing t1[sizeof OPS / sizeof OPS[0]];
+        memset(t1, 0, sizeof t1);
         for (const char *th = threads; th && *th;) {
             int T = atoi(th);
             th = strchr(th, ',');
             if (th) th++;
             if (T < 1) continue;
             must(sn_ctx_set_threads(b.ctx, T), "sn_ctx_set_threads");
+            /* scratch sized by the query, as a trainer would (--no-scratch: the stack only) */
+            free(scratch);
+            scratch = NULL;
+            if (use_scratch) {
+                const size_t sb = sn_scratch_bytes(b.ctx, D);
+                scratch = malloc(sb);
+                if (!scratch) must(SN_ERR_NOMEM, "scratch");
+                must(sn_ctx_set_scratch(b.ctx, scratch, sb), "sn_ctx_set_scratch");
+            }
             for (size_t o = 0; o < nops; o++) {
                 const opdef *op = &OPS[o];
                 if (only && !strstr(op->name, only)) continue;
-                timing t = measure(op->fn, &b);
-                const double bytes = (double)op->tensors * (double)b.n * 4.0;
-                const double gbs = bytes / t.ms * 1e-6;
-                double base = 0.0, dn = 0.0;
-                if (op->base && T == 1) base = measure(op->base, &b).ms;
+                /* the library and its peers (one thread), samples interleaved. Threaded runs
+                 * are not interleaved with one-thread ones: the workers would fall asleep in
+                 * between and every sample would time their wake-up. */
+                void (*fns[3])(void *) = {op->fn, NULL, NULL};
+                int nf = 1, ib = -1, id = -1;
+                if (op->base && T == 1) ib = nf, fns[nf++] = op->base;
 #ifdef SN_BENCH_DNNL
                 if (op->dnnl && b.dnnl && T == 1)
-                    dn = measure(op->dnnl == 1 ? dnnl_ln_f : op->dnnl == 2 ? dnnl_ln_b : dnnl_ln_fb,
-                                 &b).ms;
+                    id = nf, fns[nf++] = op->dnnl == 1 ? dnnl_ln_f : op->dnnl == 2 ? dnnl_ln_b
+                                                                                 : dnnl_ln_fb;
 #endif
-                if (T == 1) t1[o] = t.ms;
-                const double sp = T > 1 && t1[o] > 0 ? t1[o] / t.ms : 0.0;
+                timing tm[3];
+                measure_n(fns, nf, &b, tm);
+                const timing t = tm[0];
+                const double bytes = (double)op->tensors * (double)b.n * 4.0;
+                const double gbs = bytes / t.ms * 1e-6;
+                const double base = ib > 0 ? tm[ib].ms : 0.0, dn = id > 0 ? tm[id].ms : 0.0;
+                if (T == 1) t1[o] = t;
+                const double sp = T > 1 && t1[o].ms > 0 ? t1[o].ms / t.ms : 0.0;
+                const double spb = T > 1 && t1[o].best > 0 ? t1[o].best / t.best : 0.0;
                 const char *in = sn_isa_name(sn_ctx_isa(b.ctx));
                 if (json) {
                     printf("%s  {\"op\": \"%s\", \"R\": %lld, \"D\": %lld, \"threads\": %d, "
                            "\"isa\": \"%s\", \"ms\": %.5f, \"noise\": %.4f, \"gbs\": %.3f, "
                            "\"roofline\": %.4f, \"scalar_ms\": %.5f, \"onednn_ms\": %.5f, "
-                           "\"speedup_vs_1thread\": %.3f, \"best_ms\": %.5f}",
+                           "\"speedup_vs_1thread\": %.3f, \"speedup_vs_1thread_best\": %.3f, "
+                           "\"best_ms\": %.5f}",
                            first ? "" : ",\n", op->name, R, D, T, in, t.ms, t.noise, gbs, gbs / bw,
-                           base, dn, sp, t.best);
+                           base, dn, sp, spb, t.best);
                     first = 0;
                 } else {
-                    char vb[16] = "-", vd[16] = "-", vs[16] = "-";
+                    char vb[16] = "-", vd[16] = "-", vs[32] = "-";
                     if (base > 0) snprintf(vb, sizeof vb, "%.2fx", base / t.ms);
                     if (dn > 0) snprintf(vd, sizeof vd, "%.2fx", dn / t.ms);
-                    if (sp > 0) snprintf(vs, sizeof vs, "%.2fx", sp);
+                    if (sp > 0) snprintf(vs, sizeof vs, "%.2fx/%.2fx", sp, spb);
                     printf("  %-18s %5lld %5lld %3d %-6s %9.4f %9.4f %7.1f %5.0f%% %5.1f%% %9s "
-                           "%9s %7s\n",
+                           "%9s %11s\n",
                            op->name, R, D, T, in, t.ms, t.best, gbs, 100 * gbs / bw,
                            100 * t.noise, vb, vd, vs);
                 }
@@ -429,6 +490,8 @@ int main(int argc, char **argv) {
             }
         }
         bench_free(&b);
+        free(scratch);
+        scratch = NULL;
     }
     if (json) printf("\n]}\n");
     return 0;

@@ -28,7 +28,9 @@
  *           No forward or backward call allocates. Parameters, saved activations and
  *           gradients live in caller-owned buffers whose sizes the *_query / sn_net_sizes
  *           functions report.
- * Threads   There is no global mutable state. Every function is reentrant and thread-safe
+ * Threads   There is no global mutable state (the one process-wide datum is a write-once cache
+ *           of the CPU's features, which every thread fills with the same bits). Every
+ *           function is reentrant and thread-safe
  *           for calls whose written buffers are disjoint. A NULL sn_ctx is always valid and
  *           means "defaults"; a non-NULL sn_ctx may be used by one call at a time.
  * Numerics  Row statistics are computed in fp32 with a two-pass method (mean, then the sum of
@@ -121,17 +123,23 @@ SN_API const char *sn_status_string(sn_status status);
  * for this CPU). A context is the only object the library allocates. One context serves one
  * call at a time (it may be reused by any thread, one call after another).
  *
- * Determinism: the kernel path and the number of threads never change a result bit for bit
- * within a path: every row's arithmetic is the same whatever the thread count, and parameter
- * gradients are summed over the rows in row order (the threads split them by columns), so a
- * NULL context, a context with 1 thread and one with N threads (built-in pool or caller hook)
- * give bitwise-identical outputs on the same path. Different paths (scalar, AVX2, AVX-512)
- * round differently (the SIMD paths use fused multiply-add and other summation orders): each
- * output agrees with the scalar path within 5e-5 of the largest magnitude in that output
- * (about 1e-5 observed, tests/test_paths.c; see docs/performance.md). Within one path, the
- * recomputations of a backward pass use the same arithmetic as its forward pass. No call needs
- * scratch memory: per-row temporaries live in bounded stack buffers (at most about 17 KiB per
- * call). All paths keep IEEE semantics (no fast-math). */
+ * Determinism: the number of threads never changes a result bit for bit within a path: every
+ * row's arithmetic is the same whatever the thread count, and parameter gradients are always
+ * summed the same way: the rows are cut into fixed chunks whose size depends on D only (16384 / D
+ * rows, rounded down, between 1 and 256), each chunk's sum is a left fold over its rows starting
+ * from zero, and the chunk sums are added onto the gradient in chunk order,
+ *     dgamma = ((dgamma + P_0) + P_1) + ...,   P_k = ((0 + t_{kC}) + t_{kC+1}) + ...
+ * So a NULL context, a context with 1 thread and one with N threads (built-in pool or caller
+ * hook), with or without scratch, give bitwise-identical outputs on the same path. (This
+ * rounds slightly differently from one fold over all rows; the difference is within the
+ * path tolerance below.) Different paths (scalar, AVX2, AVX-512) round differently (the SIMD
+ * paths use fused multiply-add and other summation orders): each output agrees with the
+ * scalar path within 5e-5 of the largest magnitude in that output (about 1e-5 observed,
+ * tests/test_paths.c; see docs/performance.md). Within one path, the recomputations of a
+ * backward pass use the same arithmetic as its forward pass. No call needs scratch memory:
+ * temporaries live in bounded stack buffers (at most about 90 KiB per call: the chunk sums and
+ * a row's temporaries); scratch given with sn_ctx_set_scratch only lets threads work on more
+ * chunks at once. All paths keep IEEE semantics (no fast-math). */
 typedef struct sn_ctx sn_ctx;
 
 /* Allocates a context with default settings: kernel path SN_ISA_AUTO, 1 thread. Two
@@ -155,7 +163,9 @@ typedef enum sn_isa {
 } sn_isa;
 
 /* 1 if calls can run on path isa in this build on this CPU (SN_ISA_AUTO and SN_ISA_SCALAR:
- * always), else 0. Detected with CPUID (and the OS's saved-register support) at each call. */
+ * always), else 0. Detected with CPUID (and the OS's saved-register support) on the first
+ * query of the process and remembered (CPUID traps to the hypervisor in a virtual machine,
+ * tens of microseconds, which calls with a NULL ctx would otherwise pay each time). */
 SN_API int sn_isa_available(sn_isa isa);
 
 /* A static lower-case name of a path ("auto", "scalar", "avx2", "avx512"; "unknown"). */
@@ -169,8 +179,8 @@ SN_API sn_status sn_ctx_set_isa(sn_ctx *ctx, sn_isa isa);
 /* The path calls made with ctx run on, resolved (never SN_ISA_AUTO); NULL ctx: the best. */
 SN_API sn_isa sn_ctx_isa(const sn_ctx *ctx);
 
-/* Threads with the built-in pool: calls made with ctx split their rows (and the parameter
- * gradient reductions, by columns) over n threads, the calling thread and n - 1 workers the
+/* Threads with the built-in pool: calls made with ctx split their rows (backward passes: their
+ * chunks of rows, see "Determinism") over n threads, the calling thread and n - 1 workers the
  * context starts now and keeps, sleeping between calls, until sn_ctx_destroy or the next
  * sn_ctx_set_threads / sn_ctx_set_parallel_for. n = 1 is single-threaded (the default);
  * n = 0 means the number of online CPUs. Calls on fewer than 16384 elements stay on the
@@ -201,6 +211,31 @@ SN_API sn_status sn_ctx_set_parallel_for(sn_ctx *ctx, sn_parallel_for_fn fn, voi
 
 /* The number of threads (or hook pieces) calls made with ctx use; 1 for NULL ctx. */
 SN_API int sn_ctx_threads(const sn_ctx *ctx);
+
+/* Scratch memory for the parameter gradients of backward passes (sn_norm_backward,
+ * sn_fuse_backward, sn_merge_backward and the placement layer's backward calls). With several
+ * threads, such a call computes the sums of its row chunks (see "Determinism") into slots of
+ * one parameter block each, as many at once as the slots fit, then adds them in chunk order.
+ * Without scratch the slots live in a 64 KiB stack buffer: enough for a LayerNorm backward at
+ * D = 768 to use 2 threads fully, but a fuse backward (six parameter vectors) at that width
+ * fits only 3 slots, and rows wider than about 2700 (fuse) or 8000 (norm) columns fit none,
+ * and then run on the calling thread. Scratch never changes a result, only the speed.
+ *
+ * sn_scratch_bytes(ctx, D) is the number of bytes with which every backward call of ctx on rows
+ * of D columns runs on all of ctx's threads at full width: 8 slots per thread (1 for a
+ * single-threaded ctx) of 6 * D floats each, plus 64 bytes of alignment slack, for any R.
+ * It depends on sn_ctx_threads(ctx) (NULL ctx: 1 thread); 0 when D < 1.
+ *
+ * sn_ctx_set_scratch(ctx, buf, bytes) makes calls with ctx use buf (any alignment; the library
+ * aligns it to 64 bytes inside) as scratch; buf NULL or bytes 0 removes it. The context keeps
+ * the pointer, does not free it, and reads and writes it during calls made with ctx: the
+ * caller keeps it alive, does not touch it during those calls, and does not pass it (or let
+ * it overlap) any buffer of those calls; nothing is checked. Any size works: a smaller buffer
+ * only means fewer slots at once. The setting survives sn_ctx_set_threads and
+ * sn_ctx_set_parallel_for (query the size again after changing the threads).
+ * Errors: SN_ERR_NULL (ctx NULL, or buf NULL with bytes > 0). */
+SN_API size_t sn_scratch_bytes(const sn_ctx *ctx, int64_t D);
+SN_API sn_status sn_ctx_set_scratch(sn_ctx *ctx, void *buf, size_t bytes);
 
 /* ---- norms -------------------------------------------------------------------------------- */
 

@@ -1,5 +1,6 @@
 /* Runtime CPU detection (see cpu.h) with CPUID and XGETBV: a path needs both the instructions
- * (CPUID feature bits) and the OS saving the wider registers on context switches (XCR0). */
+ * (CPUID feature bits) and the OS saving the wider registers on context switches (XCR0).
+ * Detected on first use, then cached (see features()). */
 #include "cpu.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -15,7 +16,7 @@ static uint64_t xcr0(void) {
 }
 
 /* bit 0: AVX2 + FMA usable; bit 1: AVX-512F usable */
-static unsigned features(void) {
+static unsigned detect(void) {
     unsigned a, b, c, d, out = 0;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
     const int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
@@ -29,6 +30,25 @@ static unsigned features(void) {
     if (avx512f && (out & 1u) && (x & 0xe6) == 0xe6) out |= 2u; /* + opmask, ZMM state */
     return out;
 }
+
+/* The detection runs once per process: CPUID traps to the hypervisor in a virtual machine
+ * (about 10-30 us a call measured in a KVM guest), which calls with a NULL context would
+ * otherwise pay every time. The cache only ever holds the one value the hardware gives (any
+ * thread racing to fill it writes the same bits), so it is a constant, not state. */
+#ifndef __STDC_NO_ATOMICS__
+#include <stdatomic.h>
+static atomic_uint cached; /* 0: not yet; else 0x100 | detect() */
+static unsigned features(void) {
+    unsigned f = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (!f) {
+        f = 0x100u | detect();
+        atomic_store_explicit(&cached, f, memory_order_relaxed);
+    }
+    return f & 0xffu;
+}
+#else
+static unsigned features(void) { return detect(); }
+#endif
 #endif
 
 int sn_cpu_has(sn_isa isa) {

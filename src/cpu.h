@@ -1,5 +1,6 @@
-/* Runtime CPU detection: which kernel paths this build and this CPU can run. Nothing is cached:
- * every query executes CPUID (a few hundred cycles), so there is no global state to initialise. */
+/* Runtime CPU detection: which kernel paths this build and this CPU can run. CPUID runs on the
+ * first query of the process (it costs tens of microseconds in a virtual machine); the answer,
+ * a property of the hardware, is then kept in one atomic word (no initialisation needed). */
 #ifndef SN_CPU_H
 #define SN_CPU_H
 

@@ -3,6 +3,7 @@
 #if (defined(__unix__) || defined(__APPLE__)) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__unix__) || defined(__APPLE__)
@@ -12,6 +13,7 @@
 
 #include "cpu.h"
 #include "ctx.h"
+#include "drive.h"
 #include "parallel.h"
 
 struct sn_ctx {
@@ -20,6 +22,8 @@ struct sn_ctx {
     sn_pool *pool;          /* built-in workers (width > 1, no hook) */
     sn_parallel_for_fn fn;  /* caller's hook, or NULL */
     void *user;
+    void *scratch;          /* caller's scratch (sn_ctx_set_scratch), or NULL */
+    size_t scratch_bytes;
 };
 
 static sn_isa isa_from_env(void) {
@@ -117,6 +121,26 @@ sn_status sn_ctx_set_parallel_for(sn_ctx *ctx, sn_parallel_for_fn fn, void *user
 }
 
 int sn_ctx_threads(const sn_ctx *ctx) { return ctx ? ctx->width : 1; }
+
+sn_status sn_ctx_set_scratch(sn_ctx *ctx, void *buf, size_t bytes) {
+    if (!ctx) return SN_ERR_NULL;
+    if (!buf && bytes) return SN_ERR_NULL;
+    ctx->scratch = bytes ? buf : NULL;
+    ctx->scratch_bytes = buf ? bytes : 0;
+    return SN_OK;
+}
+
+size_t sn_scratch_bytes(const sn_ctx *ctx, int64_t D) { return sn_d_scratch_bytes(ctx, D); }
+
+void sn_ctx_scratch(const sn_ctx *ctx, float **p, int64_t *floats) {
+    *p = NULL;
+    *floats = 0;
+    if (!ctx || !ctx->scratch) return;
+    const uintptr_t a = (uintptr_t)ctx->scratch, al = (a + 63u) & ~(uintptr_t)63u;
+    if (ctx->scratch_bytes < (size_t)(al - a) + sizeof(float)) return;
+    *p = (float *)al;
+    *floats = (int64_t)((ctx->scratch_bytes - (size_t)(al - a)) / sizeof(float));
+}
 
 const sn_kern *sn_ctx_kern(const sn_ctx *ctx) { return sn_kern_for(sn_ctx_isa(ctx)); }
 

@@ -11,6 +11,10 @@ const sn_kern *sn_ctx_kern(const sn_ctx *ctx);
 /* How many pieces to split parallel work into: 1 for NULL or single-threaded contexts. */
 int sn_ctx_width(const sn_ctx *ctx);
 
+/* The caller's scratch buffer set with sn_ctx_set_scratch, aligned up to 64 bytes: *p and the
+ * number of whole floats it holds (NULL and 0 when none, or for a NULL ctx). */
+void sn_ctx_scratch(const sn_ctx *ctx, float **p, int64_t *floats);
+
 /* Runs task(arg, i) for i in [0, n) with ctx's threads (the hook or the pool), or serially. */
 void sn_ctx_par(const sn_ctx *ctx, int64_t n, sn_task_fn task, void *arg);
 

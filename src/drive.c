@@ -4,15 +4,13 @@
  * pieces, one parallel-for task each; every row is computed by the same kernel calls whatever
  * the split, so forward outputs and input gradients do not depend on the thread count.
  *
- * Parameter gradients are sums over rows. They are always accumulated in row order, straight
- * into dparams, one row after another: dgamma[j] = (((dgamma[j] + t_0[j]) + t_1[j]) + ...).
- * Single-threaded, each row is done in one visit while it sits in L1 (reductions, parameter
- * gradients, input gradients). With threads, a block of rows is done in phases: the row
- * reductions (rows split over threads; kept on the stack, 6 floats a row), the parameter
- * gradients (columns split over threads, each thread walking all the block's rows in order),
- * then the input gradients (rows split). Stack use: at most 12 KiB here (the reductions of a
- * block) or about 17 KiB in a SIMD row kernel (a row's temporaries), never both. The column split keeps the order of every sum, so the
- * result is bitwise the same for any number of threads, with no scratch buffer. */
+ * Parameter gradients are sums over rows, computed the same way on every path, for every thread
+ * count, hook and NULL context: fixed chunks of rows (their size depends on D only), each
+ * chunk's partial sum a left fold over its rows from zero, the partials added onto dparams in
+ * chunk order (see pg_run). Each row is visited once while it sits in L1 (reductions,
+ * parameter gradients, input gradients). Stack use: at most about 70 KiB here (the slots of
+ * the chunk partials when the context has no larger scratch) plus about 17 KiB in a SIMD row
+ * kernel (a row's temporaries). */
 #include "drive.h"
 
 #include <string.h>
@@ -22,13 +20,12 @@
 
 /* Calls with fewer elements stay on the calling thread. */
 #define GRAIN 16384
-/* Rows of a threaded backward block: about 1 MiB per input array, at most BLOCK_MAX rows. */
-#define BLOCK_FLOATS (256 * 1024)
-#define BLOCK_MAX 512
-/* Calls whose matrices hold at least this many floats (8 MiB) write their outputs with
- * streaming stores where a SIMD path can: such outputs cannot stay in the caches anyway, and
- * skipping the read-for-ownership of every written line saves a third of a write's traffic. */
-#define NT_MIN (1 << 21)
+/* Calls whose matrices together span more than this many bytes (a large last-level cache)
+ * write their outputs with streaming stores where a SIMD path can: such outputs cannot still be
+ * in the caches when the next call reads them, and skipping the read-for-ownership of every
+ * written line saves a third of a write's traffic. Smaller calls store normally, so that their
+ * outputs stay in the cache for the next call (e.g. the block's matmul reading h). */
+#define NT_MIN_BYTES (40.0 * 1024 * 1024)
 /* Fuse forward rows up to this width build s on the stack, so that h is written once. */
 #define FUSE_STACK_MAX 1024
 /* Columns are split in multiples of 16 floats (one 64-byte cache line). */
@@ -50,8 +47,15 @@ typedef struct job {
     float *stats_out, *dparams;
     float cc;
     int acc, accy;
-    int nt; /* streaming stores (see NT_MIN) */
-    float *red; /* fuse backward: 6 reductions per row of the current block */
+    int nt; /* streaming stores (see NT_MIN_BYTES) */
+    int pf; /* software prefetch of the rows ahead (see PF_MIN_BYTES) */
+    /* backward passes with parameter gradients (see pg_run) */
+    int64_t R, npg;  /* rows of the call; floats of the parameter block */
+    int64_t C, slot; /* rows per chunk; floats per slot */
+    int64_t c0, nk;  /* the current super-block: chunks [c0, c0 + nk) in slots [0, nk) */
+    float *buf;      /* the slots */
+    int64_t nbuf;    /* floats in buf */
+    sn_rfuse F0;     /* fuses: the three norms resolved once per call (m = 0, r = 1) */
 } job;
 
 static int64_t row_pieces(const sn_ctx *ctx, int64_t R, int64_t D) {
@@ -76,12 +80,27 @@ static void col_range(int64_t W, int64_t pieces, int64_t i, int64_t *j0, int64_t
     *j1 = q1 * COL_QUANTUM < W ? q1 * COL_QUANTUM : W;
 }
 
-static int64_t col_pieces(const sn_ctx *ctx, int64_t W) {
-    const int64_t nq = (W + COL_QUANTUM - 1) / COL_QUANTUM, w = sn_ctx_width(ctx);
-    return nq < w ? nq : w;
+/* Calls spanning more than this many bytes (beyond the L2) prefetch their input rows ahead. */
+#define PF_MIN_BYTES (4.0 * 1024 * 1024)
+/* Rows of a call beyond the caches are prefetched this many rows ahead: the row kernels are
+ * long enough that the hardware prefetcher alone lets compute and memory take turns. */
+#define PF_AHEAD 2
+static void prefetch_row(const float *p, int64_t n) {
+#if defined(__GNUC__)
+    for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(p + j, 0, 2);
+    __builtin_prefetch(p + n - 1, 0, 2);
+#else
+    (void)p;
+    (void)n;
+#endif
 }
 
-static int big(int64_t R, int64_t D) { return R * D >= NT_MIN; }
+/* streaming stores and prefetch for a call over nmat R x D matrices */
+static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
+    const double bytes = (double)R * (double)D * (double)nmat * sizeof(float);
+    J->nt = bytes > NT_MIN_BYTES;
+    J->pf = bytes > PF_MIN_BYTES;
+}
 
 static void run_rows(const sn_ctx *ctx, job *J, int64_t r0, int64_t nrows, sn_task_fn fn) {
     J->r0 = r0;
@@ -96,9 +115,104 @@ static void run_rows(const sn_ctx *ctx, job *J, int64_t r0, int64_t nrows, sn_ta
     lo += (J)->r0;                                                                                \
     hi += (J)->r0
 
-static int64_t block_rows(int64_t D) {
-    int64_t b = BLOCK_FLOATS / D;
-    return b < 1 ? 1 : b > BLOCK_MAX ? BLOCK_MAX : b;
+/* ---- parameter gradients: fixed row chunks folded in chunk order ----------------------------
+ *
+ * A backward pass with parameter gradients cuts the rows into chunks of pg_chunk_rows(D) rows
+ * (a function of D alone, never of the threads). Each chunk's contribution is a left fold over
+ * its rows (and groups) starting from zero, computed into a slot (same layout as dparams); the
+ * slots are then added onto dparams in chunk order: dparams = ((dparams + P_0) + P_1) + ...
+ * Every path, thread count, hook and NULL context runs this same scheme, so the bits never
+ * depend on how the chunks were spread over threads. A chunk is one task: its rows are done in
+ * one visit each (reductions, parameter gradients, input gradients) while they sit in L1.
+ *
+ * The slots live in the context's scratch (sn_ctx_set_scratch) when it is larger, else in a
+ * bounded stack buffer. Threads take chunks in super-blocks of as many slots as fit, then fold
+ * them (columns split over threads). Without room for two slots the call runs on the calling
+ * thread; without room for one (very wide rows), chunks are done in column blocks. */
+#define PG_CHUNK_ELEMS 16384
+#define PG_CHUNK_MAX 256
+#define PG_STACK_FLOATS 16384 /* 64 KiB */
+#define PG_SLOTS_PER_THREAD 8
+
+static int64_t pg_chunk_rows(int64_t D) {
+    const int64_t c = PG_CHUNK_ELEMS / D;
+    return c < 1 ? 1 : c > PG_CHUNK_MAX ? PG_CHUNK_MAX : c;
+}
+
+static int64_t pg_slot_floats(int64_t npg) {
+    return (npg + COL_QUANTUM - 1) / COL_QUANTUM * COL_QUANTUM;
+}
+
+size_t sn_d_scratch_bytes(const sn_ctx *ctx, int64_t D) {
+    if (D < 1) return 0;
+    const int64_t w = sn_ctx_width(ctx), k = w > 1 ? PG_SLOTS_PER_THREAD * w : 1;
+    return (size_t)(k * pg_slot_floats(6 * D)) * sizeof(float) + 64;
+}
+
+/* the buffer for the slots: the context's scratch or the stack buffer, whichever is larger */
+static void pg_buffer(const sn_ctx *ctx, float *stack, int64_t nstack, float **buf, int64_t *n) {
+    sn_ctx_scratch(ctx, buf, n);
+    if (*n < nstack) {
+        *buf = stack;
+        *n = nstack;
+    }
+}
+
+/* folds slots [0, J->nk) onto dparams over the columns of task i */
+static void pg_fold_task(void *arg, int64_t i) {
+    const job *J = arg;
+    int64_t j0, j1;
+    col_range(J->npg, J->pieces, i, &j0, &j1);
+    for (int64_t k = 0; k < J->nk; k++) {
+        const float *s = J->buf + k * J->slot;
+        for (int64_t j = j0; j < j1; j++) J->dparams[j] += s[j];
+    }
+}
+
+/* The chunks of a backward pass: chunk_task(J, i) does chunk J->c0 + i into slot i (zeroed
+ * first); wide(J) does all chunks in column blocks when not even one slot fits. */
+static void pg_run(const sn_ctx *ctx, job *J, int64_t R, sn_task_fn chunk_task,
+                   void (*wide)(job *J)) {
+    _Alignas(64) float stack[PG_STACK_FLOATS];
+    int64_t nbuf;
+    pg_buffer(ctx, stack, PG_STACK_FLOATS, &J->buf, &nbuf);
+    J->R = R;
+    J->nbuf = nbuf;
+    J->C = pg_chunk_rows(J->D);
+    J->slot = pg_slot_floats(J->npg);
+    const int64_t nch = (R + J->C - 1) / J->C;
+    int64_t K = nbuf / J->slot;
+    if (K < 1) {
+        J->buf = stack;
+        J->nbuf = PG_STACK_FLOATS;
+        wide(J);
+        return;
+    }
+    if (row_pieces(ctx, R, J->D) == 1 || K < 2 || nch < 2) K = 1; /* the calling thread alone */
+    if (K > nch) K = nch;
+    for (int64_t c0 = 0; c0 < nch; c0 += K) {
+        J->c0 = c0;
+        J->nk = nch - c0 < K ? nch - c0 : K;
+        if (K == 1) {
+            chunk_task(J, 0);
+            J->pieces = 1;
+            pg_fold_task(J, 0);
+            continue;
+        }
+        sn_ctx_par(ctx, J->nk, chunk_task, J);
+        const int64_t nq = (J->npg + COL_QUANTUM - 1) / COL_QUANTUM, w = sn_ctx_width(ctx);
+        J->pieces = nq < w ? nq : w;
+        sn_ctx_par(ctx, J->pieces, pg_fold_task, J);
+    }
+}
+
+/* rows [lo, hi) of chunk i of the current super-block, and its slot, zeroed */
+static float *pg_chunk(const job *J, int64_t i, int64_t *lo, int64_t *hi) {
+    *lo = (J->c0 + i) * J->C;
+    *hi = *lo + J->C < J->R ? *lo + J->C : J->R;
+    float *s = J->buf + i * J->slot;
+    memset(s, 0, (size_t)J->npg * sizeof(float));
+    return s;
 }
 
 /* ---- norms --------------------------------------------------------------------------------- */
@@ -107,7 +221,7 @@ static int64_t block_rows(int64_t D) {
 static void norm_fwd_task(void *arg, int64_t i) {
     const job *J = arg;
     ROWS_OF_TASK(J, i, lo, hi);
-    for (int64_t r = lo; r < hi; r++)
+    for (int64_t r = lo; r < hi; r++) {
         for (int64_t g = 0; g < J->ng; g++) {
             const float *v = J->a + r * J->lda + g * J->W;
             float m, rs;
@@ -117,11 +231,12 @@ static void norm_fwd_task(void *arg, int64_t i) {
             J->K->norm_row(&q, v, J->W, J->o + r * J->ldo + g * J->W);
             if (J->stats_out) sn_k_stats_put(J->n, J->stats_out + r * J->spr, J->ng, g, m, rs);
         }
+    }
 }
 
 static void norm_job(job *J, const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D) {
     memset(J, 0, sizeof *J);
-    J->nt = big(R, D);
+    set_mem(J, R, D, 2);
     J->K = sn_ctx_kern(ctx);
     J->n = n;
     J->D = D;
@@ -195,8 +310,7 @@ void sn_d_norm_stats(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, 
     run_rows(ctx, &J, 0, R, norm_stats_task);
 }
 
-/* Norm backward. a = dout, b = x, stats_in, o = dx, dparams; with_pg: also the parameter
- * gradients (single-threaded visit). */
+/* Norm backward. a = dout, b = x, stats_in, o = dx, dparams. */
 static sn_rnorm norm_row_q(const job *J, int64_t r, int64_t g) {
     float m, rs;
     sn_k_stats_get(J->n, J->stats_in ? J->stats_in + r * J->spr : NULL, J->ng, g, &m, &rs);
@@ -205,37 +319,57 @@ static sn_rnorm norm_row_q(const job *J, int64_t r, int64_t g) {
     return q;
 }
 
-static void norm_bwd_rows(const job *J, int64_t lo, int64_t hi, int with_pg) {
-    const sn_rnorm dp = with_pg ? sn_k_resolve(J->n, J->W, J->dparams, 0, 0) : (sn_rnorm){0};
-    for (int64_t r = lo; r < hi; r++)
+/* the whole backward of rows [lo, hi), one visit each; parameter gradients accumulated into the
+ * block pg (the params layout) unless it is NULL */
+static void norm_bwd_rows(const job *J, int64_t lo, int64_t hi, float *pg) {
+    const sn_rnorm dp = pg ? sn_k_resolve(J->n, J->W, pg, 0, 0) : (sn_rnorm){0};
+    for (int64_t r = lo; r < hi; r++) {
         for (int64_t g = 0; g < J->ng; g++) {
             const sn_rnorm q = norm_row_q(J, r, g);
             const float *dout = J->a + r * J->lda + g * J->W, *v = J->b + r * J->ldb + g * J->W;
             J->K->norm_bwd(&q, dout, v, J->W, J->o + r * J->ldo + g * J->W, J->acc,
                            (float *)dp.gamma, (float *)dp.beta);
         }
+    }
 }
 
 static void norm_bwd_dx_task(void *arg, int64_t i) {
     const job *J = arg;
     ROWS_OF_TASK(J, i, lo, hi);
-    norm_bwd_rows(J, lo, hi, 0);
+    norm_bwd_rows(J, lo, hi, NULL);
 }
 
-/* the parameter gradients of the block's rows over the columns of task i, rows in order */
-static void norm_bwd_pg_task(void *arg, int64_t i) {
+static void norm_bwd_chunk_task(void *arg, int64_t i) {
     const job *J = arg;
-    int64_t j0, j1;
-    col_range(J->W, J->pieces, i, &j0, &j1);
-    if (j0 >= j1) return;
+    int64_t lo, hi;
+    float *s = pg_chunk(J, i, &lo, &hi);
+    norm_bwd_rows(J, lo, hi, s);
+}
+
+/* rows too wide for one slot: each chunk's parameter gradients in column blocks (the same sums,
+ * column by column), then its input gradients */
+static void norm_bwd_wide(job *J) {
     const sn_rnorm dp = sn_k_resolve(J->n, J->W, J->dparams, 0, 0);
-    float *dg = dp.gamma ? (float *)dp.gamma + j0 : NULL, *db = dp.beta ? (float *)dp.beta + j0 : NULL;
-    for (int64_t r = J->r0; r < J->r0 + J->nrows; r++)
-        for (int64_t g = 0; g < J->ng; g++) {
-            const sn_rnorm q = norm_row_q(J, r, g);
-            const int64_t c = g * J->W + j0;
-            J->K->norm_pg(&q, J->a + r * J->lda + c, J->b + r * J->ldb + c, j1 - j0, dg, db);
+    float *dst[2] = {(float *)dp.gamma, (float *)dp.beta};
+    const int64_t per = dst[1] ? 2 : 1, bw = J->nbuf / per / COL_QUANTUM * COL_QUANTUM;
+    for (int64_t lo = 0; lo < J->R; lo += J->C) {
+        const int64_t hi = lo + J->C < J->R ? lo + J->C : J->R;
+        for (int64_t j0 = 0; j0 < J->W; j0 += bw) {
+            const int64_t n = J->W - j0 < bw ? J->W - j0 : bw;
+            float *p[2] = {J->buf, dst[1] ? J->buf + bw : NULL};
+            memset(J->buf, 0, (size_t)(per * bw) * sizeof(float));
+            for (int64_t r = lo; r < hi; r++)
+                for (int64_t g = 0; g < J->ng; g++) {
+                    const sn_rnorm q = norm_row_q(J, r, g);
+                    const int64_t c = g * J->W + j0;
+                    J->K->norm_pg(&q, J->a + r * J->lda + c, J->b + r * J->ldb + c, n, p[0], p[1]);
+                }
+            for (int k = 0; k < 2; k++)
+                if (dst[k])
+                    for (int64_t j = 0; j < n; j++) dst[k][j0 + j] += p[k][j];
         }
+        norm_bwd_rows(J, lo, hi, NULL);
+    }
 }
 
 void sn_d_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *dout,
@@ -253,31 +387,20 @@ void sn_d_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, co
     J.ldo = lddx;
     J.acc = acc;
     J.dparams = dparams;
+    set_mem(&J, R, D, 3 + acc);
     if (!dparams || n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE) {
         run_rows(ctx, &J, 0, R, norm_bwd_dx_task);
         return;
     }
-    if (row_pieces(ctx, R, D) == 1) {
-        norm_bwd_rows(&J, 0, R, 1);
-        return;
-    }
-    const int64_t B = block_rows(D);
-    for (int64_t b0 = 0; b0 < R; b0 += B) {
-        const int64_t nb = R - b0 < B ? R - b0 : B;
-        /* parameter gradients first: dx may be dout */
-        J.r0 = b0;
-        J.nrows = nb;
-        J.pieces = col_pieces(ctx, J.W);
-        sn_ctx_par(ctx, J.pieces, norm_bwd_pg_task, &J);
-        run_rows(ctx, &J, b0, nb, norm_bwd_dx_task);
-    }
+    J.npg = n->affine == SN_AFFINE_SCALE_SHIFT ? 2 * J.W : J.W;
+    pg_run(ctx, &J, R, norm_bwd_chunk_task, norm_bwd_wide);
 }
+
 
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
-static void fuse_job(job *J, const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D) {
+static void fuse_job(job *J, const sn_ctx *ctx, const sn_fuse *f, int64_t D) {
     memset(J, 0, sizeof *J);
-    J->nt = big(R, D);
     J->K = sn_ctx_kern(ctx);
     J->f = f;
     J->D = D;
@@ -285,31 +408,61 @@ static void fuse_job(job *J, const sn_ctx *ctx, const sn_fuse *f, int64_t R, int
     sn_fuse_query(f, D, NULL, &J->spr);
 }
 
+/* J->F0: the parts of every row's sn_rfuse that do not depend on the row (after params, nt) */
+static void fuse_F0(job *J) {
+    const float *P = J->params;
+    memset(&J->F0, 0, sizeof J->F0);
+    J->F0.X = sn_k_resolve(&J->f->x, J->D, P ? P + J->L.px : NULL, 0.0f, 1.0f);
+    J->F0.Y = sn_k_resolve(&J->f->y, J->D, P ? P + J->L.py : NULL, 0.0f, 1.0f);
+    J->F0.O = sn_k_resolve(&J->f->out, J->D, P ? P + J->L.po : NULL, 0.0f, 1.0f);
+    J->F0.nt = J->nt;
+}
+
+/* a row's statistics into its saved block (group 0), as sn_k_stats_put */
+static inline void put_stats(int32_t kind, float *s, float m, float r) {
+    if (kind == SN_NORM_LAYERNORM) {
+        s[0] = m;
+        s[1] = r;
+    } else if (kind == SN_NORM_RMSNORM) {
+        s[0] = r;
+    }
+}
+
+/* a row's statistics into a resolved norm (what sn_k_resolve does with them: LayerNorm m and
+ * r, RMSNorm r; the other kinds keep m = 0, r = 1) */
+static inline void set_mr(sn_rnorm *q, int32_t kind, float m, float r) {
+    if (kind == SN_NORM_LAYERNORM) {
+        q->m = m;
+        q->r = r;
+    } else if (kind == SN_NORM_RMSNORM) {
+        q->r = r;
+    }
+}
+
 /* a = x, b = y, o = u (may be NULL), p = h, stats_out */
 static void fuse_fwd_task(void *arg, int64_t i) {
     const job *J = arg;
     const sn_fuse *f = J->f;
     const sn_fuse_layout *L = &J->L;
-    const float *P = J->params;
     ROWS_OF_TASK(J, i, lo, hi);
     for (int64_t r = lo; r < hi; r++) {
         const float *x = J->a + r * J->lda, *y = J->b + r * J->ldb;
         float *h = J->p + r * J->ldp;
         float mx, rx, my, ry, mo, ro;
-        sn_rfuse F;
-        memset(&F, 0, sizeof F);
-        F.nt = J->nt;
-        J->K->stats(&f->x, x, J->D, &mx, &rx);
-        J->K->stats(&f->y, y, J->D, &my, &ry);
-        F.X = sn_k_resolve(&f->x, J->D, P ? P + L->px : NULL, mx, rx);
-        F.Y = sn_k_resolve(&f->y, J->D, P ? P + L->py : NULL, my, ry);
+        if (J->pf && r + PF_AHEAD < J->r0 + J->nrows) {
+            prefetch_row(x + PF_AHEAD * J->lda, J->D);
+            prefetch_row(y + PF_AHEAD * J->ldb, J->D);
+        }
+        sn_rfuse F = J->F0;
+        J->K->stats2(&f->x, x, &f->y, y, J->D, &mx, &rx, &my, &ry);
+        set_mr(&F.X, f->x.kind, mx, rx);
+        set_mr(&F.Y, f->y.kind, my, ry);
         /* s = N_x(x) + N_y(y) on the stack (or in h for wide rows), then h = N_out(s) */
         float sbuf[FUSE_STACK_MAX];
         float *sp = J->D <= FUSE_STACK_MAX ? sbuf : h;
-        J->K->fuse_s(&F, J->D, x, y, J->o ? J->o + r * J->ldo : NULL, sp);
-        J->K->stats(&f->out, sp, J->D, &mo, &ro);
+        J->K->fuse_s(&F, J->D, x, y, J->o ? J->o + r * J->ldo : NULL, sp, &f->out, &mo, &ro);
         if (f->out.kind != SN_NORM_IDENTITY) {
-            F.O = sn_k_resolve(&f->out, J->D, P ? P + L->po : NULL, mo, ro);
+            set_mr(&F.O, f->out.kind, mo, ro);
             F.O.nt = J->nt;
             J->K->norm_row(&F.O, sp, J->D, h);
         } else if (sp != h) {
@@ -317,9 +470,9 @@ static void fuse_fwd_task(void *arg, int64_t i) {
         }
         if (J->stats_out) {
             float *st = J->stats_out + r * J->spr;
-            sn_k_stats_put(&f->x, st + L->sx, 1, 0, mx, rx);
-            sn_k_stats_put(&f->y, st + L->sy, 1, 0, my, ry);
-            sn_k_stats_put(&f->out, st + L->so, 1, 0, mo, ro);
+            put_stats(f->x.kind, st + L->sx, mx, rx);
+            put_stats(f->y.kind, st + L->sy, my, ry);
+            put_stats(f->out.kind, st + L->so, mo, ro);
         }
     }
 }
@@ -328,7 +481,7 @@ void sn_d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
                    int64_t ldx, const float *y, int64_t ldy, const float *params, float *u,
                    int64_t ldu, float *h, int64_t ldh, float *stats) {
     job J;
-    fuse_job(&J, ctx, f, R, D);
+    fuse_job(&J, ctx, f, D);
     J.a = x;
     J.lda = ldx;
     J.b = y;
@@ -339,6 +492,8 @@ void sn_d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
     J.p = h;
     J.ldp = ldh;
     J.stats_out = stats;
+    set_mem(&J, R, D, u ? 4 : 3);
+    fuse_F0(&J);
     run_rows(ctx, &J, 0, R, fuse_fwd_task);
 }
 
@@ -353,87 +508,128 @@ static frow fuse_row(const job *J, int64_t r) {
     return w;
 }
 
-static sn_rfuse fuse_row_F(const job *J, int64_t r) {
-    sn_rfuse F = sn_k_fuse_resolve(J->f, &J->L, J->D, J->params,
-                                   J->stats_in ? J->stats_in + r * J->spr : NULL);
-    F.nt = J->nt;
-    return F;
+/* a saved statistics block of one norm (group 0) into a resolved norm, as sn_k_stats_get +
+ * sn_k_resolve would */
+static inline void get_stats(sn_rnorm *q, int32_t kind, const float *s) {
+    if (kind == SN_NORM_LAYERNORM) {
+        q->m = s[0];
+        q->r = s[1];
+    } else if (kind == SN_NORM_RMSNORM) {
+        q->r = s[0];
+    }
 }
 
-static void fuse_row_dx(const job *J, const sn_rfuse *F, int64_t r, const frow *w) {
-    J->K->fuse_dx(F, J->D, w->dh, w->du, w->x, w->y, J->o + r * J->ldo, J->p + r * J->ldp,
-                  J->acc, J->accy);
+/* row r's sn_rfuse into *F: J->F0 with the row's saved statistics, the reductions zeroed */
+static void fuse_row_F(const job *J, int64_t r, sn_rfuse *F) {
+    *F = J->F0;
+    if (J->stats_in) {
+        const float *st = J->stats_in + r * J->spr;
+        get_stats(&F->X, J->f->x.kind, st + J->L.sx);
+        get_stats(&F->Y, J->f->y.kind, st + J->L.sy);
+        get_stats(&F->O, J->f->out.kind, st + J->L.so);
+    }
 }
 
-/* the whole backward of rows [lo, hi) in one visit each; parameter gradients when with_pg */
-static void fuse_bwd_rows(const job *J, int64_t lo, int64_t hi, int with_pg) {
-    const sn_dfuse dp = sn_k_fuse_dparams(J->f, &J->L, J->D, with_pg ? J->dparams : NULL);
+/* the whole backward of rows [lo, hi), one visit each; parameter gradients accumulated into the
+ * block pg (the params layout) unless it is NULL */
+static void fuse_bwd_rows(const job *J, int64_t lo, int64_t hi, float *pg) {
+    const sn_dfuse dp = sn_k_fuse_dparams(J->f, &J->L, J->D, pg);
+    const int64_t rend = J->R ? J->R : J->r0 + J->nrows;
+    sn_rfuse F[2];
     for (int64_t r = lo; r < hi; r++) {
-        sn_rfuse F = fuse_row_F(J, r);
+        const int pair = pg && r + 1 < hi;
+        for (int64_t q = r + PF_AHEAD; J->pf && q <= r + PF_AHEAD + pair && q < rend; q++) {
+            const frow n = fuse_row(J, q);
+            prefetch_row(n.dh, J->D);
+            if (n.du) prefetch_row(n.du, J->D);
+            prefetch_row(n.x, J->D);
+            prefetch_row(n.y, J->D);
+            if (J->accy) prefetch_row(J->p + q * J->ldp, J->D);
+            if (J->acc) prefetch_row(J->o + q * J->ldo, J->D);
+        }
+        fuse_row_F(J, r, &F[0]);
         const frow w = fuse_row(J, r);
-        J->K->fuse_bwd(&F, J->D, w.dh, w.du, w.x, w.y, J->o + r * J->ldo, J->p + r * J->ldp,
-                       J->acc, J->accy, with_pg ? &dp : NULL);
+        if (pair) { /* two rows per load and store of the parameter gradients */
+            fuse_row_F(J, r + 1, &F[1]);
+            const frow v = fuse_row(J, r + 1);
+            const float *const dh[2] = {w.dh, v.dh}, *const du[2] = {w.du, v.du};
+            const float *const x[2] = {w.x, v.x}, *const y[2] = {w.y, v.y};
+            float *const dx[2] = {J->o + r * J->ldo, J->o + (r + 1) * J->ldo};
+            float *const dy[2] = {J->p + r * J->ldp, J->p + (r + 1) * J->ldp};
+            J->K->fuse_bwd2(F, J->D, dh, du, x, y, dx, dy, J->acc, J->accy, &dp);
+            r++;
+            continue;
+        }
+        J->K->fuse_bwd(&F[0], J->D, w.dh, w.du, w.x, w.y, J->o + r * J->ldo, J->p + r * J->ldp,
+                       J->acc, J->accy, pg ? &dp : NULL);
     }
 }
 
 static void fuse_bwd_all_task(void *arg, int64_t i) {
     const job *J = arg;
     ROWS_OF_TASK(J, i, lo, hi);
-    fuse_bwd_rows(J, lo, hi, 0);
+    fuse_bwd_rows(J, lo, hi, NULL);
 }
 
-/* phase 1 of a threaded block: the row reductions into J->red */
-static void fuse_bwd_red_task(void *arg, int64_t i) {
+static void fuse_bwd_chunk_task(void *arg, int64_t i) {
     const job *J = arg;
-    ROWS_OF_TASK(J, i, lo, hi);
-    for (int64_t r = lo; r < hi; r++) {
-        sn_rfuse F = fuse_row_F(J, r);
-        const frow w = fuse_row(J, r);
-        J->K->fuse_red(&F, J->D, w.dh, w.du, w.x, w.y);
-        float *o = J->red + (r - J->r0) * 6;
-        o[0] = F.oa, o[1] = F.ob, o[2] = F.xa, o[3] = F.xb, o[4] = F.ya, o[5] = F.yb;
-    }
-}
-
-static sn_rfuse fuse_row_F_red(const job *J, int64_t r) {
-    sn_rfuse F = fuse_row_F(J, r);
-    const float *o = J->red + (r - J->r0) * 6;
-    F.oa = o[0], F.ob = o[1], F.xa = o[2], F.xb = o[3], F.ya = o[4], F.yb = o[5];
-    return F;
+    int64_t lo, hi;
+    float *s = pg_chunk(J, i, &lo, &hi);
+    fuse_bwd_rows(J, lo, hi, s);
 }
 
 static const float *off(const float *p, int64_t j) { return p ? p + j : NULL; }
-static float *offw(float *p, int64_t j) { return p ? p + j : NULL; }
 
-/* phase 2: parameter gradients over the columns of task i, the block's rows in order */
-static void fuse_bwd_pg_task(void *arg, int64_t i) {
-    const job *J = arg;
-    int64_t j0, j1;
-    col_range(J->D, J->pieces, i, &j0, &j1);
-    if (j0 >= j1) return;
+/* rows too wide for one slot: per chunk, the row reductions, then the parameter gradients in
+ * column blocks (fuse_pg is elementwise: the same sums, column by column), then the input
+ * gradients from the saved reductions (fuse_bwd is fuse_red + fuse_pg + fuse_dx bit for bit) */
+static void fuse_bwd_wide(job *J) {
     const sn_dfuse d = sn_k_fuse_dparams(J->f, &J->L, J->D, J->dparams);
-    const sn_dfuse dp = {offw(d.gx, j0), offw(d.bx, j0), offw(d.gy, j0),
-                         offw(d.by, j0), offw(d.go, j0), offw(d.bo, j0)};
-    for (int64_t r = J->r0; r < J->r0 + J->nrows; r++) {
-        sn_rfuse F = fuse_row_F_red(J, r);
-        sn_rnorm *ns[3] = {&F.X, &F.Y, &F.O};
-        for (int k = 0; k < 3; k++) {
-            ns[k]->gamma = off(ns[k]->gamma, j0);
-            ns[k]->beta = off(ns[k]->beta, j0);
+    float *dst[6] = {d.gx, d.bx, d.gy, d.by, d.go, d.bo};
+    int64_t per = 0;
+    for (int k = 0; k < 6; k++) per += dst[k] != NULL;
+    const int64_t bw = J->nbuf / per / COL_QUANTUM * COL_QUANTUM;
+    float red[PG_CHUNK_MAX * 6];
+    for (int64_t lo = 0; lo < J->R; lo += J->C) {
+        const int64_t hi = lo + J->C < J->R ? lo + J->C : J->R;
+        sn_rfuse F[1];
+        for (int64_t r = lo; r < hi; r++) {
+            fuse_row_F(J, r, &F[0]);
+            const frow w = fuse_row(J, r);
+            J->K->fuse_red(F, J->D, w.dh, w.du, w.x, w.y);
+            float *o = red + (r - lo) * 6;
+            o[0] = F->oa, o[1] = F->ob, o[2] = F->xa, o[3] = F->xb, o[4] = F->ya, o[5] = F->yb;
         }
-        const frow w = fuse_row(J, r);
-        J->K->fuse_pg(&F, j1 - j0, w.dh + j0, off(w.du, j0), w.x + j0, w.y + j0, &dp);
-    }
-}
-
-/* phase 3: the input gradients from the saved reductions */
-static void fuse_bwd_dx_task(void *arg, int64_t i) {
-    const job *J = arg;
-    ROWS_OF_TASK(J, i, lo, hi);
-    for (int64_t r = lo; r < hi; r++) {
-        const sn_rfuse F = fuse_row_F_red(J, r);
-        const frow w = fuse_row(J, r);
-        fuse_row_dx(J, &F, r, &w);
+        for (int64_t j0 = 0; j0 < J->D; j0 += bw) {
+            const int64_t n = J->D - j0 < bw ? J->D - j0 : bw;
+            float *p[6];
+            for (int k = 0, q = 0; k < 6; k++) p[k] = dst[k] ? J->buf + (q++) * bw : NULL;
+            memset(J->buf, 0, (size_t)(per * bw) * sizeof(float));
+            const sn_dfuse dp = {p[0], p[1], p[2], p[3], p[4], p[5]};
+            for (int64_t r = lo; r < hi; r++) {
+                fuse_row_F(J, r, &F[0]);
+                const float *o = red + (r - lo) * 6;
+                F->oa = o[0], F->ob = o[1], F->xa = o[2], F->xb = o[3], F->ya = o[4], F->yb = o[5];
+                sn_rnorm *ns[3] = {&F->X, &F->Y, &F->O};
+                for (int k = 0; k < 3; k++) {
+                    ns[k]->gamma = off(ns[k]->gamma, j0);
+                    ns[k]->beta = off(ns[k]->beta, j0);
+                }
+                const frow w = fuse_row(J, r);
+                J->K->fuse_pg(F, n, w.dh + j0, off(w.du, j0), w.x + j0, w.y + j0, &dp);
+            }
+            for (int k = 0; k < 6; k++)
+                if (dst[k])
+                    for (int64_t j = 0; j < n; j++) dst[k][j0 + j] += p[k][j];
+        }
+        for (int64_t r = lo; r < hi; r++) {
+            fuse_row_F(J, r, &F[0]);
+            const float *o = red + (r - lo) * 6;
+            F->oa = o[0], F->ob = o[1], F->xa = o[2], F->xb = o[3], F->ya = o[4], F->yb = o[5];
+            const frow w = fuse_row(J, r);
+            J->K->fuse_dx(F, J->D, w.dh, w.du, w.x, w.y, J->o + r * J->ldo, J->p + r * J->ldp,
+                          J->acc, J->accy);
+        }
     }
 }
 
@@ -443,7 +639,7 @@ void sn_d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
                    float *dx, int64_t lddx, float *dy, int64_t lddy, float *dparams,
                    uint32_t flags) {
     job J;
-    fuse_job(&J, ctx, f, R, D);
+    fuse_job(&J, ctx, f, D);
     J.a = dh;
     J.lda = lddh;
     J.b = du;
@@ -461,27 +657,16 @@ void sn_d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
     J.dparams = dparams;
     J.acc = (flags & SN_ACCUMULATE) != 0;
     J.accy = (flags & SN_ACCUMULATE_Y) != 0;
-    if (!dparams) {
+    set_mem(&J, R, D, 5 + (du != NULL) + J.acc + J.accy);
+    fuse_F0(&J);
+    if (dparams) sn_fuse_query(f, D, &J.npg, NULL);
+    if (!dparams || J.npg == 0) {
         run_rows(ctx, &J, 0, R, fuse_bwd_all_task);
         return;
     }
-    if (row_pieces(ctx, R, D) == 1) {
-        fuse_bwd_rows(&J, 0, R, 1);
-        return;
-    }
-    float red[BLOCK_MAX * 6];
-    J.red = red;
-    const int64_t B = block_rows(D);
-    for (int64_t b0 = 0; b0 < R; b0 += B) {
-        const int64_t nb = R - b0 < B ? R - b0 : B;
-        run_rows(ctx, &J, b0, nb, fuse_bwd_red_task);
-        J.r0 = b0;
-        J.nrows = nb;
-        J.pieces = col_pieces(ctx, D);
-        sn_ctx_par(ctx, J.pieces, fuse_bwd_pg_task, &J);
-        run_rows(ctx, &J, b0, nb, fuse_bwd_dx_task);
-    }
+    pg_run(ctx, &J, R, fuse_bwd_chunk_task, fuse_bwd_wide);
 }
+
 
 /* ---- elementwise --------------------------------------------------------------------------- */
 
@@ -500,7 +685,7 @@ void sn_d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *z
     job J;
     memset(&J, 0, sizeof J);
     J.K = sn_ctx_kern(ctx);
-    J.nt = big(R, D);
+    set_mem(&J, R, D, 5);
     J.D = D;
     J.cc = c;
     J.a = z, J.lda = ldz, J.b = u, J.ldb = ldu, J.c = y, J.ldc = ldy;
@@ -522,7 +707,7 @@ void sn_d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64
     job J;
     memset(&J, 0, sizeof J);
     J.K = sn_ctx_kern(ctx);
-    J.nt = big(R, D);
+    set_mem(&J, R, D, 3 + acc);
     J.D = D;
     J.cc = c;
     J.acc = acc;
@@ -543,7 +728,7 @@ void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float
     job J;
     memset(&J, 0, sizeof J);
     J.K = sn_ctx_kern(ctx);
-    J.nt = big(R, D);
+    set_mem(&J, R, D, 3);
     J.D = D;
     J.cc = alpha;
     J.a = a, J.lda = lda, J.b = b, J.ldb = ldb, J.o = out, J.ldo = ldo;

@@ -54,4 +54,8 @@ void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float
 void sn_d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float *out,
                int64_t ldo);
 
+/* Bytes of caller scratch (sn_ctx_set_scratch) with which backward passes of ctx on rows of D
+ * columns run their parameter gradients on all of ctx's threads without pausing (see pg_run). */
+size_t sn_d_scratch_bytes(const sn_ctx *ctx, int64_t D);
+
 #endif

@@ -220,13 +220,20 @@ static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64
 
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
+static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const float *vb,
+                   int64_t W, float *ma, float *ra, float *mb, float *rb) {
+    stats(na, va, W, ma, ra);
+    stats(nb, vb, W, mb, rb);
+}
+
 static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u,
-                   float *h) {
+                   float *h, const sn_norm *no, float *mo, float *ro) {
     for (int64_t j = 0; j < D; j++) {
         float ux = nrm(&F->X, x, j);
         if (u) u[j] = ux;
         h[j] = ux + nrm(&F->Y, y, j);
     }
+    stats(no, h, D, mo, ro);
 }
 
 /* The recomputation shared by the backward pieces: one column j of a row. */
@@ -324,6 +331,14 @@ static void fuse_bwd(sn_rfuse *F, int64_t D, const float *dh, const float *du, c
     fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);
 }
 
+static void fuse_bwd2(sn_rfuse F[2], int64_t D, const float *const dh[2],
+                      const float *const du[2], const float *const x[2],
+                      const float *const y[2], float *const dx[2], float *const dy[2], int accx,
+                      int accy, const sn_dfuse *dp) {
+    for (int q = 0; q < 2; q++)
+        fuse_bwd(&F[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp);
+}
+
 /* ---- elementwise --------------------------------------------------------------------------- */
 
 static void add_div(const float *a, const float *b, float c, float *out, int64_t D, int acc,
@@ -351,6 +366,6 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 }
 
 const sn_kern sn_kern_scalar = {
-    stats,   norm_row, norm_red, norm_pg, norm_dx, norm_bwd, fuse_s, fuse_red,
-    fuse_pg, fuse_dx,  fuse_bwd, add_div, apply,   axpy,
+    stats,   norm_row, norm_red, norm_pg, norm_dx,  norm_bwd, stats2, fuse_s, fuse_red,
+    fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div, apply, axpy,
 };

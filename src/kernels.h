@@ -63,10 +63,15 @@ typedef struct sn_kern {
      * bitwise the same as those three */
     void (*norm_bwd)(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *dv,
                      int acc, float *dgamma, float *dbeta);
+    /* the statistics of two rows at once (norms na over va, nb over vb), bitwise the same as
+     * two calls of stats */
+    void (*stats2)(const sn_norm *na, const float *va, const sn_norm *nb, const float *vb,
+                   int64_t W, float *ma, float *ra, float *mb, float *rb);
     /* fuse forward of one row: *F holds N_x and N_y resolved; writes u (if non-NULL) and
-     * h = s = N_x(x) + N_y(y); then the caller takes N_out's stats of h and normalises it */
+     * h = s = N_x(x) + N_y(y), and N_out's (no's) statistics of s into *mo, *ro, bitwise the
+     * same as stats(no, h); then the caller normalises h */
     void (*fuse_s)(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u,
-                   float *h);
+                   float *h, const sn_norm *no, float *mo, float *ro);
     /* the six reductions of F from dh, du (NULL: 0), x, y */
     void (*fuse_red)(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
                      const float *y);
@@ -77,10 +82,18 @@ typedef struct sn_kern {
     void (*fuse_dx)(const sn_rfuse *F, int64_t D, const float *dh, const float *du,
                     const float *x, const float *y, float *dx, float *dy, int accx, int accy);
     /* the whole backward of one row: fuse_red, fuse_pg (dp NULL: skipped), fuse_dx, bitwise the
-     * same as those three; dx may equal du */
+     * same as those three; dx may equal du. The reductions may be left out of *F (the SIMD
+     * paths compute them in a local copy). */
     void (*fuse_bwd)(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
                      const float *y, float *dx, float *dy, int accx, int accy,
                      const sn_dfuse *dp);
+    /* fuse_bwd of two consecutive rows (arrays of two) of one call, so with the same gamma and
+     * beta pointers, bitwise the same as fuse_bwd on row 0 then row 1 (the parameter gradients
+     * get row 0's contribution, then row 1's) */
+    void (*fuse_bwd2)(sn_rfuse F[2], int64_t D, const float *const dh[2],
+                      const float *const du[2], const float *const x[2],
+                      const float *const y[2], float *const dx[2], float *const dy[2], int accx,
+                      int accy, const sn_dfuse *dp);
     /* out = (+= with acc) a + b / c; out may equal a or b when !acc */
     void (*add_div)(const float *a, const float *b, float c, float *out, int64_t D, int acc,
                     int nt);

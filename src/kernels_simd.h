@@ -66,6 +66,60 @@
         }                                                                                         \
     } while (0)
 
+/* Like RCOLS2 with four accumulator sets (k = 0..3), for the reductions whose chain is the
+ * whole cost of their sweep (statistics, norm backward): full vectors cycle through the sets,
+ * the leftover full vectors take sets 0, 1, 2 in turn and the partial last step set 3. Every
+ * statistic of a path (stats, stats2, the fuse forward's N_out) uses this one pattern, and so
+ * do norm_red and norm_bwd. */
+#define RCOLS4(n, ...)                                                                            \
+    do {                                                                                          \
+        int64_t j = 0;                                                                            \
+        const int t = 0;                                                                          \
+        const M m = MFULL;                                                                        \
+        for (; j + 4 * VW <= (n); j += 4 * VW) {                                                  \
+            {                                                                                     \
+                const int k = 0;                                                                  \
+                __VA_ARGS__                                                                       \
+            }                                                                                     \
+            j += VW;                                                                              \
+            {                                                                                     \
+                const int k = 1;                                                                  \
+                __VA_ARGS__                                                                       \
+            }                                                                                     \
+            j += VW;                                                                              \
+            {                                                                                     \
+                const int k = 2;                                                                  \
+                __VA_ARGS__                                                                       \
+            }                                                                                     \
+            j += VW;                                                                              \
+            {                                                                                     \
+                const int k = 3;                                                                  \
+                __VA_ARGS__                                                                       \
+            }                                                                                     \
+            j -= 3 * VW;                                                                          \
+        }                                                                                         \
+        if (j + VW <= (n)) {                                                                      \
+            const int k = 0;                                                                      \
+            __VA_ARGS__                                                                           \
+            j += VW;                                                                              \
+        }                                                                                         \
+        if (j + VW <= (n)) {                                                                      \
+            const int k = 1;                                                                      \
+            __VA_ARGS__                                                                           \
+            j += VW;                                                                              \
+        }                                                                                         \
+        if (j + VW <= (n)) {                                                                      \
+            const int k = 2;                                                                      \
+            __VA_ARGS__                                                                           \
+            j += VW;                                                                              \
+        }                                                                                         \
+        if (j < (n)) {                                                                            \
+            const int k = 3, t = 1;                                                               \
+            const M m = mask_n((int)((n) - j));                                                   \
+            __VA_ARGS__                                                                           \
+        }                                                                                         \
+    } while (0)
+
 static inline V LD(const float *p, int t, M m) { return t ? vldm(p, m) : vld(p); }
 static inline void ST(float *p, V v, int t, M m) {
     if (t)
@@ -90,8 +144,18 @@ static inline V BET(const float *b, int64_t j, int t, M m) {
     return b ? LD(b + j, t, m) : vset1(0.0f);
 }
 
-/* xhat = (v - m) * r */
-static inline V XHAT(const sn_rnorm *q, V v) { return vmul(vsub(v, vset1(q->m)), vset1(q->r)); }
+/* 1 when m is +0 (bits), e.g. RMSNorm: v - m is then exactly v, so the subtraction can go */
+static inline int ZERO_M(const sn_rnorm *q) {
+    union {
+        float f;
+        uint32_t u;
+    } b = {q->m};
+    return b.u == 0u;
+}
+/* xhat = (v - m) * r (the loops are unswitched on ZERO_M, which never changes a bit) */
+static inline V XHAT(const sn_rnorm *q, V v) {
+    return ZERO_M(q) ? vmul(v, vset1(q->r)) : vmul(vsub(v, vset1(q->m)), vset1(q->r));
+}
 /* gamma * xhat + beta */
 static inline V NRM(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
     return vfma(GAM(q->gamma, j, t, m), xh, BET(q->beta, j, t, m));
@@ -100,21 +164,29 @@ static inline V NRM(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
 /* ---- statistics ---------------------------------------------------------------------------- */
 
 static inline float hsum2(const V a[2]) { return hsum(vadd(a[0], a[1])); }
+static inline float hsum4(const V a[4]) { return hsum(vadd(vadd(a[0], a[1]), vadd(a[2], a[3]))); }
+#define ZERO4 {vset1(0.0f), vset1(0.0f), vset1(0.0f), vset1(0.0f)}
 
 static float vsum(const float *v, int64_t n) {
-    V a[2] = {vset1(0.0f), vset1(0.0f)};
-    RCOLS2(n, { a[k] = vadd(a[k], KEEP(LD(v + j, t, m), t, m)); });
-    return hsum2(a);
+    V a[4] = ZERO4;
+    RCOLS4(n, { a[k] = vadd(a[k], KEEP(LD(v + j, t, m), t, m)); });
+    return hsum4(a);
 }
 
 static float vsum_sqdev(const float *v, int64_t n, float mean) {
-    V a[2] = {vset1(0.0f), vset1(0.0f)};
+    V a[4] = ZERO4;
     const V mu = vset1(mean);
-    RCOLS2(n, {
-        V d = KEEP(vsub(LD(v + j, t, m), mu), t, m);
-        a[k] = vfma(d, d, a[k]);
-    });
-    return hsum2(a);
+    if (mean == 0.0f && !signbit(mean)) /* v - (+0) is exactly v (RMSNorm) */
+        RCOLS4(n, {
+            V d = KEEP(LD(v + j, t, m), t, m);
+            a[k] = vfma(d, d, a[k]);
+        });
+    else
+        RCOLS4(n, {
+            V d = KEEP(vsub(LD(v + j, t, m), mu), t, m);
+            a[k] = vfma(d, d, a[k]);
+        });
+    return hsum4(a);
 }
 
 static void stats(const sn_norm *n, const float *v, int64_t W, float *m, float *r) {
@@ -134,6 +206,8 @@ static void stats(const sn_norm *n, const float *v, int64_t W, float *m, float *
 /* ---- one norm ------------------------------------------------------------------------------ */
 
 static void norm_row(const sn_rnorm *q, const float *v, int64_t W, float *out) {
+    const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
+    q = &Q_;
     const int nt = q->nt;
     COLS(W, { STO(out + j, NRM(q, XHAT(q, LD(v + j, t, m)), j, t, m), t, m, nt); });
     if (nt) vfence();
@@ -149,14 +223,18 @@ static void norm_row(const sn_rnorm *q, const float *v, int64_t W, float *out) {
 
 static void norm_red(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *sa,
                      float *sb) {
-    V a[2] = {vset1(0.0f), vset1(0.0f)}, b[2] = {vset1(0.0f), vset1(0.0f)};
-    RCOLS2(W, { NORM_RED_STEP; });
-    *sa = q->ca * hsum2(a) / (float)W;
-    *sb = q->cb * hsum2(b) / (float)W;
+    const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
+    q = &Q_;
+    V a[4] = ZERO4, b[4] = ZERO4;
+    RCOLS4(W, { NORM_RED_STEP; });
+    *sa = q->ca * hsum4(a) / (float)W;
+    *sb = q->cb * hsum4(b) / (float)W;
 }
 
 static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
                     float *dgamma, float *dbeta) {
+    const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
+    q = &Q_;
     if (dgamma && dbeta)
         COLS(n, {
             V d = LD(dout + j, t, m);
@@ -174,6 +252,8 @@ static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_
 
 static void norm_dx(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float sa,
                     float sb, float *dv, int acc) {
+    const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
+    q = &Q_;
     const V r = vset1(q->r), va = vset1(sa), vb = vset1(sb);
     if (acc)
         COLS(W, {
@@ -195,39 +275,122 @@ static void norm_dx(const sn_rnorm *q, const float *dout, const float *v, int64_
  * same arithmetic as norm_red and norm_pg), then norm_dx */
 static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *dv,
                      int acc, float *dgamma, float *dbeta) {
-    if (!dgamma || !dbeta) {
-        float sa, sb;
-        norm_red(q, dout, v, W, &sa, &sb);
-        norm_pg(q, dout, v, W, dgamma, dbeta);
-        norm_dx(q, dout, v, W, sa, sb, dv, acc);
-        return;
-    }
-    V a[2] = {vset1(0.0f), vset1(0.0f)}, b[2] = {vset1(0.0f), vset1(0.0f)};
-    RCOLS2(W, {
-        NORM_RED_STEP;
-        ST(dgamma + j, vfma(d, xh, LD(dgamma + j, t, m)), t, m);
-        ST(dbeta + j, vadd(LD(dbeta + j, t, m), d), t, m);
-    });
-    norm_dx(q, dout, v, W, q->ca * hsum2(a) / (float)W, q->cb * hsum2(b) / (float)W, dv, acc);
+    const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
+    q = &Q_;
+    V a[4] = ZERO4, b[4] = ZERO4;
+    if (dgamma && dbeta)
+        RCOLS4(W, {
+            NORM_RED_STEP;
+            ST(dgamma + j, vfma(d, xh, LD(dgamma + j, t, m)), t, m);
+            ST(dbeta + j, vadd(LD(dbeta + j, t, m), d), t, m);
+        });
+    else if (dgamma) /* RMSNorm and LayerNorm without beta */
+        RCOLS4(W, {
+            NORM_RED_STEP;
+            ST(dgamma + j, vfma(d, xh, LD(dgamma + j, t, m)), t, m);
+        });
+    else if (dbeta)
+        RCOLS4(W, {
+            NORM_RED_STEP;
+            ST(dbeta + j, vadd(LD(dbeta + j, t, m), d), t, m);
+        });
+    else
+        RCOLS4(W, { NORM_RED_STEP; });
+    norm_dx(q, dout, v, W, q->ca * hsum4(a) / (float)W, q->cb * hsum4(b) / (float)W, dv, acc);
 }
 #undef NORM_RED_STEP
 
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
+#define ZERO2 {vset1(0.0f), vset1(0.0f)}
+
+static int has_rstd(const sn_norm *n) {
+    return n->kind == SN_NORM_LAYERNORM || n->kind == SN_NORM_RMSNORM;
+}
+
+/* stats of two rows in the same sweeps: the same accumulators and order as vsum and
+ * vsum_sqdev for each row, so the same bits as two calls of stats */
+static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const float *vb,
+                   int64_t W, float *ma, float *ra, float *mb, float *rb) {
+    if (!has_rstd(na) || !has_rstd(nb)) {
+        stats(na, va, W, ma, ra);
+        stats(nb, vb, W, mb, rb);
+        return;
+    }
+    const int la = na->kind == SN_NORM_LAYERNORM, lb = nb->kind == SN_NORM_LAYERNORM;
+    float mua = 0.0f, mub = 0.0f;
+    if (la && lb) {
+        V a[4] = ZERO4, b[4] = ZERO4;
+        RCOLS4(W, {
+            a[k] = vadd(a[k], KEEP(LD(va + j, t, m), t, m));
+            b[k] = vadd(b[k], KEEP(LD(vb + j, t, m), t, m));
+        });
+        mua = hsum4(a) / (float)W;
+        mub = hsum4(b) / (float)W;
+    } else if (la) {
+        mua = vsum(va, W) / (float)W;
+    } else if (lb) {
+        mub = vsum(vb, W) / (float)W;
+    }
+    V a[4] = ZERO4, b[4] = ZERO4;
+    const V ca = vset1(mua), cb = vset1(mub);
+    RCOLS4(W, {
+        V da = KEEP(vsub(LD(va + j, t, m), ca), t, m);
+        V db = KEEP(vsub(LD(vb + j, t, m), cb), t, m);
+        a[k] = vfma(da, da, a[k]);
+        b[k] = vfma(db, db, b[k]);
+    });
+    *ma = mua;
+    *mb = mub;
+    *ra = 1.0f / sqrtf(hsum4(a) / (float)W + na->eps);
+    *rb = 1.0f / sqrtf(hsum4(b) / (float)W + nb->eps);
+}
+
+/* s = N_x(x) + N_y(y) */
+static inline V S_OF(const sn_rfuse *F, const float *x, const float *y, int64_t j, int t, M m,
+                     V *ux) {
+    *ux = NRM(&F->X, XHAT(&F->X, LD(x + j, t, m)), j, t, m);
+    return vadd(*ux, NRM(&F->Y, XHAT(&F->Y, LD(y + j, t, m)), j, t, m));
+}
+
+/* u (if non-NULL) and h = s; the first sweep of N_out's statistics rides along (the same
+ * accumulators and order as vsum / vsum_sqdev over h) */
 static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u,
-                   float *h) {
-    if (u)
-        COLS(D, {
-            V ux = NRM(&F->X, XHAT(&F->X, LD(x + j, t, m)), j, t, m);
-            STO(u + j, ux, t, m, F->nt);
-            ST(h + j, vadd(ux, NRM(&F->Y, XHAT(&F->Y, LD(y + j, t, m)), j, t, m)), t, m);
+                   float *h, const sn_norm *no, float *mo, float *ro) {
+    const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
+    F = &F_;
+    V a[4] = ZERO4;
+    const int ln = no->kind == SN_NORM_LAYERNORM, rms = no->kind == SN_NORM_RMSNORM;
+    const V zero = vset1(0.0f);
+#define FUSE_S_STEP                                                                               \
+    V ux, s = S_OF(F, x, y, j, t, m, &ux);                                                        \
+    if (u) STO(u + j, ux, t, m, F->nt);                                                           \
+    ST(h + j, s, t, m)
+    if (ln)
+        RCOLS4(D, {
+            FUSE_S_STEP;
+            a[k] = vadd(a[k], KEEP(s, t, m));
         });
+    else if (rms)
+        RCOLS4(D, {
+            FUSE_S_STEP;
+            V d = KEEP(vsub(s, zero), t, m);
+            a[k] = vfma(d, d, a[k]);
+        });
+    else
+        COLS(D, { FUSE_S_STEP; });
+#undef FUSE_S_STEP
     if (u && F->nt) vfence();
-    if (!u)
-        COLS(D, {
-            V ux = NRM(&F->X, XHAT(&F->X, LD(x + j, t, m)), j, t, m);
-            ST(h + j, vadd(ux, NRM(&F->Y, XHAT(&F->Y, LD(y + j, t, m)), j, t, m)), t, m);
-        });
+    *mo = 0.0f;
+    *ro = 1.0f;
+    if (ln) {
+        const float mean = hsum4(a) / (float)D;
+        const float var = vsum_sqdev(h, D, mean) / (float)D;
+        *mo = mean;
+        *ro = 1.0f / sqrtf(var + no->eps);
+    } else if (rms) {
+        *ro = 1.0f / sqrtf(hsum4(a) / (float)D + no->eps);
+    }
 }
 
 /* The quantities of a fuse backward, each with its one definition:
@@ -276,8 +439,6 @@ static inline belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float 
     bx[k] = vfma(gx_, (e).xx, bx[k]);                                                             \
     ay[k] = vadd(ay[k], gy_);                                                                     \
     by[k] = vfma(gy_, (e).yy, by[k])
-
-#define ZERO2 {vset1(0.0f), vset1(0.0f)}
 
 static void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
     F->oa = F->O.ca * hsum2(a) / (float)D;
@@ -329,6 +490,10 @@ static inline void FUSE_PG_STEP(const sn_dfuse *dp, const belem *e, int64_t j, i
 
 static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *du,
                     const float *x, const float *y, const sn_dfuse *dp) {
+    const sn_dfuse dp_ = *dp;
+    dp = &dp_;
+    const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
+    F = &F_;
     COLS(n, {
         belem e = BELEM(F, j, t, m, dh, du, x, y);
         FUSE_PG_STEP(dp, &e, j, t, m);
@@ -352,6 +517,8 @@ static inline void FUSE_DX_STEP(const sn_rfuse *F, V xx, V yy, V gx, V gy, float
 
 static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *du,
                     const float *x, const float *y, float *dx, float *dy, int accx, int accy) {
+    const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
+    F = &F_;
     /* du is read (inside BELEM) before dx is written: dx may be du */
     COLS(D, {
         belem e = BELEM(F, j, t, m, dh, du, x, y);
@@ -360,54 +527,130 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
     if (F->nt) vfence();
 }
 
-/* The whole backward of one row, each quantity computed once: pass 1 keeps xx, yy, xs in a
- * stack buffer, pass 2 (reductions of N_x, N_y and the parameter gradients) replaces xs by gx
- * and keeps gy, pass 3 writes the input gradients. Bitwise the same as fuse_red, fuse_pg,
- * fuse_dx (same formulas on the same values). Rows wider than FUSE_ROW_MAX take those. */
+/* The whole backward of one row: pass 1 (N_out's reductions) keeps xs in a stack row, pass 2
+ * (reductions of N_x, N_y and the parameter gradients) replaces it by gx and keeps gy, pass 3
+ * writes the input gradients; xx and yy are recomputed from x and y (in L1 by then), which is
+ * cheaper than storing them. Bitwise the same as fuse_red, fuse_pg, fuse_dx (same formulas on
+ * the same values). Rows wider than FUSE_ROW_MAX take those. */
 #define FUSE_ROW_MAX 1024
-static void fuse_bwd(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
-                     const float *y, float *dx, float *dy, int accx, int accy,
+
+/* pass 1 of row q: N_out's reductions, xs kept in bs */
+#define FUSE_P1(q)                                                                                \
+    {                                                                                             \
+        V xx = XHAT(&F[q].X, LD(x[q] + j, t, m)), yy = XHAT(&F[q].Y, LD(y[q] + j, t, m));        \
+        V xs = XS_OF(&F[q], xx, yy, j, t, m);                                                     \
+        vst(bs[q] + j, xs); /* the stack rows are padded: whole vectors */                        \
+        V g = KEEP(vmul(GAM(F[q].O.gamma, j, t, m), LD(dh[q] + j, t, m)), t, m);                  \
+        a[q][k] = vadd(a[q][k], g);                                                               \
+        b[q][k] = vfma(g, xs, b[q][k]);                                                           \
+    }
+
+/* pass 2 of row q: the quantities e[q], the reductions of N_x and N_y */
+#define FUSE_P2(q)                                                                                \
+    {                                                                                             \
+        e[q].xx = XHAT(&F[q].X, LD(x[q] + j, t, m));                                              \
+        e[q].yy = XHAT(&F[q].Y, LD(y[q] + j, t, m));                                              \
+        e[q].xs = vld(bs[q] + j);                                                                 \
+        e[q].dh = LD(dh[q] + j, t, m);                                                            \
+        e[q].ds = DS_OF(&F[q], e[q].xs, e[q].dh, j, t, m);                                        \
+        e[q].dt = DT_OF(du[q], e[q].ds, j, t, m);                                                 \
+        e[q].gx = vmul(GAM(F[q].X.gamma, j, t, m), e[q].dt);                                      \
+        e[q].gy = vmul(GAM(F[q].Y.gamma, j, t, m), e[q].ds);                                      \
+        V gx_ = KEEP(e[q].gx, t, m), gy_ = KEEP(e[q].gy, t, m);                                   \
+        ax[q][k] = vadd(ax[q][k], gx_);                                                           \
+        bx[q][k] = vfma(gx_, e[q].xx, bx[q][k]);                                                  \
+        ay[q][k] = vadd(ay[q][k], gy_);                                                           \
+        by[q][k] = vfma(gy_, e[q].yy, by[q][k]);                                                  \
+        vst(bs[q] + j, e[q].gx);                                                                  \
+        vst(bg[q] + j, e[q].gy);                                                                  \
+    }
+
+/* pass 3 of row q: the input gradients */
+#define FUSE_P3(q)                                                                                \
+    FUSE_DX_STEP(&F[q], XHAT(&F[q].X, LD(x[q] + j, t, m)), XHAT(&F[q].Y, LD(y[q] + j, t, m)),    \
+                 vld(bs[q] + j), vld(bg[q] + j), dx[q], dy[q], accx, accy, j, t, m)
+
+/* a parameter-gradient vector of rows 0 and 1: p = (p + v0) + v1, or p = fma(a1, b1,
+ * fma(a0, b0, p)): the same bits as two row-by-row updates, one load and store of p */
+static inline void ACC2(float *p, V v0, V v1, int t, M m) {
+    if (p) ST(p, vadd(vadd(LD(p, t, m), v0), v1), t, m);
+}
+static inline void ACC_FMA2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
+    if (p) ST(p, vfma(a1, b1, vfma(a0, b0, LD(p, t, m))), t, m);
+}
+
+static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1,
+                     const float *x1, const float *y1, float *dx1, float *dy1, int accx, int accy,
                      const sn_dfuse *dp) {
     if (D > FUSE_ROW_MAX) {
-        fuse_red(F, D, dh, du, x, y);
-        if (dp) fuse_pg(F, D, dh, du, x, y, dp);
-        fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);
+        fuse_red(F1, D, dh1, du1, x1, y1);
+        if (dp) fuse_pg(F1, D, dh1, du1, x1, y1, dp);
+        fuse_dx(F1, D, dh1, du1, x1, y1, dx1, dy1, accx, accy);
         return;
     }
-    float bxx[FUSE_ROW_MAX + VW], byy[FUSE_ROW_MAX + VW], bs[FUSE_ROW_MAX + VW], bg[FUSE_ROW_MAX + VW];
-    V a[2] = ZERO2, b[2] = ZERO2;
+    sn_rfuse F[1] = {*F1}; /* a local copy: the stores below cannot alias it */
+    const float *dh[1] = {dh1}, *du[1] = {du1}, *x[1] = {x1}, *y[1] = {y1};
+    float *dx[1] = {dx1}, *dy[1] = {dy1};
+    float bs_[1][FUSE_ROW_MAX + VW], bg_[1][FUSE_ROW_MAX + VW];
+    float *bs[1] = {bs_[0]}, *bg[1] = {bg_[0]};
+    V a[1][2] = {ZERO2}, b[1][2] = {ZERO2};
+    RCOLS2(D, FUSE_P1(0));
+    fuse_red_out(&F[0], a[0], b[0], D);
+    V ax[1][2] = {ZERO2}, bx[1][2] = {ZERO2}, ay[1][2] = {ZERO2}, by[1][2] = {ZERO2};
     RCOLS2(D, {
-        V xx = XHAT(&F->X, LD(x + j, t, m)), yy = XHAT(&F->Y, LD(y + j, t, m));
-        V xs = XS_OF(F, xx, yy, j, t, m);
-        vst(bxx + j, xx); /* the buffers are padded: whole vectors */
-        vst(byy + j, yy);
-        vst(bs + j, xs);
-        FUSE_RED1_STEP(xs);
+        belem e[1];
+        FUSE_P2(0);
+        if (dp) FUSE_PG_STEP(dp, &e[0], j, t, m);
     });
-    fuse_red_out(F, a, b, D);
-    V ax[2] = ZERO2, bx[2] = ZERO2, ay[2] = ZERO2, by[2] = ZERO2;
-    RCOLS2(D, {
-        belem e;
-        e.xx = vld(bxx + j);
-        e.yy = vld(byy + j);
-        e.xs = vld(bs + j);
-        e.dh = LD(dh + j, t, m);
-        e.ds = DS_OF(F, e.xs, e.dh, j, t, m);
-        e.dt = DT_OF(du, e.ds, j, t, m);
-        e.gx = vmul(GAM(F->X.gamma, j, t, m), e.dt);
-        e.gy = vmul(GAM(F->Y.gamma, j, t, m), e.ds);
-        FUSE_RED2_STEP(e);
-        if (dp) FUSE_PG_STEP(dp, &e, j, t, m);
-        vst(bs + j, e.gx);
-        vst(bg + j, e.gy);
-    });
-    fuse_red_xy(F, ax, bx, ay, by, D);
-    COLS(D, {
-        FUSE_DX_STEP(F, vld(bxx + j), vld(byy + j), vld(bs + j), vld(bg + j), dx, dy, accx, accy,
-                     j, t, m);
-    });
-    if (F->nt) vfence();
+    fuse_red_xy(&F[0], ax[0], bx[0], ay[0], by[0], D);
+    COLS(D, FUSE_P3(0););
+    if (F[0].nt) vfence();
 }
+
+/* Two consecutive rows of one call (the same parameters) with parameter gradients: each row's
+ * arithmetic is fuse_bwd's, and each parameter-gradient vector gets row 0's then row 1's
+ * contribution while loaded once. */
+static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
+                      const float *const du[2], const float *const x[2],
+                      const float *const y[2], float *const dx[2], float *const dy[2], int accx,
+                      int accy, const sn_dfuse *dp2) {
+    if (D > FUSE_ROW_MAX || !dp2) {
+        for (int q = 0; q < 2; q++)
+            fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp2);
+        return;
+    }
+    sn_rfuse F[2] = {F2[0], F2[1]}; /* local copies: the stores below cannot alias them */
+    const sn_dfuse dp_ = *dp2, *dp = &dp_;
+    /* both rows have the fuse's parameters: say so, so that each vector is loaded once */
+    F[1].X.gamma = F[0].X.gamma, F[1].X.beta = F[0].X.beta;
+    F[1].Y.gamma = F[0].Y.gamma, F[1].Y.beta = F[0].Y.beta;
+    F[1].O.gamma = F[0].O.gamma, F[1].O.beta = F[0].O.beta;
+    float bs_[2][FUSE_ROW_MAX + VW], bg_[2][FUSE_ROW_MAX + VW];
+    float *bs[2] = {bs_[0], bs_[1]}, *bg[2] = {bg_[0], bg_[1]};
+    V a[2][2] = {ZERO2, ZERO2}, b[2][2] = {ZERO2, ZERO2};
+    RCOLS2(D, FUSE_P1(0) FUSE_P1(1));
+    fuse_red_out(&F[0], a[0], b[0], D);
+    fuse_red_out(&F[1], a[1], b[1], D);
+    V ax[2][2] = {ZERO2, ZERO2}, bx[2][2] = {ZERO2, ZERO2};
+    V ay[2][2] = {ZERO2, ZERO2}, by[2][2] = {ZERO2, ZERO2};
+    RCOLS2(D, {
+        belem e[2];
+        FUSE_P2(0);
+        FUSE_P2(1);
+        ACC_FMA2(AT(dp->go, j), e[0].dh, e[0].xs, e[1].dh, e[1].xs, t, m);
+        ACC2(AT(dp->bo, j), e[0].dh, e[1].dh, t, m);
+        ACC_FMA2(AT(dp->gx, j), e[0].dt, e[0].xx, e[1].dt, e[1].xx, t, m);
+        ACC2(AT(dp->bx, j), e[0].dt, e[1].dt, t, m);
+        ACC_FMA2(AT(dp->gy, j), e[0].ds, e[0].yy, e[1].ds, e[1].yy, t, m);
+        ACC2(AT(dp->by, j), e[0].ds, e[1].ds, t, m);
+    });
+    for (int q = 0; q < 2; q++) fuse_red_xy(&F[q], ax[q], bx[q], ay[q], by[q], D);
+    COLS(D, FUSE_P3(0); FUSE_P3(1););
+    if (F[0].nt) vfence();
+}
+#undef FUSE_P1
+#undef FUSE_P2
+#undef FUSE_P3
 
 /* ---- elementwise --------------------------------------------------------------------------- */
 
@@ -442,6 +685,6 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 }
 
 const sn_kern SN_KERN_TABLE = {
-    stats,   norm_row, norm_red, norm_pg, norm_dx, norm_bwd, fuse_s, fuse_red,
-    fuse_pg, fuse_dx,  fuse_bwd, add_div, apply,   axpy,
+    stats,   norm_row, norm_red, norm_pg, norm_dx,  norm_bwd, stats2, fuse_s, fuse_red,
+    fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div, apply, axpy,
 };

@@ -1,6 +1,7 @@
 /* Built-in thread pool (see parallel.h), POSIX threads. Workers sleep on a condition variable
  * between runs after a short spin, so back-to-back calls do not pay a wake-up each time. The
- * caller never waits for a worker to wake: it claims whatever tasks are left itself. */
+ * caller never waits for a worker to wake: it claims whatever tasks are left itself, then waits
+ * only for tasks a worker has claimed (spinning briefly, then sleeping). */
 #if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200809L
 #undef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -11,9 +12,12 @@
 
 #ifdef SN_HAVE_PTHREADS
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 
+/* Rounds of `pause` (about 40-140 cycles each) a worker spins for the next run, and the caller
+ * for claimed tasks to finish, before sleeping on a condition variable: long enough to bridge
+ * the gap between the back-to-back calls of a training step, short enough that an
+ * oversubscribed machine (more threads than free cores) gets its CPU back quickly. */
 #define SPIN_ROUNDS 20000
 
 /* A run is tagged by a generation number. Tasks are claimed with a compare-and-swap on one
@@ -23,11 +27,13 @@
 struct sn_pool {
     pthread_mutex_t mu;
     pthread_cond_t wake;
+    pthread_cond_t finished;  /* the last claimed task of a run has finished */
     int n_workers, started, quit;
+    int waiting;              /* the caller sleeps on `finished` (under mu) */
     atomic_uint gen;          /* generation of the current run (0: none yet) */
     atomic_ullong claim;      /* gen << 32 | next task index */
     atomic_llong done;        /* tasks of the current run finished */
-    int64_t n_tasks;
+    atomic_llong n_tasks;     /* tasks of the current run */
     sn_task_fn task;
     void *arg;
     pthread_t tid[SN_MAX_THREADS];
@@ -45,10 +51,15 @@ static void drain(sn_pool *p, unsigned g) {
         unsigned long long c = atomic_load(&p->claim);
         if ((unsigned)(c >> 32) != g) return;
         const int64_t i = (int64_t)(c & 0xffffffffu);
-        if (i >= p->n_tasks) return;
+        if (i >= atomic_load(&p->n_tasks)) return;
         if (!atomic_compare_exchange_weak(&p->claim, &c, c + 1)) continue;
         p->task(p->arg, i);
-        atomic_fetch_add(&p->done, 1);
+        if (atomic_fetch_add(&p->done, 1) + 1 == atomic_load(&p->n_tasks)) {
+            /* the last task: wake the caller if it went to sleep */
+            pthread_mutex_lock(&p->mu);
+            if (p->waiting) pthread_cond_signal(&p->finished);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
 }
 
@@ -84,9 +95,16 @@ sn_status sn_pool_start(sn_pool **out, int n) {
         free(p);
         return SN_ERR_NOMEM;
     }
+    if (pthread_cond_init(&p->finished, NULL)) {
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return SN_ERR_NOMEM;
+    }
     atomic_init(&p->gen, 0u);
     atomic_init(&p->claim, 0ull);
     atomic_init(&p->done, 0);
+    atomic_init(&p->n_tasks, 0);
     p->n_workers = n - 1;
     for (int i = 0; i < p->n_workers; i++) {
         if (pthread_create(&p->tid[i], NULL, worker, p)) {
@@ -106,33 +124,37 @@ void sn_pool_stop(sn_pool *p) {
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->started; i++) pthread_join(p->tid[i], NULL);
+    pthread_cond_destroy(&p->finished);
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->mu);
     free(p);
 }
 
 void sn_pool_run(sn_pool *p, int64_t n, sn_task_fn task, void *arg) {
-    /* no task of the previous run is unfinished here, so its fields may be replaced */
+    /* No task of the previous run is unfinished here, but a worker may still be looking at its
+     * exhausted claim word: move the word to the new generation (with no task left) before
+     * replacing the fields, so that such a worker can never claim a task of this run with the
+     * previous run's view, nor this run's task with a stale count. */
+    const unsigned g = atomic_load(&p->gen) + 1u == 0u ? 1u : atomic_load(&p->gen) + 1u;
+    atomic_store(&p->claim, (unsigned long long)g << 32 | 0xffffffffull);
     p->task = task;
     p->arg = arg;
-    p->n_tasks = n;
+    atomic_store(&p->n_tasks, n);
     atomic_store(&p->done, 0);
-    const unsigned g = atomic_load(&p->gen) + 1u == 0u ? 1u : atomic_load(&p->gen) + 1u;
     atomic_store(&p->claim, (unsigned long long)g << 32);
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->gen, g);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     drain(p, g);
-    /* wait for tasks claimed by workers; yield the CPU if it takes long */
-    int spins = 0;
-    while (atomic_load(&p->done) < n) {
-        if (spins < SPIN_ROUNDS) {
-            cpu_relax();
-            spins++;
-        } else {
-            sched_yield();
-        }
+    /* wait for tasks claimed by workers: spin briefly, then sleep until the last one ends */
+    for (int spins = 0; atomic_load(&p->done) < n && spins < SPIN_ROUNDS; spins++) cpu_relax();
+    if (atomic_load(&p->done) < n) {
+        pthread_mutex_lock(&p->mu);
+        p->waiting = 1;
+        while (atomic_load(&p->done) < n) pthread_cond_wait(&p->finished, &p->mu);
+        p->waiting = 0;
+        pthread_mutex_unlock(&p->mu);
     }
 }
 

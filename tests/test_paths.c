@@ -5,11 +5,11 @@
  *   - the scalar path with 1 thread is the reference;
  *   - every path agrees with it within TOL (relative to the largest magnitude of the output
  *     buffer; the SIMD paths use fused multiply-add and other summation orders);
- *   - on one path, every thread count (1, 2, 3 threads, a hook that runs its tasks backwards)
- *     and a NULL context (on the best path) give bitwise-identical outputs, parameter gradients
- *     included.
- * Shapes: D in {1, 7, 15, 16, 17, 33, 768, 1000}, R = 1, a few rows, and enough rows to be
- * threaded; base pointers one float off 64-byte alignment; row strides > D. */
+ *   - on one path, every thread count (1, 2, 3 threads, a hook that runs its tasks backwards),
+ *     with and without caller scratch (full size, too small, misaligned), and a NULL context
+ *     (on the best path) give bitwise-identical outputs, parameter gradients included.
+ * Shapes: D in {1, 7, 15, 16, 17, 33, 768, 1000, 3000, 9000}, R = 1, a few rows, and enough
+ * rows to be threaded; base pointers one float off 64-byte alignment; row strides > D. */
 #include "siamesenorm.h"
 
 #include <math.h>
@@ -291,7 +291,12 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
 
 int main(void) {
     /* contexts: scalar first; per path 1, 2, 3 threads and the hook (4 pieces) */
-    sn_ctx *ctxs[32];
+    /* contexts: scalar first; per path 1, 2, 3 threads and the hook (4 pieces), then with
+     * caller scratch: 2 threads with the queried size (room for every chunk, also for rows
+     * too wide for the stack buffer), 3 threads with room for only 2 slots (D = 768 fuse), and
+     * the hook with the queried size */
+    sn_ctx *ctxs[64];
+    void *scratch[64];
     int nctx = 0;
     const sn_isa paths[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
     for (int p = 0; p < 3; p++) {
@@ -299,17 +304,44 @@ int main(void) {
             printf("path %s: not available on this CPU/build, skipped\n", sn_isa_name(paths[p]));
             continue;
         }
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < 7; v++) {
             sn_ctx *c = NULL;
             OK(sn_ctx_create(&c));
             if (!c) return 1;
             OK(sn_ctx_set_isa(c, paths[p]));
             if (v < 3)
                 OK(sn_ctx_set_threads(c, v + 1));
-            else
+            else if (v == 3 || v == 6)
                 OK(sn_ctx_set_parallel_for(c, backwards_hook, NULL, 4));
+            else
+                OK(sn_ctx_set_threads(c, v - 2));
+            scratch[nctx] = NULL;
+            if (v >= 4) {
+                size_t sb = v == 5 ? 2 * 6 * 768 * sizeof(float) + 64 : sn_scratch_bytes(c, 9000);
+                scratch[nctx] = malloc(sb);
+                if (!scratch[nctx]) return 1;
+                memset(scratch[nctx], 0x7f, sb); /* garbage: the library must not read it */
+                OK(sn_ctx_set_scratch(c, (char *)scratch[nctx] + (v == 6), sb - (v == 6)));
+            }
             ctxs[nctx++] = c;
         }
+    }
+    /* the scratch calls' contract */
+    {
+        sn_ctx *c = NULL;
+        OK(sn_ctx_create(&c));
+        checks += 6;
+        if (sn_ctx_set_scratch(NULL, NULL, 0) != SN_ERR_NULL) FAIL("set_scratch(NULL ctx)");
+        if (sn_ctx_set_scratch(c, NULL, 16) != SN_ERR_NULL) FAIL("set_scratch(NULL buf, 16)");
+        if (sn_ctx_set_scratch(c, NULL, 0) != SN_OK) FAIL("set_scratch(NULL, 0)");
+        if (sn_scratch_bytes(c, 0) != 0) FAIL("sn_scratch_bytes(D = 0)");
+        const size_t one = sn_scratch_bytes(c, 768);
+        OK(sn_ctx_set_threads(c, 2));
+        const size_t two = sn_scratch_bytes(c, 768);
+        if (!(one >= 6 * 768 * sizeof(float) && two >= 16 * one - 16 * 64))
+            FAIL("sn_scratch_bytes: 1 thread %zu, 2 threads %zu", one, two);
+        if (sn_scratch_bytes(NULL, 768) != one) FAIL("sn_scratch_bytes(NULL ctx)");
+        sn_ctx_destroy(c);
     }
     /* the setters' contract */
     {
@@ -326,13 +358,15 @@ int main(void) {
         sn_ctx_destroy(c);
     }
 
-    const int64_t Ds[] = {1, 7, 15, 16, 17, 33, 768, 1000};
+    /* 3000 and 9000: rows too wide for the stack buffer of chunk sums (fuse, norm): without
+     * scratch those run in column blocks on the calling thread, with scratch on all threads */
+    const int64_t Ds[] = {1, 7, 15, 16, 17, 33, 768, 1000, 3000, 9000};
     for (int oi = 0; oi < N_OPS; oi++)
         for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++) {
             const int64_t D = Ds[di];
             /* enough rows to cross the threading threshold (16 K elements) */
-            /* and, for wide rows, more than one block of a threaded backward pass */
-            const int64_t big = D >= 768 ? 800 : (20000 + D - 1) / D;
+            /* and, for wide rows, many chunks of a threaded backward pass */
+            const int64_t big = D >= 3000 ? 25 : D >= 768 ? 800 : (20000 + D - 1) / D;
             const int64_t Rs[] = {1, 5, big};
             for (int ri = 0; ri < 3; ri++) {
                 shape s = {Rs[ri], D, D + (ri == 1 ? 0 : 3)};
@@ -343,7 +377,10 @@ int main(void) {
         printf("%-32s worst path-vs-scalar rel. error %.2e\n", OPS[oi].name, worst_err[oi]);
     checks++;
     if (hook_calls == 0) FAIL("the parallel-for hook was never called");
-    for (int c = 0; c < nctx; c++) sn_ctx_destroy(ctxs[c]);
+    for (int c = 0; c < nctx; c++) {
+        sn_ctx_destroy(ctxs[c]);
+        free(scratch[c]);
+    }
     printf("test_paths: %ld checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

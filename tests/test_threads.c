@@ -1,8 +1,9 @@
 /* Determinism across thread counts (header, sn_ctx): on one kernel path, a context with 1 thread,
- * the built-in pool with 2 and 3 threads, and a caller parallel-for hook (tasks run in reverse
- * order, or interleaved) must give bitwise-identical outputs for every primitive and for a whole
- * network pass, on shapes large enough to be split (R * D well above the ~16 K threshold). The
- * NULL context must match the context on the best path. Two identical calls must also match. */
+ * the built-in pool with 2 and 3 threads, a caller parallel-for hook (tasks run in reverse
+ * order, or interleaved) and 2 threads with caller scratch must give bitwise-identical outputs
+ * for every primitive and for a whole network pass, on shapes large enough to be split
+ * (R * D well above the ~16 K threshold). The NULL context must match the context on the best
+ * path. Two identical calls must also match. */
 #include "block.h"
 #include "testutil.h"
 
@@ -171,6 +172,21 @@ int main(void)
                          hk ? "interleaved" : "reverse");
                 compare(&ref, &o, what, path), outs_free(&o);
                 sn_ctx_destroy(c);
+            }
+            { /* 2 threads with caller scratch (the queried size): more chunks at once */
+                sn_ctx *c = tu_isa_ctx(isa);
+                CHECK_OK(sn_ctx_set_threads(c, 2));
+                const size_t sb = sn_scratch_bytes(c, D);
+                CHECK(sb >= 16 * 6 * D * sizeof(float));
+                void *scr = malloc(sb);
+                CHECK(scr != NULL);
+                CHECK_OK(sn_ctx_set_scratch(c, scr, sb));
+                run(c, &o);
+                char what[64];
+                snprintf(what, sizeof what, "%s with 2 threads and scratch", pn);
+                compare(&ref, &o, what, path), outs_free(&o);
+                sn_ctx_destroy(c);
+                free(scr);
             }
             if (sn_ctx_isa(NULL) == (sn_isa)isa) {
                 run(NULL, &o);

@@ -1,0 +1,21 @@
+/* Checked mode: scanning the caller's inputs for NaN and infinity before a call computes. */
+#ifndef SN_FINITE_H
+#define SN_FINITE_H
+
+#include "siamesenorm.h"
+
+/* The first row r < R in which x [R x D, ldx] holds a NaN or an infinity, or -1. */
+int64_t sn_first_nonfinite_row(int64_t R, int64_t D, const float *x, int64_t ldx);
+
+/* With ctx in checked mode (sn_ctx_set_check_finite): SN_ERR_NONFINITE, recorded in ctx, when
+ * one of the nm matrices mats[k] [R x D, lds[k]] (NULL entries skipped) or the n_params floats
+ * of params hold a NaN or an infinity; SN_OK otherwise, and always without checked mode. */
+sn_status sn_check_inputs(const sn_ctx *ctx, int64_t R, int64_t D, const float *const *mats,
+                          const int64_t *lds, int nm, const float *params, int64_t n_params);
+
+/* Implemented in ctx.c: whether ctx checks its calls' inputs, and the record of the last
+ * finding (a context serves one call at a time, so the record is the call's own). */
+int sn_ctx_checks_finite(const sn_ctx *ctx);
+void sn_ctx_note_nonfinite(const sn_ctx *ctx, int64_t row);
+
+#endif
