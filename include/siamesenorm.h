@@ -105,7 +105,8 @@ typedef enum sn_status {
     SN_ERR_INDEX = 11,      /* sub-layer (or norm) index out of range */
     SN_ERR_CONFIG = 12,     /* inconsistent configuration (e.g. nonzero reserved words) */
     SN_ERR_UNSUPPORTED = 13, /* the request is valid but not available in this build/CPU */
-    SN_ERR_NOMEM = 14        /* sn_ctx_create could not allocate */
+    SN_ERR_NOMEM = 14,       /* sn_ctx_create could not allocate */
+    SN_ERR_NONFINITE = 15    /* checked mode: an input holds a NaN or an infinity */
 } sn_status;
 
 /* A static, human-readable, English description of a status (never NULL; unknown codes get
@@ -236,6 +237,32 @@ SN_API int sn_ctx_threads(const sn_ctx *ctx);
  * Errors: SN_ERR_NULL (ctx NULL, or buf NULL with bytes > 0). */
 SN_API size_t sn_scratch_bytes(const sn_ctx *ctx, int64_t D);
 SN_API sn_status sn_ctx_set_scratch(sn_ctx *ctx, void *buf, size_t bytes);
+
+/* ---- checked mode ------------------------------------------------------------------------- */
+
+/* NaN and infinity policy. By default the library propagates them: a non-finite input value
+ * makes the outputs of its own row (and, through parameter gradients, the parameter gradients)
+ * non-finite, and never other rows' outputs; nothing is checked, nothing costs extra.
+ * Checked mode, a setting of a context, makes every call of that context first scan the floats
+ * the caller passes in (its R x D matrices and the parameter block; not acts, work or saved
+ * statistics, which the library wrote itself) and, when one is a NaN or an infinity, return
+ * SN_ERR_NONFINITE before writing anything. sn_ctx_nonfinite_row then names where: the
+ * smallest row index holding one in any input matrix, or SN_NONFINITE_PARAMS when only the
+ * parameters hold one. The scan reads every input once more. */
+#define SN_NONFINITE_NONE (-1)   /* the last checked call found nothing (or none ran) */
+#define SN_NONFINITE_PARAMS (-2) /* ... found one in the parameter block only */
+
+/* Turns checked mode on (on != 0) or off for the calls made with ctx. Errors: SN_ERR_NULL. */
+SN_API sn_status sn_ctx_set_check_finite(sn_ctx *ctx, int on);
+
+/* Where the last call made with ctx in checked mode found a non-finite input: a row index,
+ * SN_NONFINITE_PARAMS, or SN_NONFINITE_NONE (also for a NULL ctx). */
+SN_API int64_t sn_ctx_nonfinite_row(const sn_ctx *ctx);
+
+/* Scans x [R x D, ldx] (read) and writes to *row the first row holding a NaN or an infinity,
+ * or SN_NONFINITE_NONE. Needs no context. Errors: SN_ERR_SHAPE, SN_ERR_NULL, SN_ERR_STRIDE. */
+SN_API sn_status sn_find_nonfinite(int64_t R, int64_t D, const float *x, int64_t ldx,
+                                   int64_t *row);
 
 /* ---- norms -------------------------------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
 
 #include "cpu.h"
 #include "ctx.h"
+#include "finite.h"
 #include "drive.h"
 #include "parallel.h"
 
@@ -24,6 +25,8 @@ struct sn_ctx {
     void *user;
     void *scratch;          /* caller's scratch (sn_ctx_set_scratch), or NULL */
     size_t scratch_bytes;
+    int check_finite;       /* checked mode (sn_ctx_set_check_finite) */
+    int64_t nonfinite_row;  /* what the last checked call found (SN_NONFINITE_*) */
 };
 
 static sn_isa isa_from_env(void) {
@@ -45,6 +48,7 @@ sn_status sn_ctx_create(sn_ctx **out) {
     if (!c) return SN_ERR_NOMEM;
     c->isa = isa_from_env();
     c->width = 1;
+    c->nonfinite_row = SN_NONFINITE_NONE;
     const char *t = getenv("SN_THREADS");
     if (t && *t) {
         char *end;
@@ -155,4 +159,25 @@ void sn_ctx_par(const sn_ctx *ctx, int64_t n, sn_task_fn task, void *arg) {
     } else {
         for (int64_t i = 0; i < n; i++) task(arg, i);
     }
+}
+
+/* ---- checked mode (finite.h) ---- */
+
+sn_status sn_ctx_set_check_finite(sn_ctx *ctx, int on) {
+    if (!ctx) return SN_ERR_NULL;
+    ctx->check_finite = on != 0;
+    ctx->nonfinite_row = SN_NONFINITE_NONE;
+    return SN_OK;
+}
+
+int64_t sn_ctx_nonfinite_row(const sn_ctx *ctx) {
+    return ctx ? ctx->nonfinite_row : SN_NONFINITE_NONE;
+}
+
+int sn_ctx_checks_finite(const sn_ctx *ctx) { return ctx && ctx->check_finite; }
+
+/* Calls take their context as const; the record is the one field a call writes. Every context
+ * comes from sn_ctx_create (never a const object) and serves one call at a time. */
+void sn_ctx_note_nonfinite(const sn_ctx *ctx, int64_t row) {
+    ((sn_ctx *)ctx)->nonfinite_row = row;
 }

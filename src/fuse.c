@@ -2,6 +2,7 @@
  * merge is the same operation without u. */
 #include "check.h"
 #include "drive.h"
+#include "finite.h"
 
 sn_status sn_fuse_init(sn_fuse *f, sn_norm_kind kind, sn_affine affine, float eps) {
     if (!f) return SN_ERR_NULL;
@@ -61,6 +62,10 @@ sn_status sn_fuse_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_
     };
     st = sn_check_alias(bufs, 6);
     if (st != SN_OK) return st;
+    const float *in[] = {x, y};
+    const int64_t ldin[] = {ldx, ldy};
+    st = sn_check_inputs(ctx, R, D, in, ldin, 2, params, np);
+    if (st != SN_OK) return st;
 
     sn_d_fuse_fwd(ctx, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
     return SN_OK;
@@ -98,6 +103,10 @@ sn_status sn_fuse_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64
         sn_vec_buf(dparams, np, 1),
     };
     st = sn_check_alias(bufs, 9);
+    if (st != SN_OK) return st;
+    const float *in[] = {dh, du, x, y};
+    const int64_t ldin[] = {lddh, lddu, ldx, ldy};
+    st = sn_check_inputs(ctx, R, D, in, ldin, 4, params, np);
     if (st != SN_OK) return st;
 
     sn_d_fuse_bwd(ctx, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params, stats, dx, lddx, dy,

@@ -149,6 +149,22 @@ static float sum_sqdev(const float *v, int64_t n, float m) {
     return lanes_sum(a) + t;
 }
 
+void sn_k_stats_f64(const sn_norm *n, const float *v, int64_t W, float *m, float *r) {
+    if (n->kind != SN_NORM_LAYERNORM && n->kind != SN_NORM_RMSNORM) return;
+    double s = 0.0, q = 0.0;
+    for (int64_t j = 0; j < W; j++) {
+        if (!isfinite(v[j])) return; /* NaN / infinity: keep propagating */
+        s += v[j];
+    }
+    const double mean = n->kind == SN_NORM_LAYERNORM ? s / (double)W : 0.0;
+    for (int64_t j = 0; j < W; j++) {
+        const double d = (double)v[j] - mean;
+        q += d * d;
+    }
+    *m = (float)mean;
+    *r = (float)(1.0 / sqrt(q / (double)W + (double)n->eps));
+}
+
 static void stats(const sn_norm *n, const float *v, int64_t W, float *m, float *r) {
     *m = 0.0f;
     *r = 1.0f;
@@ -161,6 +177,7 @@ static void stats(const sn_norm *n, const float *v, int64_t W, float *m, float *
         float ms = sum_sqdev(v, W, 0.0f) / (float)W;
         *r = 1.0f / sqrtf(ms + n->eps);
     }
+    sn_k_stats_guard(n, v, W, m, r);
 }
 
 /* ---- one norm ------------------------------------------------------------------------------ */

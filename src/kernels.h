@@ -138,4 +138,14 @@ sn_rfuse sn_k_fuse_resolve(const sn_fuse *f, const sn_fuse_layout *L, int64_t D,
 sn_dfuse sn_k_fuse_dparams(const sn_fuse *f, const sn_fuse_layout *L, int64_t D,
                            float *dparams);
 
+/* Rows whose fp32 statistics overflow (|values| beyond about 1e18, where a sum of squares
+ * exceeds FLT_MAX: rstd would be 0 and the output beta) are rare and never in a healthy
+ * network; they get their statistics recomputed in float64, which holds any finite fp32 row.
+ * Rows holding a NaN or an infinity keep the fp32 result (propagation). */
+void sn_k_stats_f64(const sn_norm *n, const float *v, int64_t W, float *m, float *r);
+static inline void sn_k_stats_guard(const sn_norm *n, const float *v, int64_t W, float *m,
+                                    float *r) {
+    if (!(*r > 0.0f) || !(*m - *m == 0.0f)) sn_k_stats_f64(n, v, W, m, r);
+}
+
 #endif

@@ -201,6 +201,7 @@ static void stats(const sn_norm *n, const float *v, int64_t W, float *m, float *
         float ms = vsum_sqdev(v, W, 0.0f) / (float)W;
         *r = 1.0f / sqrtf(ms + n->eps);
     }
+    sn_k_stats_guard(n, v, W, m, r);
 }
 
 /* ---- one norm ------------------------------------------------------------------------------ */
@@ -344,6 +345,8 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
     *mb = mub;
     *ra = 1.0f / sqrtf(hsum4(a) / (float)W + na->eps);
     *rb = 1.0f / sqrtf(hsum4(b) / (float)W + nb->eps);
+    sn_k_stats_guard(na, va, W, ma, ra);
+    sn_k_stats_guard(nb, vb, W, mb, rb);
 }
 
 /* s = N_x(x) + N_y(y) */
@@ -391,6 +394,7 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
     } else if (rms) {
         *ro = 1.0f / sqrtf(hsum4(a) / (float)D + no->eps);
     }
+    sn_k_stats_guard(no, h, D, mo, ro);
 }
 
 /* The quantities of a fuse backward, each with its one definition:

@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "drive.h"
+#include "finite.h"
 
 #define SN_MAX_SUBLAYERS (1 << 20)
 #define LAST_PLACEMENT SN_PLACEMENT_HYBRIDNORM_STAR
@@ -368,7 +369,8 @@ typedef struct pass {
 /* Validates the common arguments of a pass call: the description, the stage index i (-1 split,
  * S merge, else a sub-layer), the network's buffers, the caller's matrix `mat` (written or read
  * per mat_w), flags against allowed_flags, and every overlap between them. */
-static sn_status begin(pass *P, const sn_net *net, int64_t i, int64_t R, const float *params,
+static sn_status begin(const sn_ctx *ctx, pass *P, const sn_net *net, int64_t i, int64_t R,
+                       const float *params,
                        const float *acts, int acts_w, float *grads, const float *work, int work_w,
                        const float *mat, int64_t ld, int mat_w, uint32_t flags,
                        uint32_t allowed_flags) {
@@ -390,6 +392,9 @@ static sn_status begin(pass *P, const sn_net *net, int64_t i, int64_t R, const f
         sn_mat_buf(mat, R, L->D, ld, mat_w, 0),
     };
     st = sn_check_alias(bufs, 5);
+    if (st != SN_OK) return st;
+    const float *in[] = {mat_w ? NULL : mat}; /* checked mode: what the caller passes in */
+    st = sn_check_inputs(ctx, R, L->D, in, &ld, 1, params, L->np);
     if (st != SN_OK) return st;
     layout(&P->L, i, &P->s);
     P->R = R;
@@ -450,7 +455,7 @@ static float *dyw(const pass *P) { return P->work + P->R * P->L.D; }
 sn_status sn_net_split(const sn_ctx *ctx, const sn_net *net, int64_t R, const float *e,
                        int64_t lde, const float *params, float *acts) {
     pass P;
-    sn_status st = begin(&P, net, -1, R, params, acts, 1, NULL, NULL, -1, e, lde, 0, 0, 0);
+    sn_status st = begin(ctx, &P, net, -1, R, params, acts, 1, NULL, NULL, -1, e, lde, 0, 0, 0);
     if (st != SN_OK) return st;
     const int64_t D = P.L.D;
     sn_d_copy(ctx, R, D, e, lde, slot(&P, 0), D);
@@ -464,7 +469,7 @@ sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t 
                        const float *params, float *acts, float *h, int64_t ldh) {
     pass P;
     sn_status st = sublayer_index(net, i);
-    if (st == SN_OK) st = begin(&P, net, i, R, params, acts, 1, NULL, NULL, -1, h, ldh, 1, 0, 0);
+    if (st == SN_OK) st = begin(ctx, &P, net, i, R, params, acts, 1, NULL, NULL, -1, h, ldh, 1, 0, 0);
     if (st != SN_OK) return st;
     const stage *s = &P.s;
     const int64_t D = P.L.D;
@@ -496,7 +501,7 @@ sn_status sn_net_exit(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R
                       int64_t ldz, const float *params, float *acts) {
     pass P;
     sn_status st = sublayer_index(net, i);
-    if (st == SN_OK) st = begin(&P, net, i, R, params, acts, 1, NULL, NULL, -1, z, ldz, 0, 0, 0);
+    if (st == SN_OK) st = begin(ctx, &P, net, i, R, params, acts, 1, NULL, NULL, -1, z, ldz, 0, 0, 0);
     if (st != SN_OK) return st;
     const stage *s = &P.s;
     const int64_t D = P.L.D;
@@ -538,7 +543,7 @@ sn_status sn_net_merge(const sn_ctx *ctx, const sn_net *net, int64_t R, const fl
                        float *acts, float *out, int64_t ldo) {
     pass P;
     const int64_t S = net ? net->n_sublayers : 0;
-    sn_status st = begin(&P, net, S, R, params, acts, 1, NULL, NULL, -1, out, ldo, 1, 0, 0);
+    sn_status st = begin(ctx, &P, net, S, R, params, acts, 1, NULL, NULL, -1, out, ldo, 1, 0, 0);
     if (st != SN_OK) return st;
     const int64_t D = P.L.D;
     const float *x = slot(&P, P.s.xin);
@@ -567,7 +572,7 @@ sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
                                 const float *acts, float *grads, float *work) {
     pass P;
     const int64_t S = net ? net->n_sublayers : 0;
-    sn_status st = begin(&P, net, S, R, params, acts, 0, grads, work, 1, dout, lddo, 0, 0, 0);
+    sn_status st = begin(ctx, &P, net, S, R, params, acts, 0, grads, work, 1, dout, lddo, 0, 0, 0);
     if (st != SN_OK) return st;
     const int64_t D = P.L.D;
     const float *x = slot(&P, P.s.xin);
@@ -596,7 +601,7 @@ sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, 
     pass P;
     sn_status st = sublayer_index(net, i);
     if (st == SN_OK)
-        st = begin(&P, net, i, R, params, acts, 0, grads, work, 1, dz, lddz, 1, flags,
+        st = begin(ctx, &P, net, i, R, params, acts, 0, grads, work, 1, dz, lddz, 1, flags,
                    SN_ACCUMULATE);
     if (st != SN_OK) return st;
     const stage *s = &P.s;
@@ -637,7 +642,7 @@ sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, int32_t i,
     pass P;
     sn_status st = sublayer_index(net, i);
     if (st == SN_OK)
-        st = begin(&P, net, i, R, params, acts, 0, grads, work, 1, dh, lddh, 0, 0, 0);
+        st = begin(ctx, &P, net, i, R, params, acts, 0, grads, work, 1, dh, lddh, 0, 0, 0);
     if (st != SN_OK) return st;
     const stage *s = &P.s;
     const int64_t D = P.L.D;
@@ -678,7 +683,7 @@ sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
                                 const float *params, const float *acts, float *grads,
                                 const float *work, float *de, int64_t ldde, uint32_t flags) {
     pass P;
-    sn_status st = begin(&P, net, -1, R, params, acts, 0, grads, work, 0, de, ldde, 1, flags,
+    sn_status st = begin(ctx, &P, net, -1, R, params, acts, 0, grads, work, 0, de, ldde, 1, flags,
                          SN_ACCUMULATE);
     if (st != SN_OK) return st;
     const int64_t D = P.L.D;

@@ -1,6 +1,7 @@
 /* Public norm entry points: LayerNorm / RMSNorm / identity, whole rows or groups of columns. */
 #include "check.h"
 #include "drive.h"
+#include "finite.h"
 
 sn_status sn_norm_query(const sn_norm *n, int64_t D, int64_t *n_params, int64_t *stats_per_row) {
     if (!n) return SN_ERR_NULL;
@@ -41,6 +42,10 @@ sn_status sn_norm_forward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_
     };
     st = sn_check_alias(bufs, 4);
     if (st != SN_OK) return st;
+    const float *in[] = {x};
+    const int64_t ldin[] = {ldx};
+    st = sn_check_inputs(ctx, R, D, in, ldin, 1, params, np);
+    if (st != SN_OK) return st;
 
     sn_d_norm_fwd(ctx, n, R, D, x, ldx, params, out, ldo, stats);
     return SN_OK;
@@ -70,6 +75,10 @@ sn_status sn_norm_backward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64
         sn_vec_buf(dparams, np, 1),
     };
     st = sn_check_alias(bufs, 6);
+    if (st != SN_OK) return st;
+    const float *in[] = {dout, x};
+    const int64_t ldin[] = {lddo, ldx};
+    st = sn_check_inputs(ctx, R, D, in, ldin, 2, params, np);
     if (st != SN_OK) return st;
 
     sn_d_norm_bwd(ctx, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx, np ? dparams : NULL,

@@ -1,6 +1,7 @@
 /* Public shared block apply and stream split: the elementwise parts of SiameseNorm. */
 #include "check.h"
 #include "drive.h"
+#include "finite.h"
 
 /* Common checks of an elementwise call over R x D views. */
 static sn_status check_views(int64_t R, int64_t D, const float *const *p, const int64_t *ld,
@@ -24,6 +25,7 @@ sn_status sn_apply_forward(const sn_ctx *ctx, int64_t R, int64_t D, float c, con
         sn_mat_buf(yo, R, D, ldyo, 1, 1u << 2),
     };
     st = sn_check_alias(bufs, 5);
+    if (st == SN_OK) st = sn_check_inputs(ctx, R, D, p, ld, 3, NULL, 0);
     if (st != SN_OK) return st;
     sn_d_apply(ctx, R, D, c, z, ldz, u, ldu, y, ldy, xo, ldxo, yo, ldyo);
     return SN_OK;
@@ -45,6 +47,7 @@ sn_status sn_apply_backward(const sn_ctx *ctx, int64_t R, int64_t D, float c, co
         sn_mat_buf(dz, R, D, lddz, 1, acc ? 0 : 3u),
     };
     st = sn_check_alias(bufs, 3);
+    if (st == SN_OK) st = sn_check_inputs(ctx, R, D, p, ld, 2, NULL, 0);
     if (st != SN_OK) return st;
     sn_d_add_div(ctx, R, D, dyo, lddyo, dxo, lddxo, c, dz, lddz, acc);
     return SN_OK;
@@ -62,6 +65,7 @@ sn_status sn_split_forward(const sn_ctx *ctx, int64_t R, int64_t D, const float 
         sn_mat_buf(y, R, D, ldy, 1, 0),
     };
     st = sn_check_alias(bufs, 3);
+    if (st == SN_OK) st = sn_check_inputs(ctx, R, D, p, ld, 1, NULL, 0);
     if (st != SN_OK) return st;
     sn_d_copy(ctx, R, D, e, lde, y, ldy); /* y first: x may be e itself */
     sn_d_copy(ctx, R, D, e, lde, x, ldx);
@@ -83,6 +87,7 @@ sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, const float
         sn_mat_buf(de, R, D, ldde, 1, acc ? 0 : 3u),
     };
     st = sn_check_alias(bufs, 3);
+    if (st == SN_OK) st = sn_check_inputs(ctx, R, D, p, ld, 2, NULL, 0);
     if (st != SN_OK) return st;
     sn_d_add_div(ctx, R, D, dx, lddx, dy, lddy, 1.0f, de, ldde, acc);
     return SN_OK;

@@ -22,6 +22,7 @@ const char *sn_status_string(sn_status status) {
     case SN_ERR_CONFIG: return "inconsistent configuration (unknown scale rule, nonzero flags or reserved words)";
     case SN_ERR_UNSUPPORTED: return "not supported by this build or CPU";
     case SN_ERR_NOMEM: return "out of memory";
+    case SN_ERR_NONFINITE: return "checked mode: an input holds a NaN or an infinity (see sn_ctx_nonfinite_row)";
     }
     return "unknown status";
 }

@@ -11,6 +11,10 @@ C API -> Python:
     sn_ctx_set_isa / sn_ctx_isa             Context.set_isa(name) / Context.isa
     sn_ctx_set_threads / sn_ctx_threads     Context.set_threads(n) / Context.threads
     sn_ctx_set_parallel_for                 Context.set_parallel_for(fn, n)
+    sn_scratch_bytes / sn_ctx_set_scratch   Context.set_scratch(D)
+    sn_ctx_set_check_finite                 Context.set_check_finite(on)
+    sn_ctx_nonfinite_row                    Context.nonfinite_row
+    sn_find_nonfinite                       find_nonfinite(x)
     sn_isa_available / sn_isa_name          isa_available(name) / isa_name(code)
     sn_norm_query / _init_params            Norm.query(D) / Norm.init_params(D)
     sn_norm_forward / _backward             Norm.forward(...) / Norm.backward(...)
@@ -40,10 +44,11 @@ from ._capi import (SN_ACCUMULATE, SN_ACCUMULATE_Y, SN_NORM_LAYERNORM, SN_NORM_R
                     SN_PLACEMENT_DEEPNORM, SN_PLACEMENT_PERI_LN, SN_PLACEMENT_MIX_LN,
                     SN_PLACEMENT_HYBRIDNORM, SN_PLACEMENT_HYBRIDNORM_STAR,
                     SN_SCALE_DEFAULT, SN_SCALE_NONE, SN_SCALE_EXPLICIT, SN_ISA_AUTO, SN_ISA_SCALAR,
-                    SN_ISA_AVX2, SN_ISA_AVX512, SN_MAX_THREADS, status_string)
+                    SN_ISA_AVX2, SN_ISA_AVX512, SN_MAX_THREADS, SN_NONFINITE_NONE,
+                    SN_NONFINITE_PARAMS, status_string)
 from .errors import *  # noqa: F401,F403  (the exception classes)
 from .errors import __all__ as _errors_all
-from .norm import Context, Norm, isa_available, isa_name, default_isa
+from .norm import Context, Norm, isa_available, isa_name, default_isa, find_nonfinite
 from .streams import Fuse, apply_forward, apply_backward, split_forward, split_backward
 from .net import Net
 
@@ -63,7 +68,7 @@ def version_string():
     return _capi.lib.sn_version_string().decode()
 
 
-__all__ = ["Context", "isa_available", "isa_name", "default_isa", "Norm", "Fuse", "Net", "apply_forward", "apply_backward",
+__all__ = ["Context", "find_nonfinite", "SN_NONFINITE_NONE", "SN_NONFINITE_PARAMS", "isa_available", "isa_name", "default_isa", "Norm", "Fuse", "Net", "apply_forward", "apply_backward",
            "split_forward", "split_backward", "version_number", "version_string",
            "status_string", "library_path", "SN_ACCUMULATE", "SN_ACCUMULATE_Y",
            "SN_NORM_LAYERNORM", "SN_NORM_RMSNORM", "SN_NORM_IDENTITY", "SN_NORM_SCALE",

@@ -24,7 +24,8 @@ EXPECTED_MINOR = 1
 SN_OK = 0
 SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE, SN_ERR_EPS, SN_ERR_SCALE, SN_ERR_ALIAS = 1, 2, 3, 4, 5, 6
 SN_ERR_PLACEMENT, SN_ERR_NORM, SN_ERR_GROUP, SN_ERR_FLAGS, SN_ERR_INDEX = 7, 8, 9, 10, 11
-SN_ERR_CONFIG, SN_ERR_UNSUPPORTED, SN_ERR_NOMEM = 12, 13, 14
+SN_ERR_CONFIG, SN_ERR_UNSUPPORTED, SN_ERR_NOMEM, SN_ERR_NONFINITE = 12, 13, 14, 15
+SN_NONFINITE_NONE, SN_NONFINITE_PARAMS = -1, -2
 
 SN_ACCUMULATE = 1
 SN_ACCUMULATE_Y = 2
@@ -139,6 +140,15 @@ PROTOTYPES.update({
     "sn_ctx_set_threads": (_st, [_vp, ctypes.c_int]),
     "sn_ctx_set_parallel_for": (_st, [_vp, sn_parallel_for_fn, ctypes.c_void_p, ctypes.c_int]),
     "sn_ctx_threads": (ctypes.c_int, [_vp]),
+    "sn_scratch_bytes": (ctypes.c_size_t, [_vp, _i64]),
+    "sn_ctx_set_scratch": (_st, [_vp, ctypes.c_void_p, ctypes.c_size_t]),
+})
+
+# Checked mode (NaN / infinity in the inputs).
+PROTOTYPES.update({
+    "sn_ctx_set_check_finite": (_st, [_vp, ctypes.c_int]),
+    "sn_ctx_nonfinite_row": (ctypes.c_int64, [_vp]),
+    "sn_find_nonfinite": (_st, [_i64, _i64, _fp, _i64, _i64p]),
 })
 
 

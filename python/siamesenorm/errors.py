@@ -11,7 +11,7 @@ covers both; the few conditions the C API cannot express (a numpy dtype, a read-
 __all__ = [
     "SiameseNormError", "NullError", "ShapeError", "StrideError", "EpsError", "ScaleError",
     "AliasError", "PlacementError", "NormError", "GroupError", "FlagsError", "IndexOutOfRange",
-    "ConfigError", "UnsupportedError", "NoMemError", "DTypeError", "ReadOnlyError",
+    "ConfigError", "UnsupportedError", "NoMemError", "NonFiniteError", "DTypeError", "ReadOnlyError",
     "LibraryNotFoundError", "VersionMismatchError", "error_for_status",
 ]
 
@@ -106,6 +106,12 @@ class NoMemError(SiameseNormError, MemoryError):
     status = 14
 
 
+class NonFiniteError(SiameseNormError, FloatingPointError):
+    """SN_ERR_NONFINITE: checked mode found a NaN or an infinity in an input; the context's
+    nonfinite_row says where."""
+    status = 15
+
+
 class DTypeError(SiameseNormError, TypeError):
     """An array is not numpy float32 (the C library only handles fp32). status is None."""
 
@@ -125,7 +131,7 @@ class VersionMismatchError(SiameseNormError, ImportError):
 _BY_STATUS = {cls.status: cls for cls in (
     NullError, ShapeError, StrideError, EpsError, ScaleError, AliasError, PlacementError,
     NormError, GroupError, FlagsError, IndexOutOfRange, ConfigError, UnsupportedError,
-    NoMemError)}
+    NoMemError, NonFiniteError)}
 
 
 def error_for_status(status, library_message, detail=None):

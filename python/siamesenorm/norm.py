@@ -39,6 +39,16 @@ ISAS = {"auto": _capi.SN_ISA_AUTO, "scalar": _capi.SN_ISA_SCALAR, "avx2": _capi.
         "avx512": _capi.SN_ISA_AVX512}
 
 
+def find_nonfinite(x):
+    """sn_find_nonfinite: the first row of the (R, D) float32 array x holding a NaN or an
+    infinity, or -1."""
+    R, D = A.rows_cols("x", x)
+    px, ldx = A.matrix("x", x, R, D)
+    row = ctypes.c_int64(0)
+    check(lib.sn_find_nonfinite(R, D, px, ldx, ctypes.byref(row)), "sn_find_nonfinite")
+    return int(row.value)
+
+
 def isa_available(isa):
     """sn_isa_available: True if calls can run on kernel path isa ("auto", "scalar", "avx2",
     "avx512" or the SN_ISA_* value) in this build on this CPU."""
@@ -103,6 +113,27 @@ class Context:
     def isa(self):
         """sn_ctx_isa: the name of the resolved kernel path calls with this context run on."""
         return isa_name(_capi.optional("sn_ctx_isa")(self._h()))
+
+    def set_check_finite(self, on=True):
+        """sn_ctx_set_check_finite: in checked mode every call with this context first scans
+        its input arrays and parameters and raises NonFiniteError (writing nothing) when one
+        holds a NaN or an infinity; nonfinite_row then says where."""
+        check(lib.sn_ctx_set_check_finite(self._h(), 1 if on else 0), "sn_ctx_set_check_finite")
+
+    @property
+    def nonfinite_row(self):
+        """sn_ctx_nonfinite_row: the first row with a NaN/infinity found by the last checked
+        call, -2 (SN_NONFINITE_PARAMS) for the parameters only, -1 (SN_NONFINITE_NONE) for none."""
+        return int(lib.sn_ctx_nonfinite_row(self._h()))
+
+    def set_scratch(self, D):
+        """sn_scratch_bytes + sn_ctx_set_scratch: give the context the scratch its threads need
+        for rows of D columns (a numpy buffer this object keeps alive). Returns its size."""
+        n = int(lib.sn_scratch_bytes(self._h(), int(D)))
+        self._scratch = np.empty(max(n, 1), dtype=np.uint8)
+        check(lib.sn_ctx_set_scratch(self._h(), self._scratch.ctypes.data_as(ctypes.c_void_p), n),
+              "sn_ctx_set_scratch")
+        return n
 
     def set_threads(self, n):
         """sn_ctx_set_threads: run calls over n threads of the built-in pool (0: all CPUs)."""

@@ -89,5 +89,39 @@ class Contexts(unittest.TestCase):
                 ctx.set_parallel_for(lambda n, run: None, 0)
 
 
+
+class CheckedMode(unittest.TestCase):
+    """sn_ctx_set_check_finite / sn_ctx_nonfinite_row / sn_find_nonfinite through the binding."""
+
+    def test_checked_call_raises_and_writes_nothing(self):
+        norm = sn.Norm("layernorm", eps=1e-5)
+        x = np.ones((6, 8), np.float32)
+        x[:, ::2] = 2.0
+        x[4, 3] = np.nan
+        params = norm.init_params(8)
+        out = np.full((6, 8), 7.0, np.float32)
+        with sn.Context() as ctx:
+            norm.forward(x, params, out=out, ctx=ctx)  # default: propagates to row 4 only
+            self.assertTrue(np.isnan(out[4]).all() and np.isfinite(out[:4]).all())
+            out[:] = 7.0
+            ctx.set_check_finite(True)
+            with self.assertRaises(sn.NonFiniteError) as cm:
+                norm.forward(x, params, out=out, ctx=ctx)
+            self.assertEqual(cm.exception.status, 15)
+            self.assertIn("NaN", str(cm.exception))
+            self.assertEqual(ctx.nonfinite_row, 4)
+            self.assertTrue((out == 7.0).all())
+            x[4, 3] = 1.0
+            norm.forward(x, params, out=out, ctx=ctx)
+            self.assertEqual(ctx.nonfinite_row, sn.SN_NONFINITE_NONE)
+
+    def test_find_nonfinite_and_scratch(self):
+        x = np.zeros((5, 3), np.float32)
+        self.assertEqual(sn.find_nonfinite(x), -1)
+        x[2, 1] = np.inf
+        self.assertEqual(sn.find_nonfinite(x), 2)
+        with sn.Context(threads=2) as ctx:
+            self.assertGreater(ctx.set_scratch(96), 0)
+
 if __name__ == "__main__":
     main()
