@@ -109,7 +109,9 @@ static int64_t group_of(const op *o, int64_t D) {
 }
 
 static float *alloc_mat(int64_t n) { /* one float off 64-byte alignment */
-    float *p = aligned_alloc(64, (size_t)(n + 16) * sizeof(float));
+    /* C11 aligned_alloc wants a size that is a multiple of the alignment */
+    size_t bytes = ((size_t)(n + 16) * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes);
     return p ? p + 1 : NULL;
 }
 static void free_mat(float *p) {
@@ -240,6 +242,7 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
         t.nparams = 0;
         run(&fw, ctxs[0], s, &t, NULL);
         memcpy(stats_ref, b.stats, (size_t)(R * spr) * sizeof(float));
+        free_mat(b.stats);
         b.stats = alloc_mat(R * spr);
     }
     const int64_t total = 4 * span + b.nstats + np;
