@@ -244,8 +244,9 @@ SN_API sn_status sn_ctx_set_scratch(sn_ctx *ctx, void *buf, size_t bytes);
  * makes the outputs of its own row (and, through parameter gradients, the parameter gradients)
  * non-finite, and never other rows' outputs; nothing is checked, nothing costs extra.
  * Checked mode, a setting of a context, makes every call of that context first scan the floats
- * the caller passes in (its R x D matrices and the parameter block; not acts, work or saved
- * statistics, which the library wrote itself) and, when one is a NaN or an infinity, return
+ * the caller passes in (the R x D matrices it reads and the parameter block; not buffers it
+ * only writes or accumulates into, nor acts, work or saved statistics, which the library
+ * wrote itself) and, when one is a NaN or an infinity, return
  * SN_ERR_NONFINITE before writing anything. sn_ctx_nonfinite_row then names where: the
  * smallest row index holding one in any input matrix, or SN_NONFINITE_PARAMS when only the
  * parameters hold one. The scan reads every input once more. */
@@ -367,7 +368,7 @@ SN_API sn_status sn_fuse_query(const sn_fuse *f, int64_t D, int64_t *n_params,
 SN_API sn_status sn_fuse_init_params(const sn_fuse *f, int64_t D, float *params);
 
 /* Fuse forward: u = N_x(x), h = N_out(u + N_y(y)).
- *   reads   x [R x D, ldx], y [R x D, ldy], params
+ *   reads   x [R x D, ldx], y [R x D, ldy], params (NULL allowed when the fuse has none)
  *   writes  u [R x D, ldu] (NULL: not written), h [R x D, ldh],
  *           stats [R x stats_per_row] (NULL: inference).
  *   No aliasing between any of the buffers.
@@ -384,8 +385,10 @@ SN_API sn_status sn_fuse_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R,
  *   dx = N_x backward of (du + ds)    written, or accumulated with SN_ACCUMULATE
  *   dy = N_y backward of ds           written, or accumulated with SN_ACCUMULATE_Y
  *   dparams += the gradients of all three norms' parameters (NULL skips them).
- *   reads   dh, du, x, y, params, stats (from the training forward over the same rows)
- *   dx may alias du (not with SN_ACCUMULATE). dy may not alias anything.
+ *   reads   dh, du, x, y, params (NULL allowed when the fuse has none), stats (from the
+ *           training forward over the same rows; required when stats_per_row > 0)
+ *   dx and dy are both required. dx may alias du (not with SN_ACCUMULATE); dy may not alias
+ *   anything.
  * In a SiameseNorm sub-layer call it with du = dx_{i+1}, dx aliasing du, and dy holding
  * dy_{i+1} with SN_ACCUMULATE_Y: afterwards the two buffers hold dx_i and dy_i.
  * Errors: as sn_fuse_forward, plus SN_ERR_FLAGS. */
