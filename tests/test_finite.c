@@ -110,6 +110,7 @@ static void test_net(sn_ctx *ctx) {
     float *params = tu_falloc(np), *acts = tu_falloc(R * apr), *e = tu_falloc(R * D);
     float *h = tu_falloc(R * D), *z = tu_falloc(R * D), *snap = tu_falloc(R * apr);
     CHECK_OK(sn_net_init_params(&net, params));
+    tu_canary_fill(acts, R * apr); /* defined bytes everywhere: the test compares all of acts */
     fill(&g, e, D, NULL, 0, 0.0f);
     CHECK_OK(sn_ctx_set_check_finite(ctx, 1));
     CHECK_OK(sn_net_split(ctx, &net, R, e, D, params, acts));
