@@ -13,6 +13,9 @@
  * counts the minimum bytes an operation must move (each R x D operand read or written once;
  * parameters and statistics ignored); "%roof" is that rate over the better of the copy and
  * triad bandwidths. Peer columns are peer time / library time (> 1: the library is faster).
+ * floor:lib/sc (the norms, one thread) is the time of the norm's minimum traffic moved by plain
+ * loops over the same buffers (a copy for a forward, an add for a backward) over the library's
+ * time / over the scalar peer's: how close each is to moving bytes and nothing else (1.00).
  * x1thr(best) is the one-thread time over this one: ratio of medians / ratio of best samples.
  * The context gets caller scratch sized by sn_scratch_bytes (as a trainer would set it up)
  * unless --no-scratch. */
@@ -71,11 +74,11 @@ static timing measure(void (*fn)(void *), void *arg) {
     return t;
 }
 
-/* Times up to 3 functions with their samples interleaved (a sample of each in turn), so that
+/* Times up to 4 functions with their samples interleaved (a sample of each in turn), so that
  * a machine whose load changes during the run slows them alike: their ratio is then far more
  * stable than that of separate runs. Each sample is k calls (k per function, >= ~g_sample_ms). */
 static void measure_n(void (*const fn[])(void *), int nf, void *arg, timing *out) {
-    int k[3];
+    int k[4];
     for (int f = 0; f < nf; f++) {
         fn[f](arg); /* warm up */
         double t0 = now_ms();
@@ -84,7 +87,7 @@ static void measure_n(void (*const fn[])(void *), int nf, void *arg, timing *out
         k[f] = one > g_sample_ms ? 1 : (int)(g_sample_ms / (one > 1e-4 ? one : 1e-4)) + 1;
         if (k[f] > 100000) k[f] = 100000;
     }
-    static double s[3][101];
+    static double s[4][101];
     int n = g_reps > 101 ? 101 : g_reps;
     for (int i = 0; i < n; i++)
         for (int q = 0; q < nf; q++) {
@@ -257,6 +260,21 @@ static void base_sublayer(void *a) {
     base_ln_bwd(b->s, G + 2 * D, G + 3 * D, b->t, b->y, P + 2 * D, st + 2 * R, st + 3 * R, R, D);
     base_add(b->dy, b->dy, b->s, n);
 }
+/* Traffic floors: the norms' minimum traffic moved by plain -Ofast loops over the same buffers
+ * (a forward reads x and writes out: a copy; a backward reads dout and x and writes dx: an
+ * add). No norm implementation can beat its floor by more than noise. */
+static void floor_f(void *a) {
+    bench *b = a;
+    stream_copy(b->h, b->x, b->n);
+}
+static void floor_b(void *a) {
+    bench *b = a;
+    base_add(b->dx, b->dh, b->x, b->n);
+}
+static void floor_fb(void *a) {
+    floor_f(a);
+    floor_b(a);
+}
 #ifdef SN_BENCH_DNNL
 static void dnnl_ln_fb(void *a) {
     bench *b = a;
@@ -273,24 +291,25 @@ typedef struct opdef {
     int tensors;              /* R x D operands moved, at the minimum */
     void (*base)(void *);     /* scalar -Ofast peer or NULL */
     int dnnl;                 /* 0 none, 1 fwd, 2 bwd, 3 fwd+bwd */
+    void (*floor)(void *);    /* the same minimum traffic as plain loops, or NULL */
 } opdef;
 
 static const opdef OPS[] = {
-    {"layernorm fwd", op_ln_fwd, 2, base_ln_f, 1},
-    {"layernorm bwd", op_ln_bwd, 3, base_ln_b, 2},
-    {"layernorm fwd+bwd", op_ln_fb, 5, base_ln_fb, 3},
-    {"rmsnorm fwd", op_rms_fwd, 2, base_rms_f, 0},
-    {"rmsnorm bwd", op_rms_bwd, 3, base_rms_b, 0},
-    {"rmsnorm fwd+bwd", op_rms_fb, 5, base_rms_fb, 0},
-    {"fuse fwd", op_fuse_fwd, 4, NULL, 0},
-    {"fuse bwd", op_fuse_bwd, 7, NULL, 0},
-    {"merge fwd", op_merge_fwd, 3, NULL, 0},
-    {"merge bwd", op_merge_bwd, 5, NULL, 0},
-    {"apply fwd", op_apply_fwd, 5, NULL, 0},
-    {"apply bwd", op_apply_bwd, 3, NULL, 0},
-    {"split fwd", op_split_fwd, 3, NULL, 0},
-    {"split bwd", op_split_bwd, 3, NULL, 0},
-    {"siamese sub-layer", op_sublayer, 19, base_sublayer, 0},
+    {"layernorm fwd", op_ln_fwd, 2, base_ln_f, 1, floor_f},
+    {"layernorm bwd", op_ln_bwd, 3, base_ln_b, 2, floor_b},
+    {"layernorm fwd+bwd", op_ln_fb, 5, base_ln_fb, 3, floor_fb},
+    {"rmsnorm fwd", op_rms_fwd, 2, base_rms_f, 0, floor_f},
+    {"rmsnorm bwd", op_rms_bwd, 3, base_rms_b, 0, floor_b},
+    {"rmsnorm fwd+bwd", op_rms_fb, 5, base_rms_fb, 0, floor_fb},
+    {"fuse fwd", op_fuse_fwd, 4, NULL, 0, NULL},
+    {"fuse bwd", op_fuse_bwd, 7, NULL, 0, NULL},
+    {"merge fwd", op_merge_fwd, 3, NULL, 0, NULL},
+    {"merge bwd", op_merge_bwd, 5, NULL, 0, NULL},
+    {"apply fwd", op_apply_fwd, 5, NULL, 0, NULL},
+    {"apply bwd", op_apply_bwd, 3, NULL, 0, NULL},
+    {"split fwd", op_split_fwd, 3, NULL, 0, NULL},
+    {"split bwd", op_split_bwd, 3, NULL, 0, NULL},
+    {"siamese sub-layer", op_sublayer, 19, base_sublayer, 0, NULL},
 };
 
 static void bench_init(bench *b, int64_t R, int64_t D) {
@@ -409,9 +428,9 @@ int main(int argc, char **argv) {
         free(s.c);
     }
     if (!json)
-        printf("# %-18s %5s %5s %3s %-6s %9s %9s %7s %6s %6s %9s %9s %11s\n", "op", "R", "D",
-               "thr", "isa", "ms", "best-ms", "GB/s", "%roof", "noise", "vs-scalar", "vs-oneDNN",
-               "x1thr(best)");
+        printf("# %-18s %5s %5s %3s %-6s %9s %9s %7s %6s %6s %9s %9s %11s %11s\n", "op", "R",
+               "D", "thr", "isa", "ms", "best-ms", "GB/s", "%roof", "noise", "vs-scalar",
+               "vs-oneDNN", "floor:lib/sc", "x1thr(best)");
     int first = 1;
     for (const char *sz = sizes; sz && *sz;) {
         long long R, D;
@@ -449,20 +468,22 @@ int main(int argc, char **argv) {
                 /* the library and its peers (one thread), samples interleaved. Threaded runs
                  * are not interleaved with one-thread ones: the workers would fall asleep in
                  * between and every sample would time their wake-up. */
-                void (*fns[3])(void *) = {op->fn, NULL, NULL};
-                int nf = 1, ib = -1, id = -1;
+                void (*fns[4])(void *) = {op->fn, NULL, NULL, NULL};
+                int nf = 1, ib = -1, id = -1, il = -1;
                 if (op->base && T == 1) ib = nf, fns[nf++] = op->base;
+                if (op->floor && T == 1) il = nf, fns[nf++] = op->floor;
 #ifdef SN_BENCH_DNNL
                 if (op->dnnl && b.dnnl && T == 1)
                     id = nf, fns[nf++] = op->dnnl == 1 ? dnnl_ln_f : op->dnnl == 2 ? dnnl_ln_b
                                                                                  : dnnl_ln_fb;
 #endif
-                timing tm[3];
+                timing tm[4];
                 measure_n(fns, nf, &b, tm);
                 const timing t = tm[0];
                 const double bytes = (double)op->tensors * (double)b.n * 4.0;
                 const double gbs = bytes / t.ms * 1e-6;
                 const double base = ib > 0 ? tm[ib].ms : 0.0, dn = id > 0 ? tm[id].ms : 0.0;
+                const double fl = il > 0 ? tm[il].ms : 0.0;
                 if (T == 1) t1[o] = t;
                 const double sp = T > 1 && t1[o].ms > 0 ? t1[o].ms / t.ms : 0.0;
                 const double spb = T > 1 && t1[o].best > 0 ? t1[o].best / t.best : 0.0;
@@ -472,19 +493,21 @@ int main(int argc, char **argv) {
                            "\"isa\": \"%s\", \"ms\": %.5f, \"noise\": %.4f, \"gbs\": %.3f, "
                            "\"roofline\": %.4f, \"scalar_ms\": %.5f, \"onednn_ms\": %.5f, "
                            "\"speedup_vs_1thread\": %.3f, \"speedup_vs_1thread_best\": %.3f, "
-                           "\"best_ms\": %.5f}",
+                           "\"best_ms\": %.5f, \"floor_ms\": %.5f}",
                            first ? "" : ",\n", op->name, R, D, T, in, t.ms, t.noise, gbs, gbs / bw,
-                           base, dn, sp, spb, t.best);
+                           base, dn, sp, spb, t.best, fl);
                     first = 0;
                 } else {
-                    char vb[16] = "-", vd[16] = "-", vs[32] = "-";
+                    char vb[16] = "-", vd[16] = "-", vs[32] = "-", vf[24] = "-";
                     if (base > 0) snprintf(vb, sizeof vb, "%.2fx", base / t.ms);
+                    if (fl > 0 && base > 0)
+                        snprintf(vf, sizeof vf, "%.2f/%.2f", fl / t.ms, fl / base);
                     if (dn > 0) snprintf(vd, sizeof vd, "%.2fx", dn / t.ms);
                     if (sp > 0) snprintf(vs, sizeof vs, "%.2fx/%.2fx", sp, spb);
                     printf("  %-18s %5lld %5lld %3d %-6s %9.4f %9.4f %7.1f %5.0f%% %5.1f%% %9s "
-                           "%9s %11s\n",
+                           "%9s %11s %11s\n",
                            op->name, R, D, T, in, t.ms, t.best, gbs, 100 * gbs / bw,
-                           100 * t.noise, vb, vd, vs);
+                           100 * t.noise, vb, vd, vf, vs);
                 }
                 fflush(stdout);
             }
