@@ -217,19 +217,54 @@ static float *pg_chunk(const job *J, int64_t i, int64_t *lo, int64_t *hi) {
 
 /* ---- norms --------------------------------------------------------------------------------- */
 
+/* The row-independent part of every row's resolved norm (gamma, beta, ca, cb, nt), computed once
+ * per task; a row only fills in its statistics (norm_mr), as sn_k_resolve would. */
+static sn_rnorm norm_q0(const job *J) {
+    sn_rnorm q = sn_k_resolve(J->n, J->W, J->params, 0.0f, 1.0f);
+    q.nt = J->nt;
+    return q;
+}
+static inline void norm_mr(sn_rnorm *q, int32_t kind, float m, float r) {
+    if (kind == SN_NORM_LAYERNORM) {
+        q->m = m;
+        q->r = r;
+    } else if (kind == SN_NORM_RMSNORM) {
+        q->r = r;
+    }
+}
+/* group g's statistics in a row's saved block (ng groups), as sn_k_stats_put / sn_k_stats_get */
+static inline void norm_put(int32_t kind, float *blk, int64_t ng, int64_t g, float m, float r) {
+    if (kind == SN_NORM_LAYERNORM) {
+        blk[g] = m;
+        blk[ng + g] = r;
+    } else if (kind == SN_NORM_RMSNORM) {
+        blk[g] = r;
+    }
+}
+static inline void norm_get(sn_rnorm *q, int32_t kind, const float *blk, int64_t ng, int64_t g) {
+    if (kind == SN_NORM_LAYERNORM) {
+        q->m = blk[g];
+        q->r = blk[ng + g];
+    } else if (kind == SN_NORM_RMSNORM) {
+        q->r = blk[g];
+    }
+}
+
 /* a = x, o = out, stats_out */
 static void norm_fwd_task(void *arg, int64_t i) {
     const job *J = arg;
     ROWS_OF_TASK(J, i, lo, hi);
+    const sn_rnorm q0 = norm_q0(J);
+    const int32_t kind = J->n->kind;
     for (int64_t r = lo; r < hi; r++) {
         for (int64_t g = 0; g < J->ng; g++) {
             const float *v = J->a + r * J->lda + g * J->W;
             float m, rs;
             J->K->stats(J->n, v, J->W, &m, &rs);
-            sn_rnorm q = sn_k_resolve(J->n, J->W, J->params, m, rs);
-            q.nt = J->nt;
+            sn_rnorm q = q0;
+            norm_mr(&q, kind, m, rs);
             J->K->norm_row(&q, v, J->W, J->o + r * J->ldo + g * J->W);
-            if (J->stats_out) sn_k_stats_put(J->n, J->stats_out + r * J->spr, J->ng, g, m, rs);
+            if (J->stats_out) norm_put(kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
         }
     }
 }
@@ -262,13 +297,11 @@ void sn_d_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, co
 static void norm_apply_task(void *arg, int64_t i) {
     const job *J = arg;
     ROWS_OF_TASK(J, i, lo, hi);
+    const sn_rnorm q0 = norm_q0(J);
     for (int64_t r = lo; r < hi; r++)
         for (int64_t g = 0; g < J->ng; g++) {
-            float m, rs;
-            sn_k_stats_get(J->n, J->stats_in ? J->stats_in + r * J->spr : NULL, J->ng, g, &m,
-                           &rs);
-            sn_rnorm q = sn_k_resolve(J->n, J->W, J->params, m, rs);
-            q.nt = J->nt;
+            sn_rnorm q = q0;
+            if (J->stats_in) norm_get(&q, J->n->kind, J->stats_in + r * J->spr, J->ng, g);
             J->K->norm_row(&q, J->a + r * J->lda + g * J->W, J->W,
                            J->o + r * J->ldo + g * J->W);
         }
@@ -295,7 +328,7 @@ static void norm_stats_task(void *arg, int64_t i) {
         for (int64_t g = 0; g < J->ng; g++) {
             float m, rs;
             J->K->stats(J->n, J->a + r * J->lda + g * J->W, J->W, &m, &rs);
-            sn_k_stats_put(J->n, J->stats_out + r * J->spr, J->ng, g, m, rs);
+            norm_put(J->n->kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
         }
 }
 
@@ -311,11 +344,10 @@ void sn_d_norm_stats(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, 
 }
 
 /* Norm backward. a = dout, b = x, stats_in, o = dx, dparams. */
-static sn_rnorm norm_row_q(const job *J, int64_t r, int64_t g) {
-    float m, rs;
-    sn_k_stats_get(J->n, J->stats_in ? J->stats_in + r * J->spr : NULL, J->ng, g, &m, &rs);
-    sn_rnorm q = sn_k_resolve(J->n, J->W, J->params, m, rs);
-    q.nt = J->nt;
+/* row r's group g resolved from q0 (norm_q0) and its saved statistics */
+static inline sn_rnorm norm_row_q(const job *J, const sn_rnorm *q0, int64_t r, int64_t g) {
+    sn_rnorm q = *q0;
+    if (J->stats_in) norm_get(&q, J->n->kind, J->stats_in + r * J->spr, J->ng, g);
     return q;
 }
 
@@ -323,9 +355,10 @@ static sn_rnorm norm_row_q(const job *J, int64_t r, int64_t g) {
  * block pg (the params layout) unless it is NULL */
 static void norm_bwd_rows(const job *J, int64_t lo, int64_t hi, float *pg) {
     const sn_rnorm dp = pg ? sn_k_resolve(J->n, J->W, pg, 0, 0) : (sn_rnorm){0};
+    const sn_rnorm q0 = norm_q0(J);
     for (int64_t r = lo; r < hi; r++) {
         for (int64_t g = 0; g < J->ng; g++) {
-            const sn_rnorm q = norm_row_q(J, r, g);
+            const sn_rnorm q = norm_row_q(J, &q0, r, g);
             const float *dout = J->a + r * J->lda + g * J->W, *v = J->b + r * J->ldb + g * J->W;
             J->K->norm_bwd(&q, dout, v, J->W, J->o + r * J->ldo + g * J->W, J->acc,
                            (float *)dp.gamma, (float *)dp.beta);
@@ -352,6 +385,7 @@ static void norm_bwd_wide(job *J) {
     const sn_rnorm dp = sn_k_resolve(J->n, J->W, J->dparams, 0, 0);
     float *dst[2] = {(float *)dp.gamma, (float *)dp.beta};
     const int64_t per = dst[1] ? 2 : 1, bw = J->nbuf / per / COL_QUANTUM * COL_QUANTUM;
+    const sn_rnorm q0 = norm_q0(J);
     for (int64_t lo = 0; lo < J->R; lo += J->C) {
         const int64_t hi = lo + J->C < J->R ? lo + J->C : J->R;
         for (int64_t j0 = 0; j0 < J->W; j0 += bw) {
@@ -360,7 +394,7 @@ static void norm_bwd_wide(job *J) {
             memset(J->buf, 0, (size_t)(per * bw) * sizeof(float));
             for (int64_t r = lo; r < hi; r++)
                 for (int64_t g = 0; g < J->ng; g++) {
-                    const sn_rnorm q = norm_row_q(J, r, g);
+                    const sn_rnorm q = norm_row_q(J, &q0, r, g);
                     const int64_t c = g * J->W + j0;
                     J->K->norm_pg(&q, J->a + r * J->lda + c, J->b + r * J->ldb + c, n, p[0], p[1]);
                 }
