@@ -445,13 +445,32 @@ static void fuse_fwd_task(void *arg, int64_t i) {
     const sn_fuse *f = J->f;
     const sn_fuse_layout *L = &J->L;
     ROWS_OF_TASK(J, i, lo, hi);
+    const int two = sn_k_fuse2_ok(f, J->D);
     for (int64_t r = lo; r < hi; r++) {
         const float *x = J->a + r * J->lda, *y = J->b + r * J->ldb;
         float *h = J->p + r * J->ldp;
         float mx, rx, my, ry, mo, ro;
-        if (J->pf && r + PF_AHEAD < J->r0 + J->nrows) {
-            prefetch_row(x + PF_AHEAD * J->lda, J->D);
-            prefetch_row(y + PF_AHEAD * J->ldb, J->D);
+        const int pair = two && r + 1 < hi;
+        for (int64_t q = r + PF_AHEAD; J->pf && q <= r + PF_AHEAD + pair && q < J->r0 + J->nrows;
+             q++) {
+            prefetch_row(J->a + q * J->lda, J->D);
+            prefetch_row(J->b + q * J->ldb, J->D);
+        }
+        if (pair) { /* two rows interleaved, the same bits as two rows one by one */
+            const float *const xs[2] = {x, x + J->lda}, *const ys[2] = {y, y + J->ldb};
+            float *const us[2] = {J->o ? J->o + r * J->ldo : NULL,
+                                  J->o ? J->o + (r + 1) * J->ldo : NULL};
+            float *const hs[2] = {h, h + J->ldp};
+            float st2[2][6];
+            J->K->fuse_fwd2(&J->F0, f, J->D, xs, ys, us, hs, st2);
+            for (int q = 0; q < 2 && J->stats_out; q++) {
+                float *st = J->stats_out + (r + q) * J->spr;
+                put_stats(f->x.kind, st + L->sx, st2[q][0], st2[q][1]);
+                put_stats(f->y.kind, st + L->sy, st2[q][2], st2[q][3]);
+                put_stats(f->out.kind, st + L->so, st2[q][4], st2[q][5]);
+            }
+            r++;
+            continue;
         }
         sn_rfuse F = J->F0;
         J->K->stats2(&f->x, x, &f->y, y, J->D, &mx, &rx, &my, &ry);

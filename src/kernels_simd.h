@@ -350,10 +350,10 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
 }
 
 /* s = N_x(x) + N_y(y) */
-static inline V S_OF(const sn_rfuse *F, const float *x, const float *y, int64_t j, int t, M m,
-                     V *ux) {
-    *ux = NRM(&F->X, XHAT(&F->X, LD(x + j, t, m)), j, t, m);
-    return vadd(*ux, NRM(&F->Y, XHAT(&F->Y, LD(y + j, t, m)), j, t, m));
+static inline V S_OF(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float *y,
+                     int64_t j, int t, M m, V *ux) {
+    *ux = NRM(X, XHAT(X, LD(x + j, t, m)), j, t, m);
+    return vadd(*ux, NRM(Y, XHAT(Y, LD(y + j, t, m)), j, t, m));
 }
 
 /* u (if non-NULL) and h = s; the first sweep of N_out's statistics rides along (the same
@@ -366,7 +366,7 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
     const int ln = no->kind == SN_NORM_LAYERNORM, rms = no->kind == SN_NORM_RMSNORM;
     const V zero = vset1(0.0f);
 #define FUSE_S_STEP                                                                               \
-    V ux, s = S_OF(F, x, y, j, t, m, &ux);                                                        \
+    V ux, s = S_OF(&F->X, &F->Y, x, y, j, t, m, &ux);                                                        \
     if (u) STO(u + j, ux, t, m, F->nt);                                                           \
     ST(h + j, s, t, m)
     if (ln)
@@ -395,6 +395,127 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
         *ro = 1.0f / sqrtf(hsum4(a) / (float)D + no->eps);
     }
     sn_k_stats_guard(no, h, D, mo, ro);
+}
+
+/* The whole forward of two rows (see kernels.h): per row the arithmetic of stats2, fuse_s and
+ * norm_row on the same values (the same accumulators and order), so the same bits; the two
+ * rows' steps are interleaved, so that one row's statistics chain (sums, horizontal sums,
+ * divisions, square roots) overlaps the other's. Subtracting a mean of +0 (RMSNorm) is exact,
+ * so the sums of squares subtract it unconditionally, as stats2 does. The accumulators and
+ * resolved norms are separate locals per row, so that they stay in registers. */
+static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
+                      const float *const y[2], float *const u[2], float *const h[2],
+                      float st[2][6]) {
+    const sn_norm nx = f->x, ny = f->y, no = f->out;
+    const int lxy = nx.kind == SN_NORM_LAYERNORM, lo = no.kind == SN_NORM_LAYERNORM;
+    const int nt = F0->nt;
+    const float fD = (float)D;
+    const float *const x0 = x[0], *const x1 = x[1], *const y0 = y[0], *const y1 = y[1];
+    float *const u0 = u[0], *const u1 = u[1];
+    /* local copies: the stores below cannot alias them */
+    sn_rnorm X0 = F0->X, X1 = F0->X, Y0 = F0->Y, Y1 = F0->Y, O0 = F0->O, O1 = F0->O;
+    float mx0 = 0.0f, mx1 = 0.0f, my0 = 0.0f, my1 = 0.0f, rx0, rx1, ry0, ry1;
+    /* the statistics of x and y (stats2) */
+    if (lxy) {
+        V ax0[4] = ZERO4, ax1[4] = ZERO4, ay0[4] = ZERO4, ay1[4] = ZERO4;
+        RCOLS4(D, {
+            ax0[k] = vadd(ax0[k], KEEP(LD(x0 + j, t, m), t, m));
+            ay0[k] = vadd(ay0[k], KEEP(LD(y0 + j, t, m), t, m));
+            ax1[k] = vadd(ax1[k], KEEP(LD(x1 + j, t, m), t, m));
+            ay1[k] = vadd(ay1[k], KEEP(LD(y1 + j, t, m), t, m));
+        });
+        mx0 = hsum4(ax0) / fD;
+        my0 = hsum4(ay0) / fD;
+        mx1 = hsum4(ax1) / fD;
+        my1 = hsum4(ay1) / fD;
+    }
+    {
+        V ax0[4] = ZERO4, ax1[4] = ZERO4, ay0[4] = ZERO4, ay1[4] = ZERO4;
+        const V cx0 = vset1(mx0), cx1 = vset1(mx1), cy0 = vset1(my0), cy1 = vset1(my1);
+        RCOLS4(D, {
+            V dx0 = KEEP(vsub(LD(x0 + j, t, m), cx0), t, m);
+            V dy0 = KEEP(vsub(LD(y0 + j, t, m), cy0), t, m);
+            V dx1 = KEEP(vsub(LD(x1 + j, t, m), cx1), t, m);
+            V dy1 = KEEP(vsub(LD(y1 + j, t, m), cy1), t, m);
+            ax0[k] = vfma(dx0, dx0, ax0[k]);
+            ay0[k] = vfma(dy0, dy0, ay0[k]);
+            ax1[k] = vfma(dx1, dx1, ax1[k]);
+            ay1[k] = vfma(dy1, dy1, ay1[k]);
+        });
+        rx0 = 1.0f / sqrtf(hsum4(ax0) / fD + nx.eps);
+        ry0 = 1.0f / sqrtf(hsum4(ay0) / fD + ny.eps);
+        rx1 = 1.0f / sqrtf(hsum4(ax1) / fD + nx.eps);
+        ry1 = 1.0f / sqrtf(hsum4(ay1) / fD + ny.eps);
+    }
+    sn_k_stats_guard(&nx, x0, D, &mx0, &rx0);
+    sn_k_stats_guard(&ny, y0, D, &my0, &ry0);
+    sn_k_stats_guard(&nx, x1, D, &mx1, &rx1);
+    sn_k_stats_guard(&ny, y1, D, &my1, &ry1);
+    X0.m = mx0, X0.r = rx0, Y0.m = my0, Y0.r = ry0; /* RMSNorm: m is 0 either way */
+    X1.m = mx1, X1.r = rx1, Y1.m = my1, Y1.r = ry1;
+    /* s = N_x(x) + N_y(y) into stack rows, u, and the first sweep of N_out's statistics
+     * (fuse_s) */
+    float sb_[2][SN_FUSE2_MAX + VW];
+    float *const s0p = sb_[0], *const s1p = sb_[1];
+    float mo0 = 0.0f, mo1 = 0.0f, ro0, ro1;
+    {
+        V a0[4] = ZERO4, a1[4] = ZERO4;
+        const V zero = vset1(0.0f);
+#define S_STEP                                                                                    \
+    V ux0, s0 = S_OF(&X0, &Y0, x0, y0, j, t, m, &ux0);                                            \
+    V ux1, s1 = S_OF(&X1, &Y1, x1, y1, j, t, m, &ux1);                                            \
+    if (u0) {                                                                                     \
+        STO(u0 + j, ux0, t, m, nt);                                                               \
+        STO(u1 + j, ux1, t, m, nt);                                                               \
+    }                                                                                             \
+    ST(s0p + j, s0, t, m);                                                                        \
+    ST(s1p + j, s1, t, m);
+        if (lo)
+            RCOLS4(D, {
+                S_STEP
+                a0[k] = vadd(a0[k], KEEP(s0, t, m));
+                a1[k] = vadd(a1[k], KEEP(s1, t, m));
+            });
+        else
+            RCOLS4(D, {
+                S_STEP
+                V d0 = KEEP(vsub(s0, zero), t, m), d1 = KEEP(vsub(s1, zero), t, m);
+                a0[k] = vfma(d0, d0, a0[k]);
+                a1[k] = vfma(d1, d1, a1[k]);
+            });
+#undef S_STEP
+        if (lo) {
+            mo0 = hsum4(a0) / fD;
+            mo1 = hsum4(a1) / fD;
+            V b0[4] = ZERO4, b1[4] = ZERO4;
+            const V mu0 = vset1(mo0), mu1 = vset1(mo1);
+            RCOLS4(D, {
+                V d0 = KEEP(vsub(LD(s0p + j, t, m), mu0), t, m);
+                V d1 = KEEP(vsub(LD(s1p + j, t, m), mu1), t, m);
+                b0[k] = vfma(d0, d0, b0[k]);
+                b1[k] = vfma(d1, d1, b1[k]);
+            });
+            ro0 = 1.0f / sqrtf(hsum4(b0) / fD + no.eps);
+            ro1 = 1.0f / sqrtf(hsum4(b1) / fD + no.eps);
+        } else {
+            ro0 = 1.0f / sqrtf(hsum4(a0) / fD + no.eps);
+            ro1 = 1.0f / sqrtf(hsum4(a1) / fD + no.eps);
+        }
+    }
+    sn_k_stats_guard(&no, s0p, D, &mo0, &ro0);
+    sn_k_stats_guard(&no, s1p, D, &mo1, &ro1);
+    O0.m = mo0, O0.r = ro0, O1.m = mo1, O1.r = ro1;
+    /* h = N_out(s) (norm_row) */
+    float *const h0 = h[0], *const h1 = h[1];
+    COLS(D, {
+        STO(h0 + j, NRM(&O0, XHAT(&O0, LD(s0p + j, t, m)), j, t, m), t, m, nt);
+        STO(h1 + j, NRM(&O1, XHAT(&O1, LD(s1p + j, t, m)), j, t, m), t, m, nt);
+    });
+    if (nt) vfence();
+    st[0][0] = mx0, st[0][1] = rx0, st[0][2] = my0, st[0][3] = ry0, st[0][4] = mo0;
+    st[0][5] = ro0;
+    st[1][0] = mx1, st[1][1] = rx1, st[1][2] = my1, st[1][3] = ry1, st[1][4] = mo1;
+    st[1][5] = ro1;
 }
 
 /* The quantities of a fuse backward, each with its one definition:
@@ -689,6 +810,6 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 }
 
 const sn_kern SN_KERN_TABLE = {
-    stats,   norm_row, norm_red, norm_pg, norm_dx,  norm_bwd, stats2, fuse_s, fuse_red,
-    fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div, apply, axpy,
+    stats,   norm_row, norm_red, norm_pg,  norm_dx,   norm_bwd, stats2, fuse_s, fuse_fwd2,
+    fuse_red, fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div,  apply,  axpy,
 };
