@@ -565,12 +565,12 @@ static inline belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float 
     ay[k] = vadd(ay[k], gy_);                                                                     \
     by[k] = vfma(gy_, (e).yy, by[k])
 
-static void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
+static inline void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
     F->oa = F->O.ca * hsum2(a) / (float)D;
     F->ob = F->O.cb * hsum2(b) / (float)D;
 }
 
-static void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2], const V by[2],
+static inline void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2], const V by[2],
                         int64_t D) {
     const float fD = (float)D;
     F->xa = F->X.ca * hsum2(ax) / fD;
@@ -659,41 +659,45 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
  * the same values). Rows wider than FUSE_ROW_MAX take those. */
 #define FUSE_ROW_MAX 1024
 
+/* The steps below name each row's values with the row's digit q (F0, x0, a0, ...; F1, x1, ...):
+ * separate locals per row, so that they stay in registers. */
+
 /* pass 1 of row q: N_out's reductions, xs kept in bs */
 #define FUSE_P1(q)                                                                                \
     {                                                                                             \
-        V xx = XHAT(&F[q].X, LD(x[q] + j, t, m)), yy = XHAT(&F[q].Y, LD(y[q] + j, t, m));        \
-        V xs = XS_OF(&F[q], xx, yy, j, t, m);                                                     \
-        vst(bs[q] + j, xs); /* the stack rows are padded: whole vectors */                        \
-        V g = KEEP(vmul(GAM(F[q].O.gamma, j, t, m), LD(dh[q] + j, t, m)), t, m);                  \
-        a[q][k] = vadd(a[q][k], g);                                                               \
-        b[q][k] = vfma(g, xs, b[q][k]);                                                           \
+        V xx = XHAT(&F##q.X, LD(x##q + j, t, m)), yy = XHAT(&F##q.Y, LD(y##q + j, t, m));         \
+        V xs = XS_OF(&F##q, xx, yy, j, t, m);                                                     \
+        vst(bs##q + j, xs); /* the stack rows are padded: whole vectors */                        \
+        V g = KEEP(vmul(GAM(F##q.O.gamma, j, t, m), LD(dh##q + j, t, m)), t, m);                  \
+        a##q[k] = vadd(a##q[k], g);                                                               \
+        b##q[k] = vfma(g, xs, b##q[k]);                                                           \
     }
 
-/* pass 2 of row q: the quantities e[q], the reductions of N_x and N_y */
+/* pass 2 of row q: the quantities e##q, the reductions of N_x and N_y */
 #define FUSE_P2(q)                                                                                \
+    belem e##q;                                                                                   \
     {                                                                                             \
-        e[q].xx = XHAT(&F[q].X, LD(x[q] + j, t, m));                                              \
-        e[q].yy = XHAT(&F[q].Y, LD(y[q] + j, t, m));                                              \
-        e[q].xs = vld(bs[q] + j);                                                                 \
-        e[q].dh = LD(dh[q] + j, t, m);                                                            \
-        e[q].ds = DS_OF(&F[q], e[q].xs, e[q].dh, j, t, m);                                        \
-        e[q].dt = DT_OF(du[q], e[q].ds, j, t, m);                                                 \
-        e[q].gx = vmul(GAM(F[q].X.gamma, j, t, m), e[q].dt);                                      \
-        e[q].gy = vmul(GAM(F[q].Y.gamma, j, t, m), e[q].ds);                                      \
-        V gx_ = KEEP(e[q].gx, t, m), gy_ = KEEP(e[q].gy, t, m);                                   \
-        ax[q][k] = vadd(ax[q][k], gx_);                                                           \
-        bx[q][k] = vfma(gx_, e[q].xx, bx[q][k]);                                                  \
-        ay[q][k] = vadd(ay[q][k], gy_);                                                           \
-        by[q][k] = vfma(gy_, e[q].yy, by[q][k]);                                                  \
-        vst(bs[q] + j, e[q].gx);                                                                  \
-        vst(bg[q] + j, e[q].gy);                                                                  \
+        e##q.xx = XHAT(&F##q.X, LD(x##q + j, t, m));                                              \
+        e##q.yy = XHAT(&F##q.Y, LD(y##q + j, t, m));                                              \
+        e##q.xs = vld(bs##q + j);                                                                 \
+        e##q.dh = LD(dh##q + j, t, m);                                                            \
+        e##q.ds = DS_OF(&F##q, e##q.xs, e##q.dh, j, t, m);                                        \
+        e##q.dt = DT_OF(du##q, e##q.ds, j, t, m);                                                 \
+        e##q.gx = vmul(GAM(F##q.X.gamma, j, t, m), e##q.dt);                                      \
+        e##q.gy = vmul(GAM(F##q.Y.gamma, j, t, m), e##q.ds);                                      \
+        V gx_ = KEEP(e##q.gx, t, m), gy_ = KEEP(e##q.gy, t, m);                                   \
+        ax##q[k] = vadd(ax##q[k], gx_);                                                           \
+        bx##q[k] = vfma(gx_, e##q.xx, bx##q[k]);                                                  \
+        ay##q[k] = vadd(ay##q[k], gy_);                                                           \
+        by##q[k] = vfma(gy_, e##q.yy, by##q[k]);                                                  \
+        vst(bs##q + j, e##q.gx);                                                                  \
+        vst(bg##q + j, e##q.gy);                                                                  \
     }
 
 /* pass 3 of row q: the input gradients */
 #define FUSE_P3(q)                                                                                \
-    FUSE_DX_STEP(&F[q], XHAT(&F[q].X, LD(x[q] + j, t, m)), XHAT(&F[q].Y, LD(y[q] + j, t, m)),    \
-                 vld(bs[q] + j), vld(bg[q] + j), dx[q], dy[q], accx, accy, j, t, m)
+    FUSE_DX_STEP(&F##q, XHAT(&F##q.X, LD(x##q + j, t, m)), XHAT(&F##q.Y, LD(y##q + j, t, m)),     \
+                 vld(bs##q + j), vld(bg##q + j), dx##q, dy##q, accx, accy, j, t, m)
 
 /* a parameter-gradient vector of rows 0 and 1: p = (p + v0) + v1, or p = fma(a1, b1,
  * fma(a0, b0, p)): the same bits as two row-by-row updates, one load and store of p */
@@ -713,23 +717,22 @@ static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1
         fuse_dx(F1, D, dh1, du1, x1, y1, dx1, dy1, accx, accy);
         return;
     }
-    sn_rfuse F[1] = {*F1}; /* a local copy: the stores below cannot alias it */
-    const float *dh[1] = {dh1}, *du[1] = {du1}, *x[1] = {x1}, *y[1] = {y1};
-    float *dx[1] = {dx1}, *dy[1] = {dy1};
-    float bs_[1][FUSE_ROW_MAX + VW], bg_[1][FUSE_ROW_MAX + VW];
-    float *bs[1] = {bs_[0]}, *bg[1] = {bg_[0]};
-    V a[1][2] = {ZERO2}, b[1][2] = {ZERO2};
+    sn_rfuse F0 = *F1; /* a local copy: the stores below cannot alias it */
+    const float *const dh0 = dh1, *const du0 = du1, *const x0 = x1, *const y0 = y1;
+    float *const dx0 = dx1, *const dy0 = dy1;
+    float bs_[FUSE_ROW_MAX + VW], bg_[FUSE_ROW_MAX + VW];
+    float *const bs0 = bs_, *const bg0 = bg_;
+    V a0[2] = ZERO2, b0[2] = ZERO2;
     RCOLS2(D, FUSE_P1(0));
-    fuse_red_out(&F[0], a[0], b[0], D);
-    V ax[1][2] = {ZERO2}, bx[1][2] = {ZERO2}, ay[1][2] = {ZERO2}, by[1][2] = {ZERO2};
+    fuse_red_out(&F0, a0, b0, D);
+    V ax0[2] = ZERO2, bx0[2] = ZERO2, ay0[2] = ZERO2, by0[2] = ZERO2;
     RCOLS2(D, {
-        belem e[1];
         FUSE_P2(0);
-        if (dp) FUSE_PG_STEP(dp, &e[0], j, t, m);
+        if (dp) FUSE_PG_STEP(dp, &e0, j, t, m);
     });
-    fuse_red_xy(&F[0], ax[0], bx[0], ay[0], by[0], D);
+    fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);
     COLS(D, FUSE_P3(0););
-    if (F[0].nt) vfence();
+    if (F0.nt) vfence();
 }
 
 /* Two consecutive rows of one call (the same parameters) with parameter gradients: each row's
@@ -744,34 +747,37 @@ static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
             fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp2);
         return;
     }
-    sn_rfuse F[2] = {F2[0], F2[1]}; /* local copies: the stores below cannot alias them */
+    sn_rfuse F0 = F2[0], F1 = F2[1]; /* local copies: the stores below cannot alias them */
     const sn_dfuse dp_ = *dp2, *dp = &dp_;
     /* both rows have the fuse's parameters: say so, so that each vector is loaded once */
-    F[1].X.gamma = F[0].X.gamma, F[1].X.beta = F[0].X.beta;
-    F[1].Y.gamma = F[0].Y.gamma, F[1].Y.beta = F[0].Y.beta;
-    F[1].O.gamma = F[0].O.gamma, F[1].O.beta = F[0].O.beta;
+    F1.X.gamma = F0.X.gamma, F1.X.beta = F0.X.beta;
+    F1.Y.gamma = F0.Y.gamma, F1.Y.beta = F0.Y.beta;
+    F1.O.gamma = F0.O.gamma, F1.O.beta = F0.O.beta;
+    const float *const dh0 = dh[0], *const du0 = du[0], *const x0 = x[0], *const y0 = y[0];
+    const float *const dh1 = dh[1], *const du1 = du[1], *const x1 = x[1], *const y1 = y[1];
+    float *const dx0 = dx[0], *const dy0 = dy[0], *const dx1 = dx[1], *const dy1 = dy[1];
     float bs_[2][FUSE_ROW_MAX + VW], bg_[2][FUSE_ROW_MAX + VW];
-    float *bs[2] = {bs_[0], bs_[1]}, *bg[2] = {bg_[0], bg_[1]};
-    V a[2][2] = {ZERO2, ZERO2}, b[2][2] = {ZERO2, ZERO2};
+    float *const bs0 = bs_[0], *const bs1 = bs_[1], *const bg0 = bg_[0], *const bg1 = bg_[1];
+    V a0[2] = ZERO2, b0[2] = ZERO2, a1[2] = ZERO2, b1[2] = ZERO2;
     RCOLS2(D, FUSE_P1(0) FUSE_P1(1));
-    fuse_red_out(&F[0], a[0], b[0], D);
-    fuse_red_out(&F[1], a[1], b[1], D);
-    V ax[2][2] = {ZERO2, ZERO2}, bx[2][2] = {ZERO2, ZERO2};
-    V ay[2][2] = {ZERO2, ZERO2}, by[2][2] = {ZERO2, ZERO2};
+    fuse_red_out(&F0, a0, b0, D);
+    fuse_red_out(&F1, a1, b1, D);
+    V ax0[2] = ZERO2, bx0[2] = ZERO2, ay0[2] = ZERO2, by0[2] = ZERO2;
+    V ax1[2] = ZERO2, bx1[2] = ZERO2, ay1[2] = ZERO2, by1[2] = ZERO2;
     RCOLS2(D, {
-        belem e[2];
         FUSE_P2(0);
         FUSE_P2(1);
-        ACC_FMA2(AT(dp->go, j), e[0].dh, e[0].xs, e[1].dh, e[1].xs, t, m);
-        ACC2(AT(dp->bo, j), e[0].dh, e[1].dh, t, m);
-        ACC_FMA2(AT(dp->gx, j), e[0].dt, e[0].xx, e[1].dt, e[1].xx, t, m);
-        ACC2(AT(dp->bx, j), e[0].dt, e[1].dt, t, m);
-        ACC_FMA2(AT(dp->gy, j), e[0].ds, e[0].yy, e[1].ds, e[1].yy, t, m);
-        ACC2(AT(dp->by, j), e[0].ds, e[1].ds, t, m);
+        ACC_FMA2(AT(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);
+        ACC2(AT(dp->bo, j), e0.dh, e1.dh, t, m);
+        ACC_FMA2(AT(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);
+        ACC2(AT(dp->bx, j), e0.dt, e1.dt, t, m);
+        ACC_FMA2(AT(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);
+        ACC2(AT(dp->by, j), e0.ds, e1.ds, t, m);
     });
-    for (int q = 0; q < 2; q++) fuse_red_xy(&F[q], ax[q], bx[q], ay[q], by[q], D);
+    fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);
+    fuse_red_xy(&F1, ax1, bx1, ay1, by1, D);
     COLS(D, FUSE_P3(0); FUSE_P3(1););
-    if (F[0].nt) vfence();
+    if (F0.nt) vfence();
 }
 #undef FUSE_P1
 #undef FUSE_P2
