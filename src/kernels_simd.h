@@ -152,9 +152,13 @@ static inline int ZERO_M(const sn_rnorm *q) {
     } b = {q->m};
     return b.u == 0u;
 }
-/* xhat = (v - m) * r (the loops are unswitched on ZERO_M, which never changes a bit) */
+/* xhat = (v - m) * r */
+static inline V XHATS(const sn_rnorm *q, V v) { return vmul(vsub(v, vset1(q->m)), vset1(q->r)); }
+/* the same, without the subtraction when m is +0, which never changes a bit (v - (+0) is v for
+ * every v); the one-norm loops are unswitched on ZERO_M. The fuse kernels, whose loops hold up
+ * to six of them, use XHATS: a test per vector costs more there than the subtraction. */
 static inline V XHAT(const sn_rnorm *q, V v) {
-    return ZERO_M(q) ? vmul(v, vset1(q->r)) : vmul(vsub(v, vset1(q->m)), vset1(q->r));
+    return ZERO_M(q) ? vmul(v, vset1(q->r)) : XHATS(q, v);
 }
 /* gamma * xhat + beta */
 static inline V NRM(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
@@ -352,8 +356,8 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
 /* s = N_x(x) + N_y(y) */
 static inline V S_OF(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float *y,
                      int64_t j, int t, M m, V *ux) {
-    *ux = NRM(X, XHAT(X, LD(x + j, t, m)), j, t, m);
-    return vadd(*ux, NRM(Y, XHAT(Y, LD(y + j, t, m)), j, t, m));
+    *ux = NRM(X, XHATS(X, LD(x + j, t, m)), j, t, m);
+    return vadd(*ux, NRM(Y, XHATS(Y, LD(y + j, t, m)), j, t, m));
 }
 
 /* u (if non-NULL) and h = s; the first sweep of N_out's statistics rides along (the same
@@ -366,7 +370,7 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
     const int ln = no->kind == SN_NORM_LAYERNORM, rms = no->kind == SN_NORM_RMSNORM;
     const V zero = vset1(0.0f);
 #define FUSE_S_STEP                                                                               \
-    V ux, s = S_OF(&F->X, &F->Y, x, y, j, t, m, &ux);                                                        \
+    V ux, s = S_OF(&F->X, &F->Y, x, y, j, t, m, &ux);                                             \
     if (u) STO(u + j, ux, t, m, F->nt);                                                           \
     ST(h + j, s, t, m)
     if (ln)
@@ -508,8 +512,8 @@ static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const flo
     /* h = N_out(s) (norm_row) */
     float *const h0 = h[0], *const h1 = h[1];
     COLS(D, {
-        STO(h0 + j, NRM(&O0, XHAT(&O0, LD(s0p + j, t, m)), j, t, m), t, m, nt);
-        STO(h1 + j, NRM(&O1, XHAT(&O1, LD(s1p + j, t, m)), j, t, m), t, m, nt);
+        STO(h0 + j, NRM(&O0, XHATS(&O0, LD(s0p + j, t, m)), j, t, m), t, m, nt);
+        STO(h1 + j, NRM(&O1, XHATS(&O1, LD(s1p + j, t, m)), j, t, m), t, m, nt);
     });
     if (nt) vfence();
     st[0][0] = mx0, st[0][1] = rx0, st[0][2] = my0, st[0][3] = ry0, st[0][4] = mo0;
@@ -523,7 +527,7 @@ static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const flo
  *   ds       = r_out * (gamma_out * dh - oa - xs * ob)
  *   dt       = du + ds;  gx = gamma_x * dt;  gy = gamma_y * ds */
 static inline V XS_OF(const sn_rfuse *F, V xx, V yy, int64_t j, int t, M m) {
-    return XHAT(&F->O, vadd(NRM(&F->X, xx, j, t, m), NRM(&F->Y, yy, j, t, m)));
+    return XHATS(&F->O, vadd(NRM(&F->X, xx, j, t, m), NRM(&F->Y, yy, j, t, m)));
 }
 static inline V DS_OF(const sn_rfuse *F, V xs, V dh, int64_t j, int t, M m) {
     const V g = vfms(GAM(F->O.gamma, j, t, m), dh, vset1(F->oa));
@@ -540,8 +544,8 @@ typedef struct belem {
 static inline belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float *dh,
                           const float *du, const float *x, const float *y) {
     belem e;
-    e.xx = XHAT(&F->X, LD(x + j, t, m));
-    e.yy = XHAT(&F->Y, LD(y + j, t, m));
+    e.xx = XHATS(&F->X, LD(x + j, t, m));
+    e.yy = XHATS(&F->Y, LD(y + j, t, m));
     e.xs = XS_OF(F, e.xx, e.yy, j, t, m);
     e.dh = LD(dh + j, t, m);
     e.ds = DS_OF(F, e.xs, e.dh, j, t, m);
@@ -570,8 +574,8 @@ static inline void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t
     F->ob = F->O.cb * hsum2(b) / (float)D;
 }
 
-static inline void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2], const V by[2],
-                        int64_t D) {
+static inline void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2],
+                               const V by[2], int64_t D) {
     const float fD = (float)D;
     F->xa = F->X.ca * hsum2(ax) / fD;
     F->xb = F->X.cb * hsum2(bx) / fD;
@@ -583,7 +587,7 @@ static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, c
                      const float *y) {
     V a[2] = ZERO2, b[2] = ZERO2;
     RCOLS2(D, {
-        V xx = XHAT(&F->X, LD(x + j, t, m)), yy = XHAT(&F->Y, LD(y + j, t, m));
+        V xx = XHATS(&F->X, LD(x + j, t, m)), yy = XHATS(&F->Y, LD(y + j, t, m));
         FUSE_RED1_STEP(XS_OF(F, xx, yy, j, t, m));
     });
     fuse_red_out(F, a, b, D);
@@ -665,7 +669,7 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 /* pass 1 of row q: N_out's reductions, xs kept in bs */
 #define FUSE_P1(q)                                                                                \
     {                                                                                             \
-        V xx = XHAT(&F##q.X, LD(x##q + j, t, m)), yy = XHAT(&F##q.Y, LD(y##q + j, t, m));         \
+        V xx = XHATS(&F##q.X, LD(x##q + j, t, m)), yy = XHATS(&F##q.Y, LD(y##q + j, t, m));       \
         V xs = XS_OF(&F##q, xx, yy, j, t, m);                                                     \
         vst(bs##q + j, xs); /* the stack rows are padded: whole vectors */                        \
         V g = KEEP(vmul(GAM(F##q.O.gamma, j, t, m), LD(dh##q + j, t, m)), t, m);                  \
@@ -677,8 +681,8 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 #define FUSE_P2(q)                                                                                \
     belem e##q;                                                                                   \
     {                                                                                             \
-        e##q.xx = XHAT(&F##q.X, LD(x##q + j, t, m));                                              \
-        e##q.yy = XHAT(&F##q.Y, LD(y##q + j, t, m));                                              \
+        e##q.xx = XHATS(&F##q.X, LD(x##q + j, t, m));                                             \
+        e##q.yy = XHATS(&F##q.Y, LD(y##q + j, t, m));                                             \
         e##q.xs = vld(bs##q + j);                                                                 \
         e##q.dh = LD(dh##q + j, t, m);                                                            \
         e##q.ds = DS_OF(&F##q, e##q.xs, e##q.dh, j, t, m);                                        \
@@ -696,7 +700,7 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 
 /* pass 3 of row q: the input gradients */
 #define FUSE_P3(q)                                                                                \
-    FUSE_DX_STEP(&F##q, XHAT(&F##q.X, LD(x##q + j, t, m)), XHAT(&F##q.Y, LD(y##q + j, t, m)),     \
+    FUSE_DX_STEP(&F##q, XHATS(&F##q.X, LD(x##q + j, t, m)), XHATS(&F##q.Y, LD(y##q + j, t, m)),   \
                  vld(bs##q + j), vld(bg##q + j), dx##q, dy##q, accx, accy, j, t, m)
 
 /* a parameter-gradient vector of rows 0 and 1: p = (p + v0) + v1, or p = fma(a1, b1,
@@ -758,25 +762,40 @@ static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
     float *const dx0 = dx[0], *const dy0 = dy[0], *const dx1 = dx[1], *const dy1 = dy[1];
     float bs_[2][FUSE_ROW_MAX + VW], bg_[2][FUSE_ROW_MAX + VW];
     float *const bs0 = bs_[0], *const bs1 = bs_[1], *const bg0 = bg_[0], *const bg1 = bg_[1];
-    V a0[2] = ZERO2, b0[2] = ZERO2, a1[2] = ZERO2, b1[2] = ZERO2;
-    RCOLS2(D, FUSE_P1(0) FUSE_P1(1));
-    fuse_red_out(&F0, a0, b0, D);
-    fuse_red_out(&F1, a1, b1, D);
-    V ax0[2] = ZERO2, bx0[2] = ZERO2, ay0[2] = ZERO2, by0[2] = ZERO2;
-    V ax1[2] = ZERO2, bx1[2] = ZERO2, ay1[2] = ZERO2, by1[2] = ZERO2;
-    RCOLS2(D, {
-        FUSE_P2(0);
-        FUSE_P2(1);
-        ACC_FMA2(AT(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);
-        ACC2(AT(dp->bo, j), e0.dh, e1.dh, t, m);
-        ACC_FMA2(AT(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);
-        ACC2(AT(dp->bx, j), e0.dt, e1.dt, t, m);
-        ACC_FMA2(AT(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);
-        ACC2(AT(dp->by, j), e0.ds, e1.ds, t, m);
-    });
-    fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);
-    fuse_red_xy(&F1, ax1, bx1, ay1, by1, D);
-    COLS(D, FUSE_P3(0); FUSE_P3(1););
+#define FUSE_BWD2_BODY                                                                            \
+    {                                                                                             \
+        V a0[2] = ZERO2, b0[2] = ZERO2, a1[2] = ZERO2, b1[2] = ZERO2;                             \
+        RCOLS2(D, FUSE_P1(0) FUSE_P1(1));                                                         \
+        fuse_red_out(&F0, a0, b0, D);                                                             \
+        fuse_red_out(&F1, a1, b1, D);                                                             \
+        V ax0[2] = ZERO2, bx0[2] = ZERO2, ay0[2] = ZERO2, by0[2] = ZERO2;                         \
+        V ax1[2] = ZERO2, bx1[2] = ZERO2, ay1[2] = ZERO2, by1[2] = ZERO2;                         \
+        RCOLS2(D, {                                                                               \
+            FUSE_P2(0);                                                                           \
+            FUSE_P2(1);                                                                           \
+            ACC_FMA2(AT(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);                            \
+            ACC2(AT(dp->bo, j), e0.dh, e1.dh, t, m);                                              \
+            ACC_FMA2(AT(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);                            \
+            ACC2(AT(dp->bx, j), e0.dt, e1.dt, t, m);                                              \
+            ACC_FMA2(AT(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);                            \
+            ACC2(AT(dp->by, j), e0.ds, e1.ds, t, m);                                              \
+        });                                                                                       \
+        fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);                                                  \
+        fuse_red_xy(&F1, ax1, bx1, ay1, by1, D);                                                  \
+        COLS(D, FUSE_P3(0); FUSE_P3(1););                                                         \
+    }
+    /* versions in which the compiler knows which parameter pointers are NULL (LayerNorm with
+     * gamma and beta, RMSNorm with gamma: no per-vector tests) */
+    const int g3 = F0.X.gamma && F0.Y.gamma && F0.O.gamma && dp->gx && dp->gy && dp->go;
+    const int b3 = F0.X.beta && F0.Y.beta && F0.O.beta && dp->bx && dp->by && dp->bo;
+    const int nb3 = !F0.X.beta && !F0.Y.beta && !F0.O.beta && !dp->bx && !dp->by && !dp->bo;
+    if (g3 && b3)
+        FUSE_BWD2_BODY
+    else if (g3 && nb3)
+        FUSE_BWD2_BODY
+    else
+        FUSE_BWD2_BODY
+#undef FUSE_BWD2_BODY
     if (F0.nt) vfence();
 }
 #undef FUSE_P1
