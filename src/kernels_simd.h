@@ -120,15 +120,24 @@
         }                                                                                         \
     } while (0)
 
-static inline V LD(const float *p, int t, M m) { return t ? vldm(p, m) : vld(p); }
-static inline void ST(float *p, V v, int t, M m) {
+/* The helpers are forced inline: each is a few instructions inside the row loops, and in a
+ * large translation unit the compiler's inlining budget can run out (XS_OF and fuse_red_xy left
+ * out of line made the fuse backward 10% slower). */
+#if defined(__GNUC__)
+#define KINLINE static inline __attribute__((always_inline))
+#else
+#define KINLINE static inline
+#endif
+
+KINLINE V LD(const float *p, int t, M m) { return t ? vldm(p, m) : vld(p); }
+KINLINE void ST(float *p, V v, int t, M m) {
     if (t)
         vstm(p, m, v);
     else
         vst(p, v);
 }
 /* a final output: a streaming store when allowed and the address is aligned, else ST */
-static inline void STO(float *p, V v, int t, M m, int nt) {
+KINLINE void STO(float *p, V v, int t, M m, int nt) {
     if (nt && !t && ((uintptr_t)p & (VW * sizeof(float) - 1)) == 0)
         vstream(p, v);
     else
@@ -136,16 +145,16 @@ static inline void STO(float *p, V v, int t, M m, int nt) {
 }
 
 /* the lanes a partial step leaves off contribute 0 to reductions */
-static inline V KEEP(V v, int t, M m) { return t ? vmaskz(m, v) : v; }
-static inline V GAM(const float *g, int64_t j, int t, M m) {
+KINLINE V KEEP(V v, int t, M m) { return t ? vmaskz(m, v) : v; }
+KINLINE V GAM(const float *g, int64_t j, int t, M m) {
     return g ? LD(g + j, t, m) : vset1(1.0f);
 }
-static inline V BET(const float *b, int64_t j, int t, M m) {
+KINLINE V BET(const float *b, int64_t j, int t, M m) {
     return b ? LD(b + j, t, m) : vset1(0.0f);
 }
 
 /* 1 when m is +0 (bits), e.g. RMSNorm: v - m is then exactly v, so the subtraction can go */
-static inline int ZERO_M(const sn_rnorm *q) {
+KINLINE int ZERO_M(const sn_rnorm *q) {
     union {
         float f;
         uint32_t u;
@@ -153,22 +162,22 @@ static inline int ZERO_M(const sn_rnorm *q) {
     return b.u == 0u;
 }
 /* xhat = (v - m) * r */
-static inline V XHATS(const sn_rnorm *q, V v) { return vmul(vsub(v, vset1(q->m)), vset1(q->r)); }
+KINLINE V XHATS(const sn_rnorm *q, V v) { return vmul(vsub(v, vset1(q->m)), vset1(q->r)); }
 /* the same, without the subtraction when m is +0, which never changes a bit (v - (+0) is v for
  * every v); the one-norm loops are unswitched on ZERO_M. The fuse kernels, whose loops hold up
  * to six of them, use XHATS: a test per vector costs more there than the subtraction. */
-static inline V XHAT(const sn_rnorm *q, V v) {
+KINLINE V XHAT(const sn_rnorm *q, V v) {
     return ZERO_M(q) ? vmul(v, vset1(q->r)) : XHATS(q, v);
 }
 /* gamma * xhat + beta */
-static inline V NRM(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
+KINLINE V NRM(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
     return vfma(GAM(q->gamma, j, t, m), xh, BET(q->beta, j, t, m));
 }
 
 /* ---- statistics ---------------------------------------------------------------------------- */
 
-static inline float hsum2(const V a[2]) { return hsum(vadd(a[0], a[1])); }
-static inline float hsum4(const V a[4]) { return hsum(vadd(vadd(a[0], a[1]), vadd(a[2], a[3]))); }
+KINLINE float hsum2(const V a[2]) { return hsum(vadd(a[0], a[1])); }
+KINLINE float hsum4(const V a[4]) { return hsum(vadd(vadd(a[0], a[1]), vadd(a[2], a[3]))); }
 #define ZERO4 {vset1(0.0f), vset1(0.0f), vset1(0.0f), vset1(0.0f)}
 
 static float vsum(const float *v, int64_t n) {
@@ -354,7 +363,7 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
 }
 
 /* s = N_x(x) + N_y(y) */
-static inline V S_OF(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float *y,
+KINLINE V S_OF(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float *y,
                      int64_t j, int t, M m, V *ux) {
     *ux = NRM(X, XHATS(X, LD(x + j, t, m)), j, t, m);
     return vadd(*ux, NRM(Y, XHATS(Y, LD(y + j, t, m)), j, t, m));
@@ -407,9 +416,9 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
  * divisions, square roots) overlaps the other's. Subtracting a mean of +0 (RMSNorm) is exact,
  * so the sums of squares subtract it unconditionally, as stats2 does. The accumulators and
  * resolved norms are separate locals per row, so that they stay in registers. */
-static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
-                      const float *const y[2], float *const u[2], float *const h[2],
-                      float st[2][6]) {
+KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
+                           const float *const x[2], const float *const y[2], float *const u[2],
+                           float *const h[2], float st[2][6]) {
     const sn_norm nx = f->x, ny = f->y, no = f->out;
     const int lxy = nx.kind == SN_NORM_LAYERNORM, lo = no.kind == SN_NORM_LAYERNORM;
     const int nt = F0->nt;
@@ -521,19 +530,29 @@ static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const flo
     st[1][0] = mx1, st[1][1] = rx1, st[1][2] = my1, st[1][3] = ry1, st[1][4] = mo1;
     st[1][5] = ro1;
 }
+/* Rows of exactly four vectors (D = 64 with AVX-512, 32 with AVX2) get a version with the
+ * width a constant: the loops unroll and the loads of the statistics passes are shared. */
+static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
+                      const float *const y[2], float *const u[2], float *const h[2],
+                      float st[2][6]) {
+    if (D == 4 * VW)
+        fuse_fwd2_body(F0, f, 4 * VW, x, y, u, h, st);
+    else
+        fuse_fwd2_body(F0, f, D, x, y, u, h, st);
+}
 
 /* The quantities of a fuse backward, each with its one definition:
  *   xx, yy   xhat of x and y;  xs = xhat_out of s = N_x(x) + N_y(y) (the forward's arithmetic)
  *   ds       = r_out * (gamma_out * dh - oa - xs * ob)
  *   dt       = du + ds;  gx = gamma_x * dt;  gy = gamma_y * ds */
-static inline V XS_OF(const sn_rfuse *F, V xx, V yy, int64_t j, int t, M m) {
+KINLINE V XS_OF(const sn_rfuse *F, V xx, V yy, int64_t j, int t, M m) {
     return XHATS(&F->O, vadd(NRM(&F->X, xx, j, t, m), NRM(&F->Y, yy, j, t, m)));
 }
-static inline V DS_OF(const sn_rfuse *F, V xs, V dh, int64_t j, int t, M m) {
+KINLINE V DS_OF(const sn_rfuse *F, V xs, V dh, int64_t j, int t, M m) {
     const V g = vfms(GAM(F->O.gamma, j, t, m), dh, vset1(F->oa));
     return vmul(vset1(F->O.r), vfnma(xs, vset1(F->ob), g));
 }
-static inline V DT_OF(const float *du, V ds, int64_t j, int t, M m) {
+KINLINE V DT_OF(const float *du, V ds, int64_t j, int t, M m) {
     return du ? vadd(LD(du + j, t, m), ds) : ds;
 }
 
@@ -541,7 +560,7 @@ typedef struct belem {
     V xx, yy, xs, ds, dt, gx, gy, dh;
 } belem;
 
-static inline belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float *dh,
+KINLINE belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float *dh,
                           const float *du, const float *x, const float *y) {
     belem e;
     e.xx = XHATS(&F->X, LD(x + j, t, m));
@@ -569,12 +588,12 @@ static inline belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float 
     ay[k] = vadd(ay[k], gy_);                                                                     \
     by[k] = vfma(gy_, (e).yy, by[k])
 
-static inline void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
+KINLINE void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
     F->oa = F->O.ca * hsum2(a) / (float)D;
     F->ob = F->O.cb * hsum2(b) / (float)D;
 }
 
-static inline void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2],
+KINLINE void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2],
                                const V by[2], int64_t D) {
     const float fD = (float)D;
     F->xa = F->X.ca * hsum2(ax) / fD;
@@ -599,16 +618,16 @@ static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, c
     fuse_red_xy(F, ax, bx, ay, by, D);
 }
 
-static inline void ACC(float *p, V v, int t, M m) {
+KINLINE void ACC(float *p, V v, int t, M m) {
     if (p) ST(p, vadd(LD(p, t, m), v), t, m);
 }
-static inline void ACC_FMA(float *p, V a, V b, int t, M m) {
+KINLINE void ACC_FMA(float *p, V a, V b, int t, M m) {
     if (p) ST(p, vfma(a, b, LD(p, t, m)), t, m);
 }
-static inline float *AT(float *p, int64_t j) { return p ? p + j : NULL; }
+KINLINE float *AT(float *p, int64_t j) { return p ? p + j : NULL; }
 
 /* the parameter gradients of one step */
-static inline void FUSE_PG_STEP(const sn_dfuse *dp, const belem *e, int64_t j, int t, M m) {
+KINLINE void FUSE_PG_STEP(const sn_dfuse *dp, const belem *e, int64_t j, int t, M m) {
     ACC_FMA(AT(dp->go, j), e->dh, e->xs, t, m);
     ACC(AT(dp->bo, j), e->dh, t, m);
     ACC_FMA(AT(dp->gx, j), e->dt, e->xx, t, m);
@@ -630,7 +649,7 @@ static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *
 }
 
 /* the input gradients of one step from xx, yy, gx, gy */
-static inline void FUSE_DX_STEP(const sn_rfuse *F, V xx, V yy, V gx, V gy, float *dx, float *dy,
+KINLINE void FUSE_DX_STEP(const sn_rfuse *F, V xx, V yy, V gx, V gy, float *dx, float *dy,
                                 int accx, int accy, int64_t j, int t, M m) {
     V ddx = vmul(vset1(F->X.r), vfnma(xx, vset1(F->xb), vsub(gx, vset1(F->xa))));
     V ddy = vmul(vset1(F->Y.r), vfnma(yy, vset1(F->yb), vsub(gy, vset1(F->ya))));
@@ -705,10 +724,10 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 
 /* a parameter-gradient vector of rows 0 and 1: p = (p + v0) + v1, or p = fma(a1, b1,
  * fma(a0, b0, p)): the same bits as two row-by-row updates, one load and store of p */
-static inline void ACC2(float *p, V v0, V v1, int t, M m) {
+KINLINE void ACC2(float *p, V v0, V v1, int t, M m) {
     if (p) ST(p, vadd(vadd(LD(p, t, m), v0), v1), t, m);
 }
-static inline void ACC_FMA2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
+KINLINE void ACC_FMA2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
     if (p) ST(p, vfma(a1, b1, vfma(a0, b0, LD(p, t, m))), t, m);
 }
 
