@@ -761,10 +761,10 @@ static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1
 /* Two consecutive rows of one call (the same parameters) with parameter gradients: each row's
  * arithmetic is fuse_bwd's, and each parameter-gradient vector gets row 0's then row 1's
  * contribution while loaded once. */
-static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
-                      const float *const du[2], const float *const x[2],
-                      const float *const y[2], float *const dx[2], float *const dy[2], int accx,
-                      int accy, const sn_dfuse *dp2) {
+KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
+                           const float *const du[2], const float *const x[2],
+                           const float *const y[2], float *const dx[2], float *const dy[2],
+                           int accx, int accy, const sn_dfuse *dp2) {
     if (D > FUSE_ROW_MAX || !dp2) {
         for (int q = 0; q < 2; q++)
             fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp2);
@@ -816,6 +816,15 @@ static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
         FUSE_BWD2_BODY
 #undef FUSE_BWD2_BODY
     if (F0.nt) vfence();
+}
+static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
+                      const float *const du[2], const float *const x[2],
+                      const float *const y[2], float *const dx[2], float *const dy[2], int accx,
+                      int accy, const sn_dfuse *dp) {
+    if (D == 4 * VW)
+        fuse_bwd2_body(F2, 4 * VW, dh, du, x, y, dx, dy, accx, accy, dp);
+    else
+        fuse_bwd2_body(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
 }
 #undef FUSE_P1
 #undef FUSE_P2
