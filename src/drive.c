@@ -582,6 +582,8 @@ static void fuse_bwd_rows(const job *J, int64_t lo, int64_t hi, float *pg) {
             const frow n = fuse_row(J, q);
             prefetch_near(n.x, J->D);
             prefetch_near(n.y, J->D);
+            if (!J->acc && !n.du) prefetch_near(J->o + q * J->ldo, J->D); /* written, not read */
+            if (!J->accy) prefetch_near(J->p + q * J->ldp, J->D);
         }
         for (int64_t q = r + PF_AHEAD; J->pf && q <= r + PF_AHEAD + pair && q < rend; q++) {
             const frow n = fuse_row(J, q);
