@@ -253,6 +253,21 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
     stats(no, h, D, mo, ro);
 }
 
+static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
+                      const float *const y[2], float *const u[2], float *const h[2],
+                      float st[2][6]) {
+    float s[SN_FUSE2_MAX];
+    for (int q = 0; q < 2; q++) {
+        sn_rfuse F = *F0;
+        float *o = st[q];
+        stats2(&f->x, x[q], &f->y, y[q], D, &o[0], &o[1], &o[2], &o[3]);
+        F.X.m = o[0], F.X.r = o[1], F.Y.m = o[2], F.Y.r = o[3]; /* RMSNorm: m is 0 either way */
+        fuse_s(&F, D, x[q], y[q], u[q], s, &f->out, &o[4], &o[5]);
+        F.O.m = o[4], F.O.r = o[5];
+        norm_row(&F.O, s, D, h[q]);
+    }
+}
+
 /* The recomputation shared by the backward pieces: one column j of a row. */
 #define FUSE_BWD_ELEM(j)                                                                          \
     float xx = (x[j] - X->m) * X->r, yy = (y[j] - Y->m) * Y->r;                                   \
@@ -383,6 +398,6 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 }
 
 const sn_kern sn_kern_scalar = {
-    stats,   norm_row, norm_red, norm_pg, norm_dx,  norm_bwd, stats2, fuse_s, fuse_red,
-    fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div, apply, axpy,
+    stats,   norm_row, norm_red, norm_pg,  norm_dx,   norm_bwd, stats2, fuse_s, fuse_fwd2,
+    fuse_red, fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div,  apply,  axpy,
 };

@@ -72,6 +72,15 @@ typedef struct sn_kern {
      * same as stats(no, h); then the caller normalises h */
     void (*fuse_s)(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u,
                    float *h, const sn_norm *no, float *mo, float *ro);
+    /* the whole fuse forward of two rows of one call (arrays of two; u[0] and u[1] both NULL or
+     * both set), for a fuse whose N_x and N_y are both LayerNorm or both RMSNorm and whose N_out
+     * is LayerNorm or RMSNorm, with D <= SN_FUSE2_MAX: writes u, h and st[q] = {mx, rx, my, ry,
+     * mo, ro}, bitwise the same as stats2, fuse_s (s in a stack row) and norm_row on each row.
+     * *F0 holds the three norms resolved without statistics (m = 0, r = 1) and nt. The two
+     * rows' statistics chains are interleaved so that they overlap. */
+    void (*fuse_fwd2)(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
+                      const float *const y[2], float *const u[2], float *const h[2],
+                      float st[2][6]);
     /* the six reductions of F from dh, du (NULL: 0), x, y */
     void (*fuse_red)(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
                      const float *y);
@@ -121,6 +130,15 @@ sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m,
 /* Saved statistics of group g of a row whose norm has ng groups (see "Norm stats"). */
 void sn_k_stats_put(const sn_norm *n, float *blk, int64_t ng, int64_t g, float m, float r);
 void sn_k_stats_get(const sn_norm *n, const float *blk, int64_t ng, int64_t g, float *m, float *r);
+
+/* The widest row fuse_fwd2 takes, and whether a fuse is of the kind it takes. */
+#define SN_FUSE2_MAX 1024
+static inline int sn_k_fuse2_ok(const sn_fuse *f, int64_t D) {
+    const int32_t k = f->x.kind, o = f->out.kind;
+    return D <= SN_FUSE2_MAX && f->y.kind == k &&
+           (k == SN_NORM_LAYERNORM || k == SN_NORM_RMSNORM) &&
+           (o == SN_NORM_LAYERNORM || o == SN_NORM_RMSNORM);
+}
 
 /* Offsets of a fuse's three norms in its parameter block and in a row's stats block. */
 typedef struct sn_fuse_layout {

@@ -120,15 +120,24 @@
         }                                                                                         \
     } while (0)
 
-static inline V LD(const float *p, int t, M m) { return t ? vldm(p, m) : vld(p); }
-static inline void ST(float *p, V v, int t, M m) {
+/* The helpers are forced inline: each is a few instructions inside the row loops, and in a
+ * large translation unit the compiler's inlining budget can run out (XS_OF and fuse_red_xy left
+ * out of line made the fuse backward 10% slower). */
+#if defined(__GNUC__)
+#define KINLINE static inline __attribute__((always_inline))
+#else
+#define KINLINE static inline
+#endif
+
+KINLINE V LD(const float *p, int t, M m) { return t ? vldm(p, m) : vld(p); }
+KINLINE void ST(float *p, V v, int t, M m) {
     if (t)
         vstm(p, m, v);
     else
         vst(p, v);
 }
 /* a final output: a streaming store when allowed and the address is aligned, else ST */
-static inline void STO(float *p, V v, int t, M m, int nt) {
+KINLINE void STO(float *p, V v, int t, M m, int nt) {
     if (nt && !t && ((uintptr_t)p & (VW * sizeof(float) - 1)) == 0)
         vstream(p, v);
     else
@@ -136,35 +145,39 @@ static inline void STO(float *p, V v, int t, M m, int nt) {
 }
 
 /* the lanes a partial step leaves off contribute 0 to reductions */
-static inline V KEEP(V v, int t, M m) { return t ? vmaskz(m, v) : v; }
-static inline V GAM(const float *g, int64_t j, int t, M m) {
+KINLINE V KEEP(V v, int t, M m) { return t ? vmaskz(m, v) : v; }
+KINLINE V GAM(const float *g, int64_t j, int t, M m) {
     return g ? LD(g + j, t, m) : vset1(1.0f);
 }
-static inline V BET(const float *b, int64_t j, int t, M m) {
+KINLINE V BET(const float *b, int64_t j, int t, M m) {
     return b ? LD(b + j, t, m) : vset1(0.0f);
 }
 
 /* 1 when m is +0 (bits), e.g. RMSNorm: v - m is then exactly v, so the subtraction can go */
-static inline int ZERO_M(const sn_rnorm *q) {
+KINLINE int ZERO_M(const sn_rnorm *q) {
     union {
         float f;
         uint32_t u;
     } b = {q->m};
     return b.u == 0u;
 }
-/* xhat = (v - m) * r (the loops are unswitched on ZERO_M, which never changes a bit) */
-static inline V XHAT(const sn_rnorm *q, V v) {
-    return ZERO_M(q) ? vmul(v, vset1(q->r)) : vmul(vsub(v, vset1(q->m)), vset1(q->r));
+/* xhat = (v - m) * r */
+KINLINE V XHATS(const sn_rnorm *q, V v) { return vmul(vsub(v, vset1(q->m)), vset1(q->r)); }
+/* the same, without the subtraction when m is +0, which never changes a bit (v - (+0) is v for
+ * every v); the one-norm loops are unswitched on ZERO_M. The fuse kernels, whose loops hold up
+ * to six of them, use XHATS: a test per vector costs more there than the subtraction. */
+KINLINE V XHAT(const sn_rnorm *q, V v) {
+    return ZERO_M(q) ? vmul(v, vset1(q->r)) : XHATS(q, v);
 }
 /* gamma * xhat + beta */
-static inline V NRM(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
+KINLINE V NRM(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
     return vfma(GAM(q->gamma, j, t, m), xh, BET(q->beta, j, t, m));
 }
 
 /* ---- statistics ---------------------------------------------------------------------------- */
 
-static inline float hsum2(const V a[2]) { return hsum(vadd(a[0], a[1])); }
-static inline float hsum4(const V a[4]) { return hsum(vadd(vadd(a[0], a[1]), vadd(a[2], a[3]))); }
+KINLINE float hsum2(const V a[2]) { return hsum(vadd(a[0], a[1])); }
+KINLINE float hsum4(const V a[4]) { return hsum(vadd(vadd(a[0], a[1]), vadd(a[2], a[3]))); }
 #define ZERO4 {vset1(0.0f), vset1(0.0f), vset1(0.0f), vset1(0.0f)}
 
 static float vsum(const float *v, int64_t n) {
@@ -350,10 +363,10 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
 }
 
 /* s = N_x(x) + N_y(y) */
-static inline V S_OF(const sn_rfuse *F, const float *x, const float *y, int64_t j, int t, M m,
-                     V *ux) {
-    *ux = NRM(&F->X, XHAT(&F->X, LD(x + j, t, m)), j, t, m);
-    return vadd(*ux, NRM(&F->Y, XHAT(&F->Y, LD(y + j, t, m)), j, t, m));
+KINLINE V S_OF(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float *y,
+                     int64_t j, int t, M m, V *ux) {
+    *ux = NRM(X, XHATS(X, LD(x + j, t, m)), j, t, m);
+    return vadd(*ux, NRM(Y, XHATS(Y, LD(y + j, t, m)), j, t, m));
 }
 
 /* u (if non-NULL) and h = s; the first sweep of N_out's statistics rides along (the same
@@ -366,7 +379,7 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
     const int ln = no->kind == SN_NORM_LAYERNORM, rms = no->kind == SN_NORM_RMSNORM;
     const V zero = vset1(0.0f);
 #define FUSE_S_STEP                                                                               \
-    V ux, s = S_OF(F, x, y, j, t, m, &ux);                                                        \
+    V ux, s = S_OF(&F->X, &F->Y, x, y, j, t, m, &ux);                                             \
     if (u) STO(u + j, ux, t, m, F->nt);                                                           \
     ST(h + j, s, t, m)
     if (ln)
@@ -397,18 +410,149 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
     sn_k_stats_guard(no, h, D, mo, ro);
 }
 
+/* The whole forward of two rows (see kernels.h): per row the arithmetic of stats2, fuse_s and
+ * norm_row on the same values (the same accumulators and order), so the same bits; the two
+ * rows' steps are interleaved, so that one row's statistics chain (sums, horizontal sums,
+ * divisions, square roots) overlaps the other's. Subtracting a mean of +0 (RMSNorm) is exact,
+ * so the sums of squares subtract it unconditionally, as stats2 does. The accumulators and
+ * resolved norms are separate locals per row, so that they stay in registers. */
+KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
+                           const float *const x[2], const float *const y[2], float *const u[2],
+                           float *const h[2], float st[2][6]) {
+    const sn_norm nx = f->x, ny = f->y, no = f->out;
+    const int lxy = nx.kind == SN_NORM_LAYERNORM, lo = no.kind == SN_NORM_LAYERNORM;
+    const int nt = F0->nt;
+    const float fD = (float)D;
+    const float *const x0 = x[0], *const x1 = x[1], *const y0 = y[0], *const y1 = y[1];
+    float *const u0 = u[0], *const u1 = u[1];
+    /* local copies: the stores below cannot alias them */
+    sn_rnorm X0 = F0->X, X1 = F0->X, Y0 = F0->Y, Y1 = F0->Y, O0 = F0->O, O1 = F0->O;
+    float mx0 = 0.0f, mx1 = 0.0f, my0 = 0.0f, my1 = 0.0f, rx0, rx1, ry0, ry1;
+    /* the statistics of x and y (stats2) */
+    if (lxy) {
+        V ax0[4] = ZERO4, ax1[4] = ZERO4, ay0[4] = ZERO4, ay1[4] = ZERO4;
+        RCOLS4(D, {
+            ax0[k] = vadd(ax0[k], KEEP(LD(x0 + j, t, m), t, m));
+            ay0[k] = vadd(ay0[k], KEEP(LD(y0 + j, t, m), t, m));
+            ax1[k] = vadd(ax1[k], KEEP(LD(x1 + j, t, m), t, m));
+            ay1[k] = vadd(ay1[k], KEEP(LD(y1 + j, t, m), t, m));
+        });
+        mx0 = hsum4(ax0) / fD;
+        my0 = hsum4(ay0) / fD;
+        mx1 = hsum4(ax1) / fD;
+        my1 = hsum4(ay1) / fD;
+    }
+    {
+        V ax0[4] = ZERO4, ax1[4] = ZERO4, ay0[4] = ZERO4, ay1[4] = ZERO4;
+        const V cx0 = vset1(mx0), cx1 = vset1(mx1), cy0 = vset1(my0), cy1 = vset1(my1);
+        RCOLS4(D, {
+            V dx0 = KEEP(vsub(LD(x0 + j, t, m), cx0), t, m);
+            V dy0 = KEEP(vsub(LD(y0 + j, t, m), cy0), t, m);
+            V dx1 = KEEP(vsub(LD(x1 + j, t, m), cx1), t, m);
+            V dy1 = KEEP(vsub(LD(y1 + j, t, m), cy1), t, m);
+            ax0[k] = vfma(dx0, dx0, ax0[k]);
+            ay0[k] = vfma(dy0, dy0, ay0[k]);
+            ax1[k] = vfma(dx1, dx1, ax1[k]);
+            ay1[k] = vfma(dy1, dy1, ay1[k]);
+        });
+        rx0 = 1.0f / sqrtf(hsum4(ax0) / fD + nx.eps);
+        ry0 = 1.0f / sqrtf(hsum4(ay0) / fD + ny.eps);
+        rx1 = 1.0f / sqrtf(hsum4(ax1) / fD + nx.eps);
+        ry1 = 1.0f / sqrtf(hsum4(ay1) / fD + ny.eps);
+    }
+    sn_k_stats_guard(&nx, x0, D, &mx0, &rx0);
+    sn_k_stats_guard(&ny, y0, D, &my0, &ry0);
+    sn_k_stats_guard(&nx, x1, D, &mx1, &rx1);
+    sn_k_stats_guard(&ny, y1, D, &my1, &ry1);
+    X0.m = mx0, X0.r = rx0, Y0.m = my0, Y0.r = ry0; /* RMSNorm: m is 0 either way */
+    X1.m = mx1, X1.r = rx1, Y1.m = my1, Y1.r = ry1;
+    /* s = N_x(x) + N_y(y) into stack rows, u, and the first sweep of N_out's statistics
+     * (fuse_s) */
+    float sb_[2][SN_FUSE2_MAX + VW];
+    float *const s0p = sb_[0], *const s1p = sb_[1];
+    float mo0 = 0.0f, mo1 = 0.0f, ro0, ro1;
+    {
+        V a0[4] = ZERO4, a1[4] = ZERO4;
+        const V zero = vset1(0.0f);
+#define S_STEP                                                                                    \
+    V ux0, s0 = S_OF(&X0, &Y0, x0, y0, j, t, m, &ux0);                                            \
+    V ux1, s1 = S_OF(&X1, &Y1, x1, y1, j, t, m, &ux1);                                            \
+    if (u0) {                                                                                     \
+        STO(u0 + j, ux0, t, m, nt);                                                               \
+        STO(u1 + j, ux1, t, m, nt);                                                               \
+    }                                                                                             \
+    ST(s0p + j, s0, t, m);                                                                        \
+    ST(s1p + j, s1, t, m);
+        if (lo)
+            RCOLS4(D, {
+                S_STEP
+                a0[k] = vadd(a0[k], KEEP(s0, t, m));
+                a1[k] = vadd(a1[k], KEEP(s1, t, m));
+            });
+        else
+            RCOLS4(D, {
+                S_STEP
+                V d0 = KEEP(vsub(s0, zero), t, m), d1 = KEEP(vsub(s1, zero), t, m);
+                a0[k] = vfma(d0, d0, a0[k]);
+                a1[k] = vfma(d1, d1, a1[k]);
+            });
+#undef S_STEP
+        if (lo) {
+            mo0 = hsum4(a0) / fD;
+            mo1 = hsum4(a1) / fD;
+            V b0[4] = ZERO4, b1[4] = ZERO4;
+            const V mu0 = vset1(mo0), mu1 = vset1(mo1);
+            RCOLS4(D, {
+                V d0 = KEEP(vsub(LD(s0p + j, t, m), mu0), t, m);
+                V d1 = KEEP(vsub(LD(s1p + j, t, m), mu1), t, m);
+                b0[k] = vfma(d0, d0, b0[k]);
+                b1[k] = vfma(d1, d1, b1[k]);
+            });
+            ro0 = 1.0f / sqrtf(hsum4(b0) / fD + no.eps);
+            ro1 = 1.0f / sqrtf(hsum4(b1) / fD + no.eps);
+        } else {
+            ro0 = 1.0f / sqrtf(hsum4(a0) / fD + no.eps);
+            ro1 = 1.0f / sqrtf(hsum4(a1) / fD + no.eps);
+        }
+    }
+    sn_k_stats_guard(&no, s0p, D, &mo0, &ro0);
+    sn_k_stats_guard(&no, s1p, D, &mo1, &ro1);
+    O0.m = mo0, O0.r = ro0, O1.m = mo1, O1.r = ro1;
+    /* h = N_out(s) (norm_row) */
+    float *const h0 = h[0], *const h1 = h[1];
+    COLS(D, {
+        STO(h0 + j, NRM(&O0, XHATS(&O0, LD(s0p + j, t, m)), j, t, m), t, m, nt);
+        STO(h1 + j, NRM(&O1, XHATS(&O1, LD(s1p + j, t, m)), j, t, m), t, m, nt);
+    });
+    if (nt) vfence();
+    st[0][0] = mx0, st[0][1] = rx0, st[0][2] = my0, st[0][3] = ry0, st[0][4] = mo0;
+    st[0][5] = ro0;
+    st[1][0] = mx1, st[1][1] = rx1, st[1][2] = my1, st[1][3] = ry1, st[1][4] = mo1;
+    st[1][5] = ro1;
+}
+/* Rows of exactly four vectors (D = 64 with AVX-512, 32 with AVX2) get a version with the
+ * width a constant: the loops unroll and the loads of the statistics passes are shared. */
+static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
+                      const float *const y[2], float *const u[2], float *const h[2],
+                      float st[2][6]) {
+    if (D == 4 * VW)
+        fuse_fwd2_body(F0, f, 4 * VW, x, y, u, h, st);
+    else
+        fuse_fwd2_body(F0, f, D, x, y, u, h, st);
+}
+
 /* The quantities of a fuse backward, each with its one definition:
  *   xx, yy   xhat of x and y;  xs = xhat_out of s = N_x(x) + N_y(y) (the forward's arithmetic)
  *   ds       = r_out * (gamma_out * dh - oa - xs * ob)
  *   dt       = du + ds;  gx = gamma_x * dt;  gy = gamma_y * ds */
-static inline V XS_OF(const sn_rfuse *F, V xx, V yy, int64_t j, int t, M m) {
-    return XHAT(&F->O, vadd(NRM(&F->X, xx, j, t, m), NRM(&F->Y, yy, j, t, m)));
+KINLINE V XS_OF(const sn_rfuse *F, V xx, V yy, int64_t j, int t, M m) {
+    return XHATS(&F->O, vadd(NRM(&F->X, xx, j, t, m), NRM(&F->Y, yy, j, t, m)));
 }
-static inline V DS_OF(const sn_rfuse *F, V xs, V dh, int64_t j, int t, M m) {
+KINLINE V DS_OF(const sn_rfuse *F, V xs, V dh, int64_t j, int t, M m) {
     const V g = vfms(GAM(F->O.gamma, j, t, m), dh, vset1(F->oa));
     return vmul(vset1(F->O.r), vfnma(xs, vset1(F->ob), g));
 }
-static inline V DT_OF(const float *du, V ds, int64_t j, int t, M m) {
+KINLINE V DT_OF(const float *du, V ds, int64_t j, int t, M m) {
     return du ? vadd(LD(du + j, t, m), ds) : ds;
 }
 
@@ -416,11 +560,11 @@ typedef struct belem {
     V xx, yy, xs, ds, dt, gx, gy, dh;
 } belem;
 
-static inline belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float *dh,
+KINLINE belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float *dh,
                           const float *du, const float *x, const float *y) {
     belem e;
-    e.xx = XHAT(&F->X, LD(x + j, t, m));
-    e.yy = XHAT(&F->Y, LD(y + j, t, m));
+    e.xx = XHATS(&F->X, LD(x + j, t, m));
+    e.yy = XHATS(&F->Y, LD(y + j, t, m));
     e.xs = XS_OF(F, e.xx, e.yy, j, t, m);
     e.dh = LD(dh + j, t, m);
     e.ds = DS_OF(F, e.xs, e.dh, j, t, m);
@@ -444,13 +588,13 @@ static inline belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float 
     ay[k] = vadd(ay[k], gy_);                                                                     \
     by[k] = vfma(gy_, (e).yy, by[k])
 
-static void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
+KINLINE void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
     F->oa = F->O.ca * hsum2(a) / (float)D;
     F->ob = F->O.cb * hsum2(b) / (float)D;
 }
 
-static void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2], const V by[2],
-                        int64_t D) {
+KINLINE void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2],
+                               const V by[2], int64_t D) {
     const float fD = (float)D;
     F->xa = F->X.ca * hsum2(ax) / fD;
     F->xb = F->X.cb * hsum2(bx) / fD;
@@ -462,7 +606,7 @@ static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, c
                      const float *y) {
     V a[2] = ZERO2, b[2] = ZERO2;
     RCOLS2(D, {
-        V xx = XHAT(&F->X, LD(x + j, t, m)), yy = XHAT(&F->Y, LD(y + j, t, m));
+        V xx = XHATS(&F->X, LD(x + j, t, m)), yy = XHATS(&F->Y, LD(y + j, t, m));
         FUSE_RED1_STEP(XS_OF(F, xx, yy, j, t, m));
     });
     fuse_red_out(F, a, b, D);
@@ -474,16 +618,16 @@ static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, c
     fuse_red_xy(F, ax, bx, ay, by, D);
 }
 
-static inline void ACC(float *p, V v, int t, M m) {
+KINLINE void ACC(float *p, V v, int t, M m) {
     if (p) ST(p, vadd(LD(p, t, m), v), t, m);
 }
-static inline void ACC_FMA(float *p, V a, V b, int t, M m) {
+KINLINE void ACC_FMA(float *p, V a, V b, int t, M m) {
     if (p) ST(p, vfma(a, b, LD(p, t, m)), t, m);
 }
-static inline float *AT(float *p, int64_t j) { return p ? p + j : NULL; }
+KINLINE float *AT(float *p, int64_t j) { return p ? p + j : NULL; }
 
 /* the parameter gradients of one step */
-static inline void FUSE_PG_STEP(const sn_dfuse *dp, const belem *e, int64_t j, int t, M m) {
+KINLINE void FUSE_PG_STEP(const sn_dfuse *dp, const belem *e, int64_t j, int t, M m) {
     ACC_FMA(AT(dp->go, j), e->dh, e->xs, t, m);
     ACC(AT(dp->bo, j), e->dh, t, m);
     ACC_FMA(AT(dp->gx, j), e->dt, e->xx, t, m);
@@ -505,7 +649,7 @@ static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *
 }
 
 /* the input gradients of one step from xx, yy, gx, gy */
-static inline void FUSE_DX_STEP(const sn_rfuse *F, V xx, V yy, V gx, V gy, float *dx, float *dy,
+KINLINE void FUSE_DX_STEP(const sn_rfuse *F, V xx, V yy, V gx, V gy, float *dx, float *dy,
                                 int accx, int accy, int64_t j, int t, M m) {
     V ddx = vmul(vset1(F->X.r), vfnma(xx, vset1(F->xb), vsub(gx, vset1(F->xa))));
     V ddy = vmul(vset1(F->Y.r), vfnma(yy, vset1(F->yb), vsub(gy, vset1(F->ya))));
@@ -538,48 +682,52 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
  * the same values). Rows wider than FUSE_ROW_MAX take those. */
 #define FUSE_ROW_MAX 1024
 
+/* The steps below name each row's values with the row's digit q (F0, x0, a0, ...; F1, x1, ...):
+ * separate locals per row, so that they stay in registers. */
+
 /* pass 1 of row q: N_out's reductions, xs kept in bs */
 #define FUSE_P1(q)                                                                                \
     {                                                                                             \
-        V xx = XHAT(&F[q].X, LD(x[q] + j, t, m)), yy = XHAT(&F[q].Y, LD(y[q] + j, t, m));        \
-        V xs = XS_OF(&F[q], xx, yy, j, t, m);                                                     \
-        vst(bs[q] + j, xs); /* the stack rows are padded: whole vectors */                        \
-        V g = KEEP(vmul(GAM(F[q].O.gamma, j, t, m), LD(dh[q] + j, t, m)), t, m);                  \
-        a[q][k] = vadd(a[q][k], g);                                                               \
-        b[q][k] = vfma(g, xs, b[q][k]);                                                           \
+        V xx = XHATS(&F##q.X, LD(x##q + j, t, m)), yy = XHATS(&F##q.Y, LD(y##q + j, t, m));       \
+        V xs = XS_OF(&F##q, xx, yy, j, t, m);                                                     \
+        vst(bs##q + j, xs); /* the stack rows are padded: whole vectors */                        \
+        V g = KEEP(vmul(GAM(F##q.O.gamma, j, t, m), LD(dh##q + j, t, m)), t, m);                  \
+        a##q[k] = vadd(a##q[k], g);                                                               \
+        b##q[k] = vfma(g, xs, b##q[k]);                                                           \
     }
 
-/* pass 2 of row q: the quantities e[q], the reductions of N_x and N_y */
+/* pass 2 of row q: the quantities e##q, the reductions of N_x and N_y */
 #define FUSE_P2(q)                                                                                \
+    belem e##q;                                                                                   \
     {                                                                                             \
-        e[q].xx = XHAT(&F[q].X, LD(x[q] + j, t, m));                                              \
-        e[q].yy = XHAT(&F[q].Y, LD(y[q] + j, t, m));                                              \
-        e[q].xs = vld(bs[q] + j);                                                                 \
-        e[q].dh = LD(dh[q] + j, t, m);                                                            \
-        e[q].ds = DS_OF(&F[q], e[q].xs, e[q].dh, j, t, m);                                        \
-        e[q].dt = DT_OF(du[q], e[q].ds, j, t, m);                                                 \
-        e[q].gx = vmul(GAM(F[q].X.gamma, j, t, m), e[q].dt);                                      \
-        e[q].gy = vmul(GAM(F[q].Y.gamma, j, t, m), e[q].ds);                                      \
-        V gx_ = KEEP(e[q].gx, t, m), gy_ = KEEP(e[q].gy, t, m);                                   \
-        ax[q][k] = vadd(ax[q][k], gx_);                                                           \
-        bx[q][k] = vfma(gx_, e[q].xx, bx[q][k]);                                                  \
-        ay[q][k] = vadd(ay[q][k], gy_);                                                           \
-        by[q][k] = vfma(gy_, e[q].yy, by[q][k]);                                                  \
-        vst(bs[q] + j, e[q].gx);                                                                  \
-        vst(bg[q] + j, e[q].gy);                                                                  \
+        e##q.xx = XHATS(&F##q.X, LD(x##q + j, t, m));                                             \
+        e##q.yy = XHATS(&F##q.Y, LD(y##q + j, t, m));                                             \
+        e##q.xs = vld(bs##q + j);                                                                 \
+        e##q.dh = LD(dh##q + j, t, m);                                                            \
+        e##q.ds = DS_OF(&F##q, e##q.xs, e##q.dh, j, t, m);                                        \
+        e##q.dt = DT_OF(du##q, e##q.ds, j, t, m);                                                 \
+        e##q.gx = vmul(GAM(F##q.X.gamma, j, t, m), e##q.dt);                                      \
+        e##q.gy = vmul(GAM(F##q.Y.gamma, j, t, m), e##q.ds);                                      \
+        V gx_ = KEEP(e##q.gx, t, m), gy_ = KEEP(e##q.gy, t, m);                                   \
+        ax##q[k] = vadd(ax##q[k], gx_);                                                           \
+        bx##q[k] = vfma(gx_, e##q.xx, bx##q[k]);                                                  \
+        ay##q[k] = vadd(ay##q[k], gy_);                                                           \
+        by##q[k] = vfma(gy_, e##q.yy, by##q[k]);                                                  \
+        vst(bs##q + j, e##q.gx);                                                                  \
+        vst(bg##q + j, e##q.gy);                                                                  \
     }
 
 /* pass 3 of row q: the input gradients */
 #define FUSE_P3(q)                                                                                \
-    FUSE_DX_STEP(&F[q], XHAT(&F[q].X, LD(x[q] + j, t, m)), XHAT(&F[q].Y, LD(y[q] + j, t, m)),    \
-                 vld(bs[q] + j), vld(bg[q] + j), dx[q], dy[q], accx, accy, j, t, m)
+    FUSE_DX_STEP(&F##q, XHATS(&F##q.X, LD(x##q + j, t, m)), XHATS(&F##q.Y, LD(y##q + j, t, m)),   \
+                 vld(bs##q + j), vld(bg##q + j), dx##q, dy##q, accx, accy, j, t, m)
 
 /* a parameter-gradient vector of rows 0 and 1: p = (p + v0) + v1, or p = fma(a1, b1,
  * fma(a0, b0, p)): the same bits as two row-by-row updates, one load and store of p */
-static inline void ACC2(float *p, V v0, V v1, int t, M m) {
+KINLINE void ACC2(float *p, V v0, V v1, int t, M m) {
     if (p) ST(p, vadd(vadd(LD(p, t, m), v0), v1), t, m);
 }
-static inline void ACC_FMA2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
+KINLINE void ACC_FMA2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
     if (p) ST(p, vfma(a1, b1, vfma(a0, b0, LD(p, t, m))), t, m);
 }
 
@@ -592,65 +740,91 @@ static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1
         fuse_dx(F1, D, dh1, du1, x1, y1, dx1, dy1, accx, accy);
         return;
     }
-    sn_rfuse F[1] = {*F1}; /* a local copy: the stores below cannot alias it */
-    const float *dh[1] = {dh1}, *du[1] = {du1}, *x[1] = {x1}, *y[1] = {y1};
-    float *dx[1] = {dx1}, *dy[1] = {dy1};
-    float bs_[1][FUSE_ROW_MAX + VW], bg_[1][FUSE_ROW_MAX + VW];
-    float *bs[1] = {bs_[0]}, *bg[1] = {bg_[0]};
-    V a[1][2] = {ZERO2}, b[1][2] = {ZERO2};
+    sn_rfuse F0 = *F1; /* a local copy: the stores below cannot alias it */
+    const float *const dh0 = dh1, *const du0 = du1, *const x0 = x1, *const y0 = y1;
+    float *const dx0 = dx1, *const dy0 = dy1;
+    float bs_[FUSE_ROW_MAX + VW], bg_[FUSE_ROW_MAX + VW];
+    float *const bs0 = bs_, *const bg0 = bg_;
+    V a0[2] = ZERO2, b0[2] = ZERO2;
     RCOLS2(D, FUSE_P1(0));
-    fuse_red_out(&F[0], a[0], b[0], D);
-    V ax[1][2] = {ZERO2}, bx[1][2] = {ZERO2}, ay[1][2] = {ZERO2}, by[1][2] = {ZERO2};
+    fuse_red_out(&F0, a0, b0, D);
+    V ax0[2] = ZERO2, bx0[2] = ZERO2, ay0[2] = ZERO2, by0[2] = ZERO2;
     RCOLS2(D, {
-        belem e[1];
         FUSE_P2(0);
-        if (dp) FUSE_PG_STEP(dp, &e[0], j, t, m);
+        if (dp) FUSE_PG_STEP(dp, &e0, j, t, m);
     });
-    fuse_red_xy(&F[0], ax[0], bx[0], ay[0], by[0], D);
+    fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);
     COLS(D, FUSE_P3(0););
-    if (F[0].nt) vfence();
+    if (F0.nt) vfence();
 }
 
 /* Two consecutive rows of one call (the same parameters) with parameter gradients: each row's
  * arithmetic is fuse_bwd's, and each parameter-gradient vector gets row 0's then row 1's
  * contribution while loaded once. */
-static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
-                      const float *const du[2], const float *const x[2],
-                      const float *const y[2], float *const dx[2], float *const dy[2], int accx,
-                      int accy, const sn_dfuse *dp2) {
+KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
+                           const float *const du[2], const float *const x[2],
+                           const float *const y[2], float *const dx[2], float *const dy[2],
+                           int accx, int accy, const sn_dfuse *dp2) {
     if (D > FUSE_ROW_MAX || !dp2) {
         for (int q = 0; q < 2; q++)
             fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp2);
         return;
     }
-    sn_rfuse F[2] = {F2[0], F2[1]}; /* local copies: the stores below cannot alias them */
+    sn_rfuse F0 = F2[0], F1 = F2[1]; /* local copies: the stores below cannot alias them */
     const sn_dfuse dp_ = *dp2, *dp = &dp_;
     /* both rows have the fuse's parameters: say so, so that each vector is loaded once */
-    F[1].X.gamma = F[0].X.gamma, F[1].X.beta = F[0].X.beta;
-    F[1].Y.gamma = F[0].Y.gamma, F[1].Y.beta = F[0].Y.beta;
-    F[1].O.gamma = F[0].O.gamma, F[1].O.beta = F[0].O.beta;
+    F1.X.gamma = F0.X.gamma, F1.X.beta = F0.X.beta;
+    F1.Y.gamma = F0.Y.gamma, F1.Y.beta = F0.Y.beta;
+    F1.O.gamma = F0.O.gamma, F1.O.beta = F0.O.beta;
+    const float *const dh0 = dh[0], *const du0 = du[0], *const x0 = x[0], *const y0 = y[0];
+    const float *const dh1 = dh[1], *const du1 = du[1], *const x1 = x[1], *const y1 = y[1];
+    float *const dx0 = dx[0], *const dy0 = dy[0], *const dx1 = dx[1], *const dy1 = dy[1];
     float bs_[2][FUSE_ROW_MAX + VW], bg_[2][FUSE_ROW_MAX + VW];
-    float *bs[2] = {bs_[0], bs_[1]}, *bg[2] = {bg_[0], bg_[1]};
-    V a[2][2] = {ZERO2, ZERO2}, b[2][2] = {ZERO2, ZERO2};
-    RCOLS2(D, FUSE_P1(0) FUSE_P1(1));
-    fuse_red_out(&F[0], a[0], b[0], D);
-    fuse_red_out(&F[1], a[1], b[1], D);
-    V ax[2][2] = {ZERO2, ZERO2}, bx[2][2] = {ZERO2, ZERO2};
-    V ay[2][2] = {ZERO2, ZERO2}, by[2][2] = {ZERO2, ZERO2};
-    RCOLS2(D, {
-        belem e[2];
-        FUSE_P2(0);
-        FUSE_P2(1);
-        ACC_FMA2(AT(dp->go, j), e[0].dh, e[0].xs, e[1].dh, e[1].xs, t, m);
-        ACC2(AT(dp->bo, j), e[0].dh, e[1].dh, t, m);
-        ACC_FMA2(AT(dp->gx, j), e[0].dt, e[0].xx, e[1].dt, e[1].xx, t, m);
-        ACC2(AT(dp->bx, j), e[0].dt, e[1].dt, t, m);
-        ACC_FMA2(AT(dp->gy, j), e[0].ds, e[0].yy, e[1].ds, e[1].yy, t, m);
-        ACC2(AT(dp->by, j), e[0].ds, e[1].ds, t, m);
-    });
-    for (int q = 0; q < 2; q++) fuse_red_xy(&F[q], ax[q], bx[q], ay[q], by[q], D);
-    COLS(D, FUSE_P3(0); FUSE_P3(1););
-    if (F[0].nt) vfence();
+    float *const bs0 = bs_[0], *const bs1 = bs_[1], *const bg0 = bg_[0], *const bg1 = bg_[1];
+#define FUSE_BWD2_BODY                                                                            \
+    {                                                                                             \
+        V a0[2] = ZERO2, b0[2] = ZERO2, a1[2] = ZERO2, b1[2] = ZERO2;                             \
+        RCOLS2(D, FUSE_P1(0) FUSE_P1(1));                                                         \
+        fuse_red_out(&F0, a0, b0, D);                                                             \
+        fuse_red_out(&F1, a1, b1, D);                                                             \
+        V ax0[2] = ZERO2, bx0[2] = ZERO2, ay0[2] = ZERO2, by0[2] = ZERO2;                         \
+        V ax1[2] = ZERO2, bx1[2] = ZERO2, ay1[2] = ZERO2, by1[2] = ZERO2;                         \
+        RCOLS2(D, {                                                                               \
+            FUSE_P2(0);                                                                           \
+            FUSE_P2(1);                                                                           \
+            ACC_FMA2(AT(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);                            \
+            ACC2(AT(dp->bo, j), e0.dh, e1.dh, t, m);                                              \
+            ACC_FMA2(AT(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);                            \
+            ACC2(AT(dp->bx, j), e0.dt, e1.dt, t, m);                                              \
+            ACC_FMA2(AT(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);                            \
+            ACC2(AT(dp->by, j), e0.ds, e1.ds, t, m);                                              \
+        });                                                                                       \
+        fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);                                                  \
+        fuse_red_xy(&F1, ax1, bx1, ay1, by1, D);                                                  \
+        COLS(D, FUSE_P3(0); FUSE_P3(1););                                                         \
+    }
+    /* versions in which the compiler knows which parameter pointers are NULL (LayerNorm with
+     * gamma and beta, RMSNorm with gamma: no per-vector tests) */
+    const int g3 = F0.X.gamma && F0.Y.gamma && F0.O.gamma && dp->gx && dp->gy && dp->go;
+    const int b3 = F0.X.beta && F0.Y.beta && F0.O.beta && dp->bx && dp->by && dp->bo;
+    const int nb3 = !F0.X.beta && !F0.Y.beta && !F0.O.beta && !dp->bx && !dp->by && !dp->bo;
+    if (g3 && b3)
+        FUSE_BWD2_BODY
+    else if (g3 && nb3)
+        FUSE_BWD2_BODY
+    else
+        FUSE_BWD2_BODY
+#undef FUSE_BWD2_BODY
+    if (F0.nt) vfence();
+}
+static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
+                      const float *const du[2], const float *const x[2],
+                      const float *const y[2], float *const dx[2], float *const dy[2], int accx,
+                      int accy, const sn_dfuse *dp) {
+    if (D == 4 * VW)
+        fuse_bwd2_body(F2, 4 * VW, dh, du, x, y, dx, dy, accx, accy, dp);
+    else
+        fuse_bwd2_body(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
 }
 #undef FUSE_P1
 #undef FUSE_P2
@@ -689,6 +863,6 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 }
 
 const sn_kern SN_KERN_TABLE = {
-    stats,   norm_row, norm_red, norm_pg, norm_dx,  norm_bwd, stats2, fuse_s, fuse_red,
-    fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div, apply, axpy,
+    stats,   norm_row, norm_red, norm_pg,  norm_dx,   norm_bwd, stats2, fuse_s, fuse_fwd2,
+    fuse_red, fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div,  apply,  axpy,
 };
