@@ -9,7 +9,8 @@
  *   h  == sn_norm_forward(N_out, sn_norm_forward(N_x, x) + sn_norm_forward(N_y, y))
  *   the merge's output == the fuse's h
  *   the saved statistics likewise.
- * Widths cover one partial vector (24), whole vectors (64, 768), partial tails (100, 1000) and
+ * Widths cover one partial vector (24), whole vectors (32, 64, 768: 32 and 64 are the rows of
+ * four vectors the fuse specialises on AVX2 and AVX-512), partial tails (100, 1000) and
  * the wide-row kernels (1100 > the two-row fuse's limit); R = 7 gives row pairs and a single
  * row. Kinds: LayerNorm, RMSNorm, and a fuse mixing them. Giving one statistic another
  * accumulation pattern (vsum's, say, two accumulator sets instead of four) fails 104 checks;
@@ -71,7 +72,7 @@ static void check(sn_ctx *ctx, const char *isa, const sn_fuse *f, const char *ki
 
 int main(void) {
     const int isas[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
-    const int64_t widths[] = {24, 64, 100, 768, 1000, 1100};
+    const int64_t widths[] = {24, 32, 64, 100, 768, 1000, 1100};
     tu_rng g = {2026};
     for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
         sn_ctx *ctx = tu_isa_ctx(isas[i]);

@@ -8,8 +8,9 @@
  *   - on one path, every thread count (1, 2, 3 threads, a hook that runs its tasks backwards),
  *     with and without caller scratch (full size, too small, misaligned), and a NULL context
  *     (on the best path) give bitwise-identical outputs, parameter gradients included.
- * Shapes: D in {1, 7, 15, 16, 17, 33, 768, 1000, 3000, 9000}, R = 1, a few rows, and enough
- * rows to be threaded; base pointers one float off 64-byte alignment; row strides > D. */
+ * Shapes: D in {1, 7, 15, 16, 17, 32, 33, 64, 768, 1000, 3000, 9000} (32 and 64: the rows of
+ * exactly four vectors that the fuse kernels specialise on AVX2 and AVX-512), R = 1, a few
+ * rows, and enough rows to be threaded; base pointers one float off 64-byte alignment; row strides > D. */
 #include "siamesenorm.h"
 
 #include <math.h>
@@ -363,7 +364,7 @@ int main(void) {
 
     /* 3000 and 9000: rows too wide for the stack buffer of chunk sums (fuse, norm): without
      * scratch those run in column blocks on the calling thread, with scratch on all threads */
-    const int64_t Ds[] = {1, 7, 15, 16, 17, 33, 768, 1000, 3000, 9000};
+    const int64_t Ds[] = {1, 7, 15, 16, 17, 32, 33, 64, 768, 1000, 3000, 9000};
     for (int oi = 0; oi < N_OPS; oi++)
         for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++) {
             const int64_t D = Ds[di];
