@@ -624,6 +624,23 @@ static void fuse_row_F(const job *J, int64_t r, sn_rfuse *F) {
     }
 }
 
+/* Beyond L2 (J->pf), the kernel working on row r prefetches row r + PF_AHEAD (of rend rows):
+ * the SIMD kernels spread the prefetches over their second sweep, so that the misses overlap
+ * the arithmetic. Issued here at once before each call, they stalled it, and compute and memory
+ * took turns (at 4096 x 768: 6.6 -> 4.8 ms for the backward with parameter gradients). */
+static void fuse_row_pf(const job *J, int64_t q, int64_t rend, sn_rfuse *F) {
+    if (!J->pf || q >= rend) return;
+    const frow n = fuse_row(J, q);
+    int k = 0;
+    F->pf[k++] = n.dh;
+    if (n.du) F->pf[k++] = n.du;
+    F->pf[k++] = n.x;
+    F->pf[k++] = n.y;
+    if (J->accy) F->pf[k++] = J->p + q * J->ldp;
+    if (J->acc) F->pf[k++] = J->o + q * J->ldo;
+    F->npf = k;
+}
+
 /* the whole backward of rows [lo, hi), one visit each; parameter gradients accumulated into the
  * block pg (the params layout) unless it is NULL */
 static void fuse_bwd_rows(const job *J, int64_t lo, int64_t hi, float *pg) {
@@ -639,19 +656,12 @@ static void fuse_bwd_rows(const job *J, int64_t lo, int64_t hi, float *pg) {
             if (!J->acc && !n.du) prefetch_near(J->o + q * J->ldo, J->D); /* written, not read */
             if (!J->accy) prefetch_near(J->p + q * J->ldp, J->D);
         }
-        for (int64_t q = r + PF_AHEAD; J->pf && q <= r + PF_AHEAD + pair && q < rend; q++) {
-            const frow n = fuse_row(J, q);
-            prefetch_row(n.dh, J->D);
-            if (n.du) prefetch_row(n.du, J->D);
-            prefetch_row(n.x, J->D);
-            prefetch_row(n.y, J->D);
-            if (J->accy) prefetch_row(J->p + q * J->ldp, J->D);
-            if (J->acc) prefetch_row(J->o + q * J->ldo, J->D);
-        }
         fuse_row_F(J, r, &F[0]);
+        fuse_row_pf(J, r + PF_AHEAD, rend, &F[0]);
         const frow w = fuse_row(J, r);
         if (pair) { /* two rows per load and store of the parameter gradients */
             fuse_row_F(J, r + 1, &F[1]);
+            fuse_row_pf(J, r + 1 + PF_AHEAD, rend, &F[1]);
             const frow v = fuse_row(J, r + 1);
             const float *const dh[2] = {w.dh, v.dh}, *const du[2] = {w.du, v.du};
             const float *const x[2] = {w.x, v.x}, *const y[2] = {w.y, v.y};

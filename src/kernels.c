@@ -358,6 +358,7 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 static void fuse_bwd(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
                      const float *y, float *dx, float *dy, int accx, int accy,
                      const sn_dfuse *dp) {
+    sn_k_prefetch_rows(F, D);
     fuse_red(F, D, dh, du, x, y);
     if (dp) fuse_pg(F, D, dh, du, x, y, dp);
     fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);

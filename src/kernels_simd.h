@@ -34,6 +34,26 @@
         }                                                                                         \
     } while (0)
 
+/* Like COLS, from the last column to the first (the partial step first): for an elementwise
+ * sweep that follows a forward sweep over the same rows, so that it starts on the columns the
+ * forward sweep left in L1. Only for bodies without reductions (the order of the columns then
+ * changes no bit). */
+#define COLS_DOWN(n, ...)                                                                         \
+    do {                                                                                          \
+        int64_t j = (n) / VW * VW;                                                                \
+        if (j < (n)) {                                                                            \
+            const int t = 1;                                                                      \
+            const M m = mask_n((int)((n) - j));                                                   \
+            __VA_ARGS__                                                                           \
+        }                                                                                         \
+        while (j > 0) {                                                                           \
+            j -= VW;                                                                              \
+            const int t = 0;                                                                      \
+            const M m = MFULL;                                                                    \
+            __VA_ARGS__                                                                           \
+        }                                                                                         \
+    } while (0)
+
 /* Like COLS for reductions: full vectors alternate between two accumulator sets (k = 0, 1)
  * to halve the dependency chains; the partial last step uses set k = 1. Every reduction of a
  * path uses this one pattern, so a sum is the same bits wherever it is computed. */
@@ -685,6 +705,16 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 /* The steps below name each row's values with the row's digit q (F0, x0, a0, ...; F1, x1, ...):
  * separate locals per row, so that they stay in registers. */
 
+/* the rows row q's sn_rfuse asks to prefetch (pf), a line each per 64 bytes of columns: every
+ * step with AVX-512, every step of set 0 (two steps) with AVX2 */
+#if defined(__GNUC__)
+#define FUSE_PF(q)                                                                                \
+    if (VW >= 16 || k == 0)                                                                       \
+        for (int i_ = 0; i_ < F##q.npf; i_++) __builtin_prefetch(F##q.pf[i_] + j, 0, 2);
+#else
+#define FUSE_PF(q)
+#endif
+
 /* pass 1 of row q: N_out's reductions, xs kept in bs */
 #define FUSE_P1(q)                                                                                \
     {                                                                                             \
@@ -700,6 +730,7 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 #define FUSE_P2(q)                                                                                \
     belem e##q;                                                                                   \
     {                                                                                             \
+        FUSE_PF(q)                                                                                \
         e##q.xx = XHATS(&F##q.X, LD(x##q + j, t, m));                                             \
         e##q.yy = XHATS(&F##q.Y, LD(y##q + j, t, m));                                             \
         e##q.xs = vld(bs##q + j);                                                                 \
@@ -735,6 +766,7 @@ static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1
                      const float *x1, const float *y1, float *dx1, float *dy1, int accx, int accy,
                      const sn_dfuse *dp) {
     if (D > FUSE_ROW_MAX) {
+        sn_k_prefetch_rows(F1, D);
         fuse_red(F1, D, dh1, du1, x1, y1);
         if (dp) fuse_pg(F1, D, dh1, du1, x1, y1, dp);
         fuse_dx(F1, D, dh1, du1, x1, y1, dx1, dy1, accx, accy);
@@ -754,7 +786,10 @@ static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1
         if (dp) FUSE_PG_STEP(dp, &e0, j, t, m);
     });
     fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);
-    COLS(D, FUSE_P3(0););
+    if (F0.nt) /* rows from memory: in the order of the streams */
+        COLS(D, FUSE_P3(0););
+    else /* rows in the caches: pass 2's last columns first */
+        COLS_DOWN(D, FUSE_P3(0););
     if (F0.nt) vfence();
 }
 
@@ -801,7 +836,10 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
         });                                                                                       \
         fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);                                                  \
         fuse_red_xy(&F1, ax1, bx1, ay1, by1, D);                                                  \
-        COLS(D, FUSE_P3(0); FUSE_P3(1););                                                         \
+        if (F0.nt)                                                                                \
+            COLS(D, FUSE_P3(0); FUSE_P3(1););                                                     \
+        else                                                                                      \
+            COLS_DOWN(D, FUSE_P3(0); FUSE_P3(1););                                                \
     }
     /* versions in which the compiler knows which parameter pointers are NULL (LayerNorm with
      * gamma and beta, RMSNorm with gamma: no per-vector tests) */
@@ -826,6 +864,7 @@ static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
     else
         fuse_bwd2_body(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
 }
+#undef FUSE_PF
 #undef FUSE_P1
 #undef FUSE_P2
 #undef FUSE_P3
