@@ -254,19 +254,11 @@ static float *pg_chunk(const job *J, int64_t i, int64_t *lo, int64_t *hi) {
 /* ---- norms --------------------------------------------------------------------------------- */
 
 /* The row-independent part of every row's resolved norm (gamma, beta, ca, cb, nt), computed once
- * per task; a row only fills in its statistics (norm_mr), as sn_k_resolve would. */
+ * per task; a row only fills in its statistics, as sn_k_resolve would. */
 static sn_rnorm norm_q0(const job *J) {
     sn_rnorm q = sn_k_resolve(J->n, J->W, J->params, 0.0f, 1.0f);
     q.nt = J->nt;
     return q;
-}
-static inline void norm_mr(sn_rnorm *q, int32_t kind, float m, float r) {
-    if (kind == SN_NORM_LAYERNORM) {
-        q->m = m;
-        q->r = r;
-    } else if (kind == SN_NORM_RMSNORM) {
-        q->r = r;
-    }
 }
 /* group g's statistics in a row's saved block (ng groups), as sn_k_stats_put / sn_k_stats_get */
 static inline void norm_put(int32_t kind, float *blk, int64_t ng, int64_t g, float m, float r) {
@@ -296,10 +288,7 @@ static void norm_fwd_task(void *arg, int64_t i) {
         for (int64_t g = 0; g < J->ng; g++) {
             const float *v = J->a + r * J->lda + g * J->W;
             float m, rs;
-            J->K->stats(J->n, v, J->W, &m, &rs);
-            sn_rnorm q = q0;
-            norm_mr(&q, kind, m, rs);
-            J->K->norm_row(&q, v, J->W, J->o + r * J->ldo + g * J->W);
+            J->K->norm_fwd(J->n, &q0, v, J->W, J->o + r * J->ldo + g * J->W, &m, &rs);
             if (J->stats_out) norm_put(kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
         }
     }

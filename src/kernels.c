@@ -190,6 +190,19 @@ static void norm_row(const sn_rnorm *q, const float *v, int64_t W, float *out) {
     for (int64_t j = 0; j < W; j++) out[j] = nrm(q, v, j);
 }
 
+static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64_t W,
+                     float *out, float *m, float *r) {
+    stats(n, v, W, m, r);
+    sn_rnorm q = *q0;
+    if (n->kind == SN_NORM_LAYERNORM) {
+        q.m = *m;
+        q.r = *r;
+    } else if (n->kind == SN_NORM_RMSNORM) {
+        q.r = *r;
+    }
+    norm_row(&q, v, W, out);
+}
+
 static void norm_red(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *sa,
                      float *sb) {
     float a[LANES] = {0}, b[LANES] = {0};
@@ -399,6 +412,6 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 }
 
 const sn_kern sn_kern_scalar = {
-    stats,   norm_row, norm_red, norm_pg,  norm_dx,   norm_bwd, stats2, fuse_s, fuse_fwd2,
+    stats,   norm_row, norm_fwd, norm_red, norm_pg,  norm_dx,   norm_bwd, stats2, fuse_s, fuse_fwd2,
     fuse_red, fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div,  apply,  axpy,
 };

@@ -68,6 +68,11 @@ typedef struct sn_kern {
     void (*stats)(const sn_norm *n, const float *v, int64_t W, float *m, float *r);
     /* out = gamma * (v - m) * r + beta; out may equal v */
     void (*norm_row)(const sn_rnorm *q, const float *v, int64_t W, float *out);
+    /* the forward of one row: stats, then norm_row with *q0 (the norm resolved with m = 0,
+     * r = 1) given the row's statistics, which are also returned in *m, *r; bitwise the same
+     * as the two calls */
+    void (*norm_fwd)(const sn_norm *n, const sn_rnorm *q0, const float *v, int64_t W, float *out,
+                     float *m, float *r);
     /* *sa = ca * mean(g), *sb = cb * mean(g * xhat) over the W columns */
     void (*norm_red)(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *sa,
                      float *sb);
