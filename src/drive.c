@@ -477,26 +477,7 @@ static void fuse_F0(job *J) {
     J->F0.nt = J->nt;
 }
 
-/* a row's statistics into its saved block (group 0), as sn_k_stats_put */
-static inline void put_stats(int32_t kind, float *s, float m, float r) {
-    if (kind == SN_NORM_LAYERNORM) {
-        s[0] = m;
-        s[1] = r;
-    } else if (kind == SN_NORM_RMSNORM) {
-        s[0] = r;
-    }
-}
 
-/* a row's statistics into a resolved norm (what sn_k_resolve does with them: LayerNorm m and
- * r, RMSNorm r; the other kinds keep m = 0, r = 1) */
-static inline void set_mr(sn_rnorm *q, int32_t kind, float m, float r) {
-    if (kind == SN_NORM_LAYERNORM) {
-        q->m = m;
-        q->r = r;
-    } else if (kind == SN_NORM_RMSNORM) {
-        q->r = r;
-    }
-}
 
 /* a = x, b = y, o = u (may be NULL), p = h, stats_out */
 static void fuse_fwd_task(void *arg, int64_t i) {
@@ -529,23 +510,23 @@ static void fuse_fwd_task(void *arg, int64_t i) {
             J->K->fuse_fwd2(&J->F0, f, J->D, xs, ys, us, hs, st2);
             for (int q = 0; q < 2 && J->stats_out; q++) {
                 float *st = J->stats_out + (r + q) * J->spr;
-                put_stats(f->x.kind, st + L->sx, st2[q][0], st2[q][1]);
-                put_stats(f->y.kind, st + L->sy, st2[q][2], st2[q][3]);
-                put_stats(f->out.kind, st + L->so, st2[q][4], st2[q][5]);
+                norm_put(f->x.kind, st + L->sx, 1, 0, st2[q][0], st2[q][1]);
+                norm_put(f->y.kind, st + L->sy, 1, 0, st2[q][2], st2[q][3]);
+                norm_put(f->out.kind, st + L->so, 1, 0, st2[q][4], st2[q][5]);
             }
             r++;
             continue;
         }
         sn_rfuse F = J->F0;
         J->K->stats2(&f->x, x, &f->y, y, J->D, &mx, &rx, &my, &ry);
-        set_mr(&F.X, f->x.kind, mx, rx);
-        set_mr(&F.Y, f->y.kind, my, ry);
+        sn_k_set_stats(&F.X, f->x.kind, mx, rx);
+        sn_k_set_stats(&F.Y, f->y.kind, my, ry);
         /* s = N_x(x) + N_y(y) on the stack (or in h for wide rows), then h = N_out(s) */
         float sbuf[FUSE_STACK_MAX];
         float *sp = J->D <= FUSE_STACK_MAX ? sbuf : h;
         J->K->fuse_s(&F, J->D, x, y, J->o ? J->o + r * J->ldo : NULL, sp, &f->out, &mo, &ro);
         if (f->out.kind != SN_NORM_IDENTITY) {
-            set_mr(&F.O, f->out.kind, mo, ro);
+            sn_k_set_stats(&F.O, f->out.kind, mo, ro);
             F.O.nt = J->nt;
             J->K->norm_row(&F.O, sp, J->D, h);
         } else if (sp != h) {
@@ -553,9 +534,9 @@ static void fuse_fwd_task(void *arg, int64_t i) {
         }
         if (J->stats_out) {
             float *st = J->stats_out + r * J->spr;
-            put_stats(f->x.kind, st + L->sx, mx, rx);
-            put_stats(f->y.kind, st + L->sy, my, ry);
-            put_stats(f->out.kind, st + L->so, mo, ro);
+            norm_put(f->x.kind, st + L->sx, 1, 0, mx, rx);
+            norm_put(f->y.kind, st + L->sy, 1, 0, my, ry);
+            norm_put(f->out.kind, st + L->so, 1, 0, mo, ro);
         }
     }
 }
@@ -591,25 +572,15 @@ static frow fuse_row(const job *J, int64_t r) {
     return w;
 }
 
-/* a saved statistics block of one norm (group 0) into a resolved norm, as sn_k_stats_get +
- * sn_k_resolve would */
-static inline void get_stats(sn_rnorm *q, int32_t kind, const float *s) {
-    if (kind == SN_NORM_LAYERNORM) {
-        q->m = s[0];
-        q->r = s[1];
-    } else if (kind == SN_NORM_RMSNORM) {
-        q->r = s[0];
-    }
-}
 
 /* row r's sn_rfuse into *F: J->F0 with the row's saved statistics, the reductions zeroed */
 static void fuse_row_F(const job *J, int64_t r, sn_rfuse *F) {
     *F = J->F0;
     if (J->stats_in) {
         const float *st = J->stats_in + r * J->spr;
-        get_stats(&F->X, J->f->x.kind, st + J->L.sx);
-        get_stats(&F->Y, J->f->y.kind, st + J->L.sy);
-        get_stats(&F->O, J->f->out.kind, st + J->L.so);
+        norm_get(&F->X, J->f->x.kind, st + J->L.sx, 1, 0);
+        norm_get(&F->Y, J->f->y.kind, st + J->L.sy, 1, 0);
+        norm_get(&F->O, J->f->out.kind, st + J->L.so, 1, 0);
     }
 }
 

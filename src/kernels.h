@@ -150,6 +150,17 @@ const sn_kern *sn_kern_for(sn_isa isa);
 /* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */
 sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r);
 
+/* A row's statistics into a norm resolved without them (m = 0, r = 1): LayerNorm takes m and
+ * r, RMSNorm r, the other kinds neither; the same values sn_k_resolve would give. */
+static inline void sn_k_set_stats(sn_rnorm *q, int32_t kind, float m, float r) {
+    if (kind == SN_NORM_LAYERNORM) {
+        q->m = m;
+        q->r = r;
+    } else if (kind == SN_NORM_RMSNORM) {
+        q->r = r;
+    }
+}
+
 /* Saved statistics of group g of a row whose norm has ng groups (see "Norm stats"). */
 void sn_k_stats_put(const sn_norm *n, float *blk, int64_t ng, int64_t g, float m, float r);
 void sn_k_stats_get(const sn_norm *n, const float *blk, int64_t ng, int64_t g, float *m, float *r);

@@ -260,12 +260,7 @@ static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64
                      float *out, float *m, float *r) {
     stats(n, v, W, m, r);
     sn_rnorm q = *q0;
-    if (n->kind == SN_NORM_LAYERNORM) {
-        q.m = *m;
-        q.r = *r;
-    } else if (n->kind == SN_NORM_RMSNORM) {
-        q.r = *r;
-    }
+    sn_k_set_stats(&q, n->kind, *m, *r);
     norm_row(&q, v, W, out);
 }
 
