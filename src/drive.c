@@ -260,7 +260,8 @@ static sn_rnorm norm_q0(const job *J) {
     q.nt = J->nt;
     return q;
 }
-/* group g's statistics in a row's saved block (ng groups), as sn_k_stats_put / sn_k_stats_get */
+/* group g's statistics in a row's saved block of a norm with ng groups (see "Norm stats" in the
+ * header): LayerNorm ng means then ng rstds, RMSNorm ng rstds, the other kinds none */
 static inline void norm_put(int32_t kind, float *blk, int64_t ng, int64_t g, float m, float r) {
     if (kind == SN_NORM_LAYERNORM) {
         blk[g] = m;

@@ -48,27 +48,6 @@ sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m,
     return q;
 }
 
-void sn_k_stats_put(const sn_norm *n, float *blk, int64_t ng, int64_t g, float m, float r) {
-    if (n->kind == SN_NORM_LAYERNORM) {
-        blk[g] = m;
-        blk[ng + g] = r;
-    } else if (n->kind == SN_NORM_RMSNORM) {
-        blk[g] = r;
-    }
-}
-
-void sn_k_stats_get(const sn_norm *n, const float *blk, int64_t ng, int64_t g, float *m,
-                    float *r) {
-    *m = 0.0f;
-    *r = 1.0f;
-    if (n->kind == SN_NORM_LAYERNORM) {
-        *m = blk[g];
-        *r = blk[ng + g];
-    } else if (n->kind == SN_NORM_RMSNORM) {
-        *r = blk[g];
-    }
-}
-
 static int64_t nparams(const sn_norm *n, int64_t D) {
     if (n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE) return 0;
     return n->affine == SN_AFFINE_SCALE_SHIFT ? 2 * D : D;
@@ -87,21 +66,6 @@ sn_fuse_layout sn_k_fuse_layout(const sn_fuse *f, int64_t D) {
     L.sy = nstats(&f->x);
     L.so = L.sy + nstats(&f->y);
     return L;
-}
-
-sn_rfuse sn_k_fuse_resolve(const sn_fuse *f, const sn_fuse_layout *L, int64_t D,
-                           const float *params, const float *stats) {
-    sn_rfuse F;
-    memset(&F, 0, sizeof F);
-    float mx, rx, my, ry, mo, ro;
-    /* stats and params are NULL when all three norms have none: no offset may be applied */
-    sn_k_stats_get(&f->x, stats ? stats + L->sx : NULL, 1, 0, &mx, &rx);
-    sn_k_stats_get(&f->y, stats ? stats + L->sy : NULL, 1, 0, &my, &ry);
-    sn_k_stats_get(&f->out, stats ? stats + L->so : NULL, 1, 0, &mo, &ro);
-    F.X = sn_k_resolve(&f->x, D, params ? params + L->px : NULL, mx, rx);
-    F.Y = sn_k_resolve(&f->y, D, params ? params + L->py : NULL, my, ry);
-    F.O = sn_k_resolve(&f->out, D, params ? params + L->po : NULL, mo, ro);
-    return F;
 }
 
 sn_dfuse sn_k_fuse_dparams(const sn_fuse *f, const sn_fuse_layout *L, int64_t D,

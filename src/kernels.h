@@ -161,10 +161,6 @@ static inline void sn_k_set_stats(sn_rnorm *q, int32_t kind, float m, float r) {
     }
 }
 
-/* Saved statistics of group g of a row whose norm has ng groups (see "Norm stats"). */
-void sn_k_stats_put(const sn_norm *n, float *blk, int64_t ng, int64_t g, float m, float r);
-void sn_k_stats_get(const sn_norm *n, const float *blk, int64_t ng, int64_t g, float *m, float *r);
-
 /* The widest row fuse_fwd2 takes, and whether a fuse is of the kind it takes. */
 #define SN_FUSE2_MAX 1024
 static inline int sn_k_fuse2_ok(const sn_fuse *f, int64_t D) {
@@ -180,11 +176,6 @@ typedef struct sn_fuse_layout {
     int64_t sx, sy, so;
 } sn_fuse_layout;
 sn_fuse_layout sn_k_fuse_layout(const sn_fuse *f, int64_t D);
-
-/* Resolves a fuse for one row from params (may be NULL) and a saved stats row block (NULL
- * when the fuse saves none); the reductions are zeroed. */
-sn_rfuse sn_k_fuse_resolve(const sn_fuse *f, const sn_fuse_layout *L, int64_t D,
-                           const float *params, const float *stats);
 
 /* The parameter-gradient destinations of a fuse inside dparams (NULL: all NULL). */
 sn_dfuse sn_k_fuse_dparams(const sn_fuse *f, const sn_fuse_layout *L, int64_t D,
