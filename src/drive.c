@@ -406,15 +406,29 @@ static inline sn_rnorm norm_row_q(const job *J, const sn_rnorm *q0, int64_t r, i
  * block pg (the params layout) unless it is NULL */
 static void norm_bwd_rows(const job *J, int64_t lo, int64_t hi, float *pg) {
     const sn_rnorm dp = pg ? sn_k_resolve(J->n, J->W, pg, 0, 0) : (sn_rnorm){0};
+    float *const dg = (float *)dp.gamma, *const db = (float *)dp.beta;
     const sn_rnorm q0 = norm_q0(J);
+    /* short segments in pairs, as the forward (norm_fwd_task) */
+    const int pairs = J->W <= NORM_PAIR_MAX_W;
+    sn_rnorm q[2];
+    const float *dout[2], *v[2];
+    float *dv[2];
+    int n = 0;
     for (int64_t r = lo; r < hi; r++) {
         for (int64_t g = 0; g < J->ng; g++) {
-            const sn_rnorm q = norm_row_q(J, &q0, r, g);
-            const float *dout = J->a + r * J->lda + g * J->W, *v = J->b + r * J->ldb + g * J->W;
-            J->K->norm_bwd(&q, dout, v, J->W, J->o + r * J->ldo + g * J->W, J->acc,
-                           (float *)dp.gamma, (float *)dp.beta);
+            q[n] = norm_row_q(J, &q0, r, g);
+            dout[n] = J->a + r * J->lda + g * J->W;
+            v[n] = J->b + r * J->ldb + g * J->W;
+            dv[n] = J->o + r * J->ldo + g * J->W;
+            if (!pairs) {
+                J->K->norm_bwd(&q[0], dout[0], v[0], J->W, dv[0], J->acc, dg, db);
+            } else if (++n == 2) {
+                J->K->norm_bwd2(q, dout, v, J->W, dv, J->acc, dg, db);
+                n = 0;
+            }
         }
     }
+    if (n) J->K->norm_bwd(&q[0], dout[0], v[0], J->W, dv[0], J->acc, dg, db);
 }
 
 static void norm_bwd_dx_task(void *arg, int64_t i) {

@@ -207,6 +207,12 @@ static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64
     norm_dx(q, dout, v, W, sa, sb, dv, acc);
 }
 
+static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float *const *v2,
+                      int64_t W, float *const *dv2, int acc, float *dgamma, float *dbeta) {
+    norm_bwd(&q2[0], dout2[0], v2[0], W, dv2[0], acc, dgamma, dbeta);
+    norm_bwd(&q2[1], dout2[1], v2[1], W, dv2[1], acc, dgamma, dbeta);
+}
+
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
 static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const float *vb,
@@ -371,6 +377,6 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 }
 
 const sn_kern sn_kern_scalar = {
-    stats,   norm_row, norm_fwd, norm_red, norm_pg,  norm_dx,   norm_bwd, stats2, fuse_s, fuse_fwd2,
+    stats,   norm_row, norm_fwd, norm_red, norm_pg,  norm_dx,   norm_bwd, norm_bwd2, stats2, fuse_s, fuse_fwd2,
     fuse_red, fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div,  apply,  axpy,
 };

@@ -86,6 +86,10 @@ typedef struct sn_kern {
      * bitwise the same as those three */
     void (*norm_bwd)(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *dv,
                      int acc, float *dgamma, float *dbeta);
+    /* norm_bwd of two row segments of one call (arrays of two; the same gamma, beta and W),
+     * bitwise the same as norm_bwd on segment 0 then segment 1 */
+    void (*norm_bwd2)(const sn_rnorm *q, const float *const *dout, const float *const *v,
+                      int64_t W, float *const *dv, int acc, float *dgamma, float *dbeta);
     /* the statistics of two rows at once (norms na over va, nb over vb), bitwise the same as
      * two calls of stats */
     void (*stats2)(const sn_norm *na, const float *va, const sn_norm *nb, const float *vb,

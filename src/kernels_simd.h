@@ -351,6 +351,50 @@ static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64
 }
 #undef NORM_RED_STEP
 
+/* norm_bwd of two row segments of one call (the same gamma, beta and W), bitwise the same as
+ * norm_bwd on segment 0 then segment 1: the two segments' reductions in the same sweep, so that
+ * their dependency chains overlap (short rows), and the parameter gradients loaded and stored
+ * once per column for the two (segment 0's contribution first). */
+static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float *const *v2,
+                      int64_t W, float *const *dv2, int acc, float *dgamma, float *dbeta) {
+    const sn_rnorm Q0 = q2[0], Q1 = q2[1]; /* local copies: the stores cannot alias them */
+    const float *const dout0 = dout2[0], *const dout1 = dout2[1], *const v0 = v2[0],
+                       *const v1 = v2[1];
+    V a0[4] = ZERO4, b0[4] = ZERO4, a1[4] = ZERO4, b1[4] = ZERO4;
+#define RED2_STEP                                                                                 \
+    const V xh0 = XHAT(&Q0, LD(v0 + j, t, m)), d0 = LD(dout0 + j, t, m);                          \
+    const V xh1 = XHAT(&Q1, LD(v1 + j, t, m)), d1 = LD(dout1 + j, t, m);                          \
+    const V gm = GAM(Q0.gamma, j, t, m);                                                          \
+    const V g0 = KEEP(vmul(gm, d0), t, m), g1 = KEEP(vmul(gm, d1), t, m);                         \
+    a0[k] = vadd(a0[k], g0);                                                                      \
+    b0[k] = vfma(g0, xh0, b0[k]);                                                                 \
+    a1[k] = vadd(a1[k], g1);                                                                      \
+    b1[k] = vfma(g1, xh1, b1[k])
+    if (dgamma && dbeta)
+        RCOLS4(W, {
+            RED2_STEP;
+            ST(dgamma + j, vfma(d1, xh1, vfma(d0, xh0, LD(dgamma + j, t, m))), t, m);
+            ST(dbeta + j, vadd(vadd(LD(dbeta + j, t, m), d0), d1), t, m);
+        });
+    else if (dgamma)
+        RCOLS4(W, {
+            RED2_STEP;
+            ST(dgamma + j, vfma(d1, xh1, vfma(d0, xh0, LD(dgamma + j, t, m))), t, m);
+        });
+    else if (dbeta)
+        RCOLS4(W, {
+            RED2_STEP;
+            ST(dbeta + j, vadd(vadd(LD(dbeta + j, t, m), d0), d1), t, m);
+        });
+    else
+        RCOLS4(W, { RED2_STEP; });
+#undef RED2_STEP
+    norm_dx(&Q0, dout0, v0, W, Q0.ca * hsum4(a0) / (float)W, Q0.cb * hsum4(b0) / (float)W,
+            dv2[0], acc);
+    norm_dx(&Q1, dout1, v1, W, Q1.ca * hsum4(a1) / (float)W, Q1.cb * hsum4(b1) / (float)W,
+            dv2[1], acc);
+}
+
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
 #define ZERO2 {vset1(0.0f), vset1(0.0f)}
@@ -919,6 +963,6 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 }
 
 const sn_kern SN_KERN_TABLE = {
-    stats,   norm_row, norm_fwd, norm_red, norm_pg,  norm_dx,   norm_bwd, stats2, fuse_s, fuse_fwd2,
+    stats,   norm_row, norm_fwd, norm_red, norm_pg,  norm_dx,   norm_bwd, norm_bwd2, stats2, fuse_s, fuse_fwd2,
     fuse_red, fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div,  apply,  axpy,
 };
