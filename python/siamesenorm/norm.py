@@ -178,7 +178,36 @@ class Context:
         self._hook = cb  # the C context keeps the pointer: keep the callback alive
 
 
-class Norm:
+class _ParamBlock:
+    """query / init_params / empty_stats of a norm or a fuse: the same calls on a struct
+    (to_struct) under the C names sn_<_c>_query and sn_<_c>_init_params."""
+
+    _c = None  # "norm" or "fuse"
+
+    def query(self, D):
+        """sn_<norm|fuse>_query: (n_params, stats_per_row) for rows of D columns."""
+        n, s = ctypes.c_int64(), ctypes.c_int64()
+        name = f"sn_{self._c}_query"
+        check(getattr(lib, name)(ctypes.byref(self.to_struct()), int(D), ctypes.byref(n),
+                                 ctypes.byref(s)), name)
+        return n.value, s.value
+
+    def init_params(self, D, params=None):
+        """sn_<norm|fuse>_init_params: gammas 1, betas 0 into params (allocated when None)."""
+        n, _ = self.query(D)
+        if params is None:
+            params = np.empty(n, np.float32)
+        p = A.vector("params", params, n, write=True, allow_none=(n == 0))
+        name = f"sn_{self._c}_init_params"
+        check(getattr(lib, name)(ctypes.byref(self.to_struct()), int(D), p), name)
+        return params
+
+    def empty_stats(self, R, D):
+        """A (R, stats_per_row) float32 array for a training forward."""
+        return np.empty((R, self.query(D)[1]), np.float32)
+
+
+class Norm(_ParamBlock):
     """One normalisation (struct sn_norm): LayerNorm, RMSNorm, identity or scale.
 
     Args:
@@ -190,6 +219,8 @@ class Norm:
         eps: added to the variance (mean square); > 0 and finite, checked by the library
             (ignored for identity and scale).
     """
+
+    _c = "norm"
 
     def __init__(self, kind="layernorm", affine=None, group=0, eps=1e-5):
         self.kind = _code(KINDS, kind, "norm kind")
@@ -218,27 +249,6 @@ class Norm:
         return (isinstance(other, Norm) and (self.kind, self.affine, self.group) ==
                 (other.kind, other.affine, other.group)
                 and np.float32(self.eps) == np.float32(other.eps))
-
-    def query(self, D):
-        """sn_norm_query: (n_params, stats_per_row) for rows of D columns."""
-        n, s = ctypes.c_int64(), ctypes.c_int64()
-        check(lib.sn_norm_query(ctypes.byref(self.to_struct()), int(D), ctypes.byref(n),
-                                ctypes.byref(s)), "sn_norm_query")
-        return n.value, s.value
-
-    def init_params(self, D, params=None):
-        """sn_norm_init_params: gamma = 1, beta = 0 into params (allocated when None)."""
-        n, _ = self.query(D)
-        if params is None:
-            params = np.empty(n, np.float32)
-        p = A.vector("params", params, n, write=True, allow_none=(n == 0))
-        check(lib.sn_norm_init_params(ctypes.byref(self.to_struct()), int(D), p),
-              "sn_norm_init_params")
-        return params
-
-    def empty_stats(self, R, D):
-        """A (R, stats_per_row) float32 array for a training forward."""
-        return np.empty((R, self.query(D)[1]), np.float32)
 
     def forward(self, x, params=None, out=None, stats=None, ctx=None):
         """sn_norm_forward: out = N(x) row by row; returns out.

@@ -8,16 +8,18 @@ import numpy as np
 from . import _capi
 from . import _arrays as A
 from ._capi import lib, check
-from .norm import Norm, KINDS, AFFINES, _code, ctx_handle
+from .norm import Norm, KINDS, AFFINES, _code, ctx_handle, _ParamBlock
 
 
-class Fuse:
+class Fuse(_ParamBlock):
     """Three norms combining the two streams (struct sn_fuse): u = N_x(x), s = u + N_y(y),
     h = N_out(s). As a sub-layer fuse: x = N_post, y = N_pre, out = N_in. As the merge:
     x = N_a, y = N_b, out = N_f. Parameters are one block [N_x | N_y | N_out].
 
     Fuse(x=Norm(...), y=Norm(...), out=Norm(...)), or Fuse.uniform(kind, affine, eps) for three
     equal norms (sn_fuse_init)."""
+
+    _c = "fuse"
 
     def __init__(self, x=None, y=None, out=None):
         self.x = x if x is not None else Norm()
@@ -47,27 +49,6 @@ class Fuse:
 
     def __repr__(self):
         return f"Fuse(x={self.x!r}, y={self.y!r}, out={self.out!r})"
-
-    def query(self, D):
-        """sn_fuse_query: (n_params, stats_per_row) of the three norms together."""
-        n, s = ctypes.c_int64(), ctypes.c_int64()
-        check(lib.sn_fuse_query(ctypes.byref(self.to_struct()), int(D), ctypes.byref(n),
-                                ctypes.byref(s)), "sn_fuse_query")
-        return n.value, s.value
-
-    def init_params(self, D, params=None):
-        """sn_fuse_init_params: gammas 1, betas 0 (params allocated when None)."""
-        n, _ = self.query(D)
-        if params is None:
-            params = np.empty(n, np.float32)
-        p = A.vector("params", params, n, write=True, allow_none=(n == 0))
-        check(lib.sn_fuse_init_params(ctypes.byref(self.to_struct()), int(D), p),
-              "sn_fuse_init_params")
-        return params
-
-    def empty_stats(self, R, D):
-        """A (R, stats_per_row) float32 array for a training forward."""
-        return np.empty((R, self.query(D)[1]), np.float32)
 
     def forward(self, x, y, params, u=None, h=None, stats=None, want_u=True, ctx=None):
         """sn_fuse_forward: u = N_x(x), h = N_out(u + N_y(y)); returns (u, h).
