@@ -36,6 +36,8 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
  * target is < 0 are masked out. Writes the per-row loss (0 when masked) and returns the number
  * of unmasked rows. */
 int crossentropy_forward(float *logits, float *losses, const int *targets, int R, int V);
+/* The index of the largest of p[0..V) (the first on ties): greedy decoding. */
+int argmax(const float *p, int V);
 /* probs -> dlogits in place: (p - onehot(target)) * scale, zero on masked rows. */
 void crossentropy_backward(float *probs, const int *targets, int R, int V, float scale);
 /* e [B*T x D] = wte[token] + wpe[position]; and its backward (accumulates). */

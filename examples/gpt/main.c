@@ -187,12 +187,7 @@ static void show_samples(trainer *t, int n, FILE *out)
                 done |= row[q] == '\n';
             if (p < eq || done)
                 continue;
-            const float *probs = m->logits + ((size_t)r * T + p) * V;
-            int best = 0;
-            for (int j = 1; j < V; j++)
-                if (probs[j] > probs[best])
-                    best = j;
-            row[p + 1] = best;
+            row[p + 1] = argmax(m->logits + ((size_t)r * T + p) * V, V);
         }
     }
     for (int r = 0; r < n; r++) {

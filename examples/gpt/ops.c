@@ -224,6 +224,15 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n)
     }
 }
 
+int argmax(const float *p, int V)
+{
+    int best = 0;
+    for (int j = 1; j < V; j++)
+        if (p[j] > p[best])
+            best = j;
+    return best;
+}
+
 int crossentropy_forward(float *logits, float *losses, const int *targets, int R, int V)
 {
     int valid = 0;

@@ -78,12 +78,7 @@ eval_result trainer_eval(trainer *t)
                 int y = tgt[r * T + p];
                 if (y < 0)
                     continue;
-                const float *probs = m->logits + ((size_t)r * T + p) * V;
-                int best = 0;
-                for (int j = 1; j < V; j++)
-                    if (probs[j] > probs[best])
-                        best = j;
-                ok = best == y;
+                ok = argmax(m->logits + ((size_t)r * T + p) * V, V) == y;
             }
             correct += ok;
         }
