@@ -282,42 +282,59 @@ static inline void norm_get(sn_rnorm *q, int32_t kind, const float *blk, int64_t
 /* The widest rows the norm forward takes in pairs (see norm_fwd_task). */
 #define NORM_PAIR_MAX_W 128
 
-/* a = x, o = out, stats_out */
+/* The forward of segment g of row r (a row, or a group of a row). */
+static void norm_fwd_seg(const job *J, const sn_rnorm *q0, int64_t r, int64_t g) {
+    float m, rs;
+    J->K->norm_fwd(J->n, q0, J->a + r * J->lda + g * J->W, J->W, J->o + r * J->ldo + g * J->W,
+                   &m, &rs);
+    if (J->stats_out) norm_put(J->n->kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
+}
+
+/* The forward of segments (r0, g0) and (r1, g1): both statistics in the same sweeps (stats2,
+ * the same bits as stats on each), then norm_row on each. */
+static inline void norm_fwd_seg2(const job *J, const sn_rnorm *q0, int64_t r0, int64_t g0,
+                                 int64_t r1, int64_t g1) {
+    const int32_t kind = J->n->kind;
+    const float *v0 = J->a + r0 * J->lda + g0 * J->W, *v1 = J->a + r1 * J->lda + g1 * J->W;
+    float m0, rs0, m1, rs1;
+    J->K->stats2(J->n, v0, J->n, v1, J->W, &m0, &rs0, &m1, &rs1);
+    sn_rnorm q = *q0;
+    sn_k_set_stats(&q, kind, m0, rs0);
+    J->K->norm_row(&q, v0, J->W, J->o + r0 * J->ldo + g0 * J->W);
+    q = *q0;
+    sn_k_set_stats(&q, kind, m1, rs1);
+    J->K->norm_row(&q, v1, J->W, J->o + r1 * J->ldo + g1 * J->W);
+    if (J->stats_out) {
+        norm_put(kind, J->stats_out + r0 * J->spr, J->ng, g0, m0, rs0);
+        norm_put(kind, J->stats_out + r1 * J->spr, J->ng, g1, m1, rs1);
+    }
+}
+
+/* a = x, o = out, stats_out. Short segments go in pairs, so that the two statistics chains
+ * (sums, division, square root) overlap: at D = 32-128 (768 rows) this made the forward 18-35%
+ * faster (LayerNorm) and 2-30% (RMSNorm), with no loss at 16384 x 128 or 32768 x 64; at
+ * D = 256 it lost up to 17% on RMSNorm rows beyond the caches, at 768 it was slower still
+ * (1.5x at 4096 x 768). The backward pairs the same segments (norm_bwd_rows). */
 static void norm_fwd_task(void *arg, int64_t i) {
     const job *J = arg;
     ROWS_OF_TASK(J, i, lo, hi);
     const sn_rnorm q0 = norm_q0(J);
-    const int32_t kind = J->n->kind;
-    /* Short rows in pairs: both rows' statistics in the same sweeps (stats2, the same bits as
-     * stats on each), so that their dependency chains (sums, division, square root) overlap.
-     * At D = 32-128 (768 rows) this made the forward 18-35% faster (LayerNorm) and 2-30%
-     * (RMSNorm), with no loss at 16384 x 128 or 32768 x 64; at D = 256 it lost up to 17% on
-     * RMSNorm rows beyond the caches, at 768 it was slower still (1.5x at 4096 x 768). */
-    if (J->ng == 1 && J->W <= NORM_PAIR_MAX_W &&
-        (kind == SN_NORM_LAYERNORM || kind == SN_NORM_RMSNORM))
-        for (; lo + 1 < hi; lo += 2) {
-            const float *v0 = J->a + lo * J->lda, *v1 = v0 + J->lda;
-            float m0, r0, m1, r1;
-            J->K->stats2(J->n, v0, J->n, v1, J->W, &m0, &r0, &m1, &r1);
-            sn_rnorm q = q0;
-            sn_k_set_stats(&q, kind, m0, r0);
-            J->K->norm_row(&q, v0, J->W, J->o + lo * J->ldo);
-            q = q0;
-            sn_k_set_stats(&q, kind, m1, r1);
-            J->K->norm_row(&q, v1, J->W, J->o + (lo + 1) * J->ldo);
-            if (J->stats_out) {
-                norm_put(kind, J->stats_out + lo * J->spr, 1, 0, m0, r0);
-                norm_put(kind, J->stats_out + (lo + 1) * J->spr, 1, 0, m1, r1);
-            }
-        }
-    for (int64_t r = lo; r < hi; r++) {
-        for (int64_t g = 0; g < J->ng; g++) {
-            const float *v = J->a + r * J->lda + g * J->W;
-            float m, rs;
-            J->K->norm_fwd(J->n, &q0, v, J->W, J->o + r * J->ldo + g * J->W, &m, &rs);
-            if (J->stats_out) norm_put(kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
-        }
+    if (J->W > NORM_PAIR_MAX_W) {
+        for (int64_t r = lo; r < hi; r++)
+            for (int64_t g = 0; g < J->ng; g++) norm_fwd_seg(J, &q0, r, g);
+        return;
     }
+    int64_t pr = 0, pg = 0; /* a segment waiting for its partner, when `waiting` */
+    int waiting = 0;
+    for (int64_t r = lo; r < hi; r++)
+        for (int64_t g = 0; g < J->ng; g++) {
+            if (waiting)
+                norm_fwd_seg2(J, &q0, pr, pg, r, g);
+            else
+                pr = r, pg = g;
+            waiting = !waiting;
+        }
+    if (waiting) norm_fwd_seg(J, &q0, pr, pg);
 }
 
 static void norm_job(job *J, const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D) {
