@@ -1,5 +1,6 @@
-/* Training data that needs no download: the embedded addition task, generated in-program, and
- * byte-level text from any file with a held-out tail. Also the random number generator. */
+/* Training data that needs no download: the generated "tales" corpus (tales.c) and the
+ * addition task, both made in-program, and byte-level text from any file, each with a
+ * held-out part. Also the trainer's random number generator. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,40 @@ int data_addition(dataset *d, int digits, int T, int n_val)
 
 /* ---- text --------------------------------------------------------------------------------- */
 
+/* Splits d->text (n_text bytes, owned by d) into a training head and a held-out tail of
+ * val_frac, and takes n_val windows of T from the tail. 0, or prints why and returns -1. */
+static int text_split(dataset *d, const char *what, double val_frac, int n_val)
+{
+    int T = d->T;
+    size_t n = d->n_text;
+    size_t n_hold = (size_t)((double)n * val_frac);
+    d->n_train = n - n_hold;
+    if (d->n_train < (size_t)T + 2 || n_hold < (size_t)T + 1) {
+        fprintf(stderr, "%s: %zu bytes is too short for ctx %d with val fraction %.2f\n", what,
+                n, T, val_frac);
+        data_free(d);
+        return -1;
+    }
+    size_t windows = (n_hold - 1) / (size_t)T;
+    d->n_val = windows < (size_t)n_val ? (int)windows : n_val;
+    d->val_tokens = malloc((size_t)d->n_val * T * sizeof(int));
+    d->val_targets = malloc((size_t)d->n_val * T * sizeof(int));
+    if (!d->val_tokens || !d->val_targets) {
+        data_free(d);
+        return -1;
+    }
+    /* held-out windows spread evenly over the tail */
+    size_t stride = windows / (size_t)d->n_val * (size_t)T;
+    for (int i = 0; i < d->n_val; i++) {
+        const unsigned char *s = d->text + d->n_train + (size_t)i * stride;
+        for (int t = 0; t < T; t++) {
+            d->val_tokens[(size_t)i * T + t] = s[t];
+            d->val_targets[(size_t)i * T + t] = s[t + 1];
+        }
+    }
+    return 0;
+}
+
 int data_text(dataset *d, const char *path, int T, double val_frac, int n_val)
 {
     memset(d, 0, sizeof *d);
@@ -140,32 +175,30 @@ int data_text(dataset *d, const char *path, int T, double val_frac, int n_val)
     }
     d->text = buf;
     d->n_text = n;
-    size_t n_hold = (size_t)((double)n * val_frac);
-    d->n_train = n - n_hold;
-    if (d->n_train < (size_t)T + 2 || n_hold < (size_t)T + 1) {
-        fprintf(stderr, "%s: %zu bytes is too short for ctx %d with val fraction %.2f\n", path,
-                n, T, val_frac);
+    return text_split(d, path, val_frac, n_val);
+}
+
+int data_tales(dataset *d, int T, double val_frac, int n_val)
+{
+    memset(d, 0, sizeof *d);
+    d->kind = DATA_TALES;
+    d->T = T;
+    d->text = malloc(TALES_BYTES);
+    if (!d->text) {
+        fprintf(stderr, "tales: out of memory\n");
+        return -1;
+    }
+    d->n_text = TALES_BYTES;
+    tales_generate(d->text, TALES_BYTES);
+    uint64_t h = fnv1a64(d->text, TALES_BYTES);
+    if (h != TALES_FNV1A64) {
+        fprintf(stderr, "tales: the generated corpus has checksum %016llx, expected %016llx: "
+                        "this build does not produce the reference bytes\n",
+                (unsigned long long)h, (unsigned long long)TALES_FNV1A64);
         data_free(d);
         return -1;
     }
-    size_t windows = (n_hold - 1) / (size_t)T;
-    d->n_val = windows < (size_t)n_val ? (int)windows : n_val;
-    d->val_tokens = malloc((size_t)d->n_val * T * sizeof(int));
-    d->val_targets = malloc((size_t)d->n_val * T * sizeof(int));
-    if (!d->val_tokens || !d->val_targets) {
-        data_free(d);
-        return -1;
-    }
-    /* held-out windows spread evenly over the tail */
-    size_t stride = windows / (size_t)d->n_val * (size_t)T;
-    for (int i = 0; i < d->n_val; i++) {
-        const unsigned char *s = d->text + d->n_train + (size_t)i * stride;
-        for (int t = 0; t < T; t++) {
-            d->val_tokens[(size_t)i * T + t] = s[t];
-            d->val_targets[(size_t)i * T + t] = s[t + 1];
-        }
-    }
-    return 0;
+    return text_split(d, "tales", val_frac, n_val);
 }
 
 void data_free(dataset *d)

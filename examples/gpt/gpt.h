@@ -62,7 +62,27 @@ typedef struct gpt_config {
     int placement; /* sn_placement */
     int norm_kind; /* sn_norm_kind */
     int qk_norm;   /* gpt_qk_norm: per-head norms inside attention (0: the placement's default) */
+    int init;      /* gpt_init: the weight initialisation rule */
+    float eps;     /* every norm's epsilon (the network's and the q/k/v norms) */
+    int scale_rule; /* sn_scale_rule of the network (SiameseNorm's c_i, DeepNorm's alpha) */
+    int no_input_norm; /* 1: SiameseNorm without its input norm N_in (the paper's "w/o input
+                          norm" ablation); 0: as the placement defines it */
 } gpt_config;
+
+/* Weight initialisation (--init). Biases start at 0 and every norm at gamma 1, beta 0 in all
+ * three; they differ in the standard deviation of the normal draws:
+ *   GPT2     GPT-2 / llm.c: 0.02 everywhere, the residual output projections (attention
+ *            output, MLP output) 0.02 / sqrt(2L).
+ *   FLAT     the official SiameseNorm DeiT/DiT code (timm's init): 0.02 everywhere.
+ *   MITCHELL the official SiameseNorm OLMo code's `mitchell` rule: embeddings and input
+ *            projections (qkv, MLP in) 1/sqrt(D); the output projections of layer l
+ *            1/sqrt(2 * fan_in * (l + 1)) (fan_in D for attention, 4D for the MLP); every draw
+ *            truncated at 3 standard deviations. sn-gpt-train's default: it beat the other two
+ *            by 0.17 nats for both Pre-Norm and SiameseNorm (docs/reproduction.md). */
+typedef enum gpt_init { GPT_INIT_GPT2 = 0, GPT_INIT_FLAT = 1, GPT_INIT_MITCHELL = 2 } gpt_init;
+/* "gpt2", "flat", "mitchell" and back (-1 / "?" when unknown). */
+int gpt_init_from_name(const char *name);
+const char *gpt_init_name(int init);
 
 /* Per-head norms of the attention's q, k and v (QK-norm, HybridNorm's QKV-norm): after the qkv
  * projection (bias included), each head's slice of hs = D/NH columns of q, k (and v) is
@@ -106,6 +126,7 @@ enum {
 
 typedef struct gpt_model {
     gpt_config cfg;
+    sn_ctx *ctx; /* libsiamesenorm's context: the kernel path (SN_ISA) and threads */
     sn_net net;  /* the norm placement: the only thing --norm changes */
     sn_norm qkn; /* the per-head q/k/v norm (group = hs), when cfg.qk_norm is QK or QKV */
     int n_qkn;   /* q/k/v norms per layer: 0, 2 or 3 */
@@ -151,8 +172,8 @@ void gpt_placement_list(FILE *f);
 int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b);
 void gpt_model_free(gpt_model *m);
 const char *gpt_tensor_name(int t);
-/* GPT-2 init: N(0, 0.02), residual projections N(0, 0.02 / sqrt(2L)), biases 0, norms from
- * sn_net_init_params (and the q/k/v norms from sn_norm_init_params: gamma 1, beta 0). */
+/* Initialises every parameter by m->cfg.init (see gpt_init); norms from sn_net_init_params
+ * (and the q/k/v norms from sn_norm_init_params: gamma 1, beta 0); DeepNorm's gain on top. */
 void gpt_model_init(gpt_model *m, uint64_t seed);
 /* Forward over b <= max_b rows of T tokens; returns the mean cross-entropy over the unmasked
  * targets (NaN when every target is masked). Leaves the probabilities in m->logits. */
@@ -178,7 +199,14 @@ void adamw_update(gpt_model *m, float *mom, float *vel, const optim_config *o, f
 
 /* ---- data (data.c) ------------------------------------------------------------------------ */
 
-enum { DATA_ADDITION = 0, DATA_TEXT = 1 };
+enum { DATA_ADDITION = 0, DATA_TEXT = 1, DATA_TALES = 2 };
+
+/* The generated "tales" corpus (tales.c): its size and the FNV-1a 64 checksum of its bytes,
+ * the same on every machine. */
+#define TALES_BYTES ((size_t)4 << 20)
+#define TALES_FNV1A64 0x79a39cb0eb59d33cull
+void tales_generate(unsigned char *out, size_t n);
+uint64_t fnv1a64(const unsigned char *p, size_t n);
 
 typedef struct dataset {
     int kind;
@@ -202,6 +230,9 @@ int data_addition(dataset *d, int digits, int T, int n_val);
 /* Byte-level text: the last val_frac of the file is held out; n_val windows from it.
  * Returns 0 or prints why and returns -1. */
 int data_text(dataset *d, const char *path, int T, double val_frac, int n_val);
+/* The "tales" corpus at byte level: generated, checked against TALES_FNV1A64, the last
+ * val_frac held out (other stories than the training ones); n_val windows from it. */
+int data_tales(dataset *d, int T, double val_frac, int n_val);
 void data_free(dataset *d);
 /* b training rows (tokens and targets, T each) drawn with rng. */
 void data_batch(const dataset *d, uint64_t *rng, int b, int *tokens, int *targets);

@@ -12,7 +12,8 @@ typedef struct options {
     gpt_config cfg;
     optim_config opt;
     const char *data, *log, *save, *load;
-    int digits, val_size, batch, eval_every, print_every, json, samples, blas_threads;
+    int task; /* DATA_TALES, DATA_ADDITION, or DATA_TEXT (with --data) */
+    int digits, val_size, batch, eval_every, evals, print_every, json, samples, blas_threads;
     double val_frac;
     uint64_t seed;
 } options;
@@ -31,21 +32,33 @@ static void usage(FILE *f)
             "  --qk-norm MODE      per-head norms of attention's q and k (qk) or q, k and v\n"
             "                      (qkv), of the --norm-kind, or none; default auto: qkv for\n"
             "                      hybridnorm, hybridnorm-star, siamese-hybrid-pre, else none\n"
-            "data (default: the embedded addition task)\n"
+            "  --init RULE         weights: mitchell (default; the official OLMo code's rule),\n"
+            "                      gpt2 (0.02, output projections 0.02/sqrt(2L)), or flat\n"
+            "                      (0.02: the official DeiT/DiT code)\n"
+            "  --eps X             every norm's epsilon (default 1e-5)\n"
+            "  --scales RULE       default|none: SiameseNorm's c_i = sqrt(2(floor(i/2)+1)) or\n"
+            "                      c = 1 (the paper's ablation); DeepNorm's alpha likewise\n"
+            "  --no-input-norm     SiameseNorm without its input norm (the paper's ablation)\n"
+            "data (default: the generated \"tales\" corpus, byte-level language modelling)\n"
+            "  --task NAME         tales|addition: the generated stories, or a+b=c problems\n"
             "  --digits N          addition operands of 1..N digits (default 3)\n"
             "  --data FILE         train on FILE at byte level instead\n"
-            "  --val-frac F        FILE: held-out tail fraction (default 0.1)\n"
-            "  --val-size N        held-out problems / windows evaluated (default 1000 / 64)\n"
+            "  --val-frac F        tales and FILE: held-out tail fraction (default 0.1)\n"
+            "  --val-size N        held-out windows / problems evaluated\n"
+            "                      (default: tales 256, FILE 64, addition 1000)\n"
             "model\n"
-            "  --layers N (4)  --width D (64)  --heads H (4)\n"
-            "  --ctx T             positions (default: addition 3N+3, text 64)\n"
+            "  --layers N (8)  --width D (64)  --heads H (4)\n"
+            "  --ctx T             positions (default: tales and text 64, addition 3N+3)\n"
             "  --untied            separate output head (default: tied to the embedding)\n"
             "training\n"
-            "  --batch B (64)  --steps N (2000)  --lr X (3e-3)  --warmup N (steps/20)\n"
+            "  --batch B (16)  --steps N (600)  --lr X (3e-3)  --warmup N (steps/20)\n"
             "  --min-lr-frac F (0.1)  --wd X (0.1)  --clip X (1.0)  --beta2 X (0.95)\n"
             "  --seed N (1)\n"
+            "  weight decay applies to the matrices and the embeddings (wte, wpe), not to\n"
+            "  biases, norm gains and shifts, or the q/k/v norms\n"
             "output\n"
-            "  --eval-every N (250)  --print-every N (50, 0: evals only)\n"
+            "  --eval-every N (100)  --print-every N (50, 0: evals only)\n"
+            "  --evals N           N evaluations spread evenly (sets --eval-every)\n"
             "  --log FILE          CSV, one row per step\n"
             "  --json              stdout: one JSON object per eval and a final one;\n"
             "                      progress goes to stderr\n"
@@ -65,10 +78,13 @@ static double now_s(void)
 static int parse(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
-    o->cfg = (gpt_config){256, 0, 4, 4, 64, 1, SN_PLACEMENT_SIAMESE, SN_NORM_LAYERNORM,
-                          GPT_QK_AUTO};
-    o->opt = (optim_config){3e-3f, 0.1f, -1, 2000, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    o->digits = 3, o->val_size = 0, o->batch = 64, o->eval_every = 250, o->print_every = 50;
+    o->cfg = (gpt_config){.vocab = 256, .ctx = 0, .layers = 8, .heads = 4, .width = 64,
+                          .tied = 1, .placement = SN_PLACEMENT_SIAMESE,
+                          .norm_kind = SN_NORM_LAYERNORM, .qk_norm = GPT_QK_AUTO,
+                          .init = GPT_INIT_MITCHELL, .eps = 1e-5f, .scale_rule = SN_SCALE_DEFAULT};
+    o->opt = (optim_config){3e-3f, 0.1f, -1, 600, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    o->task = DATA_TALES;
+    o->digits = 3, o->val_size = 0, o->batch = 16, o->eval_every = 100, o->print_every = 50;
     o->samples = 4, o->blas_threads = 1, o->val_frac = 0.1, o->seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -82,6 +98,8 @@ static int parse(int argc, char **argv, options *o)
             o->json = 1, takes = 0;
         } else if (OPT("--untied")) {
             o->cfg.tied = 0, takes = 0;
+        } else if (OPT("--no-input-norm")) {
+            o->cfg.no_input_norm = 1, takes = 0;
         } else if (!v) {
             fprintf(stderr, "%s: missing value or unknown option (see --help)\n", a);
             return -1;
@@ -99,6 +117,30 @@ static int parse(int argc, char **argv, options *o)
                 fprintf(stderr, "--qk-norm %s: expected auto|none|qk|qkv\n", v);
                 return -1;
             }
+        } else if (OPT("--init")) {
+            o->cfg.init = gpt_init_from_name(v);
+            if (o->cfg.init < 0) {
+                fprintf(stderr, "--init %s: expected mitchell|gpt2|flat\n", v);
+                return -1;
+            }
+        } else if (OPT("--scales")) {
+            if (strcmp(v, "default") == 0)
+                o->cfg.scale_rule = SN_SCALE_DEFAULT;
+            else if (strcmp(v, "none") == 0)
+                o->cfg.scale_rule = SN_SCALE_NONE;
+            else {
+                fprintf(stderr, "--scales %s: expected default|none\n", v);
+                return -1;
+            }
+        } else if (OPT("--task")) {
+            if (strcmp(v, "tales") == 0)
+                o->task = DATA_TALES;
+            else if (strcmp(v, "addition") == 0)
+                o->task = DATA_ADDITION;
+            else {
+                fprintf(stderr, "--task %s: expected tales|addition\n", v);
+                return -1;
+            }
         } else if (OPT("--norm-kind")) {
             if (strcmp(v, "layernorm") == 0)
                 o->cfg.norm_kind = SN_NORM_LAYERNORM;
@@ -108,7 +150,8 @@ static int parse(int argc, char **argv, options *o)
                 fprintf(stderr, "--norm-kind %s: expected layernorm|rmsnorm\n", v);
                 return -1;
             }
-        } else if (OPT("--data")) o->data = v;
+        } else if (OPT("--data")) o->data = v, o->task = DATA_TEXT;
+        else if (OPT("--eps")) o->cfg.eps = (float)atof(v);
         else if (OPT("--log")) o->log = v;
         else if (OPT("--save")) o->save = v;
         else if (OPT("--load")) o->load = v;
@@ -128,7 +171,8 @@ static int parse(int argc, char **argv, options *o)
         else if (OPT("--clip")) o->opt.clip = (float)atof(v);
         else if (OPT("--beta2")) o->opt.beta2 = (float)atof(v);
         else if (OPT("--seed")) o->seed = strtoull(v, NULL, 10);
-        else if (OPT("--eval-every")) o->eval_every = atoi(v);
+        else if (OPT("--eval-every")) o->eval_every = atoi(v), o->evals = 0;
+        else if (OPT("--evals")) o->evals = atoi(v);
         else if (OPT("--print-every")) o->print_every = atoi(v);
         else if (OPT("--samples")) o->samples = atoi(v);
         else if (OPT("--blas-threads")) o->blas_threads = atoi(v);
@@ -140,16 +184,19 @@ static int parse(int argc, char **argv, options *o)
         i += takes;
     }
     if (o->batch < 1 || o->opt.steps < 1 || !(o->opt.lr > 0.0f) || o->eval_every < 0 ||
-        o->print_every < 0 || o->val_frac <= 0.0 || o->val_frac >= 1.0) {
-        fprintf(stderr, "invalid --batch, --steps, --lr, --eval-every or --val-frac\n");
+        o->print_every < 0 || o->val_frac <= 0.0 || o->val_frac >= 1.0 ||
+        !(o->cfg.eps > 0.0f) || !isfinite(o->cfg.eps)) {
+        fprintf(stderr, "invalid --batch, --steps, --lr, --eval-every, --val-frac or --eps\n");
         return -1;
     }
     if (o->opt.warmup < 0)
         o->opt.warmup = o->opt.steps / 20;
+    if (o->evals > 0)
+        o->eval_every = o->opt.steps / o->evals > 0 ? o->opt.steps / o->evals : 1;
     if (o->val_size <= 0)
-        o->val_size = o->data ? 64 : 1000;
+        o->val_size = o->task == DATA_TALES ? 256 : o->task == DATA_TEXT ? 64 : 1000;
     if (o->cfg.ctx <= 0)
-        o->cfg.ctx = o->data ? 64 : addition_ctx(o->digits);
+        o->cfg.ctx = o->task == DATA_ADDITION ? addition_ctx(o->digits) : 64;
     return 0;
 }
 
@@ -220,6 +267,29 @@ static void fmt_eta(double s, char *buf, size_t n)
         snprintf(buf, n, "%ds", (int)s);
 }
 
+/* Everything that decides a run's numbers except the seed, as one canonical line (so two
+ * runs with the same hash differ only by their seed, the kernel path and the matmul backend,
+ * which the banner names separately); returns its FNV-1a 64 hash. */
+static uint64_t config_hash(const options *o, const gpt_config *c, char *buf, size_t n)
+{
+    snprintf(buf, n,
+             "norm=%s kind=%s qk=%s init=%s eps=%.9g scales=%s input_norm=%s vocab=%d ctx=%d "
+             "layers=%d width=%d heads=%d tied=%d task=%s digits=%d val_size=%d val_frac=%.9g "
+             "batch=%d steps=%d lr=%.9g min_lr_frac=%.9g warmup=%d beta1=%.9g beta2=%.9g "
+             "adam_eps=%.9g wd=%.9g clip=%.9g",
+             gpt_placement_name(c->placement),
+             c->norm_kind == SN_NORM_RMSNORM ? "rmsnorm" : "layernorm",
+             gpt_qk_norm_name(c->qk_norm), gpt_init_name(c->init), (double)c->eps,
+             c->scale_rule == SN_SCALE_NONE ? "none" : "default", c->no_input_norm ? "off" : "on",
+             c->vocab, c->ctx, c->layers, c->width, c->heads, c->tied,
+             o->task == DATA_TALES ? "tales" : o->task == DATA_ADDITION ? "addition" : o->data,
+             o->digits, o->val_size, o->val_frac, o->batch, o->opt.steps, (double)o->opt.lr,
+             (double)o->opt.min_lr_frac, o->opt.warmup, (double)o->opt.beta1,
+             (double)o->opt.beta2, (double)o->opt.eps, (double)o->opt.weight_decay,
+             (double)o->opt.clip);
+    return fnv1a64((const unsigned char *)buf, strlen(buf));
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -231,8 +301,9 @@ int main(int argc, char **argv)
         return 1;
 
     dataset data;
-    int rc = o.data ? data_text(&data, o.data, o.cfg.ctx, o.val_frac, o.val_size)
-                    : data_addition(&data, o.digits, o.cfg.ctx, o.val_size);
+    int rc = o.task == DATA_TEXT    ? data_text(&data, o.data, o.cfg.ctx, o.val_frac, o.val_size)
+             : o.task == DATA_TALES ? data_tales(&data, o.cfg.ctx, o.val_frac, o.val_size)
+                                    : data_addition(&data, o.digits, o.cfg.ctx, o.val_size);
     if (rc != 0)
         return 1;
     trainer t;
@@ -262,18 +333,37 @@ int main(int argc, char **argv)
     const gpt_config *c = &t.model.cfg;
     int T = c->ctx, steps = o.opt.steps;
     long tok_per_step = (long)o.batch * T;
+    char config[512], task[64];
+    uint64_t hash = config_hash(&o, c, config, sizeof config);
+    const char *isa = sn_isa_name(sn_ctx_isa(t.model.ctx));
+    if (o.task == DATA_TEXT)
+        snprintf(task, sizeof task, "%s", o.data);
+    else if (o.task == DATA_TALES)
+        snprintf(task, sizeof task, "tales");
+    else
+        snprintf(task, sizeof task, "addition, 1..%d digits", o.digits);
     fprintf(info,
-            "sn-gpt-train | norm %s%s%s (libsiamesenorm %s) | %s | L%d D%d H%d T%d | %.2fM params"
-            " | batch %d (%ld tok/step) | %d steps | lr %.2g | seed %llu | matmul %s\n",
+            "sn-gpt-train | norm %s%s%s | init %s | libsiamesenorm %s, kernels %s | %s | L%d D%d "
+            "H%d T%d | %.2fM params | batch %d (%ld tok/step) | %d steps | lr %.2g | seed %llu | "
+            "config %016llx | matmul %s\n",
             gpt_placement_name(c->placement), c->qk_norm == GPT_QK_NONE ? "" : ", ",
             c->qk_norm == GPT_QK_QK ? "qk-norm" : c->qk_norm == GPT_QK_QKV ? "qkv-norm" : "",
-            sn_version_string(),
-            o.data ? o.data : (o.digits == 1 ? "addition, 1 digit" : "addition"), c->layers,
-            c->width, c->heads, T, (double)t.model.n_params / 1e6, o.batch, tok_per_step, steps,
-            (double)o.opt.lr, (unsigned long long)o.seed, ops_have_blas() ? "cblas" : "loops");
-    if (!o.data)
+            gpt_init_name(c->init), sn_version_string(), isa, task, c->layers, c->width,
+            c->heads, T, (double)t.model.n_params / 1e6, o.batch, tok_per_step, steps,
+            (double)o.opt.lr, (unsigned long long)o.seed, (unsigned long long)hash,
+            ops_have_blas() ? "cblas" : "loops");
+    if (o.task == DATA_ADDITION)
         fprintf(info, "task: a+b=c with 1..%d-digit operands, e.g. \"4821+937=5758\"; loss on "
                       "the answer only; %d held-out problems\n", o.digits, data.n_val);
+    else
+        fprintf(info, "task: next byte of %s (%zu training bytes); %d held-out windows of %d\n",
+                task, data.n_train, data.n_val, T);
+    if (o.json)
+        printf("{\"start\":true,\"norm\":\"%s\",\"seed\":%llu,\"version\":\"%s\","
+               "\"isa\":\"%s\",\"config_hash\":\"%016llx\",\"config\":\"%s\","
+               "\"params\":%zu,\"steps\":%d}\n",
+               gpt_placement_name(c->placement), (unsigned long long)o.seed, sn_version_string(),
+               isa, (unsigned long long)hash, config, t.model.n_params, steps);
     if (o.load)
         fprintf(info, "resumed from %s at step %d\n", o.load, t.step);
 
@@ -351,14 +441,16 @@ int main(int argc, char **argv)
             fprintf(info, " | accuracy %.1f%% of %d held-out problems", 100.0 * last.accuracy,
                     data.n_val);
         fprintf(info, " | %.1fs\n", elapsed);
-        if (!o.data && o.samples > 0)
+        if (o.task == DATA_ADDITION && o.samples > 0)
             show_samples(&t, o.samples, info);
     }
     if (o.json) {
         char b1[32], b2[32], b3[32];
-        printf("{\"final\":true,\"norm\":\"%s\",\"step\":%d,\"val_loss\":%s,"
-               "\"accuracy\":%s,\"train_loss\":%s,\"elapsed_s\":%.2f,\"diverged\":%s}\n",
-               gpt_placement_name(c->placement), t.step, jnum(last.loss, b1, 32),
+        printf("{\"final\":true,\"norm\":\"%s\",\"seed\":%llu,\"isa\":\"%s\","
+               "\"config_hash\":\"%016llx\",\"step\":%d,\"val_loss\":%s,\"accuracy\":%s,"
+               "\"train_loss\":%s,\"elapsed_s\":%.2f,\"diverged\":%s}\n",
+               gpt_placement_name(c->placement), (unsigned long long)o.seed, isa,
+               (unsigned long long)hash, t.step, jnum(last.loss, b1, 32),
                jnum(last.accuracy, b2, 32), jnum(r.loss, b3, 32), elapsed,
                diverged ? "true" : "false");
     }

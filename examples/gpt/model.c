@@ -104,6 +104,21 @@ int gpt_qk_norm_count(int mode)
     return mode == GPT_QK_QK ? 2 : mode == GPT_QK_QKV ? 3 : 0;
 }
 
+static const char *const init_names[] = {"gpt2", "flat", "mitchell"};
+
+int gpt_init_from_name(const char *name)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, init_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *gpt_init_name(int init)
+{
+    return init >= 0 && init < 3 ? init_names[init] : "?";
+}
+
 static const char *const tensor_names[P_COUNT] = {
     "wte", "wpe", "qkvw", "qkvb", "attprojw", "attprojb",
     "fcw", "fcb", "fcprojw", "fcprojb", "norms", "qknorms", "head",
@@ -130,12 +145,22 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b)
     int V = cfg->vocab, T = cfg->ctx, L = cfg->layers, D = cfg->width, NH = cfg->heads;
     m->cfg.qk_norm = gpt_qk_norm_resolve(cfg->placement, cfg->qk_norm);
     if (V < 2 || T < 1 || L < 1 || D < 1 || NH < 1 || D % NH != 0 || max_b < 1 ||
-        m->cfg.qk_norm < GPT_QK_NONE || m->cfg.qk_norm > GPT_QK_QKV) {
-        fprintf(stderr, "invalid model config (heads must divide width; unknown qk_norm)\n");
+        m->cfg.qk_norm < GPT_QK_NONE || m->cfg.qk_norm > GPT_QK_QKV || cfg->init < GPT_INIT_GPT2 ||
+        cfg->init > GPT_INIT_MITCHELL) {
+        fprintf(stderr, "invalid model config (heads must divide width; unknown qk_norm or "
+                        "init)\n");
         return -1;
     }
-    sn_status st = sn_net_init(&m->net, (sn_placement)cfg->placement, 2 * L, D,
-                               (sn_norm_kind)cfg->norm_kind, 1e-5f);
+    /* the context reads SN_ISA and SN_THREADS from the environment */
+    sn_status st = sn_ctx_create(&m->ctx);
+    if (st == SN_OK)
+        st = sn_net_init(&m->net, (sn_placement)cfg->placement, 2 * L, D,
+                         (sn_norm_kind)cfg->norm_kind, cfg->eps);
+    if (st == SN_OK) {
+        m->net.scale_rule = (sn_scale_rule)cfg->scale_rule;
+        if (cfg->no_input_norm)
+            m->net.input_norm.kind = SN_NORM_IDENTITY;
+    }
     int64_t n_norm = 0, acts_per_row = 0, work_per_row = 0;
     if (st == SN_OK)
         st = sn_net_sizes(&m->net, &n_norm, &acts_per_row, &work_per_row);
@@ -147,6 +172,8 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b)
         st = sn_norm_query(&m->qkn, D, &m->qkn_params, &m->qkn_stats);
     if (st != SN_OK) {
         fprintf(stderr, "sn_net: %s\n", sn_status_string(st));
+        sn_ctx_destroy(m->ctx);
+        m->ctx = NULL;
         return -1;
     }
     size_t sizes[P_COUNT] = {
@@ -218,22 +245,44 @@ void gpt_model_free(gpt_model *m)
                      m->de, m->dscratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
+    sn_ctx_destroy(m->ctx);
     memset(m, 0, sizeof *m);
+}
+
+/* N(0, std^2), redrawn beyond `cut` standard deviations when cut > 0 */
+static float draw(uint64_t *rng, float std, float cut)
+{
+    float z;
+    do
+        z = rng_normal(rng);
+    while (cut > 0.0f && fabsf(z) > cut);
+    return std * z;
 }
 
 void gpt_model_init(gpt_model *m, uint64_t seed)
 {
     uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
-    const float std = 0.02f;
-    const float proj_std = std / sqrtf(2.0f * (float)m->cfg.layers);
+    int L = m->cfg.layers, D = m->cfg.width, rule = m->cfg.init;
+    float cut = rule == GPT_INIT_MITCHELL ? 3.0f : 0.0f;
     memset(m->params, 0, m->n_params * sizeof(float));
     for (int t = 0; t < P_COUNT; t++) {
-        float s = (t == P_WTE || t == P_WPE || t == P_QKVW || t == P_FCW || t == P_HEAD) ? std
-                  : (t == P_ATTPW || t == P_FCPW)                                       ? proj_std
-                                                                                        : 0.0f;
-        if (s > 0.0f)
-            for (size_t i = 0; i < m->size[t]; i++)
-                m->p[t][i] = s * rng_normal(&rng);
+        int is_out = t == P_ATTPW || t == P_FCPW;
+        int is_weight = is_out || t == P_WTE || t == P_WPE || t == P_QKVW || t == P_FCW ||
+                        t == P_HEAD;
+        if (!is_weight)
+            continue;
+        size_t per_layer = is_out ? m->size[t] / (size_t)L : m->size[t];
+        for (size_t i = 0; i < m->size[t]; i++) {
+            float std = 0.02f;
+            if (rule == GPT_INIT_GPT2 && is_out)
+                std = 0.02f / sqrtf(2.0f * (float)L);
+            else if (rule == GPT_INIT_MITCHELL) {
+                int l = (int)(i / per_layer), fan_in = t == P_FCPW ? 4 * D : D;
+                std = is_out ? 1.0f / sqrtf(2.0f * (float)fan_in * (float)(l + 1))
+                             : 1.0f / sqrtf((float)D);
+            }
+            m->p[t][i] = draw(&rng, std, cut);
+        }
     }
     /* DeepNorm scales the value, output and FFN weights at init (gain 1 for the others) */
     float gain = 1.0f;
@@ -263,7 +312,7 @@ static void qk_norm_forward(gpt_model *m, int l, int R)
     const float *raw = m->qkvr + l * RD3;
     float *qkv = m->qkv + l * RD3;
     for (int j = 0; j < m->n_qkn; j++)
-        SN_CHECK(sn_norm_forward(NULL, &m->qkn, R, D, raw + j * D, 3 * D,
+        SN_CHECK(sn_norm_forward(m->ctx, &m->qkn, R, D, raw + j * D, 3 * D,
                                  m->p[P_QKNORM] + (l * m->n_qkn + j) * m->qkn_params,
                                  qkv + j * D, 3 * D,
                                  m->qkstats + (size_t)(l * m->n_qkn + j) * R * m->qkn_stats));
@@ -281,7 +330,7 @@ static void qk_norm_backward(gpt_model *m, int l, int R)
     const float *raw = m->qkvr + l * (size_t)R * 3 * D;
     for (int j = 0; j < m->n_qkn; j++) {
         size_t k = (size_t)(l * m->n_qkn + j);
-        SN_CHECK(sn_norm_backward(NULL, &m->qkn, R, D, m->dqkv + j * D, 3 * D, raw + j * D,
+        SN_CHECK(sn_norm_backward(m->ctx, &m->qkn, R, D, m->dqkv + j * D, 3 * D, raw + j * D,
                                   3 * D, m->p[P_QKNORM] + k * m->qkn_params,
                                   m->qkstats + k * R * m->qkn_stats, m->dqkv + j * D, 3 * D,
                                   m->g[P_QKNORM] + k * m->qkn_params, 0));
@@ -306,7 +355,7 @@ float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b)
     m->last_b = b;
 
     encoder_forward(m->e, tokens, m->p[P_WTE], m->p[P_WPE], b, T, D);
-    SN_CHECK(sn_net_split(NULL, net, R, m->e, D, norms, m->acts));
+    SN_CHECK(sn_net_split(m->ctx, net, R, m->e, D, norms, m->acts));
     for (int l = 0; l < L; l++) {
         float *qkv = m->qkv + (size_t)l * R * 3 * D, *atty = m->atty + l * RD;
         float *att = m->att + (size_t)l * b * NH * T * T;
@@ -314,7 +363,7 @@ float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b)
         float *h_att = m->h + (size_t)(2 * l) * RD, *h_mlp = m->h + (size_t)(2 * l + 1) * RD;
 
         /* attention sub-layer 2l */
-        SN_CHECK(sn_net_enter(NULL, net, 2 * l, R, norms, m->acts, h_att, D));
+        SN_CHECK(sn_net_enter(m->ctx, net, 2 * l, R, norms, m->acts, h_att, D));
         matmul_forward(m->n_qkn ? m->qkvr + (size_t)l * R * 3 * D : qkv, h_att,
                        m->p[P_QKVW] + (size_t)l * 3 * D * D, m->p[P_QKVB] + (size_t)l * 3 * D, R,
                        D, 3 * D);
@@ -323,18 +372,18 @@ float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b)
         attention_forward(atty, att, qkv, b, T, D, NH);
         matmul_forward(m->z, atty, m->p[P_ATTPW] + (size_t)l * D * D,
                        m->p[P_ATTPB] + (size_t)l * D, R, D, D);
-        SN_CHECK(sn_net_exit(NULL, net, 2 * l, R, m->z, D, norms, m->acts));
+        SN_CHECK(sn_net_exit(m->ctx, net, 2 * l, R, m->z, D, norms, m->acts));
 
         /* MLP sub-layer 2l + 1 */
-        SN_CHECK(sn_net_enter(NULL, net, 2 * l + 1, R, norms, m->acts, h_mlp, D));
+        SN_CHECK(sn_net_enter(m->ctx, net, 2 * l + 1, R, norms, m->acts, h_mlp, D));
         matmul_forward(fch, h_mlp, m->p[P_FCW] + (size_t)l * 4 * D * D,
                        m->p[P_FCB] + (size_t)l * 4 * D, R, D, 4 * D);
         gelu_forward(fchg, fch, (size_t)R * 4 * D);
         matmul_forward(m->z, fchg, m->p[P_FCPW] + (size_t)l * D * 4 * D,
                        m->p[P_FCPB] + (size_t)l * D, R, 4 * D, D);
-        SN_CHECK(sn_net_exit(NULL, net, 2 * l + 1, R, m->z, D, norms, m->acts));
+        SN_CHECK(sn_net_exit(m->ctx, net, 2 * l + 1, R, m->z, D, norms, m->acts));
     }
-    SN_CHECK(sn_net_merge(NULL, net, R, norms, m->acts, m->out, D));
+    SN_CHECK(sn_net_merge(m->ctx, net, R, norms, m->acts, m->out, D));
     matmul_forward(m->logits, m->out, m->p[P_HEAD], NULL, R, D, V);
     m->n_valid = crossentropy_forward(m->logits, m->losses, targets, R, V);
     double sum = 0.0;
@@ -357,7 +406,7 @@ void gpt_backward(gpt_model *m)
 
     crossentropy_backward(m->logits, m->targets, R, V, 1.0f / (float)m->n_valid);
     matmul_backward(m->dout, m->g[P_HEAD], NULL, m->logits, m->out, m->p[P_HEAD], R, D, V);
-    SN_CHECK(sn_net_merge_backward(NULL, net, R, m->dout, D, norms, m->acts, dnorms, m->work));
+    SN_CHECK(sn_net_merge_backward(m->ctx, net, R, m->dout, D, norms, m->acts, dnorms, m->work));
     for (int l = L - 1; l >= 0; l--) {
         const float *qkv = m->qkv + (size_t)l * R * 3 * D, *atty = m->atty + l * RD;
         const float *att = m->att + (size_t)l * b * NH * T * T;
@@ -366,7 +415,7 @@ void gpt_backward(gpt_model *m)
         const float *h_att = m->h + (size_t)(2 * l) * RD, *h_mlp = m->h + (size_t)(2 * l + 1) * RD;
 
         /* MLP sub-layer 2l + 1 */
-        SN_CHECK(sn_net_exit_backward(NULL, net, 2 * l + 1, R, norms, m->acts, dnorms, m->work,
+        SN_CHECK(sn_net_exit_backward(m->ctx, net, 2 * l + 1, R, norms, m->acts, dnorms, m->work,
                                       m->dz, D, 0));
         matmul_backward(m->dfchg, m->g[P_FCPW] + (size_t)l * D * 4 * D,
                         m->g[P_FCPB] + (size_t)l * D, m->dz, fchg,
@@ -375,11 +424,11 @@ void gpt_backward(gpt_model *m)
         matmul_backward(m->dh, m->g[P_FCW] + (size_t)l * 4 * D * D,
                         m->g[P_FCB] + (size_t)l * 4 * D, m->dfch, h_mlp,
                         m->p[P_FCW] + (size_t)l * 4 * D * D, R, D, 4 * D);
-        SN_CHECK(sn_net_enter_backward(NULL, net, 2 * l + 1, R, m->dh, D, norms, m->acts, dnorms,
+        SN_CHECK(sn_net_enter_backward(m->ctx, net, 2 * l + 1, R, m->dh, D, norms, m->acts, dnorms,
                                        m->work));
 
         /* attention sub-layer 2l */
-        SN_CHECK(sn_net_exit_backward(NULL, net, 2 * l, R, norms, m->acts, dnorms, m->work,
+        SN_CHECK(sn_net_exit_backward(m->ctx, net, 2 * l, R, norms, m->acts, dnorms, m->work,
                                       m->dz, D, 0));
         matmul_backward(m->datty, m->g[P_ATTPW] + (size_t)l * D * D,
                         m->g[P_ATTPB] + (size_t)l * D, m->dz, atty,
@@ -390,9 +439,9 @@ void gpt_backward(gpt_model *m)
         matmul_backward(m->dh, m->g[P_QKVW] + (size_t)l * 3 * D * D,
                         m->g[P_QKVB] + (size_t)l * 3 * D, m->dqkv, h_att,
                         m->p[P_QKVW] + (size_t)l * 3 * D * D, R, D, 3 * D);
-        SN_CHECK(sn_net_enter_backward(NULL, net, 2 * l, R, m->dh, D, norms, m->acts, dnorms,
+        SN_CHECK(sn_net_enter_backward(m->ctx, net, 2 * l, R, m->dh, D, norms, m->acts, dnorms,
                                        m->work));
     }
-    SN_CHECK(sn_net_split_backward(NULL, net, R, norms, m->acts, dnorms, m->work, m->de, D, 0));
+    SN_CHECK(sn_net_split_backward(m->ctx, net, R, norms, m->acts, dnorms, m->work, m->de, D, 0));
     encoder_backward(m->g[P_WTE], m->g[P_WPE], m->de, m->tokens, b, T, D);
 }

@@ -3,7 +3,7 @@
 # step's loss to 1e-5 relative (only the summation order differs), the val loss after 10 AdamW
 # steps to 1e-3 relative (Adam normalises tiny gradients, so rounding differences grow a little).
 set -u
-args="--layers 2 --width 32 --heads 2 --digits 2 --batch 8 --val-size 100 --steps 10
+args="--task addition --layers 2 --width 32 --heads 2 --digits 2 --batch 8 --val-size 100 --steps 10
       --eval-every 1 --json --seed 3"
 a=$("$1" $args 2>/dev/null) || { echo "FAIL: cblas run"; exit 1; }
 b=$("$2" $args 2>/dev/null) || { echo "FAIL: loops run"; exit 1; }

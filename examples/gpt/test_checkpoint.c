@@ -60,13 +60,17 @@ static int resume_check(const char *path, gpt_config cfg, gpt_config other)
 int main(int argc, char **argv)
 {
     const char *path = argc > 1 ? argv[1] : "gpt-test.ckpt";
-    gpt_config siamese = {256, addition_ctx(2), 2, 2, 32, 0, SN_PLACEMENT_SIAMESE,
-                          SN_NORM_LAYERNORM, GPT_QK_AUTO};
-    gpt_config pre = siamese, hybrid = siamese, hybrid_qk = siamese;
+    gpt_config siamese = {.vocab = 256, .ctx = addition_ctx(2), .layers = 2, .heads = 2,
+                          .width = 32, .tied = 0, .placement = SN_PLACEMENT_SIAMESE,
+                          .norm_kind = SN_NORM_LAYERNORM, .qk_norm = GPT_QK_AUTO,
+                          .eps = 1e-5f};
+    gpt_config pre = siamese, hybrid = siamese, hybrid_qk = siamese, mitchell = siamese;
+    mitchell.init = GPT_INIT_MITCHELL; /* same placement, another init: a different model */
     pre.placement = SN_PLACEMENT_PRE_NORM;
     hybrid.placement = hybrid_qk.placement = SN_PLACEMENT_HYBRIDNORM;
     hybrid_qk.qk_norm = GPT_QK_QK; /* same placement, q/k norms only: a different model */
     int ok = resume_check(path, siamese, pre);
     ok &= resume_check(path, hybrid, hybrid_qk);
+    ok &= resume_check(path, siamese, mitchell);
     return ok ? 0 : 1;
 }

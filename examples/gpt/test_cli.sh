@@ -8,7 +8,7 @@ check() { # description, condition command...
     desc=$1; shift
     if "$@"; then echo "ok: $desc"; else echo "FAIL: $desc"; fail=1; fi
 }
-tiny="--layers 1 --width 32 --heads 2 --digits 2 --batch 8 --val-size 50 --samples 2"
+tiny="--task addition --layers 1 --width 32 --heads 2 --digits 2 --batch 8 --val-size 50 --samples 2"
 
 "$exe" --help > "$tmp.help" 2>&1
 check "--help exits 0" [ $? -eq 0 ]
@@ -18,7 +18,9 @@ check "--help lists the placements" \
 "$exe" $tiny --steps 20 --eval-every 10 --json --log "$tmp.csv" --save "$tmp.ckpt" \
     > "$tmp.json" 2> "$tmp.err"
 check "training run exits 0" [ $? -eq 0 ]
-check "3 eval lines + a final JSON line" [ "$(grep -c '^{' "$tmp.json")" -eq 4 ]
+check "a start line, 3 eval lines and a final JSON line" [ "$(grep -c '^{' "$tmp.json")" -eq 5 ]
+check "start line: version, kernel path, seed, config hash" \
+    grep -q '^{"start":true,"norm":"siamese","seed":1,"version":"[0-9.]*","isa":"[a-z0-9]*","config_hash":"[0-9a-f]\{16\}"' "$tmp.json"
 check "final JSON line" grep -q '"final":true.*"diverged":false' "$tmp.json"
 check "CSV: header + 20 steps" [ "$(wc -l < "$tmp.csv")" -eq 21 ]
 check "progress shows tok/s and ETA" grep -q "tok/s | eta" "$tmp.err"
@@ -42,15 +44,40 @@ check "divergence reported" grep -q '"diverged":true' "$tmp.json"
 
 for n in siamese-hybrid-pre hybridnorm hybridnorm-star; do
     "$exe" $tiny --norm $n --steps 3 --eval-every 0 > "$tmp.out" 2>&1
-    check "--norm $n runs with q/k/v norms by default" grep -q "norm $n, qkv-norm (" "$tmp.out"
+    check "--norm $n runs with q/k/v norms by default" grep -q "norm $n, qkv-norm |" "$tmp.out"
     check "--norm $n finishes" grep -q "final | norm $n | step 3" "$tmp.out"
 done
 "$exe" $tiny --norm pre --qk-norm qk --steps 3 > "$tmp.out" 2>&1
-check "--qk-norm qk on Pre-Norm" grep -q "norm pre, qk-norm (" "$tmp.out"
+check "--qk-norm qk on Pre-Norm" grep -q "norm pre, qk-norm |" "$tmp.out"
 "$exe" $tiny --norm hybridnorm --qk-norm none --steps 3 > "$tmp.out" 2>&1
-check "--qk-norm none on HybridNorm" grep -q "norm hybridnorm (" "$tmp.out"
+check "--qk-norm none on HybridNorm" grep -q "norm hybridnorm |" "$tmp.out"
 "$exe" --qk-norm q > "$tmp.out" 2>&1
 check "unknown --qk-norm is a usage error" [ $? -eq 1 ]
+
+"$exe" --init sideways > "$tmp.out" 2>&1
+check "unknown --init is a usage error" [ $? -eq 1 ]
+"$exe" --task sideways > "$tmp.out" 2>&1
+check "unknown --task is a usage error" [ $? -eq 1 ]
+
+# the banner names the kernel path (SN_ISA is honoured) and a hash of the config, which is the
+# same for two seeds and differs for another init
+SN_ISA=scalar "$exe" $tiny --steps 2 --seed 1 > "$tmp.out" 2>&1
+check "SN_ISA=scalar: the banner says kernels scalar" grep -q "kernels scalar |" "$tmp.out"
+h1=$(sed -n 's/.*config \([0-9a-f]*\) .*/\1/p' "$tmp.out")
+"$exe" $tiny --steps 2 --seed 2 > "$tmp.out" 2>&1
+h2=$(sed -n 's/.*config \([0-9a-f]*\) .*/\1/p' "$tmp.out")
+"$exe" $tiny --steps 2 --seed 1 --init gpt2 > "$tmp.out" 2>&1
+h3=$(sed -n 's/.*config \([0-9a-f]*\) .*/\1/p' "$tmp.out")
+check "config hash: same for another seed ($h1 $h2), not for another init ($h3)" \
+    sh -c "[ -n '$h1' ] && [ '$h1' = '$h2' ] && [ '$h1' != '$h3' ]"
+
+# the default task: the generated tales corpus, language modelling
+"$exe" --layers 1 --width 32 --heads 2 --batch 4 --steps 5 --val-size 8 > "$tmp.out" 2>&1
+check "default task is tales" grep -q "| tales |" "$tmp.out"
+check "tales run finishes" grep -q "final | norm siamese | step 5 | val loss" "$tmp.out"
+"$exe" --layers 1 --width 32 --heads 2 --batch 4 --steps 3 --norm siamese --scales none \
+    --no-input-norm --eps 1e-6 > "$tmp.out" 2>&1
+check "the paper's ablations as flags" grep -q "final | norm siamese | step 3" "$tmp.out"
 
 "$exe" --norm sideways > "$tmp.out" 2>&1
 check "unknown placement is a usage error" [ $? -eq 1 ]

@@ -139,7 +139,9 @@ static int norm_check(float *p, const float *gn, int64_t np, uint64_t *rng, cons
 static int check_placement(int placement, int norm_kind, int qk)
 {
     /* 4 layers, so that Mix-LN has one Post-Norm layer (floor(0.25 * 4)) */
-    gpt_config cfg = {32, 6, 4, 2, 16, 0, placement, norm_kind, qk};
+    gpt_config cfg = {.vocab = 32, .ctx = 6, .layers = 4, .heads = 2, .width = 16, .tied = 0,
+                      .placement = placement, .norm_kind = norm_kind, .qk_norm = qk,
+                      .eps = 1e-5f};
     if (gpt_model_create(&m, &cfg, B) != 0)
         return 1;
     uint64_t rng = 1234;

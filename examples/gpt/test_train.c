@@ -13,8 +13,9 @@
  * and leave every norm parameter as it was. 1 when it does. */
 static int decay_exemptions(void)
 {
-    gpt_config cfg = {256, addition_ctx(2), 2, 2, 32, 1, SN_PLACEMENT_HYBRIDNORM,
-                      SN_NORM_LAYERNORM, GPT_QK_AUTO};
+    gpt_config cfg = {.vocab = 256, .ctx = addition_ctx(2), .layers = 2, .heads = 2,
+                      .width = 32, .tied = 1, .placement = SN_PLACEMENT_HYBRIDNORM,
+                      .norm_kind = SN_NORM_LAYERNORM, .qk_norm = GPT_QK_AUTO, .eps = 1e-5f};
     optim_config opt = {1e-2f, 0.1f, 0, 10, 0.9f, 0.95f, 1e-8f, 0.5f, 1.0f};
     dataset data;
     trainer t;
@@ -47,7 +48,9 @@ int main(void)
         int placement = k < n ? gpt_placement_at(k)
                               : k == n ? SN_PLACEMENT_PRE_NORM : SN_PLACEMENT_SIAMESE;
         int qk = k < n ? GPT_QK_AUTO : GPT_QK_QK;
-        gpt_config cfg = {256, addition_ctx(2), 2, 2, 32, 1, placement, SN_NORM_LAYERNORM, qk};
+        gpt_config cfg = {.vocab = 256, .ctx = addition_ctx(2), .layers = 2, .heads = 2,
+                          .width = 32, .tied = 1, .placement = placement,
+                          .norm_kind = SN_NORM_LAYERNORM, .qk_norm = qk, .eps = 1e-5f};
         optim_config opt = {1e-2f, 0.1f, 5, 50, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
         dataset data;
         trainer t;

@@ -91,15 +91,16 @@ eval_result trainer_eval(trainer *t)
 
 /* ---- checkpoints -------------------------------------------------------------------------- */
 
-static const char ckpt_magic[8] = {'S', 'N', 'G', 'P', 'T', 'C', 'K', '1'};
+/* version 2: the config gained init, scale rule, input norm and eps */
+static const char ckpt_magic[8] = {'S', 'N', 'G', 'P', 'T', 'C', 'K', '2'};
 
+#define CKPT_CFG 12
 typedef struct ckpt_header {
     char magic[8];
-    int32_t cfg[8];
+    int32_t cfg[CKPT_CFG];
     int64_t n_params;
     int32_t step;
-    int32_t qk_norm; /* gpt_qk_norm, resolved; 0 (auto) in checkpoints from before it existed,
-                        which all had the default for their placement */
+    int32_t qk_norm; /* gpt_qk_norm, resolved */
     uint64_t rng;
 } ckpt_header;
 
@@ -107,6 +108,17 @@ static void cfg_to_ints(const gpt_config *c, int32_t *v)
 {
     v[0] = c->vocab, v[1] = c->ctx, v[2] = c->layers, v[3] = c->heads;
     v[4] = c->width, v[5] = c->tied, v[6] = c->placement, v[7] = c->norm_kind;
+    v[8] = c->init, v[9] = c->scale_rule;
+    v[10] = c->no_input_norm;
+    memcpy(&v[11], &c->eps, sizeof(float));
+}
+
+static void ints_to_cfg(const int32_t *v, gpt_config *c)
+{
+    c->vocab = v[0], c->ctx = v[1], c->layers = v[2], c->heads = v[3];
+    c->width = v[4], c->tied = v[5], c->placement = v[6], c->norm_kind = v[7];
+    c->init = v[8], c->scale_rule = v[9], c->no_input_norm = v[10];
+    memcpy(&c->eps, &v[11], sizeof(float));
 }
 
 int checkpoint_save(const trainer *t, const char *path)
@@ -153,9 +165,7 @@ int checkpoint_peek(const char *path, gpt_config *cfg)
     int rc = read_header(f, path, &h);
     fclose(f);
     if (rc == 0) {
-        cfg->vocab = h.cfg[0], cfg->ctx = h.cfg[1], cfg->layers = h.cfg[2];
-        cfg->heads = h.cfg[3], cfg->width = h.cfg[4], cfg->tied = h.cfg[5];
-        cfg->placement = h.cfg[6], cfg->norm_kind = h.cfg[7];
+        ints_to_cfg(h.cfg, cfg);
         cfg->qk_norm = gpt_qk_norm_resolve(h.cfg[6], h.qk_norm);
     }
     return rc;
@@ -169,7 +179,7 @@ int checkpoint_load(trainer *t, const char *path)
         return -1;
     }
     ckpt_header h;
-    int32_t mine[8];
+    int32_t mine[CKPT_CFG];
     cfg_to_ints(&t->model.cfg, mine);
     size_t n = t->model.n_params;
     int rc = read_header(f, path, &h);

@@ -33,8 +33,8 @@ def rss_kib(pid):
 def soak(trainer, steps, norm):
     with tempfile.TemporaryDirectory(prefix="sn-soak.") as tmp:
         log = os.path.join(tmp, "log.csv")
-        cmd = [trainer, "--norm", norm, "--layers", "2", "--width", "32", "--heads", "2",
-               "--digits", "2", "--batch", "8", "--steps", str(steps),
+        cmd = [trainer, "--task", "addition", "--norm", norm, "--layers", "2", "--width", "32",
+               "--heads", "2", "--digits", "2", "--batch", "8", "--steps", str(steps),
                "--eval-every", str(max(steps // 4, 1)), "--print-every", "0", "--val-size", "50",
                "--samples", "0", "--log", log]
         t0 = time.monotonic()

@@ -1,0 +1,834 @@
+/* sn-gpt-compare: does SiameseNorm help this model? Trains K seeds of each arm (by default
+ * Pre-Norm and SiameseNorm) with sn-gpt-train, the same data, budget and seeds on every arm,
+ * as many runs at once as the machine has cores, then reports per arm the final held-out loss
+ * (mean, sd, spread) and, seed by seed, the difference to the first arm with a 95% t interval
+ * and a one-line verdict read off that interval. Writes runs.csv, curves.csv, summary.csv and,
+ * with gnuplot, the loss curves (mean and a +-1 sd band per arm). See --help. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stats.h"
+
+#define MAX_ARMS 16
+#define MAX_ARGS 48
+#define MAX_GROUPS 32
+#define MAX_SEEDS 256
+#define MAX_JOBS 64
+#define MAX_POINTS 128
+#define LEVEL 0.95
+
+typedef struct arm {
+    char label[64];
+    char text[512];       /* its sn-gpt-train flags, as given */
+    char store[512];      /* the same, cut into words for argv */
+    int argc;
+    char *argv[MAX_ARGS]; /* the flags, pointing into store */
+} arm;
+
+typedef struct group { /* one cell of the sweep: a learning rate and a depth */
+    const char *lr;     /* NULL: the trainer's default */
+    const char *layers; /* NULL: the trainer's default */
+} group;
+
+typedef struct run {
+    int group, arm, seed;
+    pid_t pid;
+    int fd, state; /* state: 0 waiting, 1 running, 2 finished */
+    char line[8192];
+    size_t n_line;
+    int steps, step, finished, diverged, failed;
+    double val_loss, train_loss, elapsed;
+    char isa[16], version[32], hash[24];
+    int n_points;
+    int pt_step[MAX_POINTS];
+    double pt_val[MAX_POINTS], pt_train[MAX_POINTS];
+} run;
+
+typedef struct options {
+    const char *trainer, *out;
+    int seeds, first_seed, jobs, evals, plot;
+    int n_arms, n_lrs, n_depths;
+    arm arms[MAX_ARMS];
+    const char *lrs[MAX_GROUPS], *depths[MAX_GROUPS];
+    int n_extra;
+    char **extra; /* flags after "--", given to every run */
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sn-gpt-compare [options] [-- sn-gpt-train flags for every run]\n"
+            "Trains K seeds per arm with sn-gpt-train (same data, budget and seeds on every\n"
+            "arm) and compares each arm's final held-out loss with the first arm's, seed by\n"
+            "seed, with a 95%% t interval and a verdict.\n"
+            "  --arms LIST       placements to compare, first is the baseline (default\n"
+            "                    pre,siamese); each becomes --norm NAME\n"
+            "  --arm 'LABEL=FLAGS'  an arm with any sn-gpt-train flags, e.g.\n"
+            "                    --arm 'siamese-c1=--norm siamese --scales none' (repeatable;\n"
+            "                    replaces --arms)\n"
+            "  --seeds K         seeds per arm (default 6), seeds 1..K\n"
+            "  --first-seed S    seeds S..S+K-1 instead\n"
+            "  --lrs LIST        a sweep: compare the arms at each of these peak LRs\n"
+            "  --depths LIST     a sweep: ... at each of these layer counts\n"
+            "  --jobs N          runs at a time (default: the number of online cores)\n"
+            "  --evals N         held-out evaluations per run, for the curves (default 12)\n"
+            "  --out DIR         output directory (default sn-compare-out)\n"
+            "  --trainer PATH    sn-gpt-train (default: the one beside this program)\n"
+            "  --no-plot         skip gnuplot\n"
+            "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
+            "the generated tales corpus, 8 layers, width 64, 600 steps of 16 x 64 tokens.\n"
+            "exit status: 0 done (whatever the verdict), 1 usage error or a run failed\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void fmt_time(double s, char *buf, size_t n)
+{
+    if (s >= 3600)
+        snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    else if (s >= 60)
+        snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else
+        snprintf(buf, n, "%ds", (int)s);
+}
+
+/* Splits `list` (comma-separated, modified in place) into out[]; returns the count or -1. */
+static int split_list(char *list, const char **out, int max)
+{
+    int n = 0;
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        if (n == max)
+            return -1;
+        out[n++] = tok;
+    }
+    return n;
+}
+
+/* An arm from "LABEL=FLAGS" (FLAGS split on spaces) or from a placement name. */
+static int make_arm(arm *a, const char *spec, int is_placement)
+{
+    memset(a, 0, sizeof *a);
+    if (is_placement) {
+        snprintf(a->label, sizeof a->label, "%s", spec);
+        snprintf(a->text, sizeof a->text, "--norm %s", spec);
+    } else {
+        const char *eq = strchr(spec, '=');
+        if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof a->label)
+            return -1;
+        memcpy(a->label, spec, (size_t)(eq - spec));
+        snprintf(a->text, sizeof a->text, "%s", eq + 1);
+    }
+    memcpy(a->store, a->text, sizeof a->store);
+    for (char *tok = strtok(a->store, " \t"); tok; tok = strtok(NULL, " \t")) {
+        if (a->argc == MAX_ARGS)
+            return -1;
+        a->argv[a->argc++] = tok;
+    }
+    return 0;
+}
+
+static int parse(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->out = "sn-compare-out";
+    o->seeds = 6, o->first_seed = 1, o->evals = 12, o->plot = 1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = cores > 0 ? (int)cores : 1;
+    static char lrs_buf[512], depths_buf[512], arms_buf[512];
+    snprintf(arms_buf, sizeof arms_buf, "pre,siamese");
+    int custom_arms = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--") == 0) {
+            o->extra = argv + i + 1;
+            o->n_extra = argc - i - 1;
+            break;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if (strcmp(a, "--no-plot") == 0) {
+            o->plot = 0;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "%s: missing value or unknown option (see --help)\n", a);
+            return -1;
+        }
+        i++;
+        if (strcmp(a, "--arms") == 0)
+            snprintf(arms_buf, sizeof arms_buf, "%s", v);
+        else if (strcmp(a, "--arm") == 0) {
+            if (o->n_arms == MAX_ARMS || make_arm(&o->arms[o->n_arms++], v, 0) != 0) {
+                fprintf(stderr, "--arm %s: expected LABEL=FLAGS (at most %d arms)\n", v,
+                        MAX_ARMS);
+                return -1;
+            }
+            custom_arms = 1;
+        } else if (strcmp(a, "--seeds") == 0)
+            o->seeds = atoi(v);
+        else if (strcmp(a, "--first-seed") == 0)
+            o->first_seed = atoi(v);
+        else if (strcmp(a, "--jobs") == 0)
+            o->jobs = atoi(v);
+        else if (strcmp(a, "--evals") == 0)
+            o->evals = atoi(v);
+        else if (strcmp(a, "--out") == 0)
+            o->out = v;
+        else if (strcmp(a, "--trainer") == 0)
+            o->trainer = v;
+        else if (strcmp(a, "--lrs") == 0) {
+            snprintf(lrs_buf, sizeof lrs_buf, "%s", v);
+            o->n_lrs = split_list(lrs_buf, o->lrs, MAX_GROUPS);
+        } else if (strcmp(a, "--depths") == 0) {
+            snprintf(depths_buf, sizeof depths_buf, "%s", v);
+            o->n_depths = split_list(depths_buf, o->depths, MAX_GROUPS);
+        } else {
+            fprintf(stderr, "unknown option %s (see --help)\n", a);
+            return -1;
+        }
+    }
+    if (!custom_arms) {
+        const char *names[MAX_ARMS];
+        int n = split_list(arms_buf, names, MAX_ARMS);
+        for (int k = 0; k < n; k++)
+            make_arm(&o->arms[o->n_arms++], names[k], 1);
+    }
+    if (o->n_arms < 2 || o->seeds < 2 || o->seeds > MAX_SEEDS || o->first_seed < 0 ||
+        o->jobs < 1 || o->jobs > MAX_JOBS || o->evals < 1 || o->evals >= MAX_POINTS - 1 || o->n_lrs < 0 ||
+        o->n_depths < 0 || o->n_lrs * (o->n_depths ? o->n_depths : 1) > MAX_GROUPS) {
+        fprintf(stderr, "need at least 2 arms, 2..%d seeds, --jobs 1..%d, --evals 1..%d, at "
+                        "most %d sweep cells\n", MAX_SEEDS, MAX_JOBS, MAX_POINTS - 2, MAX_GROUPS);
+        return -1;
+    }
+    return 0;
+}
+
+/* sn-gpt-train beside this executable (from /proc/self/exe, else argv[0]). */
+static void default_trainer(const char *argv0, char *buf, size_t n)
+{
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len > 0)
+        self[len] = '\0';
+    else
+        snprintf(self, sizeof self, "%s", argv0);
+    char *slash = strrchr(self, '/');
+    if (slash)
+        snprintf(buf, n, "%.*s/sn-gpt-train", (int)(slash - self), self);
+    else
+        snprintf(buf, n, "sn-gpt-train");
+}
+
+/* ---- the runs' JSON lines ----------------------------------------------------------------- */
+
+/* The number after "key": in a JSON line; NAN when absent or null. */
+static double json_num(const char *line, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(line, pat);
+    if (!p)
+        return NAN;
+    p += strlen(pat);
+    if (strncmp(p, "null", 4) == 0)
+        return NAN;
+    return strtod(p, NULL);
+}
+
+static int json_has(const char *line, const char *key_value)
+{
+    return strstr(line, key_value) != NULL;
+}
+
+static void json_str(const char *line, const char *key, char *buf, size_t n)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *p = strstr(line, pat);
+    buf[0] = '\0';
+    if (!p)
+        return;
+    p += strlen(pat);
+    const char *q = strchr(p, '"');
+    if (q)
+        snprintf(buf, n, "%.*s", (int)(q - p), p);
+}
+
+static void take_line(run *r, const char *line)
+{
+    if (json_has(line, "\"start\":true")) {
+        r->steps = (int)json_num(line, "steps");
+        json_str(line, "isa", r->isa, sizeof r->isa);
+        json_str(line, "version", r->version, sizeof r->version);
+        json_str(line, "config_hash", r->hash, sizeof r->hash);
+    } else if (json_has(line, "\"final\":true")) {
+        r->finished = 1;
+        r->step = (int)json_num(line, "step");
+        r->val_loss = json_num(line, "val_loss");
+        r->train_loss = json_num(line, "train_loss");
+        r->elapsed = json_num(line, "elapsed_s");
+        r->diverged = json_has(line, "\"diverged\":true");
+    } else if (json_has(line, "\"step\":")) {
+        r->step = (int)json_num(line, "step");
+        if (r->n_points < MAX_POINTS && !json_has(line, "\"diverged\":true")) {
+            r->pt_step[r->n_points] = r->step;
+            r->pt_val[r->n_points] = json_num(line, "val_loss");
+            r->pt_train[r->n_points] = json_num(line, "train_loss");
+            r->n_points++;
+        }
+    }
+}
+
+/* Reads what is available on the run's pipe; returns 0 at end of file. */
+static int pump(run *r)
+{
+    char buf[4096];
+    ssize_t got = read(r->fd, buf, sizeof buf);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN))
+        return 1;
+    if (got <= 0)
+        return 0;
+    for (ssize_t i = 0; i < got; i++) {
+        if (buf[i] == '\n') {
+            r->line[r->n_line] = '\0';
+            take_line(r, r->line);
+            r->n_line = 0;
+        } else if (r->n_line + 1 < sizeof r->line) {
+            r->line[r->n_line++] = buf[i];
+        }
+    }
+    return 1;
+}
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+static void run_name(const options *o, const group *g, const run *r, char *buf, size_t n)
+{
+    char cell[96] = "";
+    if (g->lr)
+        snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "lr%s_", g->lr);
+    if (g->layers)
+        snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "L%s_", g->layers);
+    snprintf(buf, n, "%s%s_s%d", cell, o->arms[r->arm].label, r->seed);
+}
+
+static int start(const options *o, const char *trainer, const group *g, run *r)
+{
+    char name[160], log_csv[512], log_err[512], seed[32], evals[32];
+    run_name(o, g, r, name, sizeof name);
+    snprintf(log_csv, sizeof log_csv, "%s/logs/%s.csv", o->out, name);
+    snprintf(log_err, sizeof log_err, "%s/logs/%s.log", o->out, name);
+    snprintf(seed, sizeof seed, "%d", r->seed);
+    snprintf(evals, sizeof evals, "%d", o->evals);
+    const arm *a = &o->arms[r->arm];
+    char *args[MAX_ARGS + 64 + 256];
+    int n = 0;
+    args[n++] = (char *)trainer;
+    for (int i = 0; i < o->n_extra && n < 200; i++)
+        args[n++] = o->extra[i];
+    for (int i = 0; i < a->argc; i++)
+        args[n++] = a->argv[i];
+    if (g->lr)
+        args[n++] = "--lr", args[n++] = (char *)g->lr;
+    if (g->layers)
+        args[n++] = "--layers", args[n++] = (char *)g->layers;
+    char *fixed[] = {"--seed", seed, "--evals", evals, "--json", "--print-every", "0",
+                     "--samples", "0", "--log", log_csv, NULL};
+    for (int i = 0; fixed[i]; i++)
+        args[n++] = fixed[i];
+    args[n] = NULL;
+
+    int fds[2];
+    if (pipe(fds) != 0) {
+        perror("pipe");
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        int err = open(log_err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (err >= 0)
+            dup2(err, 2);
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execv(trainer, args);
+        fprintf(stderr, "%s: %s\n", trainer, strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    r->pid = pid;
+    r->fd = fds[0];
+    r->state = 1;
+    r->val_loss = r->train_loss = NAN;
+    return 0;
+}
+
+static void finish(run *r)
+{
+    int status = 0;
+    close(r->fd);
+    waitpid(r->pid, &status, 0);
+    r->state = 2;
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    /* 0: done; 3: diverged (the trainer's own verdict, with a final line) */
+    if (!r->finished || (code != 0 && code != 3))
+        r->failed = 1;
+    if (code == 3)
+        r->diverged = 1;
+}
+
+static double progress_of(const run *runs, int n, int fallback_steps)
+{
+    double done = 0.0;
+    for (int i = 0; i < n; i++) {
+        if (runs[i].state == 2)
+            done += 1.0;
+        else if (runs[i].state == 1) {
+            int steps = runs[i].steps > 0 ? runs[i].steps : fallback_steps;
+            done += steps > 0 ? (double)runs[i].step / steps : 0.0;
+        }
+    }
+    return done / n;
+}
+
+static int run_all(const options *o, const char *trainer, const group *groups, run *runs,
+                   int n)
+{
+    int tty = isatty(1), next = 0, running = 0, finished = 0;
+    double t0 = now_s(), last_print = -1e9;
+    while (finished < n) {
+        while (running < o->jobs && next < n) {
+            if (start(o, trainer, &groups[runs[next].group], &runs[next]) != 0)
+                return -1;
+            running++;
+            next++;
+        }
+        struct pollfd fds[MAX_JOBS];
+        int idx[MAX_JOBS], m = 0;
+        for (int i = 0; i < n && m < MAX_JOBS; i++)
+            if (runs[i].state == 1) {
+                fds[m].fd = runs[i].fd;
+                fds[m].events = POLLIN;
+                idx[m++] = i;
+            }
+        int ready = poll(fds, (nfds_t)m, 1000);
+        if (ready < 0 && errno != EINTR) {
+            perror("poll");
+            return -1;
+        }
+        for (int k = 0; k < m && ready > 0; k++) {
+            if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            run *r = &runs[idx[k]];
+            if (!pump(r)) {
+                finish(r);
+                running--;
+                finished++;
+                if (r->failed) {
+                    char name[160];
+                    run_name(o, &groups[r->group], r, name, sizeof name);
+                    fprintf(stderr, "%srun %s failed: see %s/logs/%s.log\n", tty ? "\n" : "",
+                            name, o->out, name);
+                }
+            }
+        }
+        double t = now_s() - t0;
+        if (t - last_print >= (tty ? 1.0 : 15.0) || finished == n) {
+            int steps = 0;
+            for (int i = 0; i < n; i++)
+                steps = runs[i].steps > steps ? runs[i].steps : steps;
+            double f = progress_of(runs, n, steps);
+            char el[32], eta[32] = "?";
+            fmt_time(t, el, sizeof el);
+            if (f > 0.01)
+                fmt_time(t * (1.0 - f) / f, eta, sizeof eta);
+            printf("%s[%3d%%] %d/%d runs done, %d running | elapsed %s | eta %s%s",
+                   tty ? "\r" : "", (int)(100.0 * f), finished, n, running, el, eta,
+                   tty ? "   " : "\n");
+            fflush(stdout);
+            last_print = t;
+        }
+    }
+    if (tty)
+        printf("\n");
+    return 0;
+}
+
+/* ---- reporting ---------------------------------------------------------------------------- */
+
+/* "lr 3e-3, 12 layers", "lr 3e-3", "12 layers" or "" */
+static void group_title(const group *g, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (g->lr)
+        snprintf(buf, n, "lr %s", g->lr);
+    if (g->layers)
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s layers", g->lr ? ", " : "",
+                 g->layers);
+}
+
+/* the final held-out losses of one arm of one group, seed by seed (NAN when diverged) */
+static void finals(const options *o, const run *runs, int n, int g, int a, double *out)
+{
+    for (int i = 0; i < n; i++)
+        if (runs[i].group == g && runs[i].arm == a)
+            out[runs[i].seed - o->first_seed] =
+                runs[i].diverged || runs[i].failed ? NAN : runs[i].val_loss;
+}
+
+static void write_csvs(const options *o, const group *groups, const run *runs, int n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/runs.csv", o->out);
+    FILE *f = fopen(path, "w");
+    snprintf(path, sizeof path, "%s/curves.csv", o->out);
+    FILE *c = fopen(path, "w");
+    if (!f || !c) {
+        perror(path);
+        if (f)
+            fclose(f);
+        if (c)
+            fclose(c);
+        return;
+    }
+    fprintf(f, "lr,layers,arm,seed,val_loss,train_loss,diverged,steps,elapsed_s,isa,version,"
+               "config_hash\n");
+    fprintf(c, "lr,layers,arm,seed,step,val_loss,train_loss\n");
+    for (int i = 0; i < n; i++) {
+        const run *r = &runs[i];
+        const group *g = &groups[r->group];
+        fprintf(f, "%s,%s,%s,%d,%.9g,%.9g,%d,%d,%.2f,%s,%s,%s\n", g->lr ? g->lr : "",
+                g->layers ? g->layers : "", o->arms[r->arm].label, r->seed, r->val_loss,
+                r->train_loss, r->diverged, r->step, r->elapsed, r->isa, r->version, r->hash);
+        for (int k = 0; k < r->n_points; k++)
+            fprintf(c, "%s,%s,%s,%d,%d,%.9g,%.9g\n", g->lr ? g->lr : "",
+                    g->layers ? g->layers : "", o->arms[r->arm].label, r->seed, r->pt_step[k],
+                    r->pt_val[k], r->pt_train[k]);
+    }
+    fclose(f);
+    fclose(c);
+}
+
+/* Per group and arm, the mean held-out loss at each evaluation and a +-1 sd band, over the
+ * seeds that reached it: OUT/plot/gG_ARM.dat for gnuplot. */
+static void write_curve_data(const options *o, const run *runs, int n, int g, int a)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/plot/g%d_%s.dat", o->out, g, o->arms[a].label);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    fprintf(f, "# step mean sd-low sd-high seeds\n");
+    const run *first = NULL;
+    for (int i = 0; i < n && !first; i++)
+        if (runs[i].group == g && runs[i].arm == a)
+            first = &runs[i];
+    int most = 0;
+    for (int i = 0; i < n; i++)
+        if (runs[i].group == g && runs[i].arm == a && runs[i].n_points > most)
+            first = &runs[i], most = runs[i].n_points;
+    for (int k = 0; first && k < first->n_points; k++) {
+        double v[MAX_SEEDS];
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (runs[i].group == g && runs[i].arm == a && k < runs[i].n_points &&
+                isfinite(runs[i].pt_val[k]))
+                v[m++] = runs[i].pt_val[k];
+        if (m == 0)
+            continue;
+        summary s = summarize(v, m);
+        fprintf(f, "%d %.6g %.6g %.6g %d\n", first->pt_step[k], s.mean, s.mean - s.sd,
+                s.mean + s.sd, m);
+    }
+    fclose(f);
+}
+
+/* A one-variable sweep (--lrs, or --depths): per cell, each arm's mean final loss, sd and how
+ * many seeds finished, into OUT/plot/sweep.dat; returns the number of cells, 0 when there is
+ * no one-variable sweep. */
+static int write_sweep_data(const options *o, const group *groups, int n_groups, const run *runs,
+                            int n)
+{
+    int by_lr = o->n_lrs > 1 && o->n_depths <= 1, by_depth = o->n_depths > 1 && o->n_lrs <= 1;
+    if (!by_lr && !by_depth)
+        return 0;
+    char path[512];
+    snprintf(path, sizeof path, "%s/plot/sweep.dat", o->out);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    fprintf(f, "# %s, then per arm: mean sd finished\n", by_lr ? "lr" : "layers");
+    for (int g = 0; g < n_groups; g++) {
+        fprintf(f, "%s", by_lr ? groups[g].lr : groups[g].layers);
+        for (int a = 0; a < o->n_arms; a++) {
+            double v[MAX_SEEDS], ok[MAX_SEEDS];
+            finals(o, runs, n, g, a, v);
+            int m = 0;
+            for (int s = 0; s < o->seeds; s++)
+                if (isfinite(v[s]))
+                    ok[m++] = v[s];
+            summary su = summarize(ok, m);
+            if (m)
+                fprintf(f, " %.6g %.6g %d", su.mean, su.sd, m);
+            else
+                fprintf(f, " NaN NaN 0");
+        }
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    return n_groups;
+}
+
+static void plot(const options *o, const group *groups, int n_groups, int sweep_cells)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/plot/curves.gp", o->out);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    static const char *colours[] = {"#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#9467bd",
+                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+    fprintf(f, "# gnuplot script written by sn-gpt-compare; run from %s/plot\n"
+               "set terminal pngcairo size 900,%d font ',10'\nset output 'curves.png'\n"
+               "set multiplot layout %d,%d\nset logscale y\nset autoscale yfix\nset grid\n"
+               "set key top right\n"
+               "set xlabel 'step'\nset ylabel 'held-out loss (nats/byte)'\n"
+               "set style fill transparent solid 0.2 noborder\n",
+            o->out, 120 + 400 * ((n_groups + 1) / 2), (n_groups + 1) / 2, n_groups > 1 ? 2 : 1);
+    for (int g = 0; g < n_groups; g++) {
+        char title[96];
+        group_title(&groups[g], title, sizeof title);
+        fprintf(f, "set title 'held-out loss, mean and +-1 sd band over %d seeds%s%s' "
+                   "noenhanced\nplot ",
+                o->seeds, title[0] ? ": " : "", title);
+        for (int a = 0; a < o->n_arms; a++)
+            fprintf(f, "%s'g%d_%s.dat' using 1:3:4 with filledcurves lc rgb '%s' notitle, "
+                       "'' using 1:2 with lines lw 2 lc rgb '%s' title '%s'",
+                    a ? ", " : "", g, o->arms[a].label, colours[a % 10], colours[a % 10],
+                    o->arms[a].label);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "unset multiplot\n");
+    if (sweep_cells) {
+        int by_lr = o->n_lrs > 1;
+        fprintf(f, "set terminal pngcairo size 800,500 font ',10'\nset output 'sweep.png'\n"
+                   "unset logscale\nset logscale y\n%s\nset xlabel '%s'\n"
+                   "set ylabel 'final held-out loss (nats/byte), mean +- sd'\n"
+                   "set title 'final held-out loss over %d seeds (a missing point: every seed "
+                   "diverged)'\nset key top left noenhanced\nplot ",
+                by_lr ? "set logscale x" : "set xtics 4", by_lr ? "peak learning rate" : "layers",
+                o->seeds);
+        for (int a = 0; a < o->n_arms; a++)
+            fprintf(f, "%s'sweep.dat' using 1:%d:%d with yerrorlines lw 2 pt 7 lc rgb '%s' "
+                       "title '%s'",
+                    a ? ", " : "", 2 + 3 * a, 3 + 3 * a, colours[a % 10], o->arms[a].label);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cd '%s/plot' && gnuplot curves.gp 2>/dev/null", o->out);
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0)
+        printf("gnuplot not found: the plot script is %s/plot/curves.gp\n", o->out);
+    else if (system(cmd) != 0)
+        printf("gnuplot failed on %s/plot/curves.gp\n", o->out);
+    else
+        printf("plots: %s/plot/curves.png%s%s%s\n", o->out, sweep_cells ? ", " : "",
+               sweep_cells ? o->out : "", sweep_cells ? "/plot/sweep.png" : "");
+}
+
+/* Prints the tables and every verdict; leaves the last verdict in `verdict_out`. */
+static void report(const options *o, const group *groups, int n_groups, const run *runs, int n,
+                   char *verdict_out, size_t verdict_size)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/summary.csv", o->out);
+    FILE *sum = fopen(path, "w");
+    if (sum)
+        fprintf(sum, "lr,layers,arm,seeds,diverged,mean,sd,min,max,baseline,diff_mean,diff_sd,"
+                     "diff_lo95,diff_hi95,pairs,verdict\n");
+    char last_verdict[400] = "";
+    for (int g = 0; g < n_groups; g++) {
+        char title[96];
+        group_title(&groups[g], title, sizeof title);
+        printf("\n%s%s%sfinal held-out loss (nats per byte) over seeds %d..%d:\n",
+               title[0] ? "== " : "", title, title[0] ? " == " : "", o->first_seed,
+               o->first_seed + o->seeds - 1);
+        printf("  %-22s %9s %-22s %-17s\n", "arm", "diverged", "mean +- sd", "spread min..max");
+        double base[MAX_SEEDS], mine[MAX_SEEDS];
+        finals(o, runs, n, g, 0, base);
+        for (int a = 0; a < o->n_arms; a++) {
+            finals(o, runs, n, g, a, mine);
+            double ok[MAX_SEEDS];
+            int m = 0;
+            for (int s = 0; s < o->seeds; s++)
+                if (isfinite(mine[s]))
+                    ok[m++] = mine[s];
+            summary s = summarize(ok, m);
+            char ms[48] = "-", sp[48] = "-";
+            if (m > 0) {
+                snprintf(ms, sizeof ms, "%.4f +- %.4f", s.mean, s.sd);
+                snprintf(sp, sizeof sp, "%.4f..%.4f", s.min, s.max);
+            }
+            printf("  %-22s %5d/%-3d %-22s %-17s\n", o->arms[a].label, o->seeds - m, o->seeds,
+                   ms, sp);
+            paired p = {0, NAN, NAN, NAN, NAN};
+            if (a > 0)
+                p = paired_t(base, mine, o->seeds, LEVEL);
+            if (sum)
+                fprintf(sum, "%s,%s,%s,%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.6g,%.6g,%.6g,%d,%s\n",
+                        groups[g].lr ? groups[g].lr : "",
+                        groups[g].layers ? groups[g].layers : "", o->arms[a].label, o->seeds,
+                        o->seeds - m, m ? s.mean : NAN, m ? s.sd : NAN, m ? s.min : NAN,
+                        m ? s.max : NAN, o->arms[0].label, p.mean, p.sd, p.lo, p.hi, p.n,
+                        a == 0                             ? ""
+                        : verdict_of(&p) == VERDICT_LOWER  ? "lower"
+                        : verdict_of(&p) == VERDICT_HIGHER ? "higher"
+                        : verdict_of(&p) == VERDICT_NONE   ? "none"
+                                                           : "too-few");
+        }
+        for (int a = 1; a < o->n_arms; a++) {
+            finals(o, runs, n, g, a, mine);
+            paired p = paired_t(base, mine, o->seeds, LEVEL);
+            if (p.n >= 2)
+                printf("  %s - %s, seed by seed: %+.4f +- %.4f (sd), 95%% t interval "
+                       "%+.4f..%+.4f\n",
+                       o->arms[a].label, o->arms[0].label, p.mean, p.sd, p.lo, p.hi);
+            int div_a = 0, div_b = 0;
+            for (int s = 0; s < o->seeds; s++)
+                div_a += !isfinite(base[s]), div_b += !isfinite(mine[s]);
+            verdict_line(&p, LEVEL, o->arms[a].label, o->arms[0].label, last_verdict,
+                         sizeof last_verdict);
+            if (div_a || div_b)
+                snprintf(last_verdict + strlen(last_verdict),
+                         sizeof last_verdict - strlen(last_verdict),
+                         "; diverged: %s %d/%d, %s %d/%d (left out)", o->arms[0].label, div_a,
+                         o->seeds, o->arms[a].label, div_b, o->seeds);
+            printf("  verdict%s%s: %s\n", title[0] ? " at " : "", title, last_verdict);
+        }
+        for (int a = 0; a < o->n_arms; a++)
+            write_curve_data(o, runs, n, g, a);
+    }
+    if (sum)
+        fclose(sum);
+    /* what the runs ran on: one kernel path and library version for all, one config per arm */
+    printf("\nruns: libsiamesenorm %s, kernels %s; config hash per arm:", runs[0].version,
+           runs[0].isa);
+    for (int a = 0; a < o->n_arms; a++)
+        for (int i = 0; i < n; i++)
+            if (runs[i].arm == a && runs[i].group == 0) {
+                printf(" %s %s", o->arms[a].label, runs[i].hash);
+                break;
+            }
+    printf("\n");
+    for (int i = 1; i < n; i++)
+        if (strcmp(runs[i].isa, runs[0].isa) != 0)
+            printf("warning: runs used different kernel paths (%s, %s)\n", runs[0].isa,
+                   runs[i].isa);
+    snprintf(verdict_out, verdict_size, "%s", last_verdict);
+}
+
+int main(int argc, char **argv)
+{
+    static options o;
+    if (parse(argc, argv, &o) != 0)
+        return 1;
+    char trainer[4096];
+    if (o.trainer)
+        snprintf(trainer, sizeof trainer, "%s", o.trainer);
+    else
+        default_trainer(argv[0], trainer, sizeof trainer);
+    if (access(trainer, X_OK) != 0) {
+        fprintf(stderr, "%s: not found or not executable (--trainer PATH)\n", trainer);
+        return 1;
+    }
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s", o.out);
+    mkdir(dir, 0755);
+    snprintf(dir, sizeof dir, "%s/logs", o.out);
+    mkdir(dir, 0755);
+    snprintf(dir, sizeof dir, "%s/plot", o.out);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        perror(dir);
+        return 1;
+    }
+
+    static group groups[MAX_GROUPS];
+    int n_groups = 0;
+    for (int i = 0; i < (o.n_lrs ? o.n_lrs : 1); i++)
+        for (int j = 0; j < (o.n_depths ? o.n_depths : 1); j++)
+            groups[n_groups++] = (group){o.n_lrs ? o.lrs[i] : NULL,
+                                         o.n_depths ? o.depths[j] : NULL};
+    int n = n_groups * o.n_arms * o.seeds;
+    run *runs = calloc((size_t)n, sizeof *runs);
+    if (!runs)
+        return 1;
+    /* seed-major order: every arm's seed s runs before any arm's seed s + 1, so a run cut
+     * short still leaves complete pairs */
+    int k = 0;
+    for (int g = 0; g < n_groups; g++)
+        for (int s = 0; s < o.seeds; s++)
+            for (int a = 0; a < o.n_arms; a++)
+                runs[k++] = (run){.group = g, .arm = a, .seed = o.first_seed + s};
+
+    printf("sn-gpt-compare: %d arm%s x %d seeds%s = %d runs of %s, %d at a time\n", o.n_arms,
+           o.n_arms > 1 ? "s" : "", o.seeds, n_groups > 1 ? " x sweep cells" : "", n, trainer,
+           o.jobs);
+    for (int a = 0; a < o.n_arms; a++)
+        printf("  arm %-20s %s%s\n", o.arms[a].label, o.arms[a].text, a == 0 ? "  (baseline)" : "");
+    if (o.n_extra) {
+        printf("  every run:");
+        for (int i = 0; i < o.n_extra; i++)
+            printf(" %s", o.extra[i]);
+        printf("\n");
+    }
+    printf("  logs: %s/logs\n", o.out);
+    fflush(stdout);
+    double t0 = now_s();
+    int rc = run_all(&o, trainer, groups, runs, n);
+    int failed = 0;
+    for (int i = 0; i < n; i++)
+        failed += runs[i].failed;
+    if (rc != 0 || failed) {
+        fprintf(stderr, "sn-gpt-compare: %d run%s failed\n", failed, failed == 1 ? "" : "s");
+        free(runs);
+        return 1;
+    }
+    char el[32];
+    fmt_time(now_s() - t0, el, sizeof el);
+    printf("all %d runs finished in %s\n", n, el);
+    write_csvs(&o, groups, runs, n);
+    char verdict[400];
+    report(&o, groups, n_groups, runs, n, verdict, sizeof verdict);
+    int sweep_cells = write_sweep_data(&o, groups, n_groups, runs, n);
+    if (o.plot)
+        plot(&o, groups, n_groups, sweep_cells);
+    printf("tables: %s/summary.csv, %s/runs.csv, %s/curves.csv\n", o.out, o.out, o.out);
+    if (n_groups == 1 && o.n_arms == 2)
+        printf("\nverdict: %s\n", verdict);
+    free(runs);
+    return 0;
+}

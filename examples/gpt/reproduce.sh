@@ -1,0 +1,58 @@
+#!/bin/sh
+# Reruns every experiment of docs/reproduction.md with sn-gpt-compare, each into its own
+# directory under OUT (default repro-out): summary.csv, runs.csv, curves.csv and the plots.
+#
+# usage: examples/gpt/reproduce.sh [BUILD_DIR [OUT [EXPERIMENT...]]]
+#   EXPERIMENT: main isa init ablations lr depth addition (default: all of them)
+# About 80 minutes on a 2-core machine for all of them; each one says its own ETA.
+set -eu
+build=${1:-build}
+out=${2:-repro-out}
+[ $# -gt 0 ] && shift
+[ $# -gt 0 ] && shift
+which=${*:-main isa init ablations lr depth addition}
+cmp=$build/examples/gpt/sn-gpt-compare
+if [ ! -x "$cmp" ]; then
+    echo "reproduce.sh: $cmp not found; build first: meson setup $build && meson compile -C $build" >&2
+    exit 1
+fi
+mkdir -p "$out"
+
+run() { # name, sn-gpt-compare arguments...
+    name=$1
+    shift
+    echo "=== $name: sn-gpt-compare $*"
+    "$cmp" --out "$out/$name" "$@" | tee "$out/$name.txt"
+}
+
+for e in $which; do
+    case $e in
+    main) # the README's main job: Pre-Norm vs SiameseNorm, 6 seeds, the trainer's defaults
+        run main ;;
+    isa) # the same on every other kernel path this CPU has: the verdict must not change
+        for isa in scalar avx2 avx512; do
+            SN_ISA=$isa run "main-$isa"
+        done ;;
+    init) # which weight init each placement gets by default (--init auto)
+        run init --seeds 4 \
+            --arm 'pre-gpt2=--norm pre --init gpt2' --arm 'pre-flat=--norm pre --init flat' \
+            --arm 'pre-mitchell=--norm pre --init mitchell' \
+            --arm 'siamese-gpt2=--norm siamese --init gpt2' \
+            --arm 'siamese-flat=--norm siamese --init flat' \
+            --arm 'siamese-mitchell=--norm siamese --init mitchell' ;;
+    ablations) # the paper's two ablations: c = 1, and no input norm
+        run ablations \
+            --arm 'siamese=--norm siamese' --arm 'siamese-c1=--norm siamese --scales none' \
+            --arm 'siamese-no-input-norm=--norm siamese --no-input-norm' ;;
+    lr) # the learning-rate sweep (half the main job's steps, 4 seeds per cell)
+        run lr --seeds 4 --arms pre,post,siamese,hybridnorm --lrs 1e-3,3e-3,1e-2,3e-2 \
+            -- --steps 300 ;;
+    depth) # the depth sweep (half the main job's steps, 4 seeds per cell)
+        run depth --seeds 4 --depths 4,12,24 -- --steps 300 ;;
+    addition) # the arithmetic task
+        run addition -- --task addition --batch 64 --steps 1000 ;;
+    *)
+        echo "reproduce.sh: unknown experiment $e" >&2
+        exit 1 ;;
+    esac
+done

@@ -1,0 +1,48 @@
+/* The statistics of sn-gpt-compare: summaries of per-seed results, Student's t, and the paired
+ * comparison of two arms that gives the verdict. Plain functions of arrays, tested on known
+ * values by test_stats.c. */
+#ifndef SN_GPT_STATS_H
+#define SN_GPT_STATS_H
+
+#include <stddef.h>
+
+typedef struct summary {
+    int n;             /* values */
+    double mean, sd;   /* sd: the sample standard deviation (n - 1); 0 when n < 2 */
+    double min, max;
+} summary;
+
+summary summarize(const double *x, int n);
+
+/* Student's t distribution with df degrees of freedom: P(T <= t), and its inverse for
+ * 0 < p < 1 (to about 1e-8). df >= 1. */
+double t_cdf(double t, int df);
+double t_quantile(double p, int df);
+
+/* The paired comparison of arm b against arm a over n seeds: d_i = b_i - a_i, their mean and
+ * sd, and the two-sided `level` (e.g. 0.95) t interval of the mean difference. Pairs with a
+ * non-finite value on either side (a diverged run) are left out; `n` counts those used. */
+#define STATS_MAX_N 1024 /* paired_t reads at most this many pairs */
+
+typedef struct paired {
+    int n;
+    double mean, sd, lo, hi;
+} paired;
+
+paired paired_t(const double *a, const double *b, int n, double level);
+
+typedef enum verdict {
+    VERDICT_LOWER,  /* the whole interval below 0: b's loss is lower */
+    VERDICT_HIGHER, /* the whole interval above 0 */
+    VERDICT_NONE,   /* the interval holds 0: no difference detectable at this budget */
+    VERDICT_TOO_FEW /* fewer than 2 pairs: no interval */
+} verdict;
+
+verdict verdict_of(const paired *p);
+
+/* The one-line verdict, e.g. "siamese: held-out loss lower than pre by 0.0386 (95% CI
+ * 0.0321..0.0451, 6 paired seeds)". level as given to paired_t. */
+void verdict_line(const paired *p, double level, const char *b, const char *a, char *buf,
+                  size_t size);
+
+#endif

@@ -1,0 +1,81 @@
+/* Test: sn-gpt-compare's statistics on known inputs. Student's t quantiles against published
+ * tables, the paired interval against a hand computation, and the verdict on crafted per-seed
+ * results: clearly lower, clearly higher, overlapping, and diverged seeds left out. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "stats.h"
+
+static int failures;
+
+static void near(const char *what, double got, double want, double tol)
+{
+    int ok = fabs(got - want) <= tol;
+    printf("%-44s %.10f (want %.10f) %s\n", what, got, want, ok ? "ok" : "FAIL");
+    failures += !ok;
+}
+
+static void expect(const char *what, int cond)
+{
+    printf("%-44s %s\n", what, cond ? "ok" : "FAIL");
+    failures += !cond;
+}
+
+int main(void)
+{
+    /* two-sided 95% critical values t_{0.975, df} (any statistics table) */
+    near("t quantile 0.975, df 1", t_quantile(0.975, 1), 12.7062047362, 1e-7);
+    near("t quantile 0.975, df 2", t_quantile(0.975, 2), 4.3026527297, 1e-8);
+    near("t quantile 0.975, df 5", t_quantile(0.975, 5), 2.5705818366, 1e-8);
+    near("t quantile 0.975, df 10", t_quantile(0.975, 10), 2.2281388520, 1e-8);
+    near("t quantile 0.975, df 30", t_quantile(0.975, 30), 2.0422724563, 1e-8);
+    near("t quantile 0.995, df 7", t_quantile(0.995, 7), 3.4994832973, 1e-8);
+    near("t quantile 0.025, df 5 (symmetry)", t_quantile(0.025, 5), -2.5705818366, 1e-8);
+    near("t cdf at 0, df 3", t_cdf(0.0, 3), 0.5, 1e-12);
+    /* df 1 is the Cauchy distribution: P(T <= 1) = 3/4 */
+    near("t cdf at 1, df 1 (Cauchy)", t_cdf(1.0, 1), 0.75, 1e-12);
+    /* df 2 has a closed form: P(T <= t) = 1/2 + t / (2 sqrt(2 + t^2)) */
+    near("t cdf at 1.5, df 2", t_cdf(1.5, 2), 0.5 + 1.5 / (2 * sqrt(2 + 2.25)), 1e-12);
+
+    summary s = summarize((const double[]){1, 2, 3, 4}, 4);
+    near("summary mean of 1..4", s.mean, 2.5, 1e-15);
+    near("summary sd of 1..4 (n-1)", s.sd, sqrt(5.0 / 3.0), 1e-15);
+    expect("summary min/max of 1..4", s.min == 1 && s.max == 4);
+
+    /* differences 0.1, 0.2, 0.3, 0.4, 0.5, 0.6: mean 0.35, sd sqrt(0.035), n 6 */
+    const double a[6] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+    const double b[6] = {1.1, 1.2, 1.3, 1.4, 1.5, 1.6};
+    paired p = paired_t(a, b, 6, 0.95);
+    double half = 2.5705818366 * sqrt(0.035) / sqrt(6.0);
+    near("paired mean", p.mean, 0.35, 1e-12);
+    near("paired 95% lower end", p.lo, 0.35 - half, 1e-9);
+    near("paired 95% upper end", p.hi, 0.35 + half, 1e-9);
+    expect("verdict: higher", verdict_of(&p) == VERDICT_HIGHER);
+    paired q = paired_t(b, a, 6, 0.95);
+    expect("verdict: lower (arms swapped)", verdict_of(&q) == VERDICT_LOWER);
+    char line[256];
+    verdict_line(&q, 0.95, "siamese", "pre", line, sizeof line);
+    printf("  %s\n", line);
+    expect("verdict line says lower by 0.3500",
+           strstr(line, "lower than pre by 0.3500 (95% CI") != NULL);
+
+    /* a large seed-to-seed spread around a small mean difference: no verdict */
+    const double c[6] = {1.0, 2.0, 1.5, 0.7, 1.2, 1.9};
+    const double e[6] = {1.1, 1.8, 1.6, 0.6, 1.3, 1.8};
+    paired r = paired_t(c, e, 6, 0.95);
+    expect("verdict: no difference", verdict_of(&r) == VERDICT_NONE && r.lo < 0 && r.hi > 0);
+    verdict_line(&r, 0.95, "siamese", "pre", line, sizeof line);
+    printf("  %s\n", line);
+    expect("verdict line says no difference", strstr(line, "no difference detectable") != NULL);
+
+    /* diverged runs (NaN, inf) leave their pair out */
+    const double f[4] = {1.0, NAN, 1.0, 1.0};
+    const double g[4] = {0.9, 0.8, INFINITY, 0.95};
+    paired t = paired_t(f, g, 4, 0.95);
+    expect("diverged pairs left out (2 of 4 used)", t.n == 2);
+    paired u = paired_t(f, g, 2, 0.95);
+    expect("fewer than 2 pairs: too few", verdict_of(&u) == VERDICT_TOO_FEW && isnan(u.lo));
+    printf("%d failures\n", failures);
+    return failures ? 1 : 0;
+}
