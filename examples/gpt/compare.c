@@ -87,7 +87,7 @@ static void usage(FILE *f)
             "  --trainer PATH    sn-gpt-train (default: the one beside this program)\n"
             "  --no-plot         skip gnuplot\n"
             "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
-            "the generated tales corpus, 8 layers, width 64, 600 steps of 16 x 64 tokens.\n"
+            "the generated tales corpus, 16 layers, width 64, 300 steps of 16 x 64 tokens.\n"
             "exit status: 0 done (whatever the verdict), 1 usage error or a run failed\n");
 }
 
@@ -615,6 +615,7 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
     fprintf(f, "# gnuplot script written by sn-gpt-compare; run from %s/plot\n"
                "set terminal pngcairo size 900,%d font ',10'\nset output 'curves.png'\n"
                "set multiplot layout %d,%d\nset logscale y\nset autoscale yfix\nset grid\n"
+               "set ytics add (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.5, 2, 3, 4, 6)\n"
                "set key top right\n"
                "set xlabel 'step'\nset ylabel 'held-out loss (nats/byte)'\n"
                "set style fill transparent solid 0.2 noborder\n",

@@ -78,7 +78,7 @@ typedef struct gpt_config {
  *            projections (qkv, MLP in) 1/sqrt(D); the output projections of layer l
  *            1/sqrt(2 * fan_in * (l + 1)) (fan_in D for attention, 4D for the MLP); every draw
  *            truncated at 3 standard deviations. sn-gpt-train's default: it beat the other two
- *            by 0.17 nats for both Pre-Norm and SiameseNorm (docs/reproduction.md). */
+ *            by 0.15-0.17 nats for both Pre-Norm and SiameseNorm (docs/reproduction.md). */
 typedef enum gpt_init { GPT_INIT_GPT2 = 0, GPT_INIT_FLAT = 1, GPT_INIT_MITCHELL = 2 } gpt_init;
 /* "gpt2", "flat", "mitchell" and back (-1 / "?" when unknown). */
 int gpt_init_from_name(const char *name);

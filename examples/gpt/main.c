@@ -47,11 +47,11 @@ static void usage(FILE *f)
             "  --val-size N        held-out windows / problems evaluated\n"
             "                      (default: tales 256, FILE 64, addition 1000)\n"
             "model\n"
-            "  --layers N (8)  --width D (64)  --heads H (4)\n"
+            "  --layers N (16)  --width D (64)  --heads H (4)\n"
             "  --ctx T             positions (default: tales and text 64, addition 3N+3)\n"
             "  --untied            separate output head (default: tied to the embedding)\n"
             "training\n"
-            "  --batch B (16)  --steps N (600)  --lr X (3e-3)  --warmup N (steps/20)\n"
+            "  --batch B (16)  --steps N (300)  --lr X (1e-2)  --warmup N (steps/20)\n"
             "  --min-lr-frac F (0.1)  --wd X (0.1)  --clip X (1.0)  --beta2 X (0.95)\n"
             "  --seed N (1)\n"
             "  weight decay applies to the matrices and the embeddings (wte, wpe), not to\n"
@@ -60,7 +60,8 @@ static void usage(FILE *f)
             "  --eval-every N (100)  --print-every N (50, 0: evals only)\n"
             "  --evals N           N evaluations spread evenly (sets --eval-every)\n"
             "  --log FILE          CSV, one row per step\n"
-            "  --json              stdout: one JSON object per eval and a final one;\n"
+            "  --json              stdout: JSON objects, one at the start (version, kernel\n"
+            "                      path, seed, config hash), one per eval, a final one;\n"
             "                      progress goes to stderr\n"
             "  --samples N         addition: show N held-out problems decoded at the end (4)\n"
             "  --save FILE         checkpoint at the end;  --load FILE resumes from one\n"
@@ -78,11 +79,11 @@ static double now_s(void)
 static int parse(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
-    o->cfg = (gpt_config){.vocab = 256, .ctx = 0, .layers = 8, .heads = 4, .width = 64,
+    o->cfg = (gpt_config){.vocab = 256, .ctx = 0, .layers = 16, .heads = 4, .width = 64,
                           .tied = 1, .placement = SN_PLACEMENT_SIAMESE,
                           .norm_kind = SN_NORM_LAYERNORM, .qk_norm = GPT_QK_AUTO,
                           .init = GPT_INIT_MITCHELL, .eps = 1e-5f, .scale_rule = SN_SCALE_DEFAULT};
-    o->opt = (optim_config){3e-3f, 0.1f, -1, 600, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    o->opt = (optim_config){1e-2f, 0.1f, -1, 300, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     o->task = DATA_TALES;
     o->digits = 3, o->val_size = 0, o->batch = 16, o->eval_every = 100, o->print_every = 50;
     o->samples = 4, o->blas_threads = 1, o->val_frac = 0.1, o->seed = 1;
