@@ -21,7 +21,7 @@
 #include "drive.h"
 #include "finite.h"
 
-#define SN_MAX_SUBLAYERS (1 << 20)
+#define SN_MAX_SUBLAYERS (1 << 10) /* the largest S tested (tests/test_net_deep.c) */
 #define LAST_PLACEMENT SN_PLACEMENT_HYBRIDNORM_STAR
 
 enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP };
@@ -345,9 +345,22 @@ sn_status sn_net_init_params(const sn_net *net, float *params) {
     sn_status st = resolve(net, &L);
     if (st != SN_OK) return st;
     if (L.np > 0 && !params) return SN_ERR_NULL;
+    /* the sub-layers in one walk (the offsets layout() gives: each stage's block follows the
+     * previous one's), so O(S) in all; then the merge and the split through sn_net_norm_at */
+    int64_t p = 0;
+    for (int64_t i = 0; i < L.S; i++) {
+        stage s;
+        memset(&s, 0, sizeof s);
+        sublayer_kind(net, i, &s);
+        for (int k = 0; k < s.nn; k++) {
+            const int64_t n = sn_norm_nparams(&s.n[k], L.D);
+            if (n > 0) sn_norm_init_params(&s.n[k], L.D, params + p);
+            p += n;
+        }
+    }
     sn_norm n;
     int64_t off;
-    for (int32_t i = -1; i <= L.S; i++)
+    for (int32_t i = -1; i <= L.S; i += L.S + 1)
         for (int32_t j = 0; sn_net_norm_at(net, i, j, &n, &off) == SN_OK; j++)
             if (sn_norm_nparams(&n, L.D) > 0) sn_norm_init_params(&n, L.D, params + off);
     return SN_OK;
