@@ -21,6 +21,11 @@
  *           makes the call in-place. Any other overlap between a buffer the call writes and any
  *           other buffer of the call is rejected with SN_ERR_ALIAS. Overlap is judged on the
  *           address ranges the views span.
+ * Alignment Every float pointer a call reads or writes (matrices, parameters, statistics,
+ *           gradients, acts, work, explicit scales) must be aligned to 4 bytes (the alignment
+ *           of float). The calls that take buffers reject a misaligned one with SN_ERR_ALIGN
+ *           before touching anything (the scratch of sn_ctx_set_scratch may have any
+ *           alignment).
  * Errors    Every call validates all its arguments before it touches memory and returns a
  *           sn_status. On any status other than SN_OK no output buffer has been modified.
  *           The library never aborts, prints, or calls exit.
@@ -106,7 +111,8 @@ typedef enum sn_status {
     SN_ERR_CONFIG = 12,     /* inconsistent configuration (e.g. nonzero reserved words) */
     SN_ERR_UNSUPPORTED = 13, /* the request is valid but not available in this build/CPU */
     SN_ERR_NOMEM = 14,       /* sn_ctx_create could not allocate */
-    SN_ERR_NONFINITE = 15    /* checked mode: an input holds a NaN or an infinity */
+    SN_ERR_NONFINITE = 15,   /* checked mode: an input holds a NaN or an infinity */
+    SN_ERR_ALIGN = 16        /* a float buffer is not aligned to 4 bytes */
 } sn_status;
 
 /* A static, human-readable, English description of a status (never NULL; unknown codes get
@@ -225,7 +231,8 @@ SN_API int sn_ctx_threads(const sn_ctx *ctx);
  * sn_scratch_bytes(ctx, D) is the number of bytes with which every backward call of ctx on rows
  * of D columns runs on all of ctx's threads at full width: 8 slots per thread (1 for a
  * single-threaded ctx) of 6 * D floats each, plus 64 bytes of alignment slack, for any R.
- * It depends on sn_ctx_threads(ctx) (NULL ctx: 1 thread); 0 when D < 1.
+ * It depends on sn_ctx_threads(ctx) (NULL ctx: 1 thread); 0 when D < 1; SIZE_MAX when the
+ * size does not fit in an int64_t or a size_t (D beyond any valid call).
  *
  * sn_ctx_set_scratch(ctx, buf, bytes) makes calls with ctx use buf (any alignment; the library
  * aligns it to 64 bytes inside) as scratch; buf NULL or bytes 0 removes it. The context keeps
@@ -507,7 +514,8 @@ typedef enum sn_scale_rule {
  *                 Unused by other placements.
  *   scale_rule    sn_scale_rule; used by the SiameseNorm family and DeepNorm only.
  *   scales        S floats when scale_rule == SN_SCALE_EXPLICIT (read at each call; the caller
- *                 keeps them alive), else NULL.
+ *                 keeps them alive), else NULL. They are one of the buffers of every pass
+ *                 call: a written buffer (h, acts, ...) overlapping them is SN_ERR_ALIAS.
  *   flags         must be 0 in this version.
  *   mix_fraction  Mix-LN only (else must be 0): the fraction of layers that are Post-Norm, in
  *                 [0, 1]; sn_net_init sets 0.25.
@@ -537,8 +545,10 @@ SN_API sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_subl
  * call's bookkeeping is O(S), so a whole pass costs O(S^2) of it (about 0.2 s at 2^10), and
  * 2^10 is the deepest network the tests run (tests/test_net_deep.c).
  * Errors: SN_ERR_NULL, SN_ERR_PLACEMENT, SN_ERR_SHAPE (S < 1 or > 2^10, D < 1), SN_ERR_NORM,
- * SN_ERR_GROUP, SN_ERR_EPS, SN_ERR_SCALE (explicit scales NULL or invalid), SN_ERR_CONFIG (unknown scale rule, scales given without SN_SCALE_EXPLICIT, nonzero
- * flags or reserved words, mix_fraction outside [0, 1] or NaN for Mix-LN, nonzero otherwise). */
+ * SN_ERR_GROUP, SN_ERR_EPS, SN_ERR_SCALE (explicit scales NULL or invalid), SN_ERR_ALIGN
+ * (explicit scales not aligned to 4 bytes), SN_ERR_CONFIG (unknown scale rule, scales given
+ * without SN_SCALE_EXPLICIT, nonzero flags or reserved words, mix_fraction outside [0, 1] or
+ * NaN for Mix-LN, nonzero otherwise). */
 SN_API sn_status sn_net_check(const sn_net *net);
 
 /* The residual scale of sub-layer i into *c: c_i for the SiameseNorm family, alpha for

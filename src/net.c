@@ -91,6 +91,7 @@ sn_status sn_net_check(const sn_net *net) {
         break;
     case SN_SCALE_EXPLICIT:
         if (!net->scales) return SN_ERR_SCALE;
+        if ((uintptr_t)net->scales % sizeof(float)) return SN_ERR_ALIGN;
         for (int32_t i = 0; i < net->n_sublayers; i++)
             if (sn_check_scale(net->scales[i]) != SN_OK) return SN_ERR_SCALE;
         break;
@@ -345,6 +346,7 @@ sn_status sn_net_init_params(const sn_net *net, float *params) {
     sn_status st = resolve(net, &L);
     if (st != SN_OK) return st;
     if (L.np > 0 && !params) return SN_ERR_NULL;
+    if ((uintptr_t)params % sizeof(float)) return SN_ERR_ALIGN;
     /* the sub-layers in one walk (the offsets layout() gives: each stage's block follows the
      * previous one's), so O(S) in all; then the merge and the split through sn_net_norm_at */
     int64_t p = 0;
@@ -403,8 +405,10 @@ static sn_status begin(const sn_ctx *ctx, pass *P, const sn_net *net, int64_t i,
         sn_vec_buf(grads, L->np, 1),
         sn_vec_buf(work_w >= 0 ? work : NULL, R * L->wslots * L->D, work_w > 0),
         sn_mat_buf(mat, R, L->D, ld, mat_w, 0),
+        /* explicit scales are read by the call: no written buffer may overlap them */
+        sn_vec_buf(net->scale_rule == SN_SCALE_EXPLICIT ? net->scales : NULL, L->S, 0),
     };
-    st = sn_check_alias(bufs, 5);
+    st = sn_check_alias(bufs, 6);
     if (st != SN_OK) return st;
     const float *in[] = {mat_w ? NULL : mat}; /* checked mode: what the caller passes in */
     st = sn_check_inputs(ctx, R, L->D, in, &ld, 1, params, L->np);
