@@ -205,7 +205,9 @@ SN_API sn_status sn_ctx_set_threads(sn_ctx *ctx, int n);
  * from inside a library call; fn must call task(task_arg, i) exactly once for every i in
  * [0, n_tasks), in any order and on any threads, concurrently or not, and return only when
  * all have returned. The tasks never block on each other, so running them one after another
- * on the calling thread is valid. */
+ * on the calling thread is valid. A task called with an index outside [0, n_tasks) does
+ * nothing (a faulty hook cannot make the library touch memory outside the call's buffers;
+ * the work of indices it skipped is simply not done). */
 typedef void (*sn_task_fn)(void *task_arg, int64_t i);
 typedef void (*sn_parallel_for_fn)(void *user, int64_t n_tasks, sn_task_fn task,
                                    void *task_arg);
