@@ -319,7 +319,10 @@ SN_API sn_status sn_norm_query(const sn_norm *n, int64_t D, int64_t *n_params,
  * floats). params may be NULL when the norm has no parameters. */
 SN_API sn_status sn_norm_init_params(const sn_norm *n, int64_t D, float *params);
 
-/* Forward: out = N(x), row by row.
+/* Forward: out = N(x), row by row. Accuracy (docs/reliability.md): the statistics hold for any
+ * finite row; LayerNorm's outputs and gradients hold while every |x_j - mean| <= FLT_MAX (true
+ * for max |x_j| <= 2^127); beyond that an element may come out as +-inf with SN_OK. RMSNorm
+ * has no such limit.
  *   reads   x [R x D, ldx], params (NULL allowed when the norm has none)
  *   writes  out [R x D, ldo]; out may alias x.
  *           stats [R x stats_per_row] when non-NULL (training); NULL runs inference and saves
