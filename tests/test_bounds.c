@@ -93,7 +93,7 @@ static void alignment(void)
     CHECK_OK(sn_norm_init_params(&n, D, pb));
     float *xm = (float *)(void *)((char *)xb + 1), *om = (float *)(void *)((char *)ob + 2);
     float *pm = (float *)(void *)((char *)pb + 3), *sm = (float *)(void *)((char *)sb + 1);
-    float save[32];
+    float save[18]; /* R * D + 2 */
     memcpy(save, ob, sizeof save);
     CHECK_STATUS(sn_norm_forward(NULL, &n, R, D, xm, D, pb, ob, D, NULL), SN_ERR_ALIGN);
     CHECK_STATUS(sn_norm_forward(NULL, &n, R, D, xb, D, pb, om, D, NULL), SN_ERR_ALIGN);
