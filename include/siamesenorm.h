@@ -21,6 +21,11 @@
  *           makes the call in-place. Any other overlap between a buffer the call writes and any
  *           other buffer of the call is rejected with SN_ERR_ALIAS. Overlap is judged on the
  *           address ranges the views span.
+ * Alignment Every float pointer a call reads or writes (matrices, parameters, statistics,
+ *           gradients, acts, work, explicit scales) must be aligned to 4 bytes (the alignment
+ *           of float). The calls that take buffers reject a misaligned one with SN_ERR_ALIGN
+ *           before touching anything (the scratch of sn_ctx_set_scratch may have any
+ *           alignment).
  * Errors    Every call validates all its arguments before it touches memory and returns a
  *           sn_status. On any status other than SN_OK no output buffer has been modified.
  *           The library never aborts, prints, or calls exit.
@@ -106,7 +111,8 @@ typedef enum sn_status {
     SN_ERR_CONFIG = 12,     /* inconsistent configuration (e.g. nonzero reserved words) */
     SN_ERR_UNSUPPORTED = 13, /* the request is valid but not available in this build/CPU */
     SN_ERR_NOMEM = 14,       /* sn_ctx_create could not allocate */
-    SN_ERR_NONFINITE = 15    /* checked mode: an input holds a NaN or an infinity */
+    SN_ERR_NONFINITE = 15,   /* checked mode: an input holds a NaN or an infinity */
+    SN_ERR_ALIGN = 16        /* a float buffer is not aligned to 4 bytes */
 } sn_status;
 
 /* A static, human-readable, English description of a status (never NULL; unknown codes get
@@ -199,7 +205,9 @@ SN_API sn_status sn_ctx_set_threads(sn_ctx *ctx, int n);
  * from inside a library call; fn must call task(task_arg, i) exactly once for every i in
  * [0, n_tasks), in any order and on any threads, concurrently or not, and return only when
  * all have returned. The tasks never block on each other, so running them one after another
- * on the calling thread is valid. */
+ * on the calling thread is valid. A task called with an index outside [0, n_tasks) does
+ * nothing (a faulty hook cannot make the library touch memory outside the call's buffers;
+ * the work of indices it skipped is simply not done). */
 typedef void (*sn_task_fn)(void *task_arg, int64_t i);
 typedef void (*sn_parallel_for_fn)(void *user, int64_t n_tasks, sn_task_fn task,
                                    void *task_arg);
@@ -225,7 +233,8 @@ SN_API int sn_ctx_threads(const sn_ctx *ctx);
  * sn_scratch_bytes(ctx, D) is the number of bytes with which every backward call of ctx on rows
  * of D columns runs on all of ctx's threads at full width: 8 slots per thread (1 for a
  * single-threaded ctx) of 6 * D floats each, plus 64 bytes of alignment slack, for any R.
- * It depends on sn_ctx_threads(ctx) (NULL ctx: 1 thread); 0 when D < 1.
+ * It depends on sn_ctx_threads(ctx) (NULL ctx: 1 thread); 0 when D < 1; SIZE_MAX when the
+ * size does not fit in an int64_t or a size_t (D beyond any valid call).
  *
  * sn_ctx_set_scratch(ctx, buf, bytes) makes calls with ctx use buf (any alignment; the library
  * aligns it to 64 bytes inside) as scratch; buf NULL or bytes 0 removes it. The context keeps
@@ -310,7 +319,10 @@ SN_API sn_status sn_norm_query(const sn_norm *n, int64_t D, int64_t *n_params,
  * floats). params may be NULL when the norm has no parameters. */
 SN_API sn_status sn_norm_init_params(const sn_norm *n, int64_t D, float *params);
 
-/* Forward: out = N(x), row by row.
+/* Forward: out = N(x), row by row. Accuracy (docs/reliability.md): the statistics hold for any
+ * finite row; LayerNorm's outputs and gradients hold while every |x_j - mean| <= FLT_MAX (true
+ * for max |x_j| <= 2^127); beyond that an element may come out as +-inf with SN_OK. RMSNorm
+ * has no such limit.
  *   reads   x [R x D, ldx], params (NULL allowed when the norm has none)
  *   writes  out [R x D, ldo]; out may alias x.
  *           stats [R x stats_per_row] when non-NULL (training); NULL runs inference and saves
@@ -507,7 +519,8 @@ typedef enum sn_scale_rule {
  *                 Unused by other placements.
  *   scale_rule    sn_scale_rule; used by the SiameseNorm family and DeepNorm only.
  *   scales        S floats when scale_rule == SN_SCALE_EXPLICIT (read at each call; the caller
- *                 keeps them alive), else NULL.
+ *                 keeps them alive), else NULL. They are one of the buffers of every pass
+ *                 call: a written buffer (h, acts, ...) overlapping them is SN_ERR_ALIAS.
  *   flags         must be 0 in this version.
  *   mix_fraction  Mix-LN only (else must be 0): the fraction of layers that are Post-Norm, in
  *                 [0, 1]; sn_net_init sets 0.25.
@@ -533,10 +546,14 @@ typedef struct sn_net {
 SN_API sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, int64_t D,
                              sn_norm_kind kind, float eps);
 
-/* Validates a description. Errors: SN_ERR_NULL, SN_ERR_PLACEMENT, SN_ERR_SHAPE (S < 1 or
- * > 2^20, D < 1), SN_ERR_NORM, SN_ERR_GROUP, SN_ERR_EPS, SN_ERR_SCALE (explicit scales NULL or
- * invalid), SN_ERR_CONFIG (unknown scale rule, scales given without SN_SCALE_EXPLICIT, nonzero
- * flags or reserved words, mix_fraction outside [0, 1] or NaN for Mix-LN, nonzero otherwise). */
+/* Validates a description. S is at most 2^10 (1024 sub-layers, 512 transformer layers): each
+ * call's bookkeeping is O(S), so a whole pass costs O(S^2) of it (about 0.2 s at 2^10), and
+ * 2^10 is the deepest network the tests run (tests/test_net_deep.c).
+ * Errors: SN_ERR_NULL, SN_ERR_PLACEMENT, SN_ERR_SHAPE (S < 1 or > 2^10, D < 1), SN_ERR_NORM,
+ * SN_ERR_GROUP, SN_ERR_EPS, SN_ERR_SCALE (explicit scales NULL or invalid), SN_ERR_ALIGN
+ * (explicit scales not aligned to 4 bytes), SN_ERR_CONFIG (unknown scale rule, scales given
+ * without SN_SCALE_EXPLICIT, nonzero flags or reserved words, mix_fraction outside [0, 1] or
+ * NaN for Mix-LN, nonzero otherwise). */
 SN_API sn_status sn_net_check(const sn_net *net);
 
 /* The residual scale of sub-layer i into *c: c_i for the SiameseNorm family, alpha for

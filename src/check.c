@@ -11,6 +11,7 @@ sn_status sn_check_dims(int64_t R, int64_t D) {
 
 sn_status sn_check_mat(const void *p, int64_t R, int64_t D, int64_t ld) {
     if (!p) return SN_ERR_NULL;
+    if ((uintptr_t)p % sizeof(float)) return SN_ERR_ALIGN;
     if (ld < D) return SN_ERR_STRIDE;
     if (R > 1 && ld > (SN_MAX_FLOATS - D) / (R - 1)) return SN_ERR_STRIDE;
     return SN_OK;
@@ -61,6 +62,8 @@ static int overlaps(const sn_buf *a, const sn_buf *b) {
 }
 
 sn_status sn_check_alias(const sn_buf *bufs, int n) {
+    for (int i = 0; i < n; i++)
+        if ((uintptr_t)bufs[i].p % sizeof(float)) return SN_ERR_ALIGN;
     for (int i = 0; i < n; i++) {
         if (!bufs[i].writes) continue;
         for (int j = 0; j < n; j++) {

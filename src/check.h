@@ -47,7 +47,8 @@ static inline sn_buf sn_vec_buf(const void *p, int64_t n, int writes) {
     return b;
 }
 
-/* SN_ERR_ALIAS if any written buffer overlaps another one, except an allowed exact alias
+/* SN_ERR_ALIGN if a buffer is not aligned to 4 bytes, else
+ * SN_ERR_ALIAS if any written buffer overlaps another one, except an allowed exact alias
  * (same pointer, same stride). Empty buffers never overlap. */
 sn_status sn_check_alias(const sn_buf *bufs, int n);
 

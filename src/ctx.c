@@ -150,10 +150,23 @@ const sn_kern *sn_ctx_kern(const sn_ctx *ctx) { return sn_kern_for(sn_ctx_isa(ct
 
 int sn_ctx_width(const sn_ctx *ctx) { return ctx ? ctx->width : 1; }
 
+/* A caller's hook gets this task, which runs the library's only for indices in [0, n): an
+ * index out of range from a faulty hook is ignored instead of reaching rows that do not exist. */
+typedef struct checked_task {
+    sn_task_fn task;
+    void *arg;
+    int64_t n;
+} checked_task;
+static void run_checked(void *arg, int64_t i) {
+    const checked_task *c = arg;
+    if (i >= 0 && i < c->n) c->task(c->arg, i);
+}
+
 void sn_ctx_par(const sn_ctx *ctx, int64_t n, sn_task_fn task, void *arg) {
     if (n <= 0) return;
     if (ctx && n > 1 && ctx->fn) {
-        ctx->fn(ctx->user, n, task, arg);
+        checked_task c = {task, arg, n};
+        ctx->fn(ctx->user, n, run_checked, &c);
     } else if (ctx && n > 1 && ctx->pool) {
         sn_pool_run(ctx->pool, n, task, arg);
     } else {

@@ -164,7 +164,12 @@ static int64_t pg_slot_floats(int64_t npg) {
 size_t sn_d_scratch_bytes(const sn_ctx *ctx, int64_t D) {
     if (D < 1) return 0;
     const int64_t w = sn_ctx_width(ctx), k = w > 1 ? PG_SLOTS_PER_THREAD * w : 1;
-    return (size_t)(k * pg_slot_floats(6 * D)) * sizeof(float) + 64;
+    /* sizes beyond int64 or size_t saturate at SIZE_MAX (no signed overflow) */
+    if (D > (INT64_MAX - COL_QUANTUM) / 6) return SIZE_MAX;
+    const int64_t slot = pg_slot_floats(6 * D);
+    if (slot > (INT64_MAX - 64) / (int64_t)sizeof(float) / k) return SIZE_MAX;
+    const int64_t bytes = k * slot * (int64_t)sizeof(float) + 64;
+    return (uint64_t)bytes > (uint64_t)SIZE_MAX ? SIZE_MAX : (size_t)bytes;
 }
 
 /* the buffer for the slots: the context's scratch or the stack buffer, whichever is larger */

@@ -30,6 +30,7 @@ sn_status sn_fuse_init_params(const sn_fuse *f, int64_t D, float *params) {
     sn_status st = sn_fuse_query(f, D, &np, NULL);
     if (st != SN_OK) return st;
     if (np > 0 && !params) return SN_ERR_NULL;
+    if ((uintptr_t)params % sizeof(float)) return SN_ERR_ALIGN;
     const sn_norm *ns[3] = {&f->x, &f->y, &f->out};
     int64_t off = 0; /* params may be NULL when np == 0: no pointer arithmetic on it then */
     for (int i = 0; i < 3; i++) {

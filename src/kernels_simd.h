@@ -166,6 +166,15 @@ KINLINE void STO(float *p, V v, int t, M m, int nt) {
 
 /* the lanes a partial step leaves off contribute 0 to reductions */
 KINLINE V KEEP(V v, int t, M m) { return t ? vmaskz(m, v) : v; }
+/* The lanes a partial step leaves off load 0, so their xhat is (0 - m) * r, which overflows to
+ * an infinity when |m * r| > FLT_MAX (e.g. a constant row of 1e37 with eps 1e-5): a reduction
+ * b += g * xhat with g kept 0 there would add 0 * inf = NaN. OFFX(c, v) zeroes those lanes of a
+ * reduction's xhat-like operand when the row's flag c (OFF_BAD, computed once per row) says the
+ * off lanes hold a non-finite value; otherwise the operand is used as before, so that rows
+ * whose off lanes are finite keep every bit (g * xhat there is a signed 0 either way). */
+KINLINE int NONFIN(float v) { return !(v - v == 0.0f); }
+KINLINE int OFF_BAD(const sn_rnorm *q) { return NONFIN((0.0f - q->m) * q->r); }
+#define OFFX(c, v) ((t && (c)) ? vmaskz(m, (v)) : (v))
 KINLINE V GAM(const float *g, int64_t j, int t, M m) {
     return g ? LD(g + j, t, m) : vset1(1.0f);
 }
@@ -270,12 +279,13 @@ static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64
     V d = LD(dout + j, t, m);                                                                     \
     V g = KEEP(vmul(GAM(q->gamma, j, t, m), d), t, m);                                            \
     a[k] = vadd(a[k], g);                                                                         \
-    b[k] = vfma(g, xh, b[k])
+    b[k] = vfma(g, OFFX(ob, xh), b[k])
 
 static void norm_red(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *sa,
                      float *sb) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
+    const int ob = OFF_BAD(q);
     V a[4] = ZERO4, b[4] = ZERO4;
     RCOLS4(W, { NORM_RED_STEP; });
     *sa = q->ca * hsum4(a) / (float)W;
@@ -328,6 +338,7 @@ static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64
                      int acc, float *dgamma, float *dbeta) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
+    const int ob = OFF_BAD(q);
     V a[4] = ZERO4, b[4] = ZERO4;
     if (dgamma && dbeta)
         RCOLS4(W, {
@@ -360,6 +371,7 @@ static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float
     const sn_rnorm Q0 = q2[0], Q1 = q2[1]; /* local copies: the stores cannot alias them */
     const float *const dout0 = dout2[0], *const dout1 = dout2[1], *const v0 = v2[0],
                        *const v1 = v2[1];
+    const int ob0 = OFF_BAD(&Q0), ob1 = OFF_BAD(&Q1);
     V a0[4] = ZERO4, b0[4] = ZERO4, a1[4] = ZERO4, b1[4] = ZERO4;
 #define RED2_STEP                                                                                 \
     const V xh0 = XHAT(&Q0, LD(v0 + j, t, m)), d0 = LD(dout0 + j, t, m);                          \
@@ -367,9 +379,9 @@ static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float
     const V gm = GAM(Q0.gamma, j, t, m);                                                          \
     const V g0 = KEEP(vmul(gm, d0), t, m), g1 = KEEP(vmul(gm, d1), t, m);                         \
     a0[k] = vadd(a0[k], g0);                                                                      \
-    b0[k] = vfma(g0, xh0, b0[k]);                                                                 \
+    b0[k] = vfma(g0, OFFX(ob0, xh0), b0[k]);                                                      \
     a1[k] = vadd(a1[k], g1);                                                                      \
-    b1[k] = vfma(g1, xh1, b1[k])
+    b1[k] = vfma(g1, OFFX(ob1, xh1), b1[k])
     if (dgamma && dbeta)
         RCOLS4(W, {
             RED2_STEP;
@@ -637,6 +649,16 @@ KINLINE V DT_OF(const float *du, V ds, int64_t j, int t, M m) {
     return du ? vadd(LD(du + j, t, m), ds) : ds;
 }
 
+/* OFF_BAD for a fuse row: whether the off lanes of xx, yy or xs (from loads of 0; gamma 0
+ * there when given, else 1; beta 0) are non-finite */
+KINLINE int FUSE_OFF_BAD(const sn_rfuse *F) {
+    const float xo = (0.0f - F->X.m) * F->X.r, yo = (0.0f - F->Y.m) * F->Y.r;
+    if (NONFIN(xo) || NONFIN(yo)) return 1;
+    const float gx = F->X.gamma ? 0.0f : 1.0f, gy = F->Y.gamma ? 0.0f : 1.0f;
+    const float s = (gx * xo + 0.0f) + (gy * yo + 0.0f);
+    return NONFIN((s - F->O.m) * F->O.r);
+}
+
 typedef struct belem {
     V xx, yy, xs, ds, dt, gx, gy, dh;
 } belem;
@@ -659,15 +681,15 @@ KINLINE belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float *dh,
 #define FUSE_RED1_STEP(xs)                                                                        \
     V g = KEEP(vmul(GAM(F->O.gamma, j, t, m), LD(dh + j, t, m)), t, m);                           \
     a[k] = vadd(a[k], g);                                                                         \
-    b[k] = vfma(g, (xs), b[k])
+    b[k] = vfma(g, OFFX(ob, (xs)), b[k])
 
 /* pass 2: N_x's over dt and N_y's over ds */
 #define FUSE_RED2_STEP(e)                                                                         \
     V gx_ = KEEP((e).gx, t, m), gy_ = KEEP((e).gy, t, m);                                         \
     ax[k] = vadd(ax[k], gx_);                                                                     \
-    bx[k] = vfma(gx_, (e).xx, bx[k]);                                                             \
+    bx[k] = vfma(gx_, OFFX(ob, (e).xx), bx[k]);                                                   \
     ay[k] = vadd(ay[k], gy_);                                                                     \
-    by[k] = vfma(gy_, (e).yy, by[k])
+    by[k] = vfma(gy_, OFFX(ob, (e).yy), by[k])
 
 KINLINE void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
     F->oa = F->O.ca * hsum2(a) / (float)D;
@@ -685,6 +707,7 @@ KINLINE void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2
 
 static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
                      const float *y) {
+    const int ob = FUSE_OFF_BAD(F);
     V a[2] = ZERO2, b[2] = ZERO2;
     RCOLS2(D, {
         V xx = XHATS(&F->X, LD(x + j, t, m)), yy = XHATS(&F->Y, LD(y + j, t, m));
@@ -784,7 +807,7 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
         vst(bs##q + j, xs); /* the stack rows are padded: whole vectors */                        \
         V g = KEEP(vmul(GAM(F##q.O.gamma, j, t, m), LD(dh##q + j, t, m)), t, m);                  \
         a##q[k] = vadd(a##q[k], g);                                                               \
-        b##q[k] = vfma(g, xs, b##q[k]);                                                           \
+        b##q[k] = vfma(g, OFFX(ob##q, xs), b##q[k]);                                              \
     }
 
 /* pass 2 of row q: the quantities e##q, the reductions of N_x and N_y */
@@ -802,9 +825,9 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
         e##q.gy = vmul(GAM(F##q.Y.gamma, j, t, m), e##q.ds);                                      \
         V gx_ = KEEP(e##q.gx, t, m), gy_ = KEEP(e##q.gy, t, m);                                   \
         ax##q[k] = vadd(ax##q[k], gx_);                                                           \
-        bx##q[k] = vfma(gx_, e##q.xx, bx##q[k]);                                                  \
+        bx##q[k] = vfma(gx_, OFFX(ob##q, e##q.xx), bx##q[k]);                                     \
         ay##q[k] = vadd(ay##q[k], gy_);                                                           \
-        by##q[k] = vfma(gy_, e##q.yy, by##q[k]);                                                  \
+        by##q[k] = vfma(gy_, OFFX(ob##q, e##q.yy), by##q[k]);                                     \
         vst(bs##q + j, e##q.gx);                                                                  \
         vst(bg##q + j, e##q.gy);                                                                  \
     }
@@ -834,6 +857,7 @@ static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1
         return;
     }
     sn_rfuse F0 = *F1; /* a local copy: the stores below cannot alias it */
+    const int ob0 = FUSE_OFF_BAD(&F0);
     const float *const dh0 = dh1, *const du0 = du1, *const x0 = x1, *const y0 = y1;
     float *const dx0 = dx1, *const dy0 = dy1;
     float bs_[FUSE_ROW_MAX + VW], bg_[FUSE_ROW_MAX + VW];
@@ -867,6 +891,7 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
         return;
     }
     sn_rfuse F0 = F2[0], F1 = F2[1]; /* local copies: the stores below cannot alias them */
+    const int ob0 = FUSE_OFF_BAD(&F0), ob1 = FUSE_OFF_BAD(&F1);
     const sn_dfuse dp_ = *dp2, *dp = &dp_;
     /* both rows have the fuse's parameters: say so, so that each vector is loaded once */
     F1.X.gamma = F0.X.gamma, F1.X.beta = F0.X.beta;

@@ -21,7 +21,7 @@
 #include "drive.h"
 #include "finite.h"
 
-#define SN_MAX_SUBLAYERS (1 << 20)
+#define SN_MAX_SUBLAYERS (1 << 10) /* the largest S tested (tests/test_net_deep.c) */
 #define LAST_PLACEMENT SN_PLACEMENT_HYBRIDNORM_STAR
 
 enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP };
@@ -91,6 +91,7 @@ sn_status sn_net_check(const sn_net *net) {
         break;
     case SN_SCALE_EXPLICIT:
         if (!net->scales) return SN_ERR_SCALE;
+        if ((uintptr_t)net->scales % sizeof(float)) return SN_ERR_ALIGN;
         for (int32_t i = 0; i < net->n_sublayers; i++)
             if (sn_check_scale(net->scales[i]) != SN_OK) return SN_ERR_SCALE;
         break;
@@ -345,9 +346,23 @@ sn_status sn_net_init_params(const sn_net *net, float *params) {
     sn_status st = resolve(net, &L);
     if (st != SN_OK) return st;
     if (L.np > 0 && !params) return SN_ERR_NULL;
+    if ((uintptr_t)params % sizeof(float)) return SN_ERR_ALIGN;
+    /* the sub-layers in one walk (the offsets layout() gives: each stage's block follows the
+     * previous one's), so O(S) in all; then the merge and the split through sn_net_norm_at */
+    int64_t p = 0;
+    for (int64_t i = 0; i < L.S; i++) {
+        stage s;
+        memset(&s, 0, sizeof s);
+        sublayer_kind(net, i, &s);
+        for (int k = 0; k < s.nn; k++) {
+            const int64_t n = sn_norm_nparams(&s.n[k], L.D);
+            if (n > 0) sn_norm_init_params(&s.n[k], L.D, params + p);
+            p += n;
+        }
+    }
     sn_norm n;
     int64_t off;
-    for (int32_t i = -1; i <= L.S; i++)
+    for (int32_t i = -1; i <= L.S; i += L.S + 1)
         for (int32_t j = 0; sn_net_norm_at(net, i, j, &n, &off) == SN_OK; j++)
             if (sn_norm_nparams(&n, L.D) > 0) sn_norm_init_params(&n, L.D, params + off);
     return SN_OK;
@@ -390,8 +405,10 @@ static sn_status begin(const sn_ctx *ctx, pass *P, const sn_net *net, int64_t i,
         sn_vec_buf(grads, L->np, 1),
         sn_vec_buf(work_w >= 0 ? work : NULL, R * L->wslots * L->D, work_w > 0),
         sn_mat_buf(mat, R, L->D, ld, mat_w, 0),
+        /* explicit scales are read by the call: no written buffer may overlap them */
+        sn_vec_buf(net->scale_rule == SN_SCALE_EXPLICIT ? net->scales : NULL, L->S, 0),
     };
-    st = sn_check_alias(bufs, 5);
+    st = sn_check_alias(bufs, 6);
     if (st != SN_OK) return st;
     const float *in[] = {mat_w ? NULL : mat}; /* checked mode: what the caller passes in */
     st = sn_check_inputs(ctx, R, L->D, in, &ld, 1, params, L->np);

@@ -18,6 +18,7 @@ sn_status sn_norm_init_params(const sn_norm *n, int64_t D, float *params) {
     sn_status st = sn_norm_query(n, D, &np, NULL);
     if (st != SN_OK) return st;
     if (np > 0 && !params) return SN_ERR_NULL;
+    if ((uintptr_t)params % sizeof(float)) return SN_ERR_ALIGN;
     int64_t W = n->group ? n->group : D;
     for (int64_t j = 0; j < np; j++) params[j] = j < W ? 1.0f : 0.0f;
     return SN_OK;

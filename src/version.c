@@ -23,6 +23,7 @@ const char *sn_status_string(sn_status status) {
     case SN_ERR_UNSUPPORTED: return "not supported by this build or CPU";
     case SN_ERR_NOMEM: return "out of memory";
     case SN_ERR_NONFINITE: return "checked mode: an input holds a NaN or an infinity (see sn_ctx_nonfinite_row)";
+    case SN_ERR_ALIGN: return "a float buffer is not aligned to 4 bytes";
     }
     return "unknown status";
 }

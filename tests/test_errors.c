@@ -566,7 +566,7 @@ static int make_bad_nets(const sn_net *good, badnet *out, const float *bad_scale
     ADD(q->placement = 1000, SN_ERR_PLACEMENT, "placement 1000");
     ADD(q->n_sublayers = 0, SN_ERR_SHAPE, "S = 0");
     ADD(q->n_sublayers = -2, SN_ERR_SHAPE, "S = -2");
-    ADD(q->n_sublayers = (1 << 20) + 1, SN_ERR_SHAPE, "S > 2^20");
+    ADD(q->n_sublayers = (1 << 10) + 1, SN_ERR_SHAPE, "S > 2^10");
     ADD(q->d = 0, SN_ERR_SHAPE, "D = 0");
     ADD(q->d = -5, SN_ERR_SHAPE, "D = -5");
     ADD(q->norm.kind = 4, SN_ERR_NORM, "norm kind 4");
@@ -726,11 +726,11 @@ static void test_net_api(void)
         /* sn_net_sizes: sizes that do not fit in int64 are a shape error, not a wrap-around */
         {
             sn_net big = good;
-            big.n_sublayers = 1 << 20, big.d = (int64_t)1 << 45;
+            big.n_sublayers = 1 << 10, big.d = (int64_t)1 << 55;
             int64_t a = -9, b2 = -9, c = -9;
             CHECK_MSG(sn_net_sizes(&big, &a, &b2, &c) == SN_ERR_SHAPE && a == -9 && b2 == -9 &&
                           c == -9,
-                      "placement %d: sn_net_sizes(S = 2^20, D = 2^45) did not report SN_ERR_SHAPE "
+                      "placement %d: sn_net_sizes(S = 2^10, D = 2^55) did not report SN_ERR_SHAPE "
                       "(got n_params %lld, acts %lld, work %lld)",
                       pl, (long long)a, (long long)b2, (long long)c);
         }

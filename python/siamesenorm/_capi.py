@@ -10,6 +10,8 @@ The first that loads is used; if none does, LibraryNotFoundError lists everythin
 """
 
 import ctypes
+import numbers
+import threading
 import ctypes.util
 import glob
 import os
@@ -25,6 +27,7 @@ SN_OK = 0
 SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE, SN_ERR_EPS, SN_ERR_SCALE, SN_ERR_ALIAS = 1, 2, 3, 4, 5, 6
 SN_ERR_PLACEMENT, SN_ERR_NORM, SN_ERR_GROUP, SN_ERR_FLAGS, SN_ERR_INDEX = 7, 8, 9, 10, 11
 SN_ERR_CONFIG, SN_ERR_UNSUPPORTED, SN_ERR_NOMEM, SN_ERR_NONFINITE = 12, 13, 14, 15
+SN_ERR_ALIGN = 16
 SN_NONFINITE_NONE, SN_NONFINITE_PARAMS = -1, -2
 
 SN_ACCUMULATE = 1
@@ -180,6 +183,77 @@ def _candidates():
     yield "system loader", "libsiamesenorm.so.0"
 
 
+# Integer ranges of the C parameter types: ctypes would wrap a larger Python int silently
+# (2**32 passed as int32 becomes 0), so every integer argument is checked first.
+_INT_RANGES = {
+    ctypes.c_int64: (-2**63, 2**63 - 1), ctypes.c_int32: (-2**31, 2**31 - 1),
+    ctypes.c_uint32: (0, 2**32 - 1), ctypes.c_uint64: (0, 2**64 - 1),
+    ctypes.c_size_t: (0, 2**(8 * ctypes.sizeof(ctypes.c_size_t)) - 1),
+}
+
+
+def check_int(value, ctype, what):
+    """value as a Python int within the range of ctype; OverflowError (before any C call) when
+    it is outside, TypeError when it is not an integer."""
+    lo, hi = _INT_RANGES[ctype]
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__}")
+    v = int(value)
+    if not lo <= v <= hi:
+        raise OverflowError(f"{what} = {v} is outside the range of the C type "
+                            f"{ctype.__name__} [{lo}, {hi}]")
+    return v
+
+
+class _CtxGuard:
+    """One Context's lock: the C library forbids sharing a context between concurrent calls,
+    so calls on one context from several Python threads wait for each other; a call on a
+    context from inside that context's own call (e.g. from its parallel-for hook on the same
+    thread) raises instead of deadlocking or corrupting its state."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.owner = None
+
+
+_ctx_guards = {}  # sn_ctx address -> _CtxGuard, kept by Context (register / unregister)
+
+
+def register_ctx(handle):
+    _ctx_guards[handle] = _CtxGuard()
+
+
+def unregister_ctx(handle):
+    _ctx_guards.pop(handle, None)
+
+
+def _guarded(fname, fn, argtypes):
+    ints = [(k, t) for k, t in enumerate(argtypes) if t in _INT_RANGES]
+    takes_ctx = bool(argtypes) and argtypes[0] is ctypes.c_void_p
+
+    def call(*args):
+        if len(args) == len(argtypes):
+            for k, t in ints:
+                if args[k] is not None:
+                    check_int(args[k], t, f"{fname} argument {k + 1}")
+        g = _ctx_guards.get(args[0]) if takes_ctx and args and args[0] else None
+        if g is None:
+            return fn(*args)
+        me = threading.get_ident()
+        if g.owner == me:
+            raise RuntimeError(f"{fname}: this Context is already in a call on this thread "
+                               "(a context serves one call at a time)")
+        with g.lock:
+            g.owner = me
+            try:
+                return fn(*args)
+            finally:
+                g.owner = None
+    call.__name__ = fname
+    call.raw = fn
+    return call
+
+
 def load_library():
     """Find, load and version-check libsiamesenorm; returns the configured ctypes.CDLL."""
     tried = []
@@ -202,6 +276,7 @@ def load_library():
             fn = getattr(lib, fname)
             fn.restype = restype
             fn.argtypes = argtypes
+            setattr(lib, fname, _guarded(fname, fn, argtypes))
         _check_version(lib, path)
         lib.sn_path = path
         return lib

@@ -112,6 +112,11 @@ class NonFiniteError(SiameseNormError, FloatingPointError):
     status = 15
 
 
+class AlignError(SiameseNormError, ValueError):
+    """SN_ERR_ALIGN: a float buffer is not aligned to 4 bytes."""
+    status = 16
+
+
 class DTypeError(SiameseNormError, TypeError):
     """An array is not numpy float32 (the C library only handles fp32). status is None."""
 
@@ -131,7 +136,7 @@ class VersionMismatchError(SiameseNormError, ImportError):
 _BY_STATUS = {cls.status: cls for cls in (
     NullError, ShapeError, StrideError, EpsError, ScaleError, AliasError, PlacementError,
     NormError, GroupError, FlagsError, IndexOutOfRange, ConfigError, UnsupportedError,
-    NoMemError, NonFiniteError)}
+    NoMemError, NonFiniteError, AlignError)}
 
 
 def error_for_status(status, library_message, detail=None):

@@ -55,9 +55,12 @@ class Net:
     def __init__(self, placement, n_sublayers, d, kind="layernorm", eps=1e-5, norm=None,
                  input_norm=None, scales=None, mix_fraction=None, ctx=None):
         s = _capi.sn_net()
+        # a norm override replaces kind and eps: initialise with its own, so that an eps (or
+        # kind) the override makes irrelevant cannot fail sn_net_init
+        init_kind = norm.kind if norm is not None else _code(KINDS, kind, "norm kind")
+        init_eps = norm.eps if norm is not None else float(eps)
         status = lib.sn_net_init(ctypes.byref(s), _code(PLACEMENTS, placement, "placement"),
-                                 int(n_sublayers), int(d), _code(KINDS, kind, "norm kind"),
-                                 float(eps))
+                                 int(n_sublayers), int(d), init_kind, init_eps)
         if norm is not None:
             s.norm = norm.to_struct()
         if input_norm is not None:
@@ -82,8 +85,7 @@ class Net:
         if mix_fraction is not None:
             s.mix_fraction = float(mix_fraction)
         self._s = s
-        if status != _capi.SN_OK and norm is None and input_norm is None:
-            check(status, "sn_net_init")
+        check(status, "sn_net_init")
         self.check()
         self.ctx = ctx
         self.n_params, self.acts_per_row, self.work_per_row = self.sizes()
@@ -96,8 +98,9 @@ class Net:
     # ---- description ----
     @property
     def struct(self):
-        """The ctypes sn_net (read-only use: the binding's buffers are sized from it)."""
-        return self._s
+        """A copy of the ctypes sn_net: the binding's buffers are sized from the description,
+        so it cannot be changed after construction (changing the copy changes nothing)."""
+        return _capi.sn_net.from_buffer_copy(self._s)
 
     @property
     def placement(self):

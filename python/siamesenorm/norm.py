@@ -2,6 +2,7 @@
 sn_norm_forward, sn_norm_backward."""
 
 import ctypes
+import numbers
 
 import numpy as np
 
@@ -78,6 +79,7 @@ class Context:
         self._hook = None
         check(lib.sn_ctx_create(ctypes.byref(h)), "sn_ctx_create")
         self.handle = h.value
+        _capi.register_ctx(self.handle)  # calls on this context are serialised
         if isa is not None:
             self.set_isa(isa)
         if threads is not None:
@@ -87,6 +89,7 @@ class Context:
         """Free the context, joining its worker threads (sn_ctx_destroy). Idempotent."""
         if getattr(self, "handle", None) is not None:
             lib.sn_ctx_destroy(self.handle)
+            _capi.unregister_ctx(self.handle)
             self.handle = None
         self._hook = None
 
@@ -149,7 +152,8 @@ class Context:
         """sn_ctx_set_parallel_for with a Python hook: fn(n_tasks, run) must call run(i)
         exactly once for each i in range(n_tasks) (on any threads) and return when all are
         done; n is the width of the caller's pool. fn None returns to single-threaded
-        execution. If fn raises, the tasks it did not run are run serially (so the library
+        execution. run(i) raises IndexError for i outside range(n_tasks) (nothing reaches the
+        library). If fn raises, the tasks it did not run are run serially (so the library
         call completes) and the exception is printed."""
         setter = _capi.optional("sn_ctx_set_parallel_for")
         if fn is None:
@@ -162,6 +166,12 @@ class Context:
             done = [False] * n_tasks
 
             def run(i):
+                # an index outside [0, n_tasks) never reaches C (nor wraps around in done[])
+                if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+                    raise TypeError(f"run() takes a task index, got {type(i).__name__}")
+                if not 0 <= i < n_tasks:
+                    raise IndexError(f"run({i}): task index outside [0, {n_tasks})")
+                i = int(i)
                 if not done[i]:
                     done[i] = True
                     task(task_arg, i)
@@ -229,6 +239,8 @@ class Norm(_ParamBlock):
         self.affine = _code(AFFINES, affine, "affine mode")
         self.group = int(group)
         self.eps = float(eps)
+        for name in ("kind", "affine", "group"):  # int32 fields of struct sn_norm
+            _capi.check_int(getattr(self, name), ctypes.c_int32, f"Norm {name}")
 
     @classmethod
     def from_struct(cls, s):
@@ -237,6 +249,8 @@ class Norm(_ParamBlock):
 
     def to_struct(self):
         """The ctypes sn_norm of this norm."""
+        for name in ("kind", "affine", "group"):  # the attributes may have been reassigned
+            _capi.check_int(getattr(self, name), ctypes.c_int32, f"Norm {name}")
         return _capi.sn_norm(self.kind, self.affine, self.group, self.eps)
 
     def __repr__(self):

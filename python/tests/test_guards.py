@@ -1,0 +1,134 @@
+"""Binding guards of issue 12 (defects 3-7): nothing out of range reaches C.
+  3  a parallel-for hook calling run(-1) or run(n) raises IndexError in the hook; the call
+     completes with the right result;
+  4  one Context used from several threads at once: calls are serialised (results identical to
+     a serial run), and a re-entrant call on the same thread raises;
+  5  every integer is range-checked before ctypes (no wrap to 32 bits);
+  6  Net.struct is a copy: changing it changes nothing;
+  7  Net(..., eps=0.0, norm=<valid Norm>) is a valid override."""
+
+import ctypes
+import threading
+import unittest
+
+import numpy as np
+
+import siamesenorm as sn
+from strict_main import main
+
+
+class HookIndex(unittest.TestCase):
+    def test_out_of_range_run_raises_and_call_completes(self):
+        R, D = 256, 96  # above the single-thread cut-off: the hook is used
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((R, D), np.float32)
+        norm = sn.Norm("layernorm")
+        p = norm.init_params(D)
+        want = norm.forward(x, p)
+        seen = []
+
+        def hook(n, run):
+            for bad in (-1, n, -n, 2**63):
+                try:
+                    run(bad)
+                except IndexError:
+                    seen.append(bad)
+            for i in range(n):
+                run(i)
+
+        with sn.Context() as ctx:
+            ctx.set_parallel_for(hook, 4)
+            got = norm.forward(x, p, ctx=ctx)
+        self.assertEqual(len(seen) % 4, 0)
+        self.assertGreater(len(seen), 0)
+        np.testing.assert_array_equal(got, want)
+
+
+class SharedContext(unittest.TestCase):
+    def test_threads_serialised(self):
+        R, D = 256, 256  # above the single-thread cut-off: the pool runs
+        rng = np.random.default_rng(2)
+        xs = [rng.standard_normal((R, D), np.float32) for _ in range(8)]
+        norm = sn.Norm("layernorm")
+        p = norm.init_params(D)
+        want = [norm.forward(x, p) for x in xs]
+        bad = []
+        with sn.Context(threads=2) as ctx:
+            def worker(k):
+                for _ in range(40):
+                    out = norm.forward(xs[k], p, ctx=ctx)
+                    if not np.array_equal(out, want[k]):
+                        bad.append(k)
+            ts = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(60)
+            self.assertFalse(any(t.is_alive() for t in ts), "a thread hung")
+        self.assertEqual(bad, [])
+
+    def test_reentrant_call_raises(self):
+        R, D = 256, 96
+        x = np.ones((R, D), np.float32)
+        norm = sn.Norm("rmsnorm")
+        p = norm.init_params(D)
+        errs = []
+        with sn.Context() as ctx:
+            def hook(n, run):
+                try:
+                    norm.forward(x, p, ctx=ctx)
+                except RuntimeError as e:
+                    if "already in a call" in str(e):
+                        errs.append(e)
+                for i in range(n):
+                    run(i)
+            ctx.set_parallel_for(hook, 2)
+            norm.forward(x, p, ctx=ctx)
+        self.assertTrue(errs)
+
+
+class IntRanges(unittest.TestCase):
+    def test_no_wrap(self):
+        net = sn.Net("siamese", 4, 8)
+        net.split(np.ones((2, 8), np.float32))
+        with self.assertRaises(OverflowError):
+            net.enter(2**32)
+        with self.assertRaises(OverflowError):
+            net.exit_backward(0, flags=2**32 + 1)
+        with self.assertRaises(OverflowError):
+            sn.Norm(kind=2**32)
+        n = sn.Norm("layernorm")
+        n.group = 2**40
+        with self.assertRaises(OverflowError):
+            n.query(8)
+        with sn.Context() as ctx, self.assertRaises(OverflowError):
+            ctx.set_threads(2**32 + 2)
+        with self.assertRaises(OverflowError):
+            sn.Net("siamese", 2**32 + 4, 8)
+        with self.assertRaises(OverflowError):
+            sn.Net("siamese", 4, 2**64)
+
+
+class NetStruct(unittest.TestCase):
+    def test_struct_is_a_copy(self):
+        net = sn.Net("siamese", 4, 8)
+        s = net.struct
+        s.d = 1 << 20
+        s.placement = 0
+        self.assertEqual(net.d, 8)
+        self.assertEqual(net.struct.placement, sn._capi.SN_PLACEMENT_SIAMESE)
+        e = np.ones((2, 8), np.float32)
+        net.split(e)
+        self.assertEqual(net.enter(0).shape, (2, 8))
+
+    def test_eps_zero_with_norm_override(self):
+        net = sn.Net("siamese", 4, 8, eps=0.0, norm=sn.Norm("layernorm", eps=1e-6))
+        self.assertAlmostEqual(net.norm.eps, 1e-6)
+        with self.assertRaises(sn.errors.EpsError):
+            sn.Net("siamese", 4, 8, eps=0.0)
+        with self.assertRaises(sn.errors.EpsError):
+            sn.Net("siamese", 4, 8, norm=sn.Norm("layernorm", eps=0.0))
+
+
+if __name__ == "__main__":
+    main()

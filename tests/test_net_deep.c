@@ -1,0 +1,96 @@
+/* The deepest network the library accepts (issue 12, defect 10): S = 2^10 sub-layers (the
+ * header's maximum) for every placement: sn_net_init_params in one walk (once quadratic in S:
+ * 59 s at 2^14), and a whole forward and backward pass (R = 1, D = 4), finite; S = 2^10 + 1 is
+ * SN_ERR_SHAPE. sn_net_init_params must write what sn_net_norm_at describes (checked for
+ * S = 1..9 on every placement). */
+#include "testutil.h"
+
+#include <time.h>
+
+#define S_MAX (1 << 10)
+
+/* gammas 1, betas 0, by the norms sn_net_norm_at lists */
+static void init_by_norm_at(const sn_net *net, float *p)
+{
+    sn_norm n;
+    int64_t off, np;
+    for (int32_t i = -1; i <= net->n_sublayers; i++)
+        for (int32_t j = 0; sn_net_norm_at(net, i, j, &n, &off) == SN_OK; j++)
+            if (sn_norm_query(&n, net->d, &np, NULL) == SN_OK && np > 0)
+                sn_norm_init_params(&n, net->d, p + off);
+}
+
+static double now(void)
+{
+    struct timespec t;
+    timespec_get(&t, TIME_UTC);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void deep_pass(sn_placement pl)
+{
+    const int64_t D = 4, R = 1;
+    sn_net net;
+    CHECK_OK(sn_net_init(&net, pl, S_MAX, D, SN_NORM_LAYERNORM, 1e-5f));
+    sn_net bad = net;
+    bad.n_sublayers = S_MAX + 1;
+    CHECK_STATUS(sn_net_check(&bad), SN_ERR_SHAPE);
+    int64_t np, apr, wpr;
+    CHECK_OK(sn_net_sizes(&net, &np, &apr, &wpr));
+    float *p = tu_falloc(np), *q = tu_falloc(np), *g = tu_falloc(np), *a = tu_falloc(R * apr),
+          *w = tu_falloc(R * wpr), *e = tu_falloc(R * D), *h = tu_falloc(R * D),
+          *o = tu_falloc(R * D), *d = tu_falloc(R * D);
+    const double t0 = now();
+    CHECK_OK(sn_net_init_params(&net, p));
+    const double t1 = now();
+    memset(q, 0xff, (size_t)np * sizeof(float));
+    if (pl == SN_PLACEMENT_SIAMESE) { /* the old quadratic way, once */
+        init_by_norm_at(&net, q);
+        CHECK_MSG(memcmp(p, q, (size_t)np * sizeof(float)) == 0, "placement %d: init differs", pl);
+    }
+    memset(g, 0, (size_t)np * sizeof(float));
+    for (int64_t k = 0; k < R * D; k++) e[k] = (float)k - 1.5f, d[k] = 0.25f * (float)k - 0.3f;
+    CHECK_OK(sn_net_split(NULL, &net, R, e, D, p, a));
+    for (int32_t i = 0; i < S_MAX; i++) {
+        CHECK_OK(sn_net_enter(NULL, &net, i, R, p, a, h, D));
+        CHECK_OK(sn_net_exit(NULL, &net, i, R, h, D, p, a));
+    }
+    CHECK_OK(sn_net_merge(NULL, &net, R, p, a, o, D));
+    CHECK_OK(sn_net_merge_backward(NULL, &net, R, d, D, p, a, g, w));
+    for (int32_t i = S_MAX - 1; i >= 0; i--) {
+        CHECK_OK(sn_net_exit_backward(NULL, &net, i, R, p, a, g, w, h, D, 0));
+        CHECK_OK(sn_net_enter_backward(NULL, &net, i, R, h, D, p, a, g, w));
+    }
+    CHECK_OK(sn_net_split_backward(NULL, &net, R, p, a, g, w, e, D, 0));
+    const double t2 = now();
+    int fin = 1;
+    for (int64_t k = 0; k < R * D; k++) fin &= isfinite(o[k]) && isfinite(e[k]);
+    CHECK_MSG(fin, "placement %d: S = %d pass not finite", pl, S_MAX);
+    if (getenv("SN_TEST_VERBOSE"))
+        printf("placement %d: S = %d: init_params %.3f s, pass %.3f s\n", pl, S_MAX, t1 - t0,
+               t2 - t1);
+    free(p), free(q), free(g), free(a), free(w), free(e), free(h), free(o), free(d);
+}
+
+int main(void)
+{
+    for (int pl = SN_PLACEMENT_PRE_NORM; pl <= SN_PLACEMENT_HYBRIDNORM_STAR; pl++) {
+        for (int32_t S = 1; S <= 9; S++) {
+            sn_net net;
+            int64_t np;
+            CHECK_OK(sn_net_init(&net, (sn_placement)pl, S, 6, SN_NORM_LAYERNORM, 1e-5f));
+            CHECK_OK(sn_net_sizes(&net, &np, NULL, NULL));
+            float *p = tu_falloc(np + 1), *q = tu_falloc(np + 1);
+            memset(p, 0xff, (size_t)(np + 1) * sizeof(float));
+            memset(q, 0xff, (size_t)(np + 1) * sizeof(float));
+            CHECK_OK(sn_net_init_params(&net, p));
+            init_by_norm_at(&net, q);
+            CHECK_MSG(memcmp(p, q, (size_t)(np + 1) * sizeof(float)) == 0,
+                      "placement %d, S = %d: sn_net_init_params differs from sn_net_norm_at", pl,
+                      S);
+            free(p), free(q);
+        }
+        deep_pass((sn_placement)pl);
+    }
+    return tu_finish("net_deep");
+}
