@@ -90,7 +90,7 @@
  * whole cost of their sweep (statistics, norm backward): full vectors cycle through the sets,
  * the leftover full vectors take sets 0, 1, 2 in turn and the partial last step set 3. Every
  * statistic of a path (stats, stats2, the fuse forward's N_out) uses this one pattern, and so
- * do norm_red and norm_bwd. */
+ * does norm_bwd. */
 #define RCOLS4(n, ...)                                                                            \
     do {                                                                                          \
         int64_t j = 0;                                                                            \
@@ -271,16 +271,6 @@ static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64
     V g = KEEP(vmul(GAM(q->gamma, j, t, m), d), t, m);                                            \
     a[k] = vadd(a[k], g);                                                                         \
     b[k] = vfma(g, xh, b[k])
-
-static void norm_red(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *sa,
-                     float *sb) {
-    const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
-    q = &Q_;
-    V a[4] = ZERO4, b[4] = ZERO4;
-    RCOLS4(W, { NORM_RED_STEP; });
-    *sa = q->ca * hsum4(a) / (float)W;
-    *sb = q->cb * hsum4(b) / (float)W;
-}
 
 static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
                     float *dgamma, float *dbeta) {
@@ -963,6 +953,20 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 }
 
 const sn_kern SN_KERN_TABLE = {
-    stats,   norm_row, norm_fwd, norm_red, norm_pg,  norm_dx,   norm_bwd, norm_bwd2, stats2, fuse_s, fuse_fwd2,
-    fuse_red, fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div,  apply,  axpy,
+    .norm_row = norm_row,
+    .norm_fwd = norm_fwd,
+    .norm_pg = norm_pg,
+    .norm_bwd = norm_bwd,
+    .norm_bwd2 = norm_bwd2,
+    .stats2 = stats2,
+    .fuse_s = fuse_s,
+    .fuse_fwd2 = fuse_fwd2,
+    .fuse_red = fuse_red,
+    .fuse_pg = fuse_pg,
+    .fuse_dx = fuse_dx,
+    .fuse_bwd = fuse_bwd,
+    .fuse_bwd2 = fuse_bwd2,
+    .add_div = add_div,
+    .apply = apply,
+    .axpy = axpy,
 };
