@@ -3,10 +3,10 @@
  *
  * Each kernel path (portable scalar, AVX2+FMA, AVX-512) fills one sn_kern table; the drivers
  * pick the table of the call's context and never depend on the path otherwise. Backward passes
- * split so that threads can split the parameter gradients by columns while the result stays the
- * same bit for bit: `pg` adds a row's contribution to the parameter gradients over any run of
- * columns (elementwise: splitting the columns never changes a bit); for the fuse, `red` computes
- * a row's reductions and `dx` writes the input gradients from them.
+ * come in pieces so that threads can split the parameter gradients by columns while the result
+ * stays the same bit for bit: `pg` adds a row's contribution to the parameter gradients over any
+ * run of columns (elementwise: splitting the columns never changes a bit); for the fuse, `red`
+ * computes a row's reductions and `dx` writes the input gradients from them.
  *
  * Promises, checked slot by slot on every path by tests/checkasm (see docs/reliability.md):
  *   - "bitwise the same as" below holds bit for bit within each path;

@@ -313,7 +313,7 @@ static void norm_dx(const sn_rnorm *q, const float *dout, const float *v, int64_
 }
 
 /* the whole backward of one row: the reductions and the parameter gradients in one sweep (the
- * same arithmetic as norm_red and norm_pg), then norm_dx */
+ * parameter gradients with norm_pg's arithmetic), then norm_dx */
 static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *dv,
                      int acc, float *dgamma, float *dbeta) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
