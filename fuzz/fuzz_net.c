@@ -104,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sn_net before = net;
     sn_status ist = sn_net_init(&net, (sn_placement)pl, S, D, (sn_norm_kind)kind, eps);
     unsigned must = 0, may = 0;
-    if (pl < 0 || pl > 9) must |= ST(SN_ERR_PLACEMENT);
+    if (pl < 0 || pl >= SN_PLACEMENT_COUNT) must |= ST(SN_ERR_PLACEMENT);
     if (S < 1 || D < 1) must |= ST(SN_ERR_SHAPE);
     if (kind > 3) must |= ST(SN_ERR_NORM);
     if (kind >= 2) may |= ST(SN_ERR_NORM); /* identity / scale as the network's norm: library's call */

@@ -52,7 +52,7 @@
  *           row's groups followed by their rstd; for RMSNorm only the rstd; for the identity
  *           nothing. stats_per_row comes from the *_query calls.
  *
- * ABI policy: enums only grow at the end; sn_norm and sn_fuse are frozen value types; sn_net
+ * ABI policy: enums only grow at the end (SN_PLACEMENT_COUNT grows with its enum); sn_norm and sn_fuse are frozen value types; sn_net
  * grows only by giving meaning to its reserved words, whose zero value keeps the old
  * behaviour (sn_net_init zeroes them); sn_ctx is opaque. New behaviour arrives as new
  * functions or new enum values, never as a changed signature within a major version.
@@ -501,6 +501,12 @@ typedef enum sn_placement {
     /* HybridNorm*: HybridNorm with both sub-layers of layer 0 Pre-Norm (h = N_i(x), x' = x + z). */
     SN_PLACEMENT_HYBRIDNORM_STAR = 9
 } sn_placement;
+
+/* The number of placements this header names: the valid values are 0 .. SN_PLACEMENT_COUNT - 1.
+ * A macro, not an enumerator, so that the enum keeps growing only at the end (ABI policy): it
+ * grows by one with every placement added, so code built against an older header sees a smaller
+ * value, and sn_net_check is what says whether the linked library knows a placement. */
+#define SN_PLACEMENT_COUNT 10
 
 typedef enum sn_scale_rule {
     SN_SCALE_DEFAULT = 0, /* SiameseNorm family: c_i = sqrt(2 * (floor(i/2) + 1)), the official

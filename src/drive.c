@@ -366,56 +366,6 @@ void sn_d_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, co
     run_rows(ctx, &J, 0, R, norm_fwd_task);
 }
 
-/* a = x, stats_in, o = out */
-static void norm_apply_task(void *arg, int64_t i) {
-    const job *J = arg;
-    ROWS_OF_TASK(J, i, lo, hi);
-    const sn_rnorm q0 = norm_q0(J);
-    for (int64_t r = lo; r < hi; r++)
-        for (int64_t g = 0; g < J->ng; g++) {
-            sn_rnorm q = q0;
-            if (J->stats_in) norm_get(&q, J->n->kind, J->stats_in + r * J->spr, J->ng, g);
-            J->K->norm_row(&q, J->a + r * J->lda + g * J->W, J->W,
-                           J->o + r * J->ldo + g * J->W);
-        }
-}
-
-void sn_d_norm_apply(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *x,
-                     int64_t ldx, const float *params, const float *stats, float *out,
-                     int64_t ldo) {
-    job J;
-    norm_job(&J, ctx, n, R, D);
-    J.a = x;
-    J.lda = ldx;
-    J.params = params;
-    J.stats_in = stats;
-    J.o = out;
-    J.ldo = ldo;
-    run_rows(ctx, &J, 0, R, norm_apply_task);
-}
-
-static void norm_stats_task(void *arg, int64_t i) {
-    const job *J = arg;
-    ROWS_OF_TASK(J, i, lo, hi);
-    for (int64_t r = lo; r < hi; r++)
-        for (int64_t g = 0; g < J->ng; g++) {
-            float m, rs;
-            J->K->stats(J->n, J->a + r * J->lda + g * J->W, J->W, &m, &rs);
-            norm_put(J->n->kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
-        }
-}
-
-void sn_d_norm_stats(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *x,
-                     int64_t ldx, float *stats) {
-    job J;
-    norm_job(&J, ctx, n, R, D);
-    if (J.spr == 0) return;
-    J.a = x;
-    J.lda = ldx;
-    J.stats_out = stats;
-    run_rows(ctx, &J, 0, R, norm_stats_task);
-}
-
 /* Norm backward. a = dout, b = x, stats_in, o = dx, dparams. */
 /* row r's group g resolved from q0 (norm_q0) and its saved statistics */
 static inline sn_rnorm norm_row_q(const job *J, const sn_rnorm *q0, int64_t r, int64_t g) {

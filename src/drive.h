@@ -11,15 +11,6 @@
 void sn_d_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *x,
                    int64_t ldx, const float *params, float *out, int64_t ldo, float *stats);
 
-/* out = N(x) with the statistics saved by an earlier sn_d_norm_fwd / sn_d_norm_stats. */
-void sn_d_norm_apply(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *x,
-                     int64_t ldx, const float *params, const float *stats, float *out,
-                     int64_t ldo);
-
-/* stats of N over x, nothing else written. */
-void sn_d_norm_stats(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *x,
-                     int64_t ldx, float *stats);
-
 /* dx (=|+= with acc) N backward of dout; dparams += when non-NULL. dx may equal dout (!acc). */
 void sn_d_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *dout,
                    int64_t lddo, const float *x, int64_t ldx, const float *params,

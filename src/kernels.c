@@ -377,6 +377,20 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 }
 
 const sn_kern sn_kern_scalar = {
-    stats,   norm_row, norm_fwd, norm_red, norm_pg,  norm_dx,   norm_bwd, norm_bwd2, stats2, fuse_s, fuse_fwd2,
-    fuse_red, fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div,  apply,  axpy,
+    .norm_row = norm_row,
+    .norm_fwd = norm_fwd,
+    .norm_pg = norm_pg,
+    .norm_bwd = norm_bwd,
+    .norm_bwd2 = norm_bwd2,
+    .stats2 = stats2,
+    .fuse_s = fuse_s,
+    .fuse_fwd2 = fuse_fwd2,
+    .fuse_red = fuse_red,
+    .fuse_pg = fuse_pg,
+    .fuse_dx = fuse_dx,
+    .fuse_bwd = fuse_bwd,
+    .fuse_bwd2 = fuse_bwd2,
+    .add_div = add_div,
+    .apply = apply,
+    .axpy = axpy,
 };

@@ -3,10 +3,19 @@
  *
  * Each kernel path (portable scalar, AVX2+FMA, AVX-512) fills one sn_kern table; the drivers
  * pick the table of the call's context and never depend on the path otherwise. Backward passes
- * come in three pieces so that threads can split the parameter gradients by columns while the
- * result stays the same bit for bit: `red` computes a row's reductions, `pg` adds a row's
- * contribution to the parameter gradients over any run of columns (elementwise: splitting the
- * columns never changes a bit), `dx` writes the input gradients from the reductions.
+ * come in pieces so that threads can split the parameter gradients by columns while the result
+ * stays the same bit for bit: `pg` adds a row's contribution to the parameter gradients over any
+ * run of columns (elementwise: splitting the columns never changes a bit); for the fuse, `red`
+ * computes a row's reductions and `dx` writes the input gradients from them.
+ *
+ * Promises, checked slot by slot on every path by tests/checkasm (see docs/reliability.md):
+ *   - "bitwise the same as" below holds bit for bit within each path;
+ *   - a kernel writes nothing outside the columns it is given;
+ *   - the paths agree: every output of a SIMD table is within SN_K_TOL of the scalar table's,
+ *     relative to max(1, the largest magnitude of the scalar output row), on rows of values of
+ *     order 1 (the SIMD paths use fused multiply-add and other summation orders: each output
+ *     differs by a few ulp of the row's largest terms; SN_K_TOL is about six times the worst
+ *     difference the checks find on rows up to 4096 wide).
  *
  * `nt` (in sn_rnorm, sn_rfuse, or an argument) lets a SIMD kernel write its final outputs with
  * streaming stores, which skip the read-for-ownership of the destination lines: the drivers set
@@ -16,6 +25,9 @@
 #define SN_KERNELS_H
 
 #include "siamesenorm.h"
+
+/* How far a SIMD path's outputs may be from the scalar path's (see above). */
+#define SN_K_TOL 5e-5
 
 /* One norm resolved for one row, so that a single formula serves every kind:
  *   xhat = (v - m) * r,   out = gamma * xhat + beta,
@@ -63,40 +75,34 @@ typedef struct sn_dfuse {
 } sn_dfuse;
 
 typedef struct sn_kern {
-    /* statistics of one row v of W floats: *m (LayerNorm mean, else 0), *r (rstd, identity 1);
-     * LayerNorm is two-pass */
-    void (*stats)(const sn_norm *n, const float *v, int64_t W, float *m, float *r);
     /* out = gamma * (v - m) * r + beta; out may equal v */
     void (*norm_row)(const sn_rnorm *q, const float *v, int64_t W, float *out);
-    /* the forward of one row: stats, then norm_row with *q0 (the norm resolved with m = 0,
-     * r = 1) given the row's statistics, which are also returned in *m, *r; bitwise the same
-     * as the two calls */
+    /* the forward of one row: the row's statistics (*m: LayerNorm mean, else 0; *r: rstd,
+     * identity and SN_NORM_SCALE 1; LayerNorm is two-pass), then norm_row with *q0 (the norm
+     * resolved with m = 0, r = 1) given them; bitwise the same as stats2 on the row, then
+     * norm_row */
     void (*norm_fwd)(const sn_norm *n, const sn_rnorm *q0, const float *v, int64_t W, float *out,
                      float *m, float *r);
-    /* *sa = ca * mean(g), *sb = cb * mean(g * xhat) over the W columns */
-    void (*norm_red)(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *sa,
-                     float *sb);
     /* dgamma += dout * xhat, dbeta += dout over n columns (either may be NULL) */
     void (*norm_pg)(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
                     float *dgamma, float *dbeta);
-    /* dv = (+= with acc) r * (g - sa - xhat * sb); dv may equal dout when !acc */
-    void (*norm_dx)(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float sa,
-                    float sb, float *dv, int acc);
-    /* the whole backward of one row: norm_red, norm_pg (dgamma, dbeta may be NULL), norm_dx,
-     * bitwise the same as those three */
+    /* the whole backward of one row: with sa = ca * mean(g), sb = cb * mean(g * xhat) over
+     * the W columns, dv = (+= with acc) r * (g - sa - xhat * sb), and dgamma, dbeta (either may
+     * be NULL) get bitwise norm_pg's contribution; dv does not depend on whether they are
+     * given. dv may equal dout when !acc */
     void (*norm_bwd)(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *dv,
                      int acc, float *dgamma, float *dbeta);
     /* norm_bwd of two row segments of one call (arrays of two; the same gamma, beta and W),
      * bitwise the same as norm_bwd on segment 0 then segment 1 */
     void (*norm_bwd2)(const sn_rnorm *q, const float *const *dout, const float *const *v,
                       int64_t W, float *const *dv, int acc, float *dgamma, float *dbeta);
-    /* the statistics of two rows at once (norms na over va, nb over vb), bitwise the same as
-     * two calls of stats */
+    /* the statistics of two rows at once (norms na over va, nb over vb; as norm_fwd's): each
+     * row's bitwise the same whatever the other row and its norm, and as norm_fwd's */
     void (*stats2)(const sn_norm *na, const float *va, const sn_norm *nb, const float *vb,
                    int64_t W, float *ma, float *ra, float *mb, float *rb);
     /* fuse forward of one row: *F holds N_x and N_y resolved; writes u (if non-NULL) and
      * h = s = N_x(x) + N_y(y), and N_out's (no's) statistics of s into *mo, *ro, bitwise the
-     * same as stats(no, h); then the caller normalises h */
+     * same as stats2 on h; then the caller normalises h */
     void (*fuse_s)(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u,
                    float *h, const sn_norm *no, float *mo, float *ro);
     /* the whole fuse forward of two rows of one call (arrays of two; u[0] and u[1] both NULL or

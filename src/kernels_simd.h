@@ -90,7 +90,7 @@
  * whole cost of their sweep (statistics, norm backward): full vectors cycle through the sets,
  * the leftover full vectors take sets 0, 1, 2 in turn and the partial last step set 3. Every
  * statistic of a path (stats, stats2, the fuse forward's N_out) uses this one pattern, and so
- * do norm_red and norm_bwd. */
+ * does norm_bwd. */
 #define RCOLS4(n, ...)                                                                            \
     do {                                                                                          \
         int64_t j = 0;                                                                            \
@@ -169,11 +169,11 @@ KINLINE V KEEP(V v, int t, M m) { return t ? vmaskz(m, v) : v; }
 /* The lanes a partial step leaves off load 0, so their xhat is (0 - m) * r, which overflows to
  * an infinity when |m * r| > FLT_MAX (e.g. a constant row of 1e37 with eps 1e-5): a reduction
  * b += g * xhat with g kept 0 there would add 0 * inf = NaN. OFFX(c, v) zeroes those lanes of a
- * reduction's xhat-like operand when the row's flag c (OFF_BAD, computed once per row) says the
+ * reduction's xhat-like operand when the row's flag c (off_lanes_bad, computed once per row) says the
  * off lanes hold a non-finite value; otherwise the operand is used as before, so that rows
  * whose off lanes are finite keep every bit (g * xhat there is a signed 0 either way). */
-KINLINE int NONFIN(float v) { return !(v - v == 0.0f); }
-KINLINE int OFF_BAD(const sn_rnorm *q) { return NONFIN((0.0f - q->m) * q->r); }
+KINLINE int nonfinite_f(float v) { return !(v - v == 0.0f); }
+KINLINE int off_lanes_bad(const sn_rnorm *q) { return nonfinite_f((0.0f - q->m) * q->r); }
 #define OFFX(c, v) ((t && (c)) ? vmaskz(m, (v)) : (v))
 KINLINE V GAM(const float *g, int64_t j, int t, M m) {
     return g ? LD(g + j, t, m) : vset1(1.0f);
@@ -281,17 +281,6 @@ static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64
     a[k] = vadd(a[k], g);                                                                         \
     b[k] = vfma(g, OFFX(ob, xh), b[k])
 
-static void norm_red(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *sa,
-                     float *sb) {
-    const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
-    q = &Q_;
-    const int ob = OFF_BAD(q);
-    V a[4] = ZERO4, b[4] = ZERO4;
-    RCOLS4(W, { NORM_RED_STEP; });
-    *sa = q->ca * hsum4(a) / (float)W;
-    *sb = q->cb * hsum4(b) / (float)W;
-}
-
 static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
                     float *dgamma, float *dbeta) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
@@ -333,12 +322,12 @@ static void norm_dx(const sn_rnorm *q, const float *dout, const float *v, int64_
 }
 
 /* the whole backward of one row: the reductions and the parameter gradients in one sweep (the
- * same arithmetic as norm_red and norm_pg), then norm_dx */
+ * parameter gradients with norm_pg's arithmetic), then norm_dx */
 static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *dv,
                      int acc, float *dgamma, float *dbeta) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
-    const int ob = OFF_BAD(q);
+    const int ob = off_lanes_bad(q);
     V a[4] = ZERO4, b[4] = ZERO4;
     if (dgamma && dbeta)
         RCOLS4(W, {
@@ -371,7 +360,7 @@ static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float
     const sn_rnorm Q0 = q2[0], Q1 = q2[1]; /* local copies: the stores cannot alias them */
     const float *const dout0 = dout2[0], *const dout1 = dout2[1], *const v0 = v2[0],
                        *const v1 = v2[1];
-    const int ob0 = OFF_BAD(&Q0), ob1 = OFF_BAD(&Q1);
+    const int ob0 = off_lanes_bad(&Q0), ob1 = off_lanes_bad(&Q1);
     V a0[4] = ZERO4, b0[4] = ZERO4, a1[4] = ZERO4, b1[4] = ZERO4;
 #define RED2_STEP                                                                                 \
     const V xh0 = XHAT(&Q0, LD(v0 + j, t, m)), d0 = LD(dout0 + j, t, m);                          \
@@ -649,14 +638,14 @@ KINLINE V DT_OF(const float *du, V ds, int64_t j, int t, M m) {
     return du ? vadd(LD(du + j, t, m), ds) : ds;
 }
 
-/* OFF_BAD for a fuse row: whether the off lanes of xx, yy or xs (from loads of 0; gamma 0
+/* off_lanes_bad for a fuse row: whether the off lanes of xx, yy or xs (from loads of 0; gamma 0
  * there when given, else 1; beta 0) are non-finite */
-KINLINE int FUSE_OFF_BAD(const sn_rfuse *F) {
+KINLINE int fuse_off_lanes_bad(const sn_rfuse *F) {
     const float xo = (0.0f - F->X.m) * F->X.r, yo = (0.0f - F->Y.m) * F->Y.r;
-    if (NONFIN(xo) || NONFIN(yo)) return 1;
+    if (nonfinite_f(xo) || nonfinite_f(yo)) return 1;
     const float gx = F->X.gamma ? 0.0f : 1.0f, gy = F->Y.gamma ? 0.0f : 1.0f;
     const float s = (gx * xo + 0.0f) + (gy * yo + 0.0f);
-    return NONFIN((s - F->O.m) * F->O.r);
+    return nonfinite_f((s - F->O.m) * F->O.r);
 }
 
 typedef struct belem {
@@ -707,7 +696,7 @@ KINLINE void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2
 
 static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
                      const float *y) {
-    const int ob = FUSE_OFF_BAD(F);
+    const int ob = fuse_off_lanes_bad(F);
     V a[2] = ZERO2, b[2] = ZERO2;
     RCOLS2(D, {
         V xx = XHATS(&F->X, LD(x + j, t, m)), yy = XHATS(&F->Y, LD(y + j, t, m));
@@ -857,7 +846,7 @@ static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1
         return;
     }
     sn_rfuse F0 = *F1; /* a local copy: the stores below cannot alias it */
-    const int ob0 = FUSE_OFF_BAD(&F0);
+    const int ob0 = fuse_off_lanes_bad(&F0);
     const float *const dh0 = dh1, *const du0 = du1, *const x0 = x1, *const y0 = y1;
     float *const dx0 = dx1, *const dy0 = dy1;
     float bs_[FUSE_ROW_MAX + VW], bg_[FUSE_ROW_MAX + VW];
@@ -891,7 +880,7 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
         return;
     }
     sn_rfuse F0 = F2[0], F1 = F2[1]; /* local copies: the stores below cannot alias them */
-    const int ob0 = FUSE_OFF_BAD(&F0), ob1 = FUSE_OFF_BAD(&F1);
+    const int ob0 = fuse_off_lanes_bad(&F0), ob1 = fuse_off_lanes_bad(&F1);
     const sn_dfuse dp_ = *dp2, *dp = &dp_;
     /* both rows have the fuse's parameters: say so, so that each vector is loaded once */
     F1.X.gamma = F0.X.gamma, F1.X.beta = F0.X.beta;
@@ -988,6 +977,20 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 }
 
 const sn_kern SN_KERN_TABLE = {
-    stats,   norm_row, norm_fwd, norm_red, norm_pg,  norm_dx,   norm_bwd, norm_bwd2, stats2, fuse_s, fuse_fwd2,
-    fuse_red, fuse_pg, fuse_dx,  fuse_bwd, fuse_bwd2, add_div,  apply,  axpy,
+    .norm_row = norm_row,
+    .norm_fwd = norm_fwd,
+    .norm_pg = norm_pg,
+    .norm_bwd = norm_bwd,
+    .norm_bwd2 = norm_bwd2,
+    .stats2 = stats2,
+    .fuse_s = fuse_s,
+    .fuse_fwd2 = fuse_fwd2,
+    .fuse_red = fuse_red,
+    .fuse_pg = fuse_pg,
+    .fuse_dx = fuse_dx,
+    .fuse_bwd = fuse_bwd,
+    .fuse_bwd2 = fuse_bwd2,
+    .add_div = add_div,
+    .apply = apply,
+    .axpy = axpy,
 };

@@ -22,7 +22,9 @@
 #include "finite.h"
 
 #define SN_MAX_SUBLAYERS (1 << 10) /* the largest S tested (tests/test_net_deep.c) */
-#define LAST_PLACEMENT SN_PLACEMENT_HYBRIDNORM_STAR
+/* every placement the header names is handled here (a new one: SN_PLACEMENT_COUNT + 1) */
+_Static_assert(SN_PLACEMENT_HYBRIDNORM_STAR + 1 == SN_PLACEMENT_COUNT,
+               "SN_PLACEMENT_COUNT ends at the last placement of the header");
 
 enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP };
 enum { MERGE_NONE, MERGE_NORM, MERGE_FUSE };
@@ -65,7 +67,7 @@ static int64_t n_layers(int64_t S) { return (S + 1) / 2; }
 
 sn_status sn_net_check(const sn_net *net) {
     if (!net) return SN_ERR_NULL;
-    if (net->placement < SN_PLACEMENT_PRE_NORM || net->placement > LAST_PLACEMENT)
+    if (net->placement < SN_PLACEMENT_PRE_NORM || net->placement >= SN_PLACEMENT_COUNT)
         return SN_ERR_PLACEMENT;
     if (net->n_sublayers < 1 || net->n_sublayers > SN_MAX_SUBLAYERS) return SN_ERR_SHAPE;
     sn_status st = sn_check_dims(1, net->d);

@@ -561,7 +561,7 @@ static int make_bad_nets(const sn_net *good, badnet *out, const float *bad_scale
         out[n].st = status, out[n].what = text;                                                    \
         n++;                                                                                       \
     } while (0)
-    ADD(q->placement = SN_PLACEMENT_HYBRIDNORM_STAR + 1, SN_ERR_PLACEMENT, "placement 10");
+    ADD(q->placement = SN_PLACEMENT_COUNT, SN_ERR_PLACEMENT, "placement 10");
     ADD(q->placement = -1, SN_ERR_PLACEMENT, "placement -1");
     ADD(q->placement = 1000, SN_ERR_PLACEMENT, "placement 1000");
     ADD(q->n_sublayers = 0, SN_ERR_SHAPE, "S = 0");
@@ -637,7 +637,7 @@ static void test_net_api(void)
     NI_BAD(SN_PLACEMENT_SIAMESE, S, D, SN_NORM_RMSNORM, NAN_F, SN_ERR_EPS);
     NI_BAD(SN_PLACEMENT_SIAMESE, S, D, SN_NORM_RMSNORM, -INF_F, SN_ERR_EPS);
 
-    for (int pl = 0; pl <= SN_PLACEMENT_HYBRIDNORM_STAR; pl++) {
+    for (int pl = 0; pl < SN_PLACEMENT_COUNT; pl++) {
         const int family = pl == SN_PLACEMENT_SIAMESE || pl == SN_PLACEMENT_SIAMESE_PAPER ||
                            pl == SN_PLACEMENT_SIAMESE_HYBRID_PRE;
         CHECK_OK(sn_net_init(&good, (sn_placement)pl, S, D, SN_NORM_LAYERNORM, 1e-5f));

@@ -41,6 +41,7 @@ static const struct {
     {"hybridnorm-star", SN_PLACEMENT_HYBRIDNORM_STAR, GPT_QK_QKV},
 };
 #define N_PLACEMENTS ((int)(sizeof placements / sizeof placements[0]))
+_Static_assert(N_PLACEMENTS == SN_PLACEMENT_COUNT, "a --norm name for every placement");
 
 int gpt_placement_from_name(const char *name)
 {

@@ -28,6 +28,9 @@ PLACEMENTS = {"pre_norm": _capi.SN_PLACEMENT_PRE_NORM, "post_norm": _capi.SN_PLA
               "deepnorm": _capi.SN_PLACEMENT_DEEPNORM, "peri_ln": _capi.SN_PLACEMENT_PERI_LN,
               "mix_ln": _capi.SN_PLACEMENT_MIX_LN, "hybridnorm": _capi.SN_PLACEMENT_HYBRIDNORM,
               "hybridnorm_star": _capi.SN_PLACEMENT_HYBRIDNORM_STAR}
+# a name for every placement of the header (SN_PLACEMENT_COUNT), checked when the module loads
+if sorted(PLACEMENTS.values()) != list(range(_capi.SN_PLACEMENT_COUNT)):
+    raise ImportError("siamesenorm.net.PLACEMENTS does not cover SN_PLACEMENT_COUNT placements")
 
 
 class Net:

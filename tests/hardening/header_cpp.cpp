@@ -9,6 +9,11 @@
 static_assert(sizeof(sn_norm) == 16, "sn_norm is a frozen 16-byte type");
 static_assert(sizeof(sn_fuse) == 48, "sn_fuse is three sn_norm");
 static_assert(sizeof(sn_net) == 128, "sn_net grows only through its reserved words");
+static_assert(SN_VERSION_NUMBER ==
+                  SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH,
+              "version number formula");
+static_assert(SN_PLACEMENT_COUNT == SN_PLACEMENT_HYBRIDNORM_STAR + 1,
+              "SN_PLACEMENT_COUNT ends at the last placement");
 
 int main()
 {

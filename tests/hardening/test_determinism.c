@@ -48,7 +48,7 @@ static uint64_t nets(sn_isa isa, int check_threads)
     hd_rng g = {2024};
     for (int64_t k = 0; k < R * D; k++)
         e[k] = (float)(2.0 * hd_gauss(&g) + 0.3);
-    for (int pl = 0; pl <= SN_PLACEMENT_HYBRIDNORM_STAR; pl++)
+    for (int pl = 0; pl < SN_PLACEMENT_COUNT; pl++)
         for (int kind = 0; kind < 2; kind++) {
             netrun n;
             if (netrun_init(&n, (sn_placement)pl, 4, D, R, (sn_norm_kind)kind, 77 + (uint64_t)pl)) {

@@ -1,0 +1,358 @@
+/* checkasm: the dual-stream fuse slots (fuse_s, fuse_fwd2, fuse_red, fuse_pg, fuse_dx, fuse_bwd,
+ * fuse_bwd2) of kernels.h, for fuses that mix every norm kind and affine mode, and the fuses
+ * fuse_fwd2 takes. The statistics every backward slot reads are the scalar forward's. */
+#include "checkasm.h"
+
+#include <string.h>
+
+/* the fuses: indices of ca_norm (kind * 3 + affine) for N_x, N_y, N_out */
+static const int FUSES[][3] = {
+    {0, 0, 0}, {4, 4, 4}, {4, 4, 0}, {0, 0, 4}, {2, 2, 2}, {3, 3, 5}, {1, 2, 3},
+    {4, 0, 0}, {9, 0, 4}, {6, 0, 0}, {0, 6, 3}, {10, 11, 7}, {0, 0, 6}, {5, 3, 9},
+};
+#define N_FUSES ((int)(sizeof FUSES / sizeof FUSES[0]))
+
+/* one fuse on two rows: inputs, the norms resolved without statistics (F0) and with each row's
+ * (F, from the scalar forward; reductions zero) */
+typedef struct fc {
+    sn_fuse f;
+    int64_t D;
+    const float *x[2], *y[2], *dh[2], *du[2], *params;
+    sn_rfuse F0, F[2];
+} fc;
+
+static void setup(fc *c, const ca_path *ref, int fi, int64_t D, int off) {
+    c->f.x = ca_norm(FUSES[fi][0]);
+    c->f.y = ca_norm(FUSES[fi][1]);
+    c->f.out = ca_norm(FUSES[fi][2]);
+    c->D = D;
+    for (int k = 0; k < 2; k++) {
+        c->x[k] = ca_row_rand(D, off + k, 1.0f, 2.0f * ca_rand());
+        c->y[k] = ca_row_rand(D, off + 2 + k, 1.5f, ca_rand());
+        c->dh[k] = ca_row_rand(D, off + 4 + k, 1.0f, 0.0f);
+        c->du[k] = ca_row_rand(D, off + 6 + k, 0.5f, 0.0f);
+    }
+    c->params = ca_row_rand(6 * D, off + 1, 0.5f, 1.0f);
+    const sn_fuse_layout L = sn_k_fuse_layout(&c->f, D);
+    memset(&c->F0, 0, sizeof c->F0);
+    c->F0.X = sn_k_resolve(&c->f.x, D, c->params + L.px, 0.0f, 1.0f);
+    c->F0.Y = sn_k_resolve(&c->f.y, D, c->params + L.py, 0.0f, 1.0f);
+    c->F0.O = sn_k_resolve(&c->f.out, D, c->params + L.po, 0.0f, 1.0f);
+    for (int k = 0; k < 2; k++) {
+        sn_rfuse F = c->F0;
+        float mx, rx, my, ry, mo, ro;
+        ref->K->stats2(&c->f.x, c->x[k], &c->f.y, c->y[k], D, &mx, &rx, &my, &ry);
+        sn_k_set_stats(&F.X, c->f.x.kind, mx, rx);
+        sn_k_set_stats(&F.Y, c->f.y.kind, my, ry);
+        float *h = ca_row(D, 0);
+        ref->K->fuse_s(&F, D, c->x[k], c->y[k], NULL, h, &c->f.out, &mo, &ro);
+        sn_k_set_stats(&F.O, c->f.out.kind, mo, ro);
+        c->F[k] = F;
+    }
+}
+
+static void close1(const char *what, float a, float r) { ca_close(what, &a, &r, 1); }
+static void same1(const char *what, float a, float b) { ca_same(what, &a, &b, 1); }
+
+/* fuse_s against scalar; N_out's statistics bitwise those of stats2 on h; u NULL; streaming */
+static void check_s(const ca_path *p, const ca_path *ref, const fc *c, int off) {
+    const int64_t D = c->D;
+    sn_rfuse F = c->F[0];
+    float *u = ca_row(D, off + 3), *h = ca_row(D, off + 5), *u_r = ca_row(D, 0),
+          *h_r = ca_row(D, 0);
+    float mo, ro, mo_r, ro_r, m2, r2, m3, r3;
+    p->K->fuse_s(&F, D, c->x[0], c->y[0], u, h, &c->f.out, &mo, &ro);
+    ref->K->fuse_s(&F, D, c->x[0], c->y[0], u_r, h_r, &c->f.out, &mo_r, &ro_r);
+    ca_close("fuse_s u", u, u_r, D);
+    ca_close("fuse_s h", h, h_r, D);
+    close1("fuse_s N_out mean", mo, mo_r);
+    close1("fuse_s N_out rstd", ro, ro_r);
+    p->K->stats2(&c->f.out, h, &c->f.out, h, D, &m2, &r2, &m3, &r3);
+    same1("fuse_s N_out mean vs stats2 on h", mo, m2);
+    same1("fuse_s N_out rstd vs stats2 on h", ro, r2);
+    float *h2 = ca_row(D, off + 2);
+    p->K->fuse_s(&F, D, c->x[0], c->y[0], NULL, h2, &c->f.out, &m2, &r2);
+    ca_same("fuse_s h without u", h2, h, D);
+    F.nt = 1;
+    float *u3 = ca_row(D, 0), *h3 = ca_row(D, 0);
+    p->K->fuse_s(&F, D, c->x[0], c->y[0], u3, h3, &c->f.out, &m2, &r2);
+    ca_same("fuse_s streaming u", u3, u, D);
+    ca_same("fuse_s streaming h", h3, h, D);
+    ca_rows_ok("fuse_s");
+}
+
+/* fuse_fwd2 bitwise as stats2, fuse_s and norm_row on each row; against scalar */
+static void check_fwd2(const ca_path *p, const ca_path *ref, const fc *c, int off) {
+    const int64_t D = c->D;
+    if (!sn_k_fuse2_ok(&c->f, D)) return;
+    float *u[2] = {ca_row(D, off + 1), ca_row(D, off + 2)};
+    float *h[2] = {ca_row(D, off + 3), ca_row(D, off + 4)};
+    float *u_r[2] = {ca_row(D, 0), ca_row(D, 0)}, *h_r[2] = {ca_row(D, 0), ca_row(D, 0)};
+    float st[2][6], st_r[2][6];
+    p->K->fuse_fwd2(&c->F0, &c->f, D, c->x, c->y, u, h, st);
+    ref->K->fuse_fwd2(&c->F0, &c->f, D, c->x, c->y, u_r, h_r, st_r);
+    for (int k = 0; k < 2; k++) {
+        ca_close("fuse_fwd2 u", u[k], u_r[k], D);
+        ca_close("fuse_fwd2 h", h[k], h_r[k], D);
+        ca_close("fuse_fwd2 stats", st[k], st_r[k], 6);
+        sn_rfuse F = c->F0;
+        float s1[6];
+        p->K->stats2(&c->f.x, c->x[k], &c->f.y, c->y[k], D, &s1[0], &s1[1], &s1[2], &s1[3]);
+        F.X.m = s1[0], F.X.r = s1[1], F.Y.m = s1[2], F.Y.r = s1[3];
+        float *u1 = ca_row(D, off), *s = ca_row(D, off + 7), *h1 = ca_row(D, off + 6);
+        p->K->fuse_s(&F, D, c->x[k], c->y[k], u1, s, &c->f.out, &s1[4], &s1[5]);
+        F.O.m = s1[4], F.O.r = s1[5];
+        p->K->norm_row(&F.O, s, D, h1);
+        ca_same("fuse_fwd2 stats vs stats2 + fuse_s", st[k], s1, 6);
+        ca_same("fuse_fwd2 u vs fuse_s", u[k], u1, D);
+        ca_same("fuse_fwd2 h vs fuse_s + norm_row", h[k], h1, D);
+    }
+    float *const none[2] = {NULL, NULL};
+    float *h2[2] = {ca_row(D, off + 8), ca_row(D, off + 9)};
+    float st2[2][6];
+    p->K->fuse_fwd2(&c->F0, &c->f, D, c->x, c->y, none, h2, st2);
+    sn_rfuse F0nt = c->F0;
+    F0nt.nt = 1;
+    float *u3[2] = {ca_row(D, 0), ca_row(D, 0)}, *h3[2] = {ca_row(D, 0), ca_row(D, 0)};
+    p->K->fuse_fwd2(&F0nt, &c->f, D, c->x, c->y, u3, h3, st2);
+    for (int k = 0; k < 2; k++) {
+        ca_same("fuse_fwd2 h without u", h2[k], h[k], D);
+        ca_same("fuse_fwd2 streaming u", u3[k], u[k], D);
+        ca_same("fuse_fwd2 streaming h", h3[k], h[k], D);
+    }
+    ca_rows_ok("fuse_fwd2");
+}
+
+/* the parameter-gradient rows a fuse has (the others NULL, as the drivers pass them) */
+static sn_dfuse dp_rows(const fc *c, int off) {
+    const sn_rfuse *F = &c->F0;
+    const int64_t D = c->D;
+    sn_dfuse d;
+    d.gx = F->X.gamma ? ca_row(D, off) : NULL;
+    d.bx = F->X.beta ? ca_row(D, off + 1) : NULL;
+    d.gy = F->Y.gamma ? ca_row(D, off + 2) : NULL;
+    d.by = F->Y.beta ? ca_row(D, off + 3) : NULL;
+    d.go = F->O.gamma ? ca_row(D, off + 4) : NULL;
+    d.bo = F->O.beta ? ca_row(D, off + 5) : NULL;
+    return d;
+}
+static void dp_check(const char *what, const sn_dfuse *a, const sn_dfuse *b, int64_t n,
+                     int bitwise) {
+    const float *pa[6] = {a->gx, a->bx, a->gy, a->by, a->go, a->bo};
+    const float *pb[6] = {b->gx, b->bx, b->gy, b->by, b->go, b->bo};
+    for (int i = 0; i < 6; i++)
+        if (pa[i]) (bitwise ? ca_same : ca_close)(what, pa[i], pb[i], n);
+}
+static void reds_close(const char *what, const sn_rfuse *a, const sn_rfuse *r) {
+    const float va[6] = {a->oa, a->ob, a->xa, a->xb, a->ya, a->yb};
+    const float vr[6] = {r->oa, r->ob, r->xa, r->xb, r->ya, r->yb};
+    for (int i = 0; i < 6; i++) close1(what, va[i], vr[i]);
+}
+
+/* fuse_red, fuse_pg, fuse_dx against scalar; fuse_pg over any split of the columns; fuse_dx in
+ * place; fuse_bwd bitwise as the three (and without parameter gradients), in place, streaming,
+ * prefetching */
+static void check_bwd(const ca_path *p, const ca_path *ref, const fc *c, int off, int accx,
+                      int accy, int with_du) {
+    const int64_t D = c->D;
+    const float *du = with_du ? c->du[0] : NULL, *x = c->x[0], *y = c->y[0], *dh = c->dh[0];
+    /* each path with its own reductions (the input gradients of a row of near-zero variance,
+     * W = 1, amplify a difference in them by rstd) */
+    sn_rfuse F = c->F[0], F_r = c->F[0];
+    p->K->fuse_red(&F, D, dh, du, x, y);
+    ref->K->fuse_red(&F_r, D, dh, du, x, y);
+    reds_close("fuse_red", &F, &F_r);
+
+    sn_dfuse dp = dp_rows(c, off), dp_r = dp_rows(c, 0), dp2 = dp_rows(c, off + 2);
+    p->K->fuse_pg(&F, D, dh, du, x, y, &dp);
+    ref->K->fuse_pg(&F_r, D, dh, du, x, y, &dp_r);
+    dp_check("fuse_pg", &dp, &dp_r, D, 0);
+    const int64_t cut = D * 7 / 13;
+    p->K->fuse_pg(&F, cut, dh, du, x, y, &dp2);
+    sn_dfuse tail = dp2;
+    float **t[6] = {&tail.gx, &tail.bx, &tail.gy, &tail.by, &tail.go, &tail.bo};
+    for (int i = 0; i < 6; i++)
+        if (*t[i]) *t[i] += cut;
+    sn_rfuse Ft = F; /* and the norms' parameters, as the drivers offset them */
+    sn_rnorm *ns[3] = {&Ft.X, &Ft.Y, &Ft.O};
+    for (int i = 0; i < 3; i++) {
+        if (ns[i]->gamma) ns[i]->gamma += cut;
+        if (ns[i]->beta) ns[i]->beta += cut;
+    }
+    p->K->fuse_pg(&Ft, D - cut, dh + cut, du ? du + cut : NULL, x + cut, y + cut, &tail);
+    dp_check("fuse_pg split columns", &dp2, &dp, D, 1);
+
+    float *dx = ca_row(D, off + 1), *dy = ca_row(D, off + 2);
+    float *dx_r = ca_row(D, 0), *dy_r = ca_row(D, 0);
+    p->K->fuse_dx(&F, D, dh, du, x, y, dx, dy, accx, accy);
+    ref->K->fuse_dx(&F_r, D, dh, du, x, y, dx_r, dy_r, accx, accy);
+    ca_close("fuse_dx dx", dx, dx_r, D);
+    ca_close("fuse_dx dy", dy, dy_r, D);
+    if (du && !accx) {
+        float *io = ca_row_copy(du, D, off + 1), *dy2 = ca_row(D, off + 3);
+        p->K->fuse_dx(&F, D, dh, io, x, y, io, dy2, 0, accy);
+        ca_same("fuse_dx in place dx", io, dx, D);
+    }
+
+    /* fuse_bwd: the same bits as the three above */
+    sn_rfuse Fb = c->F[0];
+    sn_dfuse dpb = dp_rows(c, off + 3);
+    float *dxb = ca_row(D, off + 4), *dyb = ca_row(D, off + 5);
+    p->K->fuse_bwd(&Fb, D, dh, du, x, y, dxb, dyb, accx, accy, &dpb);
+    ca_same("fuse_bwd dx vs fuse_red + fuse_pg + fuse_dx", dxb, dx, D);
+    ca_same("fuse_bwd dy vs fuse_red + fuse_pg + fuse_dx", dyb, dy, D);
+    dp_check("fuse_bwd parameter gradients vs fuse_pg", &dpb, &dp, D, 1);
+    sn_rfuse F_rb = c->F[0];
+    sn_dfuse dpb_r = dp_rows(c, 0);
+    float *dxb_r = ca_row(D, 0), *dyb_r = ca_row(D, 0);
+    ref->K->fuse_bwd(&F_rb, D, dh, du, x, y, dxb_r, dyb_r, accx, accy, &dpb_r);
+    ca_close("fuse_bwd dx", dxb, dxb_r, D);
+    ca_close("fuse_bwd dy", dyb, dyb_r, D);
+    dp_check("fuse_bwd parameter gradients", &dpb, &dpb_r, D, 0);
+
+    /* without parameter gradients, prefetching other rows, streaming, in place */
+    Fb = c->F[0];
+    Fb.npf = 2, Fb.pf[0] = c->x[1], Fb.pf[1] = c->y[1];
+    float *dx2 = ca_row(D, off + 6), *dy2 = ca_row(D, off + 7);
+    p->K->fuse_bwd(&Fb, D, dh, du, x, y, dx2, dy2, accx, accy, NULL);
+    ca_same("fuse_bwd dx without parameter gradients", dx2, dx, D);
+    ca_same("fuse_bwd dy without parameter gradients", dy2, dy, D);
+    if (!accx && !accy) {
+        Fb = c->F[0];
+        Fb.nt = 1;
+        float *dx3 = ca_row(D, 0), *dy3 = ca_row(D, 0);
+        p->K->fuse_bwd(&Fb, D, dh, du, x, y, dx3, dy3, 0, 0, NULL);
+        ca_same("fuse_bwd streaming dx", dx3, dx, D);
+        ca_same("fuse_bwd streaming dy", dy3, dy, D);
+    }
+    if (du && !accx) {
+        Fb = c->F[0];
+        float *io = ca_row_copy(du, D, off + 2), *dy4 = ca_row(D, off + 8);
+        p->K->fuse_bwd(&Fb, D, dh, io, x, y, io, dy4, 0, accy, NULL);
+        ca_same("fuse_bwd in place dx", io, dx, D);
+    }
+    ca_rows_ok("fuse_red/fuse_pg/fuse_dx/fuse_bwd");
+}
+
+/* fuse_bwd2 bitwise as fuse_bwd on row 0 then row 1 (with and without parameter gradients);
+ * against scalar */
+static void check_bwd2(const ca_path *p, const ca_path *ref, const fc *c, int off, int accx,
+                       int accy, int with_du) {
+    const int64_t D = c->D;
+    const float *du[2] = {with_du ? c->du[0] : NULL, with_du ? c->du[1] : NULL};
+    for (int pg = 0; pg < 2; pg++) {
+        sn_rfuse F2[2] = {c->F[0], c->F[1]}, F1[2] = {c->F[0], c->F[1]};
+        sn_rfuse Fr[2] = {c->F[0], c->F[1]};
+        sn_dfuse dp2 = dp_rows(c, off), dp1 = dp_rows(c, off + 1), dpr = dp_rows(c, 0);
+        float *dx2[2] = {ca_row(D, off + 2), ca_row(D, off + 3)};
+        float *dy2[2] = {ca_row(D, off + 4), ca_row(D, off + 5)};
+        float *dx1[2] = {ca_row(D, off + 6), ca_row(D, off + 7)};
+        float *dy1[2] = {ca_row(D, off + 8), ca_row(D, off + 9)};
+        float *dxr[2] = {ca_row(D, 0), ca_row(D, 0)}, *dyr[2] = {ca_row(D, 0), ca_row(D, 0)};
+        p->K->fuse_bwd2(F2, D, c->dh, du, c->x, c->y, dx2, dy2, accx, accy, pg ? &dp2 : NULL);
+        for (int k = 0; k < 2; k++)
+            p->K->fuse_bwd(&F1[k], D, c->dh[k], du[k], c->x[k], c->y[k], dx1[k], dy1[k], accx,
+                           accy, pg ? &dp1 : NULL);
+        ref->K->fuse_bwd2(Fr, D, c->dh, du, c->x, c->y, dxr, dyr, accx, accy, pg ? &dpr : NULL);
+        for (int k = 0; k < 2; k++) {
+            ca_same("fuse_bwd2 dx vs fuse_bwd twice", dx2[k], dx1[k], D);
+            ca_same("fuse_bwd2 dy vs fuse_bwd twice", dy2[k], dy1[k], D);
+            ca_close("fuse_bwd2 dx", dx2[k], dxr[k], D);
+            ca_close("fuse_bwd2 dy", dy2[k], dyr[k], D);
+        }
+        if (pg) {
+            dp_check("fuse_bwd2 parameter gradients vs fuse_bwd twice", &dp2, &dp1, D, 1);
+            dp_check("fuse_bwd2 parameter gradients", &dp2, &dpr, D, 0);
+        }
+    }
+    ca_rows_ok("fuse_bwd2");
+}
+
+void check_fuse(const ca_path *p, const ca_path *ref) {
+    for (int wi = 0; wi < ca_nwidths; wi++) {
+        const int64_t D = ca_widths[wi];
+        for (int fi = 0; fi < N_FUSES; fi++) {
+            const int off = (int)((D + 5 * fi) % 16);
+            const int mode = (int)((wi + fi) % 6); /* accx, accy, du */
+            const int accx = mode & 1, accy = (mode >> 1) & 1, with_du = mode != 4;
+            ca_seed((uint64_t)(D * 64 + fi));
+            fc c;
+            setup(&c, ref, fi, D, off);
+            ca_where(p->name, "fuse", D, "fuse %d/%d/%d, offset %d, accx %d accy %d du %d",
+                     FUSES[fi][0], FUSES[fi][1], FUSES[fi][2], off, accx, accy, with_du);
+            check_s(p, ref, &c, off);
+            check_fwd2(p, ref, &c, off);
+            check_bwd(p, ref, &c, off, accx, accy, with_du);
+            check_bwd2(p, ref, &c, off, accx, accy, with_du);
+            ca_rows_reset();
+        }
+    }
+}
+
+/* ---- --bench ------------------------------------------------------------------------------- */
+
+typedef struct bf {
+    const sn_kern *K;
+    fc c;
+    float *u[2], *h[2], *dx[2], *dy[2], st[2][6];
+    sn_dfuse dp;
+} bf;
+
+static void b_s(void *a) {
+    bf *b = a;
+    float m, r;
+    b->K->fuse_s(&b->c.F[0], b->c.D, b->c.x[0], b->c.y[0], b->u[0], b->h[0], &b->c.f.out, &m, &r);
+}
+static void b_fwd2(void *a) {
+    bf *b = a;
+    b->K->fuse_fwd2(&b->c.F0, &b->c.f, b->c.D, b->c.x, b->c.y, b->u, b->h, b->st);
+}
+static void b_red(void *a) {
+    bf *b = a;
+    sn_rfuse F = b->c.F[0];
+    b->K->fuse_red(&F, b->c.D, b->c.dh[0], b->c.du[0], b->c.x[0], b->c.y[0]);
+}
+static void b_pg(void *a) {
+    bf *b = a;
+    b->K->fuse_pg(&b->c.F[0], b->c.D, b->c.dh[0], b->c.du[0], b->c.x[0], b->c.y[0], &b->dp);
+}
+static void b_dx(void *a) {
+    bf *b = a;
+    b->K->fuse_dx(&b->c.F[0], b->c.D, b->c.dh[0], b->c.du[0], b->c.x[0], b->c.y[0], b->dx[0],
+                  b->dy[0], 0, 0);
+}
+static void b_bwd(void *a) {
+    bf *b = a;
+    sn_rfuse F = b->c.F[0];
+    b->K->fuse_bwd(&F, b->c.D, b->c.dh[0], b->c.du[0], b->c.x[0], b->c.y[0], b->dx[0], b->dy[0],
+                   0, 0, &b->dp);
+}
+static void b_bwd2(void *a) {
+    bf *b = a;
+    sn_rfuse F[2] = {b->c.F[0], b->c.F[1]};
+    b->K->fuse_bwd2(F, b->c.D, b->c.dh, b->c.du, b->c.x, b->c.y, b->dx, b->dy, 0, 0, &b->dp);
+}
+
+void bench_fuse(const ca_path *p) {
+    const int64_t Ds[3] = {64, 768, 4096};
+    for (int di = 0; di < 3; di++) {
+        const int64_t D = Ds[di];
+        bf b;
+        b.K = p->K;
+        ca_seed(2);
+        setup(&b.c, p, 0, D, 0); /* LayerNorm with gamma and beta, three times */
+        for (int k = 0; k < 2; k++) {
+            b.u[k] = ca_row(D, 0), b.h[k] = ca_row(D, 0);
+            b.dx[k] = ca_row(D, 0), b.dy[k] = ca_row(D, 0);
+        }
+        b.dp = dp_rows(&b.c, 0);
+        ca_bench("fuse_s", p->name, D, b_s, &b);
+        if (D <= SN_FUSE2_MAX) ca_bench("fuse_fwd2", p->name, 2 * D, b_fwd2, &b);
+        ca_bench("fuse_red", p->name, D, b_red, &b);
+        ca_bench("fuse_pg", p->name, D, b_pg, &b);
+        ca_bench("fuse_dx", p->name, D, b_dx, &b);
+        ca_bench("fuse_bwd", p->name, D, b_bwd, &b);
+        ca_bench("fuse_bwd2", p->name, 2 * D, b_bwd2, &b);
+        ca_rows_reset();
+    }
+}

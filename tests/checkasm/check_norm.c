@@ -1,0 +1,265 @@
+/* checkasm: the one-norm slots (norm_fwd, stats2, norm_row, norm_pg, norm_bwd, norm_bwd2) of
+ * kernels.h, for every norm kind and affine mode. The statistics every backward slot reads are
+ * the scalar forward's, so each slot is compared on the same inputs. */
+#include "checkasm.h"
+
+#include <string.h>
+
+/* one norm on one row (a second row for the two-row slots), inputs and resolved norms */
+typedef struct nc {
+    sn_norm n;
+    int64_t W;
+    const float *v[2], *dout[2], *params;
+    sn_rnorm q0, q[2]; /* without statistics; with row 0's and row 1's (the scalar forward's) */
+} nc;
+
+static void setup(nc *c, const ca_path *ref, sn_norm n, int64_t W, int off, int adjacent) {
+    c->n = n;
+    c->W = W;
+    float *v, *dout;
+    if (adjacent) { /* the two rows are two groups of one row */
+        v = ca_row(2 * W, off);
+        dout = ca_row_rand(2 * W, off + 3, 1.0f, 0.0f);
+        for (int64_t j = 0; j < 2 * W; j++) v[j] = (j < W ? 2.0f : -1.5f) + ca_rand();
+        c->v[0] = v, c->v[1] = v + W, c->dout[0] = dout, c->dout[1] = dout + W;
+    } else {
+        c->v[0] = ca_row_rand(W, off, 1.0f, 3.0f * ca_rand()); /* |mean| > std */
+        c->v[1] = ca_row_rand(W, off + 5, 1.0f, 3.0f * ca_rand());
+        c->dout[0] = ca_row_rand(W, off + 1, 1.0f, 0.0f);
+        c->dout[1] = ca_row_rand(W, off + 7, 1.0f, 0.0f);
+    }
+    c->params = ca_row_rand(2 * W, off + 2, 0.5f, 1.0f);
+    c->q0 = sn_k_resolve(&n, W, c->params, 0.0f, 1.0f);
+    for (int k = 0; k < 2; k++) {
+        float m, r;
+        float *tmp = ca_row(W, 0);
+        ref->K->norm_fwd(&n, &c->q0, c->v[k], W, tmp, &m, &r);
+        c->q[k] = sn_k_resolve(&n, W, c->params, m, r);
+    }
+}
+
+/* norm_fwd against scalar, and bitwise: stats2 on the row then norm_row; in place; streaming */
+static void check_fwd(const ca_path *p, const ca_path *ref, const nc *c, int off) {
+    const int64_t W = c->W;
+    float *out = ca_row(W, off + 9), *out_r = ca_row(W, 0);
+    float m, r, m_r, r_r;
+    p->K->norm_fwd(&c->n, &c->q0, c->v[0], W, out, &m, &r);
+    ref->K->norm_fwd(&c->n, &c->q0, c->v[0], W, out_r, &m_r, &r_r);
+    ca_close("norm_fwd out", out, out_r, W);
+    ca_close("norm_fwd mean", &m, &m_r, 1);
+    ca_close("norm_fwd rstd", &r, &r_r, 1);
+
+    /* stats2 then norm_row; each stats2 row the same whatever the other row and its norm */
+    for (int k = 0; k < 4; k++) {
+        const sn_norm nb = ca_norm(3 * k);
+        float ma, ra, mb, rb, mb_r, rb_r, ma_r, ra_r;
+        p->K->stats2(&c->n, c->v[0], &nb, c->v[1], W, &ma, &ra, &mb, &rb);
+        ca_same("stats2 row a vs norm_fwd mean", &ma, &m, 1);
+        ca_same("stats2 row a vs norm_fwd rstd", &ra, &r, 1);
+        ref->K->stats2(&c->n, c->v[0], &nb, c->v[1], W, &ma_r, &ra_r, &mb_r, &rb_r);
+        ca_close("stats2 mean b", &mb, &mb_r, 1);
+        ca_close("stats2 rstd b", &rb, &rb_r, 1);
+        float mb2, rb2, mx, rx;
+        p->K->stats2(&nb, c->v[1], &c->n, c->v[0], W, &mb2, &rb2, &mx, &rx);
+        ca_same("stats2 row b vs row b in place a", &mb2, &mb, 1);
+        ca_same("stats2 rstd b vs rstd b in place a", &rb2, &rb, 1);
+        ca_same("stats2 row a in place b", &mx, &m, 1);
+        ca_same("stats2 rstd a in place b", &rx, &r, 1);
+    }
+    sn_rnorm q = c->q0;
+    sn_k_set_stats(&q, c->n.kind, m, r);
+    float *out2 = ca_row(W, off + 4);
+    p->K->norm_row(&q, c->v[0], W, out2);
+    ca_same("norm_fwd vs stats2 + norm_row", out, out2, W);
+
+    float *io = ca_row_copy(c->v[0], W, off + 9); /* out may equal v */
+    p->K->norm_fwd(&c->n, &c->q0, io, W, io, &m, &r);
+    ca_same("norm_fwd in place", io, out, W);
+    sn_rnorm q0nt = c->q0;
+    q0nt.nt = 1;
+    float *nt = ca_row(W, 0); /* vector-aligned: streaming stores taken */
+    p->K->norm_fwd(&c->n, &q0nt, c->v[0], W, nt, &m, &r);
+    ca_same("norm_fwd streaming", nt, out, W);
+    ca_rows_ok("norm_fwd/stats2/norm_row");
+}
+
+/* norm_row against scalar; in place; streaming */
+static void check_row(const ca_path *p, const ca_path *ref, const nc *c, int off) {
+    const int64_t W = c->W;
+    float *out = ca_row(W, off + 6), *out_r = ca_row(W, 0);
+    p->K->norm_row(&c->q[0], c->v[0], W, out);
+    ref->K->norm_row(&c->q[0], c->v[0], W, out_r);
+    ca_close("norm_row", out, out_r, W);
+    float *io = ca_row_copy(c->v[0], W, off);
+    p->K->norm_row(&c->q[0], io, W, io);
+    ca_same("norm_row in place", io, out, W);
+    sn_rnorm qnt = c->q[0];
+    qnt.nt = 1;
+    float *nt = ca_row(W, 0);
+    p->K->norm_row(&qnt, c->v[0], W, nt);
+    ca_same("norm_row streaming", nt, out, W);
+    ca_rows_ok("norm_row");
+}
+
+/* norm_pg against scalar; any split of the columns; either gradient alone */
+static void check_pg(const ca_path *p, const ca_path *ref, const nc *c, int off) {
+    const int64_t W = c->W;
+    const sn_rnorm *q = &c->q[0];
+    float *dg = ca_row(W, off + 1), *db = ca_row(W, off + 2);
+    float *dg_r = ca_row(W, 0), *db_r = ca_row(W, 0);
+    p->K->norm_pg(q, c->dout[0], c->v[0], W, dg, db);
+    ref->K->norm_pg(q, c->dout[0], c->v[0], W, dg_r, db_r);
+    ca_close("norm_pg dgamma", dg, dg_r, W);
+    ca_close("norm_pg dbeta", db, db_r, W);
+    const int64_t cut = W * 5 / 11;
+    float *dg2 = ca_row(W, off + 3), *db2 = ca_row(W, off + 4);
+    p->K->norm_pg(q, c->dout[0], c->v[0], cut, dg2, db2);
+    p->K->norm_pg(q, c->dout[0] + cut, c->v[0] + cut, W - cut, dg2 + cut, db2 + cut);
+    ca_same("norm_pg split columns dgamma", dg2, dg, W);
+    ca_same("norm_pg split columns dbeta", db2, db, W);
+    float *dg3 = ca_row(W, off + 5), *db3 = ca_row(W, off + 6);
+    p->K->norm_pg(q, c->dout[0], c->v[0], W, dg3, NULL);
+    p->K->norm_pg(q, c->dout[0], c->v[0], W, NULL, db3);
+    ca_same("norm_pg dgamma alone", dg3, dg, W);
+    ca_same("norm_pg dbeta alone", db3, db, W);
+    ca_rows_ok("norm_pg");
+}
+
+/* norm_bwd against scalar; dv the same without parameter gradients; those the same as
+ * norm_pg's; in place; streaming */
+static void check_bwd(const ca_path *p, const ca_path *ref, const nc *c, int off, int acc) {
+    const int64_t W = c->W;
+    const sn_rnorm *q = &c->q[0];
+    float *dv = ca_row(W, off + 3), *dv_r = ca_row(W, 0);
+    float *dg = q->gamma ? ca_row(W, off + 1) : NULL, *db = q->beta ? ca_row(W, off + 2) : NULL;
+    float *dg_r = q->gamma ? ca_row(W, 0) : NULL, *db_r = q->beta ? ca_row(W, 0) : NULL;
+    p->K->norm_bwd(q, c->dout[0], c->v[0], W, dv, acc, dg, db);
+    ref->K->norm_bwd(q, c->dout[0], c->v[0], W, dv_r, acc, dg_r, db_r);
+    ca_close("norm_bwd dv", dv, dv_r, W);
+    if (dg) ca_close("norm_bwd dgamma", dg, dg_r, W);
+    if (db) ca_close("norm_bwd dbeta", db, db_r, W);
+    float *dv2 = ca_row(W, off + 4);
+    p->K->norm_bwd(q, c->dout[0], c->v[0], W, dv2, acc, NULL, NULL);
+    ca_same("norm_bwd dv without parameter gradients", dv2, dv, W);
+    if (dg || db) {
+        float *pg = dg ? ca_row(W, off) : NULL, *pb = db ? ca_row(W, off + 5) : NULL;
+        p->K->norm_pg(q, c->dout[0], c->v[0], W, pg, pb);
+        if (dg) ca_same("norm_bwd dgamma vs norm_pg", dg, pg, W);
+        if (db) ca_same("norm_bwd dbeta vs norm_pg", db, pb, W);
+    }
+    if (!acc) {
+        float *io = ca_row_copy(c->dout[0], W, off + 3); /* dv may equal dout */
+        p->K->norm_bwd(q, io, c->v[0], W, io, 0, NULL, NULL);
+        ca_same("norm_bwd in place", io, dv, W);
+        sn_rnorm qnt = *q;
+        qnt.nt = 1;
+        float *nt = ca_row(W, 0);
+        p->K->norm_bwd(&qnt, c->dout[0], c->v[0], W, nt, 0, NULL, NULL);
+        ca_same("norm_bwd streaming", nt, dv, W);
+    }
+    ca_rows_ok("norm_bwd");
+}
+
+/* norm_bwd2 bitwise as norm_bwd on segment 0 then segment 1; against scalar */
+static void check_bwd2(const ca_path *p, const ca_path *ref, const nc *c, int off, int acc) {
+    const int64_t W = c->W;
+    const sn_rnorm *q = c->q;
+    float *dv[2] = {ca_row(W, off + 1), ca_row(W, off + 2)};
+    float *dv1[2] = {ca_row(W, off + 3), ca_row(W, off + 4)};
+    float *dv_r[2] = {ca_row(W, 0), ca_row(W, 0)};
+    float *dg = q->gamma ? ca_row(W, off) : NULL, *db = q->beta ? ca_row(W, off + 5) : NULL;
+    float *dg1 = q->gamma ? ca_row(W, off + 6) : NULL, *db1 = q->beta ? ca_row(W, off + 7) : NULL;
+    float *dg_r = q->gamma ? ca_row(W, 0) : NULL, *db_r = q->beta ? ca_row(W, 0) : NULL;
+    p->K->norm_bwd2(q, c->dout, c->v, W, dv, acc, dg, db);
+    for (int k = 0; k < 2; k++) p->K->norm_bwd(&q[k], c->dout[k], c->v[k], W, dv1[k], acc, dg1, db1);
+    ref->K->norm_bwd2(q, c->dout, c->v, W, dv_r, acc, dg_r, db_r);
+    for (int k = 0; k < 2; k++) {
+        ca_same("norm_bwd2 dv vs norm_bwd twice", dv[k], dv1[k], W);
+        ca_close("norm_bwd2 dv", dv[k], dv_r[k], W);
+    }
+    if (dg) ca_same("norm_bwd2 dgamma vs norm_bwd twice", dg, dg1, W);
+    if (db) ca_same("norm_bwd2 dbeta vs norm_bwd twice", db, db1, W);
+    if (dg) ca_close("norm_bwd2 dgamma", dg, dg_r, W);
+    if (db) ca_close("norm_bwd2 dbeta", db, db_r, W);
+    ca_rows_ok("norm_bwd2");
+}
+
+void check_norm(const ca_path *p, const ca_path *ref) {
+    for (int wi = 0; wi < ca_nwidths; wi++) {
+        const int64_t W = ca_widths[wi];
+        for (int i = 0; i < CA_NNORMS; i++) {
+            const sn_norm n = ca_norm(i);
+            const int off = (int)((W + 3 * i) % 16);
+            for (int adjacent = 0; adjacent < 2; adjacent++) {
+                ca_seed((uint64_t)(W * 64 + i * 2 + adjacent));
+                nc c;
+                setup(&c, ref, n, W, off, adjacent);
+                ca_where(p->name, "norm", W, "norm kind %d affine %d, offset %d%s", n.kind,
+                         n.affine, off, adjacent ? ", groups" : "");
+                if (!adjacent) {
+                    check_fwd(p, ref, &c, off);
+                    check_row(p, ref, &c, off);
+                    check_pg(p, ref, &c, off);
+                    check_bwd(p, ref, &c, off, 0);
+                    check_bwd(p, ref, &c, off, 1);
+                }
+                check_bwd2(p, ref, &c, off, adjacent);
+                ca_rows_reset();
+            }
+        }
+    }
+}
+
+/* ---- --bench ------------------------------------------------------------------------------- */
+
+typedef struct bn {
+    const sn_kern *K;
+    nc c;
+    float *out[2], *dg, *db, m, r;
+} bn;
+
+static void b_fwd(void *a) {
+    bn *b = a;
+    b->K->norm_fwd(&b->c.n, &b->c.q0, b->c.v[0], b->c.W, b->out[0], &b->m, &b->r);
+}
+static void b_row(void *a) {
+    bn *b = a;
+    b->K->norm_row(&b->c.q[0], b->c.v[0], b->c.W, b->out[0]);
+}
+static void b_stats2(void *a) {
+    bn *b = a;
+    float m, r;
+    b->K->stats2(&b->c.n, b->c.v[0], &b->c.n, b->c.v[1], b->c.W, &b->m, &b->r, &m, &r);
+}
+static void b_pg(void *a) {
+    bn *b = a;
+    b->K->norm_pg(&b->c.q[0], b->c.dout[0], b->c.v[0], b->c.W, b->dg, b->db);
+}
+static void b_bwd(void *a) {
+    bn *b = a;
+    b->K->norm_bwd(&b->c.q[0], b->c.dout[0], b->c.v[0], b->c.W, b->out[0], 0, b->dg, b->db);
+}
+static void b_bwd2(void *a) {
+    bn *b = a;
+    b->K->norm_bwd2(b->c.q, b->c.dout, b->c.v, b->c.W, b->out, 0, b->dg, b->db);
+}
+
+void bench_norm(const ca_path *p) {
+    const int64_t Ws[3] = {64, 768, 4096};
+    for (int wi = 0; wi < 3; wi++) {
+        const int64_t W = Ws[wi];
+        bn b;
+        b.K = p->K;
+        ca_seed(1);
+        setup(&b.c, p, ca_norm(0), W, 0, 0); /* LayerNorm with gamma and beta */
+        b.out[0] = ca_row(W, 0), b.out[1] = ca_row(W, 0);
+        b.dg = ca_row(W, 0), b.db = ca_row(W, 0);
+        ca_bench("norm_fwd", p->name, W, b_fwd, &b);
+        ca_bench("norm_row", p->name, W, b_row, &b);
+        ca_bench("stats2", p->name, 2 * W, b_stats2, &b);
+        ca_bench("norm_pg", p->name, W, b_pg, &b);
+        ca_bench("norm_bwd", p->name, W, b_bwd, &b);
+        ca_bench("norm_bwd2", p->name, 2 * W, b_bwd2, &b);
+        ca_rows_reset();
+    }
+}

@@ -1,0 +1,235 @@
+/* checkasm: the harness of checkasm.h and its main.
+ *   checkasm            every slot of every path this CPU runs against the scalar table
+ *   checkasm --bench    also times every slot on every path (ns per element; not pass/fail)
+ * Built with SN_TEST_SMALL (the sanitizer builds, see tests/meson.build), it calls the slots
+ * with fewer widths: 1..40 and every width above 40 of the full list. */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include "checkasm.h"
+
+#include "cpu.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- widths, norms, inputs ----------------------------------------------------------------- */
+
+static int64_t widths[80];
+const int64_t *ca_widths = widths;
+int ca_nwidths;
+
+static void init_widths(void) {
+#ifdef SN_TEST_SMALL
+    const int64_t dense = 40;
+#else
+    const int64_t dense = 70;
+#endif
+    for (int64_t w = 1; w <= dense; w++) widths[ca_nwidths++] = w;
+    const int64_t wide[] = {127, 128, 129, 768, 1000, 4096};
+    for (int i = 0; i < 6; i++) widths[ca_nwidths++] = wide[i];
+}
+
+sn_norm ca_norm(int i) {
+    const int32_t kinds[4] = {SN_NORM_LAYERNORM, SN_NORM_RMSNORM, SN_NORM_IDENTITY, SN_NORM_SCALE};
+    const int32_t affs[3] = {SN_AFFINE_SCALE_SHIFT, SN_AFFINE_SCALE, SN_AFFINE_NONE};
+    sn_norm n = {kinds[i / 3], affs[i % 3], 0, 1e-5f};
+    return n;
+}
+
+static uint64_t rng = 88172645463325252ull;
+void ca_seed(uint64_t s) { rng = s * 2654435761u + 88172645463325252ull; }
+float ca_rand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+
+/* ---- rows with canaries -------------------------------------------------------------------- */
+
+enum { GUARD = 64, MAX_ROWS = 256 }; /* floats on each side */
+static const uint32_t CANARY = 0x7fa5c3e1u; /* a NaN no kernel computes */
+
+typedef struct row {
+    uint32_t *base;
+    int64_t lead, n; /* floats before the row, floats in it */
+} row;
+static row rows[MAX_ROWS];
+static int nrows;
+
+static int failures;
+static long checks;
+static char where[256];
+static double worst; /* the largest error ca_close saw */
+
+float *ca_row(int64_t n, int off) {
+    if (nrows == MAX_ROWS) {
+        fprintf(stderr, "checkasm: more than %d rows in one check\n", MAX_ROWS);
+        exit(2);
+    }
+    const int64_t lead = GUARD + off, total = lead + n + GUARD;
+    const size_t bytes = ((size_t)total * 4 + 63) / 64 * 64;
+    uint32_t *b = aligned_alloc(64, bytes);
+    if (!b) {
+        fprintf(stderr, "checkasm: out of memory\n");
+        exit(2);
+    }
+    for (size_t i = 0; i < bytes / 4; i++) b[i] = CANARY;
+    rows[nrows++] = (row){b, lead, n};
+    float *p = (float *)(void *)(b + lead);
+    for (int64_t j = 0; j < n; j++) p[j] = 0.25f * (float)(j % 7) - 0.5f; /* for += outputs */
+    return p;
+}
+
+float *ca_row_rand(int64_t n, int off, float scale, float shift) {
+    float *p = ca_row(n, off);
+    for (int64_t j = 0; j < n; j++) p[j] = shift + scale * ca_rand();
+    return p;
+}
+
+float *ca_row_copy(const float *src, int64_t n, int off) {
+    float *p = ca_row(n, off);
+    memcpy(p, src, (size_t)n * sizeof(float));
+    return p;
+}
+
+void ca_rows_ok(const char *label) {
+    for (int i = 0; i < nrows; i++) {
+        const row *r = &rows[i];
+        const int64_t end = ((r->lead + r->n + GUARD) * 4 + 63) / 64 * 16;
+        for (int64_t k = 0; k < end; k++) {
+            if (k == r->lead) k += r->n;
+            if (k < end && r->base[k] != CANARY) {
+                ca_check(0, "%s: row %d written at column %lld (row of %lld)", label, i,
+                         (long long)(k - r->lead), (long long)r->n);
+                break;
+            }
+        }
+    }
+    checks++;
+}
+
+void ca_rows_reset(void) {
+    for (int i = 0; i < nrows; i++) free(rows[i].base);
+    nrows = 0;
+}
+
+/* ---- checks -------------------------------------------------------------------------------- */
+
+void ca_where(const char *path, const char *slot, int64_t W, const char *fmt, ...) {
+    int k = snprintf(where, sizeof where, "%s %s W=%lld ", path, slot, (long long)W);
+    va_list ap;
+    va_start(ap, fmt);
+    if (k > 0 && (size_t)k < sizeof where) vsnprintf(where + k, sizeof where - (size_t)k, fmt, ap);
+    va_end(ap);
+}
+
+void ca_check(int ok, const char *fmt, ...) {
+    checks++;
+    if (ok) return;
+    if (++failures <= 25) {
+        fprintf(stderr, "FAIL %s: ", where);
+        va_list ap;
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+    }
+}
+
+void ca_close(const char *what, const float *a, const float *r, int64_t n) {
+    double mx = 1.0, e = 0.0;
+    int64_t at = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (fabs((double)r[i]) > mx) mx = fabs((double)r[i]);
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(a[i]) && isnan(r[i])) continue;
+        const double d = fabs((double)a[i] - (double)r[i]);
+        if (!(d <= e)) e = d, at = i; /* NaN: worst */
+    }
+    if (e / mx > worst) worst = e / mx;
+    ca_check(e / mx <= SN_K_TOL, "%s vs scalar: rel. error %.3g > %.0e at [%lld] (%.9g vs %.9g)",
+             what, e / mx, SN_K_TOL, (long long)at, n ? a[at] : 0.0, n ? r[at] : 0.0);
+}
+
+void ca_same(const char *what, const float *a, const float *b, int64_t n) {
+    if (memcmp(a, b, (size_t)n * sizeof(float)) == 0) {
+        checks++;
+        return;
+    }
+    int64_t i = 0;
+    while (memcmp(a + i, b + i, sizeof(float)) == 0) i++;
+    ca_check(0, "%s: not bitwise the same at [%lld] (%.9g vs %.9g)", what, (long long)i, a[i],
+             b[i]);
+}
+
+/* ---- --bench ------------------------------------------------------------------------------- */
+
+int ca_bench_on;
+
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+void ca_bench(const char *slot, const char *path, int64_t n, void (*fn)(void *), void *arg) {
+    const int reps = (int)(200000 / n) + 4;
+    double best = 1e300;
+    for (int run = 0; run < 7; run++) {
+        const double t0 = now_ns();
+        for (int i = 0; i < reps; i++) fn(arg);
+        const double t = (now_ns() - t0) / reps;
+        if (t < best) best = t;
+    }
+    printf("  %-10s %-8s n=%-5lld %8.3f ns/element\n", slot, path, (long long)n, best / (double)n);
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--bench") == 0) {
+            ca_bench_on = 1;
+        } else {
+            fprintf(stderr, "usage: %s [--bench]\n", argv[0]);
+            return 2;
+        }
+    }
+    init_widths();
+    ca_path paths[3];
+    int np = 0;
+    paths[np++] = (ca_path){"scalar", &sn_kern_scalar};
+    const sn_isa isas[2] = {SN_ISA_AVX2, SN_ISA_AVX512};
+    const char *names[2] = {"avx2", "avx512"};
+    for (int i = 0; i < 2; i++) {
+        const sn_kern *K = sn_kern_for(isas[i]);
+        if (K != &sn_kern_scalar && sn_cpu_has(isas[i]))
+            paths[np++] = (ca_path){names[i], K};
+        else
+            printf("checkasm: path %s not built or not supported by this CPU: skipped\n",
+                   names[i]);
+    }
+    for (int i = 0; i < np; i++) {
+        const long c0 = checks;
+        check_norm(&paths[i], &paths[0]);
+        check_fuse(&paths[i], &paths[0]);
+        check_elem(&paths[i], &paths[0]);
+        printf("checkasm: %-7s %ld checks\n", paths[i].name, checks - c0);
+    }
+    if (ca_bench_on) {
+        printf("checkasm --bench: ns per element (best of 7 runs), each slot on each path\n");
+        for (int i = 0; i < np; i++) {
+            bench_norm(&paths[i]);
+            bench_fuse(&paths[i]);
+            bench_elem(&paths[i]);
+        }
+    }
+    printf("checkasm: %d paths x %d widths: %ld checks, %d failures; worst error vs scalar %.2g "
+           "(SN_K_TOL %.0e)\n",
+           np, ca_nwidths, checks, failures, worst, SN_K_TOL);
+    return failures ? 1 : 0;
+}
