@@ -52,9 +52,9 @@
  *           row's groups followed by their rstd; for RMSNorm only the rstd; for the identity
  *           nothing. stats_per_row comes from the *_query calls.
  *
- * ABI policy: enums only grow at the end (SN_PLACEMENT_COUNT grows with its enum); sn_norm and sn_fuse are frozen value types; sn_net
- * grows only by giving meaning to its reserved words, whose zero value keeps the old
- * behaviour (sn_net_init zeroes them); sn_ctx is opaque. New behaviour arrives as new
+ * ABI policy: enums only grow at the end (SN_PLACEMENT_COUNT grows with its enum); sn_norm
+ * and sn_fuse are frozen value types; sn_net grows only by giving meaning to its reserved
+ * words, whose zero value keeps the old behaviour (sn_net_init zeroes them); sn_ctx is opaque. New behaviour arrives as new
  * functions or new enum values, never as a changed signature within a major version.
  */
 #ifndef SIAMESENORM_H
@@ -70,11 +70,11 @@ extern "C" {
 /* ---- version ------------------------------------------------------------------------------ */
 
 #define SN_VERSION_MAJOR 0
-#define SN_VERSION_MINOR 1
+#define SN_VERSION_MINOR 2
 #define SN_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.1.0"
+#define SN_VERSION_STRING "0.2.0"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 

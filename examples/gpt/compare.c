@@ -637,7 +637,8 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
     if (sweep_cells) {
         int by_lr = o->n_lrs > 1;
         fprintf(f, "set terminal pngcairo size 800,500 font ',10'\nset output 'sweep.png'\n"
-                   "unset logscale\nset logscale y\n%s\nset xlabel '%s'\n"
+                   "unset logscale\nset logscale y\nset autoscale fix\nset offsets graph 0.05, graph "
+                   "0.05, graph 0.05, graph 0.05\n%s\nset xlabel '%s'\n"
                    "set ylabel 'final held-out loss (nats/byte), mean +- sd'\n"
                    "set title 'final held-out loss over %d seeds (a missing point: every seed "
                    "diverged)'\nset key top left noenhanced\nplot ",

@@ -52,7 +52,7 @@ from .norm import Context, Norm, isa_available, isa_name, default_isa, find_nonf
 from .streams import Fuse, apply_forward, apply_backward, split_forward, split_backward
 from .net import Net
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: The path of the loaded shared library.
 library_path = _capi.lib.sn_path
@@ -64,7 +64,7 @@ def version_number():
 
 
 def version_string():
-    """sn_version_string: the loaded library's version, e.g. "0.1.0"."""
+    """sn_version_string: the loaded library's version, e.g. "0.2.0"."""
     return _capi.lib.sn_version_string().decode()
 
 

@@ -20,7 +20,7 @@ from . import errors
 
 # The version of the C API this binding was written against (include/siamesenorm.h).
 EXPECTED_MAJOR = 0
-EXPECTED_MINOR = 1
+EXPECTED_MINOR = 2
 
 # ---- enums and flags (values from the header) ------------------------------------------------
 SN_OK = 0
