@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "stats.h"
 
 #define MAX_ARMS 16
@@ -89,23 +90,6 @@ static void usage(FILE *f)
             "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
             "the generated tales corpus, 16 layers, width 64, 300 steps of 16 x 64 tokens.\n"
             "exit status: 0 done (whatever the verdict), 1 usage error or a run failed\n");
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void fmt_time(double s, char *buf, size_t n)
-{
-    if (s >= 3600)
-        snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-    else if (s >= 60)
-        snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else
-        snprintf(buf, n, "%ds", (int)s);
 }
 
 /* Splits `list` (comma-separated, modified in place) into out[]; returns the count or -1. */
@@ -463,9 +447,9 @@ static int run_all(const options *o, const char *trainer, const group *groups, r
                 steps = runs[i].steps > steps ? runs[i].steps : steps;
             double f = progress_of(runs, n, steps);
             char el[32], eta[32] = "?";
-            fmt_time(t, el, sizeof el);
+            fmt_duration(t, el, sizeof el);
             if (f > 0.01)
-                fmt_time(t * (1.0 - f) / f, eta, sizeof eta);
+                fmt_duration(t * (1.0 - f) / f, eta, sizeof eta);
             printf("%s[%3d%%] %d/%d runs done, %d running | elapsed %s | eta %s%s",
                    tty ? "\r" : "", (int)(100.0 * f), finished, n, running, el, eta,
                    tty ? "   " : "\n");
@@ -820,7 +804,7 @@ int main(int argc, char **argv)
         return 1;
     }
     char el[32];
-    fmt_time(now_s() - t0, el, sizeof el);
+    fmt_duration(now_s() - t0, el, sizeof el);
     printf("all %d runs finished in %s\n", n, el);
     write_csvs(&o, groups, runs, n);
     char verdict[400];

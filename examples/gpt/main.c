@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "gpt.h"
 
 #define EXIT_DIVERGED 3
@@ -67,13 +68,6 @@ static void usage(FILE *f)
             "  --save FILE         checkpoint at the end;  --load FILE resumes from one\n"
             "  --blas-threads N    OpenBLAS threads (default 1)\n"
             "exit status: 0 done, 1 usage or I/O error, 3 diverged (NaN/Inf loss)\n");
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int parse(int argc, char **argv, options *o)
@@ -258,16 +252,6 @@ static const char *jnum(double x, char *buf, size_t n)
     return buf;
 }
 
-static void fmt_eta(double s, char *buf, size_t n)
-{
-    if (s >= 3600)
-        snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-    else if (s >= 60)
-        snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else
-        snprintf(buf, n, "%ds", (int)s);
-}
-
 /* Everything that decides a run's numbers except the seed, as one canonical line (so two
  * runs with the same hash differ only by their seed, the kernel path and the matmul backend,
  * which the banner names separately); returns its FNV-1a 64 hash. */
@@ -387,7 +371,7 @@ int main(int argc, char **argv)
         if (printed) {
             char eta[32], val[64] = "", acc[32] = "", trn[32] = "";
             double per_step = s > start_step ? train_time / (s - start_step) : 0.0;
-            fmt_eta(per_step * (steps - s), eta, sizeof eta);
+            fmt_duration(per_step * (steps - s), eta, sizeof eta);
             if (s > start_step)
                 snprintf(trn, sizeof trn, " | loss %.4f", (double)r.loss);
             if (is_eval)
