@@ -166,15 +166,10 @@ KINLINE void STO(float *p, V v, int t, M m, int nt) {
 
 /* the lanes a partial step leaves off contribute 0 to reductions */
 KINLINE V KEEP(V v, int t, M m) { return t ? vmaskz(m, v) : v; }
-/* The lanes a partial step leaves off load 0, so their xhat is (0 - m) * r, which overflows to
- * an infinity when |m * r| > FLT_MAX (e.g. a constant row of 1e37 with eps 1e-5): a reduction
- * b += g * xhat with g kept 0 there would add 0 * inf = NaN. OFFX(c, v) zeroes those lanes of a
- * reduction's xhat-like operand when the row's flag c (off_lanes_bad, computed once per row) says the
- * off lanes hold a non-finite value; otherwise the operand is used as before, so that rows
- * whose off lanes are finite keep every bit (g * xhat there is a signed 0 either way). */
-KINLINE int nonfinite_f(float v) { return !(v - v == 0.0f); }
-KINLINE int off_lanes_bad(const sn_rnorm *q) { return nonfinite_f((0.0f - q->m) * q->r); }
-#define OFFX(c, v) ((t && (c)) ? vmaskz(m, (v)) : (v))
+/* ... and so do the xhat-like operands of b += g * xhat: the off lanes load 0, so their xhat
+ * is (0 - m) * r, an infinity when |m * r| > FLT_MAX (a constant row of 1e37 with eps 1e-5),
+ * and g kept at 0 there would still add 0 * inf = NaN. Zeroing both makes each off lane add
+ * +0 * +0: the full steps are untouched (t = 0) and finite rows keep their value. */
 KINLINE V GAM(const float *g, int64_t j, int t, M m) {
     return g ? LD(g + j, t, m) : vset1(1.0f);
 }
@@ -279,7 +274,7 @@ static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64
     V d = LD(dout + j, t, m);                                                                     \
     V g = KEEP(vmul(GAM(q->gamma, j, t, m), d), t, m);                                            \
     a[k] = vadd(a[k], g);                                                                         \
-    b[k] = vfma(g, OFFX(ob, xh), b[k])
+    b[k] = vfma(g, KEEP(xh, t, m), b[k])
 
 static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
                     float *dgamma, float *dbeta) {
@@ -327,7 +322,6 @@ static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64
                      int acc, float *dgamma, float *dbeta) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
-    const int ob = off_lanes_bad(q);
     V a[4] = ZERO4, b[4] = ZERO4;
     if (dgamma && dbeta)
         RCOLS4(W, {
@@ -360,7 +354,6 @@ static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float
     const sn_rnorm Q0 = q2[0], Q1 = q2[1]; /* local copies: the stores cannot alias them */
     const float *const dout0 = dout2[0], *const dout1 = dout2[1], *const v0 = v2[0],
                        *const v1 = v2[1];
-    const int ob0 = off_lanes_bad(&Q0), ob1 = off_lanes_bad(&Q1);
     V a0[4] = ZERO4, b0[4] = ZERO4, a1[4] = ZERO4, b1[4] = ZERO4;
 #define RED2_STEP                                                                                 \
     const V xh0 = XHAT(&Q0, LD(v0 + j, t, m)), d0 = LD(dout0 + j, t, m);                          \
@@ -368,9 +361,9 @@ static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float
     const V gm = GAM(Q0.gamma, j, t, m);                                                          \
     const V g0 = KEEP(vmul(gm, d0), t, m), g1 = KEEP(vmul(gm, d1), t, m);                         \
     a0[k] = vadd(a0[k], g0);                                                                      \
-    b0[k] = vfma(g0, OFFX(ob0, xh0), b0[k]);                                                      \
+    b0[k] = vfma(g0, KEEP(xh0, t, m), b0[k]);                                                     \
     a1[k] = vadd(a1[k], g1);                                                                      \
-    b1[k] = vfma(g1, OFFX(ob1, xh1), b1[k])
+    b1[k] = vfma(g1, KEEP(xh1, t, m), b1[k])
     if (dgamma && dbeta)
         RCOLS4(W, {
             RED2_STEP;
@@ -638,16 +631,6 @@ KINLINE V DT_OF(const float *du, V ds, int64_t j, int t, M m) {
     return du ? vadd(LD(du + j, t, m), ds) : ds;
 }
 
-/* off_lanes_bad for a fuse row: whether the off lanes of xx, yy or xs (from loads of 0; gamma 0
- * there when given, else 1; beta 0) are non-finite */
-KINLINE int fuse_off_lanes_bad(const sn_rfuse *F) {
-    const float xo = (0.0f - F->X.m) * F->X.r, yo = (0.0f - F->Y.m) * F->Y.r;
-    if (nonfinite_f(xo) || nonfinite_f(yo)) return 1;
-    const float gx = F->X.gamma ? 0.0f : 1.0f, gy = F->Y.gamma ? 0.0f : 1.0f;
-    const float s = (gx * xo + 0.0f) + (gy * yo + 0.0f);
-    return nonfinite_f((s - F->O.m) * F->O.r);
-}
-
 typedef struct belem {
     V xx, yy, xs, ds, dt, gx, gy, dh;
 } belem;
@@ -670,15 +653,15 @@ KINLINE belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float *dh,
 #define FUSE_RED1_STEP(xs)                                                                        \
     V g = KEEP(vmul(GAM(F->O.gamma, j, t, m), LD(dh + j, t, m)), t, m);                           \
     a[k] = vadd(a[k], g);                                                                         \
-    b[k] = vfma(g, OFFX(ob, (xs)), b[k])
+    b[k] = vfma(g, KEEP(xs, t, m), b[k])
 
 /* pass 2: N_x's over dt and N_y's over ds */
 #define FUSE_RED2_STEP(e)                                                                         \
     V gx_ = KEEP((e).gx, t, m), gy_ = KEEP((e).gy, t, m);                                         \
     ax[k] = vadd(ax[k], gx_);                                                                     \
-    bx[k] = vfma(gx_, OFFX(ob, (e).xx), bx[k]);                                                   \
+    bx[k] = vfma(gx_, KEEP((e).xx, t, m), bx[k]);                                                 \
     ay[k] = vadd(ay[k], gy_);                                                                     \
-    by[k] = vfma(gy_, OFFX(ob, (e).yy), by[k])
+    by[k] = vfma(gy_, KEEP((e).yy, t, m), by[k])
 
 KINLINE void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
     F->oa = F->O.ca * hsum2(a) / (float)D;
@@ -696,7 +679,6 @@ KINLINE void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2
 
 static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
                      const float *y) {
-    const int ob = fuse_off_lanes_bad(F);
     V a[2] = ZERO2, b[2] = ZERO2;
     RCOLS2(D, {
         V xx = XHATS(&F->X, LD(x + j, t, m)), yy = XHATS(&F->Y, LD(y + j, t, m));
@@ -796,7 +778,7 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
         vst(bs##q + j, xs); /* the stack rows are padded: whole vectors */                        \
         V g = KEEP(vmul(GAM(F##q.O.gamma, j, t, m), LD(dh##q + j, t, m)), t, m);                  \
         a##q[k] = vadd(a##q[k], g);                                                               \
-        b##q[k] = vfma(g, OFFX(ob##q, xs), b##q[k]);                                              \
+        b##q[k] = vfma(g, KEEP(xs, t, m), b##q[k]);                                               \
     }
 
 /* pass 2 of row q: the quantities e##q, the reductions of N_x and N_y */
@@ -814,9 +796,9 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
         e##q.gy = vmul(GAM(F##q.Y.gamma, j, t, m), e##q.ds);                                      \
         V gx_ = KEEP(e##q.gx, t, m), gy_ = KEEP(e##q.gy, t, m);                                   \
         ax##q[k] = vadd(ax##q[k], gx_);                                                           \
-        bx##q[k] = vfma(gx_, OFFX(ob##q, e##q.xx), bx##q[k]);                                     \
+        bx##q[k] = vfma(gx_, KEEP(e##q.xx, t, m), bx##q[k]);                                      \
         ay##q[k] = vadd(ay##q[k], gy_);                                                           \
-        by##q[k] = vfma(gy_, OFFX(ob##q, e##q.yy), by##q[k]);                                     \
+        by##q[k] = vfma(gy_, KEEP(e##q.yy, t, m), by##q[k]);                                      \
         vst(bs##q + j, e##q.gx);                                                                  \
         vst(bg##q + j, e##q.gy);                                                                  \
     }
@@ -846,7 +828,6 @@ static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1
         return;
     }
     sn_rfuse F0 = *F1; /* a local copy: the stores below cannot alias it */
-    const int ob0 = fuse_off_lanes_bad(&F0);
     const float *const dh0 = dh1, *const du0 = du1, *const x0 = x1, *const y0 = y1;
     float *const dx0 = dx1, *const dy0 = dy1;
     float bs_[FUSE_ROW_MAX + VW], bg_[FUSE_ROW_MAX + VW];
@@ -880,7 +861,6 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
         return;
     }
     sn_rfuse F0 = F2[0], F1 = F2[1]; /* local copies: the stores below cannot alias them */
-    const int ob0 = fuse_off_lanes_bad(&F0), ob1 = fuse_off_lanes_bad(&F1);
     const sn_dfuse dp_ = *dp2, *dp = &dp_;
     /* both rows have the fuse's parameters: say so, so that each vector is loaded once */
     F1.X.gamma = F0.X.gamma, F1.X.beta = F0.X.beta;
