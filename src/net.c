@@ -362,11 +362,13 @@ sn_status sn_net_init_params(const sn_net *net, float *params) {
             p += n;
         }
     }
-    sn_norm n;
-    int64_t off;
-    for (int32_t i = -1; i <= L.S; i += L.S + 1)
-        for (int32_t j = 0; sn_net_norm_at(net, i, j, &n, &off) == SN_OK; j++)
+    const int32_t ends[2] = {-1, L.S}; /* the split (i = -1) and the merge (i = S) */
+    for (int e = 0; e < 2; e++) {
+        sn_norm n;
+        int64_t off;
+        for (int32_t j = 0; sn_net_norm_at(net, ends[e], j, &n, &off) == SN_OK; j++)
             if (sn_norm_nparams(&n, L.D) > 0) sn_norm_init_params(&n, L.D, params + off);
+    }
     return SN_OK;
 }
 

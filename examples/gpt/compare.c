@@ -475,13 +475,20 @@ static void group_title(const group *g, char *buf, size_t n)
                  g->layers);
 }
 
-/* the final held-out losses of one arm of one group, seed by seed (NAN when diverged) */
-static void finals(const options *o, const run *runs, int n, int g, int a, double *out)
+/* The final held-out losses of one arm of one group into by_seed[] (NAN when diverged), and
+ * their summary over the seeds that finished. */
+static summary finals(const options *o, const run *runs, int n, int g, int a, double *by_seed)
 {
+    double ok[MAX_SEEDS];
+    int m = 0;
     for (int i = 0; i < n; i++)
         if (runs[i].group == g && runs[i].arm == a)
-            out[runs[i].seed - o->first_seed] =
+            by_seed[runs[i].seed - o->first_seed] =
                 runs[i].diverged || runs[i].failed ? NAN : runs[i].val_loss;
+    for (int s = 0; s < o->seeds; s++)
+        if (isfinite(by_seed[s]))
+            ok[m++] = by_seed[s];
+    return summarize(ok, m);
 }
 
 static void write_csvs(const options *o, const group *groups, const run *runs, int n)
@@ -527,14 +534,11 @@ static void write_curve_data(const options *o, const run *runs, int n, int g, in
     if (!f)
         return;
     fprintf(f, "# step mean sd-low sd-high seeds\n");
-    const run *first = NULL;
-    for (int i = 0; i < n && !first; i++)
-        if (runs[i].group == g && runs[i].arm == a)
-            first = &runs[i];
-    int most = 0;
+    const run *first = NULL; /* the seed with the most evaluations gives the steps */
     for (int i = 0; i < n; i++)
-        if (runs[i].group == g && runs[i].arm == a && runs[i].n_points > most)
-            first = &runs[i], most = runs[i].n_points;
+        if (runs[i].group == g && runs[i].arm == a &&
+            (!first || runs[i].n_points > first->n_points))
+            first = &runs[i];
     for (int k = 0; first && k < first->n_points; k++) {
         double v[MAX_SEEDS];
         int m = 0;
@@ -569,15 +573,10 @@ static int write_sweep_data(const options *o, const group *groups, int n_groups,
     for (int g = 0; g < n_groups; g++) {
         fprintf(f, "%s", by_lr ? groups[g].lr : groups[g].layers);
         for (int a = 0; a < o->n_arms; a++) {
-            double v[MAX_SEEDS], ok[MAX_SEEDS];
-            finals(o, runs, n, g, a, v);
-            int m = 0;
-            for (int s = 0; s < o->seeds; s++)
-                if (isfinite(v[s]))
-                    ok[m++] = v[s];
-            summary su = summarize(ok, m);
-            if (m)
-                fprintf(f, " %.6g %.6g %d", su.mean, su.sd, m);
+            double v[MAX_SEEDS];
+            summary su = finals(o, runs, n, g, a, v);
+            if (su.n)
+                fprintf(f, " %.6g %.6g %d", su.mean, su.sd, su.n);
             else
                 fprintf(f, " NaN NaN 0");
         }
@@ -665,15 +664,11 @@ static void report(const options *o, const group *groups, int n_groups, const ru
                o->first_seed + o->seeds - 1);
         printf("  %-22s %9s %-22s %-17s\n", "arm", "diverged", "mean +- sd", "spread min..max");
         double base[MAX_SEEDS], mine[MAX_SEEDS];
+        paired pairs[MAX_ARMS]; /* each arm against the first */
         finals(o, runs, n, g, 0, base);
         for (int a = 0; a < o->n_arms; a++) {
-            finals(o, runs, n, g, a, mine);
-            double ok[MAX_SEEDS];
-            int m = 0;
-            for (int s = 0; s < o->seeds; s++)
-                if (isfinite(mine[s]))
-                    ok[m++] = mine[s];
-            summary s = summarize(ok, m);
+            summary s = finals(o, runs, n, g, a, mine);
+            int m = s.n;
             char ms[48] = "-", sp[48] = "-";
             if (m > 0) {
                 snprintf(ms, sizeof ms, "%.4f +- %.4f", s.mean, s.sd);
@@ -684,6 +679,7 @@ static void report(const options *o, const group *groups, int n_groups, const ru
             paired p = {0, NAN, NAN, NAN, NAN};
             if (a > 0)
                 p = paired_t(base, mine, o->seeds, LEVEL);
+            pairs[a] = p;
             if (sum)
                 fprintf(sum, "%s,%s,%s,%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.6g,%.6g,%.6g,%d,%s\n",
                         groups[g].lr ? groups[g].lr : "",
@@ -698,7 +694,7 @@ static void report(const options *o, const group *groups, int n_groups, const ru
         }
         for (int a = 1; a < o->n_arms; a++) {
             finals(o, runs, n, g, a, mine);
-            paired p = paired_t(base, mine, o->seeds, LEVEL);
+            const paired p = pairs[a];
             if (p.n >= 2)
                 printf("  %s - %s, seed by seed: %+.4f +- %.4f (sd), 95%% t interval "
                        "%+.4f..%+.4f\n",

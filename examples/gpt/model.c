@@ -75,6 +75,20 @@ void gpt_placement_list(FILE *f)
         fprintf(f, "%s%s", i ? "|" : "", placements[i].name);
 }
 
+/* A name table's index of `name` (-1 when absent), and the name at index i ("?" outside). */
+static int index_of(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static const char *name_at(const char *const *names, int n, int i)
+{
+    return i >= 0 && i < n ? names[i] : "?";
+}
+
 static const char *const qk_names[] = {"auto", "none", "qk", "qkv"};
 
 int gpt_qk_norm_resolve(int placement, int mode)
@@ -89,15 +103,12 @@ int gpt_qk_norm_resolve(int placement, int mode)
 
 int gpt_qk_norm_from_name(const char *name)
 {
-    for (int i = 0; i < 4; i++)
-        if (strcmp(name, qk_names[i]) == 0)
-            return i;
-    return -1;
+    return index_of(qk_names, 4, name);
 }
 
 const char *gpt_qk_norm_name(int mode)
 {
-    return mode >= 0 && mode < 4 ? qk_names[mode] : "?";
+    return name_at(qk_names, 4, mode);
 }
 
 int gpt_qk_norm_count(int mode)
@@ -109,15 +120,12 @@ static const char *const init_names[] = {"gpt2", "flat", "mitchell"};
 
 int gpt_init_from_name(const char *name)
 {
-    for (int i = 0; i < 3; i++)
-        if (strcmp(name, init_names[i]) == 0)
-            return i;
-    return -1;
+    return index_of(init_names, 3, name);
 }
 
 const char *gpt_init_name(int init)
 {
-    return init >= 0 && init < 3 ? init_names[init] : "?";
+    return name_at(init_names, 3, init);
 }
 
 static const char *const tensor_names[P_COUNT] = {
