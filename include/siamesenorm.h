@@ -54,8 +54,10 @@
  *
  * ABI policy: enums only grow at the end (SN_PLACEMENT_COUNT grows with its enum); sn_norm
  * and sn_fuse are frozen value types; sn_net grows only by giving meaning to its reserved
- * words, whose zero value keeps the old behaviour (sn_net_init zeroes them); sn_ctx is opaque. New behaviour arrives as new
- * functions or new enum values, never as a changed signature within a major version.
+ * words, whose zero value keeps the old behaviour (sn_net_init zeroes them); sn_ctx is
+ * opaque. New behaviour arrives as new functions or new enum values, never as a changed
+ * signature within a major version; while the major version is 0, a minor version may break
+ * this, and the README's changelog says how (0.2.0 did: at most 2^10 sub-layers, SN_ERR_ALIGN).
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H

@@ -3,11 +3,7 @@
 set -u
 exe=$1
 tmp=$2
-fail=0
-check() { # description, condition command...
-    desc=$1; shift
-    if "$@"; then echo "ok: $desc"; else echo "FAIL: $desc"; fail=1; fi
-}
+. "$(dirname "$0")/testlib.sh"
 tiny="--task addition --layers 1 --width 32 --heads 2 --digits 2 --batch 8 --val-size 50 --samples 2"
 
 "$exe" --help > "$tmp.help" 2>&1

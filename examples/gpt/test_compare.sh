@@ -5,11 +5,7 @@
 set -u
 exe=$1
 out=$2
-fail=0
-check() { # description, condition command...
-    desc=$1; shift
-    if "$@"; then echo "ok: $desc"; else echo "FAIL: $desc"; fail=1; fi
-}
+. "$(dirname "$0")/testlib.sh"
 rm -rf "$out"
 "$exe" --seeds 2 --jobs 2 --out "$out" --no-plot -- --layers 1 --width 32 --heads 2 \
     --steps 12 --batch 4 --val-size 8 > "$out.txt" 2>&1
