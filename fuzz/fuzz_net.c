@@ -40,20 +40,21 @@ static sn_status pass(const sn_ctx *ctx, const sn_net *net, int64_t R, const flo
     sn_status s;
     memset(b->grads, 0, (size_t)np * 4);
 #define T(call) if ((s = (call)) != SN_OK) return s
-    T(sn_net_split(ctx, net, R, e, D, b->params, b->acts));
+    const sn_net_pass bufs = {R, b->params, b->acts, b->grads, b->work};
+    T(sn_net_split(ctx, net, &bufs, e, D));
     for (int i = 0; i < S; i++) {
-        T(sn_net_enter(ctx, net, i, R, b->params, b->acts, b->h + i * RD, D));
+        T(sn_net_enter(ctx, net, &bufs, i, b->h + i * RD, D));
         block(RD, b->h + i * RD, b->z);
-        T(sn_net_exit(ctx, net, i, R, b->z, D, b->params, b->acts));
+        T(sn_net_exit(ctx, net, &bufs, i, b->z, D));
     }
-    T(sn_net_merge(ctx, net, R, b->params, b->acts, b->out, D));
-    T(sn_net_merge_backward(ctx, net, R, b->dout, D, b->params, b->acts, b->grads, b->work));
+    T(sn_net_merge(ctx, net, &bufs, b->out, D));
+    T(sn_net_merge_backward(ctx, net, &bufs, b->dout, D));
     for (int i = S - 1; i >= 0; i--) {
-        T(sn_net_exit_backward(ctx, net, i, R, b->params, b->acts, b->grads, b->work, b->dz, D, 0));
+        T(sn_net_exit_backward(ctx, net, &bufs, i, b->dz, D, 0));
         block_bwd(RD, b->h + i * RD, b->dz, b->dh);
-        T(sn_net_enter_backward(ctx, net, i, R, b->dh, D, b->params, b->acts, b->grads, b->work));
+        T(sn_net_enter_backward(ctx, net, &bufs, i, b->dh, D));
     }
-    T(sn_net_split_backward(ctx, net, R, b->params, b->acts, b->grads, b->work, b->de, D, 0));
+    T(sn_net_split_backward(ctx, net, &bufs, b->de, D, 0));
 #undef T
     return SN_OK;
 }

@@ -57,7 +57,9 @@
  * words, whose zero value keeps the old behaviour (sn_net_init zeroes them); sn_ctx is
  * opaque. New behaviour arrives as new functions or new enum values, never as a changed
  * signature within a major version; while the major version is 0, a minor version may break
- * this, and the README's changelog says how (0.2.0 did: at most 2^10 sub-layers, SN_ERR_ALIGN).
+ * this, and the README's changelog says how (0.2.0 did: at most 2^10 sub-layers, SN_ERR_ALIGN;
+ * 0.3.0 did: the pass calls take an sn_net_pass, and the shared object's name carries the minor
+ * version while the major is 0).
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -72,11 +74,11 @@ extern "C" {
 /* ---- version ------------------------------------------------------------------------------ */
 
 #define SN_VERSION_MAJOR 0
-#define SN_VERSION_MINOR 2
+#define SN_VERSION_MINOR 3
 #define SN_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.2.0"
+#define SN_VERSION_STRING "0.3.0"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
@@ -510,6 +512,17 @@ typedef enum sn_placement {
  * value, and sn_net_check is what says whether the linked library knows a placement. */
 #define SN_PLACEMENT_COUNT 10
 
+/* The one spelling of each placement, used by the trainer, the Python binding and the docs: the
+ * enumerator's name in lower case without the prefix ("pre_norm", "post_norm", "siamese",
+ * "siamese_paper", "siamese_hybrid_pre", "deepnorm", "peri_ln", "mix_ln", "hybridnorm",
+ * "hybridnorm_star"). A static string; NULL for a value outside 0 .. SN_PLACEMENT_COUNT - 1. */
+SN_API const char *sn_placement_name(sn_placement placement);
+
+/* The placement named `name` (exactly as sn_placement_name spells it) into *placement.
+ * Errors: SN_ERR_NULL (name or placement), SN_ERR_PLACEMENT (no such name; *placement is
+ * unchanged). */
+SN_API sn_status sn_placement_from_name(const char *name, sn_placement *placement);
+
 typedef enum sn_scale_rule {
     SN_SCALE_DEFAULT = 0, /* SiameseNorm family: c_i = sqrt(2 * (floor(i/2) + 1)), the official
                              code's rule; DeepNorm: alpha = (2L)^(1/4) */
@@ -606,80 +619,137 @@ SN_API sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm
 /* Writes the default parameters (every gamma 1, every beta 0) into the n_params floats. */
 SN_API sn_status sn_net_init_params(const sn_net *net, float *params);
 
-/* The training loop, identical for every placement:
+/* The network's buffers for one pass over R rows. Fill one per pass (R and the buffers stay
+ * the same for all its calls); the calls read it and keep no pointer to it or into it.
+ *   rows    R >= 1.
+ *   params  [n_params] read (may be NULL when n_params is 0).
+ *   acts    [R * acts_per_row] written by the forward calls, read by the backward calls.
+ *   grads   [n_params] accumulated (+=) by the backward calls: zero it before a step. NULL
+ *           skips the parameter gradients. Not used by the forward calls.
+ *   work    [R * work_per_row] read and written by the backward calls (the stream gradients).
+ *           Not used by the forward calls.
+ * A forward call neither reads nor checks grads and work, so one sn_net_pass filled for the
+ * whole step serves both directions. */
+typedef struct sn_net_pass {
+    int64_t rows;
+    const float *params;
+    float *acts;
+    float *grads;
+    float *work;
+} sn_net_pass;
+
+/* The training loop, identical for every placement. Every pass call takes its arguments in one
+ * order: ctx, net, pass, the sub-layer i (where there is one), the caller's matrix and its row
+ * stride, then flags (where there are any).
  *
- *   sn_net_split(ctx, net, R, e, lde, params, acts);
+ *   sn_net_pass p = {.rows = R, .params = params, .acts = acts, .grads = grads, .work = work};
+ *   sn_net_split(ctx, net, &p, e, lde);
  *   for (i = 0; i < S; i++) {
- *       sn_net_enter(ctx, net, i, R, params, acts, h[i], ldh);    // the block's input
- *       block_forward(h[i]) -> z[i];                              // caller's attention / MLP
- *       sn_net_exit(ctx, net, i, R, z[i], ldz, params, acts);     // fold z into the streams
+ *       sn_net_enter(ctx, net, &p, i, h[i], ldh);        // the block's input
+ *       block_forward(h[i]) -> z[i];                     // caller's attention / MLP
+ *       sn_net_exit(ctx, net, &p, i, z[i], ldz);         // fold z into the streams
  *   }
- *   sn_net_merge(ctx, net, R, params, acts, out, ldo);            // into the output head
+ *   sn_net_merge(ctx, net, &p, out, ldo);                // into the output head
  *
- *   sn_net_merge_backward(ctx, net, R, dout, lddo, params, acts, grads, work);
+ *   sn_net_merge_backward(ctx, net, &p, dout, lddo);
  *   for (i = S - 1; i >= 0; i--) {
- *       sn_net_exit_backward(ctx, net, i, R, params, acts, grads, work, dz, lddz, 0);
- *       block_backward(dz) -> dh;                                 // caller's
- *       sn_net_enter_backward(ctx, net, i, R, dh, lddh, params, acts, grads, work);
+ *       sn_net_exit_backward(ctx, net, &p, i, dz, lddz, 0);
+ *       block_backward(dz) -> dh;                        // caller's
+ *       sn_net_enter_backward(ctx, net, &p, i, dh, lddh);
  *   }
- *   sn_net_split_backward(ctx, net, R, params, acts, grads, work, de, ldde, 0);
+ *   sn_net_split_backward(ctx, net, &p, de, ldde, 0);
  *
- * params  [n_params] read;  grads [n_params] accumulated (+=: zero it before a step), or NULL
- *         to skip parameter gradients;
- * acts    [R * acts_per_row] written by the forward calls, read by the backward calls;
- * work    [R * work_per_row] read and written by the backward calls.
- * R must be the same for every call of one pass. The calls must come in the order above; each
- * forward call reads what the previous one stored in acts (enter/exit of sub-layer i after
- * those of i-1). No call keeps pointers. Buffers passed by the caller (e, h, z, out, dout, dz,
- * dh, de) must not overlap params, grads, acts or work, nor each other within a call. */
+ * The calls must come in the order above; each forward call reads what the previous one stored
+ * in acts (enter/exit of sub-layer i after those of i-1). Buffers passed by the caller (e, h,
+ * z, out, dout, dz, dh, de) must not overlap params, acts, nor (backward calls) grads or work,
+ * nor each other within a call; the pass's buffers must not overlap each other.
+ * Errors of every pass call: SN_ERR_NULL (pass, acts, the caller's matrix, params when
+ * n_params > 0, work in a backward call), SN_ERR_SHAPE (rows), SN_ERR_STRIDE, SN_ERR_INDEX
+ * (i), SN_ERR_FLAGS, SN_ERR_ALIAS, SN_ERR_ALIGN, SN_ERR_NONFINITE (checked mode), and those of
+ * sn_net_check. */
 
 /* The start of the network: x_0 (and y_0) = e, Peri-LN x_0 = N_emb(e). reads e [R x D, lde];
  * writes acts. */
-SN_API sn_status sn_net_split(const sn_ctx *ctx, const sn_net *net, int64_t R, const float *e,
-                              int64_t lde, const float *params, float *acts);
+SN_API sn_status sn_net_split(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
+                              const float *e, int64_t lde);
 
 /* Computes the block input h_i of sub-layer i into h [R x D, ldh] (written, as the placement
  * defines it: Pre-Norm N_i(x_i), Post-Norm x_i, SiameseNorm N_in(N_post(x_i) + N_pre(y_i)), ...)
  * and stores what the backward needs in acts. */
-SN_API sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
-                              const float *params, float *acts, float *h, int64_t ldh);
+SN_API sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
+                              int32_t i, float *h, int64_t ldh);
 
 /* Folds the block output z [R x D, ldz] (read) of sub-layer i into the streams held in acts,
  * as the placement defines it (Pre-Norm x_{i+1} = x_i + z, Post-Norm x_{i+1} = N_i(x_i + z),
  * SiameseNorm x_{i+1} = u_i + z / c_i and y_{i+1} = y_i + z, ...). */
-SN_API sn_status sn_net_exit(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
-                             const float *z, int64_t ldz, const float *params, float *acts);
+SN_API sn_status sn_net_exit(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
+                             int32_t i, const float *z, int64_t ldz);
 
 /* The network output into out [R x D, ldo] (written), from the streams in acts. */
-SN_API sn_status sn_net_merge(const sn_ctx *ctx, const sn_net *net, int64_t R,
-                              const float *params, float *acts, float *out, int64_t ldo);
+SN_API sn_status sn_net_merge(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
+                              float *out, int64_t ldo);
 
-/* Starts the backward pass from dout [R x D] (read): writes the stream gradients into work and
- * accumulates the merge's parameter gradients into grads. */
-SN_API sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
-                                       const float *dout, int64_t lddo, const float *params,
-                                       const float *acts, float *grads, float *work);
+/* Starts the backward pass from dout [R x D, lddo] (read): writes the stream gradients into
+ * work and accumulates the merge's parameter gradients into grads. */
+SN_API sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net,
+                                       const sn_net_pass *pass, const float *dout, int64_t lddo);
 
 /* Gradient of sub-layer i's block output into dz [R x D, lddz] (written, or accumulated with
  * SN_ACCUMULATE). Pre-Norm dz = dx_{i+1}; SiameseNorm dz = dx_{i+1} / c_i + dy_{i+1};
  * placements with a norm after the block (Post-Norm, DeepNorm, paper form, Peri-LN) first take
  * the stream gradient back through it, accumulating its parameter gradients. */
-SN_API sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
-                                      const float *params, const float *acts, float *grads,
-                                      float *work, float *dz, int64_t lddz, uint32_t flags);
+SN_API sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net,
+                                      const sn_net_pass *pass, int32_t i, float *dz, int64_t lddz,
+                                      uint32_t flags);
 
 /* Takes the block-input gradient dh [R x D, lddh] (read) of sub-layer i back into the stream
  * gradients in work (now those of x_i, y_i) and accumulates sub-layer i's norm gradients. */
-SN_API sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
-                                       const float *dh, int64_t lddh, const float *params,
-                                       const float *acts, float *grads, float *work);
+SN_API sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net,
+                                       const sn_net_pass *pass, int32_t i, const float *dh,
+                                       int64_t lddh);
 
 /* Gradient of the network input: de [R x D, ldde] = dx_0 (+ dy_0; Peri-LN: through N_emb),
- * written or accumulated with SN_ACCUMULATE. */
-SN_API sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
-                                       const float *params, const float *acts, float *grads,
-                                       const float *work, float *de, int64_t ldde,
+ * written or accumulated with SN_ACCUMULATE. Reads work; accumulates N_emb's gradients. */
+SN_API sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net,
+                                       const sn_net_pass *pass, float *de, int64_t ldde,
                                        uint32_t flags);
+
+/* ---- inference: the forward without saved state ------------------------------------------- */
+
+/* The network's buffers for an inference pass over R rows: the same loop as training's forward
+ * (sn_net_infer_split, then enter/exit for i = 0 .. S-1, then merge), with the same arguments
+ * after the struct, but the streams live in a small state instead of acts, so nothing for a
+ * backward pass is kept. For sampling and evaluation with a trained model.
+ *   rows    R >= 1.
+ *   params  [n_params] read (may be NULL when n_params is 0), the training layout.
+ *   state   [R * state_per_row] (sn_net_infer_sizes) read and written by every call.
+ * h and out are bitwise the same as the training forward's for the same inputs on the same
+ * kernel path and thread count. */
+typedef struct sn_net_infer {
+    int64_t rows;
+    const float *params;
+    float *state;
+} sn_net_infer;
+
+/* *state_per_row: the floats per row of an inference state. It holds the stream x twice (the
+ * sub-layer's input and output), y for the SiameseNorm family, one more row of D where some
+ * sub-layer keeps a temporary (Post-Norm's x + z, Peri-LN's z, the paper form's x + z/c,
+ * SiameseNorm's u), and the statistics of one sub-layer's norms (at most 6). It does not grow
+ * with S: LayerNorm Pre-Norm 2D + 2, SiameseNorm 4D + 6, against acts_per_row's
+ * (D + 2) S + ... and (2D + 6) S + ... Errors: as sn_net_check, SN_ERR_NULL (state_per_row). */
+SN_API sn_status sn_net_infer_sizes(const sn_net *net, int64_t *state_per_row);
+
+/* As sn_net_split / sn_net_enter / sn_net_exit / sn_net_merge, on the inference state. Same
+ * order rule, same errors (SN_ERR_NULL also for a NULL state). */
+SN_API sn_status sn_net_infer_split(const sn_ctx *ctx, const sn_net *net,
+                                    const sn_net_infer *inf, const float *e, int64_t lde);
+SN_API sn_status sn_net_infer_enter(const sn_ctx *ctx, const sn_net *net,
+                                    const sn_net_infer *inf, int32_t i, float *h, int64_t ldh);
+SN_API sn_status sn_net_infer_exit(const sn_ctx *ctx, const sn_net *net,
+                                   const sn_net_infer *inf, int32_t i, const float *z,
+                                   int64_t ldz);
+SN_API sn_status sn_net_infer_merge(const sn_ctx *ctx, const sn_net *net,
+                                    const sn_net_infer *inf, float *out, int64_t ldo);
 
 #ifdef __cplusplus
 }

@@ -57,6 +57,8 @@ typedef struct netl {
     int64_t nslots;
     int64_t spr;      /* statistics floats per row, all planes */
     int64_t wslots;
+    int64_t max_spr;  /* the most statistics floats per row of any one stage (inference) */
+    int any_aux;      /* some stage keeps a temporary slot (inference needs one) */
 } netl;
 
 static int two_streams(int placement) {
@@ -246,6 +248,8 @@ static void layout(netl *L, int64_t want, stage *out) {
         }
         p += s.np;
         spr += norms_spr(&s, D);
+        if (norms_spr(&s, D) > L->max_spr) L->max_spr = norms_spr(&s, D);
+        if (s.aux >= 0) L->any_aux = 1;
         x = s.xout;
         y = s.yout;
     }
@@ -270,6 +274,9 @@ static void layout(netl *L, int64_t want, stage *out) {
         L->np = p + s.np + norms_params(&sp, D);
         L->spr = spr + norms_spr(&s, D) + norms_spr(&sp, D);
         L->nslots = slot;
+        const int64_t ends = norms_spr(&s, D) > norms_spr(&sp, D) ? norms_spr(&s, D)
+                                                                   : norms_spr(&sp, D);
+        if (ends > L->max_spr) L->max_spr = ends;
     }
     *out = s;
 }
@@ -295,6 +302,50 @@ static sn_status resolve(const sn_net *net, netl *L) {
 }
 
 static int64_t acts_per_row(const netl *L) { return L->nslots * L->D + L->spr; }
+
+/* The inference state's slots: x_k in slot k % 2, then y (two streams), then the temporary. */
+static int64_t infer_nslots(const netl *L) { return 2 + L->two + L->any_aux; }
+static int64_t state_per_row(const netl *L) { return infer_nslots(L) * L->D + L->max_spr; }
+
+sn_status sn_net_infer_sizes(const sn_net *net, int64_t *spr) {
+    netl L;
+    sn_status st = resolve(net, &L);
+    if (st != SN_OK) return st;
+    if (!spr) return SN_ERR_NULL;
+    *spr = state_per_row(&L);
+    return SN_OK;
+}
+
+/* The one spelling of each placement (the header's enumerator names, lower case). */
+static const char *const placement_names[] = {
+    [SN_PLACEMENT_PRE_NORM] = "pre_norm",
+    [SN_PLACEMENT_POST_NORM] = "post_norm",
+    [SN_PLACEMENT_SIAMESE] = "siamese",
+    [SN_PLACEMENT_SIAMESE_PAPER] = "siamese_paper",
+    [SN_PLACEMENT_SIAMESE_HYBRID_PRE] = "siamese_hybrid_pre",
+    [SN_PLACEMENT_DEEPNORM] = "deepnorm",
+    [SN_PLACEMENT_PERI_LN] = "peri_ln",
+    [SN_PLACEMENT_MIX_LN] = "mix_ln",
+    [SN_PLACEMENT_HYBRIDNORM] = "hybridnorm",
+    [SN_PLACEMENT_HYBRIDNORM_STAR] = "hybridnorm_star",
+};
+_Static_assert(sizeof placement_names / sizeof placement_names[0] == SN_PLACEMENT_COUNT,
+               "a name for every placement");
+
+const char *sn_placement_name(sn_placement placement) {
+    if ((int)placement < 0 || (int)placement >= SN_PLACEMENT_COUNT) return NULL;
+    return placement_names[placement];
+}
+
+sn_status sn_placement_from_name(const char *name, sn_placement *placement) {
+    if (!name || !placement) return SN_ERR_NULL;
+    for (int k = 0; k < SN_PLACEMENT_COUNT; k++)
+        if (placement_names[k] && strcmp(name, placement_names[k]) == 0) {
+            *placement = (sn_placement)k;
+            return SN_OK;
+        }
+    return SN_ERR_PLACEMENT;
+}
 
 sn_status sn_net_sizes(const sn_net *net, int64_t *np, int64_t *apr, int64_t *wpr) {
     netl L;
@@ -377,57 +428,103 @@ sn_status sn_net_init_params(const sn_net *net, float *params) {
 /* Everything a pass call needs, resolved and validated. */
 typedef struct pass {
     netl L;
-    stage s; /* the stage this call works on */
+    stage s; /* the stage this call works on, its slots those of acts or of the inference state */
     int64_t R;
     const float *params;
-    float *acts; /* only read by backward calls */
+    float *acts; /* training: acts (only read by backward calls); inference: the state */
     float *grads;
     float *work;
+    int infer;
+    int64_t nslots; /* slots before the statistics planes: acts' or the state's */
 } pass;
 
-/* Validates the common arguments of a pass call: the description, the stage index i (-1 split,
- * S merge, else a sub-layer), the network's buffers, the caller's matrix `mat` (written or read
- * per mat_w), flags against allowed_flags, and every overlap between them. */
-static sn_status begin(const sn_ctx *ctx, pass *P, const sn_net *net, int64_t i, int64_t R,
-                       const float *params,
-                       const float *acts, int acts_w, float *grads, const float *work, int work_w,
-                       const float *mat, int64_t ld, int mat_w, uint32_t flags,
-                       uint32_t allowed_flags) {
+enum { FWD, BWD, INFER };            /* the direction of a pass call */
+enum { AT_SPLIT, AT_SUB, AT_MERGE }; /* the stage it works on */
+
+/* One pass call, as begin() validates it: direction, stage, and the caller's matrix. */
+typedef struct call {
+    int dir;        /* FWD, BWD or INFER */
+    int at;         /* AT_SPLIT, AT_SUB (sub-layer i) or AT_MERGE */
+    int32_t i;      /* the sub-layer, for AT_SUB */
+    const float *mat; /* the caller's R x D matrix, row stride ld */
+    int64_t ld;
+    int mat_written;  /* the call writes mat (else reads it) */
+    uint32_t flags;
+    uint32_t allowed; /* the flags this call knows */
+} call;
+
+/* The inference state's slots for stage s (layout() gave those of acts): x_k in slot k % 2,
+ * y in slot 2, the temporary after them; statistics from the start of the planes. */
+static void infer_slots(const netl *L, int at, int64_t i, stage *s) {
+    const int64_t tmp = 2 + L->two;
+    if (at == AT_SPLIT) { /* Peri-LN: e in slot 1, then x_0 = N_emb(e) in slot 0 */
+        s->xin = L->split_norm ? 1 : 0;
+        s->xout = 0;
+        s->yout = L->two ? 2 : -1;
+    } else {
+        const int64_t k = at == AT_MERGE ? L->S : i;
+        s->xin = k % 2;
+        s->xout = (k + 1) % 2;
+        s->yin = s->yout = L->two ? 2 : -1;
+        s->aux = s->aux >= 0 ? tmp : -1;
+    }
+    s->st = 0;
+}
+
+/* Validates a pass call: the description, the pass's buffers (for an inference call: rows,
+ * params and the state in acts), the stage, the caller's matrix, the flags and every overlap
+ * between them; then resolves the stage into P. */
+static sn_status begin(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *p, const call *c,
+                       pass *P) {
     sn_status st = resolve(net, &P->L);
     if (st != SN_OK) return st;
+    if (!p) return SN_ERR_NULL;
     const netl *L = &P->L;
+    const int64_t R = p->rows;
+    const int bwd = c->dir == BWD;
+    const int64_t per_row = c->dir == INFER ? state_per_row(L) : acts_per_row(L);
     st = sn_check_dims(R, L->D);
-    if (st == SN_OK) st = sn_check_dims(R, acts_per_row(L));
-    if (st == SN_OK) st = sn_check_mat(mat, R, L->D, ld);
+    if (st == SN_OK) st = sn_check_dims(R, per_row);
+    if (st == SN_OK) st = sn_check_mat(c->mat, R, L->D, c->ld);
     if (st != SN_OK) return st;
-    if (!acts || (L->np > 0 && !params) || (work_w >= 0 && !work)) return SN_ERR_NULL;
-    if (i < -1 || i > L->S) return SN_ERR_INDEX;
-    if (flags & ~allowed_flags) return SN_ERR_FLAGS;
+    if (!p->acts || (L->np > 0 && !p->params) || (bwd && !p->work)) return SN_ERR_NULL;
+    if (c->at == AT_SUB && (c->i < 0 || c->i >= L->S)) return SN_ERR_INDEX;
+    if (c->flags & ~c->allowed) return SN_ERR_FLAGS;
+    const int work_w = bwd && c->at != AT_SPLIT; /* split_backward only reads the gradients */
     const sn_buf bufs[] = {
-        sn_vec_buf(params, L->np, 0),
-        sn_vec_buf(acts, R * acts_per_row(L), acts_w),
-        sn_vec_buf(grads, L->np, 1),
-        sn_vec_buf(work_w >= 0 ? work : NULL, R * L->wslots * L->D, work_w > 0),
-        sn_mat_buf(mat, R, L->D, ld, mat_w, 0),
+        sn_vec_buf(p->params, L->np, 0),
+        sn_vec_buf(p->acts, R * per_row, !bwd),
+        sn_vec_buf(bwd ? p->grads : NULL, L->np, 1),
+        sn_vec_buf(bwd ? p->work : NULL, R * L->wslots * L->D, work_w),
+        sn_mat_buf(c->mat, R, L->D, c->ld, c->mat_written, 0),
         /* explicit scales are read by the call: no written buffer may overlap them */
         sn_vec_buf(net->scale_rule == SN_SCALE_EXPLICIT ? net->scales : NULL, L->S, 0),
     };
     st = sn_check_alias(bufs, 6);
     if (st != SN_OK) return st;
-    const float *in[] = {mat_w ? NULL : mat}; /* checked mode: what the caller passes in */
-    st = sn_check_inputs(ctx, R, L->D, in, &ld, 1, params, L->np);
+    const float *in[] = {c->mat_written ? NULL : c->mat}; /* checked mode: the caller's input */
+    st = sn_check_inputs(ctx, R, L->D, in, &c->ld, 1, p->params, L->np);
     if (st != SN_OK) return st;
+    const int64_t i = c->at == AT_SPLIT ? -1 : c->at == AT_MERGE ? L->S : c->i;
     layout(&P->L, i, &P->s);
+    if (c->dir == INFER) infer_slots(L, c->at, i, &P->s);
     P->R = R;
-    P->params = params;
-    P->acts = (float *)acts;
-    P->grads = grads;
-    P->work = (float *)work;
+    P->params = p->params;
+    P->acts = p->acts;
+    P->grads = bwd ? p->grads : NULL;
+    P->work = bwd ? p->work : NULL;
+    P->infer = c->dir == INFER;
+    P->nslots = P->infer ? infer_nslots(L) : L->nslots;
     return SN_OK;
 }
 
-static sn_status sublayer_index(const sn_net *net, int32_t i) {
-    return (net && (i < 0 || i >= net->n_sublayers)) ? SN_ERR_INDEX : SN_OK;
+/* begin() for an inference call: its buffers as a pass whose acts is the state. */
+static sn_status begin_infer(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *q,
+                             call *c, pass *P) {
+    c->dir = INFER;
+    if (net && !q) return SN_ERR_NULL;
+    const sn_net_pass p = {q ? q->rows : 0, q ? q->params : NULL, q ? q->state : NULL, NULL, NULL};
+    return begin(ctx, net, &p, c, P);
 }
 
 /* Slot k of acts (R x D, row stride D). */
@@ -437,7 +534,7 @@ static float *slot(const pass *P, int64_t k) { return P->acts + k * P->R * P->L.
 static float *plane(const pass *P, int k) {
     int64_t off = P->s.st;
     for (int q = 0; q < k; q++) off += sn_norm_spr(&P->s.n[q], P->L.D);
-    return P->acts + P->L.nslots * P->R * P->L.D + off * P->R;
+    return P->acts + P->nslots * P->R * P->L.D + off * P->R;
 }
 /* Parameters (and gradients) of the stage's norm k. */
 static int64_t poff(const pass *P, int k) {
@@ -473,129 +570,174 @@ static float *dyw(const pass *P) { return P->work + P->R * P->L.D; }
 
 /* ---- forward ------------------------------------------------------------------------------- */
 
-sn_status sn_net_split(const sn_ctx *ctx, const sn_net *net, int64_t R, const float *e,
-                       int64_t lde, const float *params, float *acts) {
-    pass P;
-    sn_status st = begin(ctx, &P, net, -1, R, params, acts, 1, NULL, NULL, -1, e, lde, 0, 0, 0);
-    if (st != SN_OK) return st;
-    const int64_t D = P.L.D;
-    sn_d_copy(ctx, R, D, e, lde, slot(&P, 0), D);
-    if (P.L.split_norm)
-        sn_d_norm_fwd(ctx, &P.s.n[0], R, D, slot(&P, 0), D, par(&P, 0), slot(&P, 1), D,
-                      plane(&P, 0));
-    return SN_OK;
+static void split_fwd(const sn_ctx *ctx, const pass *P, const float *e, int64_t lde) {
+    const int64_t R = P->R, D = P->L.D;
+    sn_d_copy(ctx, R, D, e, lde, slot(P, P->s.xin), D);
+    if (P->L.split_norm)
+        sn_d_norm_fwd(ctx, &P->s.n[0], R, D, slot(P, P->s.xin), D, par(P, 0), slot(P, P->s.xout),
+                      D, plane(P, 0));
+    if (P->infer && P->L.two) /* training's y_0 shares x_0's slot; the state updates y in place */
+        sn_d_copy(ctx, R, D, e, lde, slot(P, P->s.yout), D);
 }
 
-sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
-                       const float *params, float *acts, float *h, int64_t ldh) {
-    pass P;
-    sn_status st = sublayer_index(net, i);
-    if (st == SN_OK) st = begin(ctx, &P, net, i, R, params, acts, 1, NULL, NULL, -1, h, ldh, 1, 0, 0);
-    if (st != SN_OK) return st;
-    const stage *s = &P.s;
-    const int64_t D = P.L.D;
-    const float *x = slot(&P, s->xin);
+static void enter_fwd(const sn_ctx *ctx, const pass *P, float *h, int64_t ldh) {
+    const stage *s = &P->s;
+    const int64_t R = P->R, D = P->L.D;
+    const float *x = slot(P, s->xin);
     int first;
     sn_fuse f;
     switch (s->op) {
     case OP_PRE:
     case OP_PERI:
-        sn_d_norm_fwd(ctx, &s->n[0], R, D, x, D, par(&P, 0), h, ldh, plane(&P, 0));
+        sn_d_norm_fwd(ctx, &s->n[0], R, D, x, D, par(P, 0), h, ldh, plane(P, 0));
         break;
     case OP_POST:
         sn_d_copy(ctx, R, D, x, D, h, ldh);
         break;
     case OP_HMLP: /* u into x_{i+1}'s slot, where exit(i) completes it; h = u */
-        sn_d_norm_fwd(ctx, &s->n[0], R, D, x, D, par(&P, 0), slot(&P, s->xout), D, plane(&P, 0));
-        sn_d_copy(ctx, R, D, slot(&P, s->xout), D, h, ldh);
+        sn_d_norm_fwd(ctx, &s->n[0], R, D, x, D, par(P, 0), slot(P, s->xout), D, plane(P, 0));
+        sn_d_copy(ctx, R, D, slot(P, s->xout), D, h, ldh);
         break;
     default: /* the SiameseNorm family; OP_SIAM keeps u in x_{i+1}'s slot */
-        f = fuse_of(&P, &first);
-        sn_d_fuse_fwd(ctx, &f, R, D, x, D, slot(&P, s->yin), D, par(&P, first),
-                      s->op == OP_SIAM ? slot(&P, s->xout) : NULL, D, h, ldh, plane(&P, first));
+        f = fuse_of(P, &first);
+        sn_d_fuse_fwd(ctx, &f, R, D, x, D, slot(P, s->yin), D, par(P, first),
+                      s->op == OP_SIAM ? slot(P, s->xout) : NULL, D, h, ldh, plane(P, first));
         break;
     }
-    return SN_OK;
 }
 
-sn_status sn_net_exit(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R, const float *z,
-                      int64_t ldz, const float *params, float *acts) {
-    pass P;
-    sn_status st = sublayer_index(net, i);
-    if (st == SN_OK) st = begin(ctx, &P, net, i, R, params, acts, 1, NULL, NULL, -1, z, ldz, 0, 0, 0);
-    if (st != SN_OK) return st;
-    const stage *s = &P.s;
-    const int64_t D = P.L.D;
-    float *x = slot(&P, s->xin), *xo = slot(&P, s->xout);
+static void exit_fwd(const sn_ctx *ctx, const pass *P, const float *z, int64_t ldz) {
+    const stage *s = &P->s;
+    const int64_t R = P->R, D = P->L.D;
+    float *x = slot(P, s->xin), *xo = slot(P, s->xout);
     switch (s->op) {
     case OP_PRE:
         sn_d_add_div(ctx, R, D, x, D, z, ldz, 1.0f, xo, D, 0);
         break;
     case OP_POST: /* t = alpha * x + z, x' = N(t) */
-        sn_d_axpy(ctx, R, D, s->c, x, D, z, ldz, slot(&P, s->aux), D);
-        sn_d_norm_fwd(ctx, &s->n[0], R, D, slot(&P, s->aux), D, par(&P, 0), xo, D, plane(&P, 0));
+        sn_d_axpy(ctx, R, D, s->c, x, D, z, ldz, slot(P, s->aux), D);
+        sn_d_norm_fwd(ctx, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
         break;
     case OP_PERI: /* keep z for N_out's backward; x' = x + N_out(z) */
-        sn_d_copy(ctx, R, D, z, ldz, slot(&P, s->aux), D);
-        sn_d_norm_fwd(ctx, &s->n[1], R, D, slot(&P, s->aux), D, par(&P, 1), xo, D, plane(&P, 1));
+        sn_d_copy(ctx, R, D, z, ldz, slot(P, s->aux), D);
+        sn_d_norm_fwd(ctx, &s->n[1], R, D, slot(P, s->aux), D, par(P, 1), xo, D, plane(P, 1));
         sn_d_add_div(ctx, R, D, xo, D, x, D, 1.0f, xo, D, 0);
         break;
     case OP_HMLP: /* xo holds u */
         sn_d_add_div(ctx, R, D, xo, D, z, ldz, 1.0f, xo, D, 0);
         break;
     case OP_SIAM: /* xo holds u */
-        sn_d_apply(ctx, R, D, s->c, z, ldz, xo, D, slot(&P, s->yin), D, xo, D, slot(&P, s->yout),
+        sn_d_apply(ctx, R, D, s->c, z, ldz, xo, D, slot(P, s->yin), D, xo, D, slot(P, s->yout),
                    D);
         break;
     case OP_SIAMX:
-        sn_d_apply(ctx, R, D, s->c, z, ldz, x, D, slot(&P, s->yin), D, xo, D, slot(&P, s->yout),
+        sn_d_apply(ctx, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, xo, D, slot(P, s->yout),
                    D);
         break;
     default: /* OP_SIAMP: t = x + z/c, x' = N_post(t) */
-        sn_d_apply(ctx, R, D, s->c, z, ldz, x, D, slot(&P, s->yin), D, slot(&P, s->aux), D,
-                   slot(&P, s->yout), D);
-        sn_d_norm_fwd(ctx, &s->n[0], R, D, slot(&P, s->aux), D, par(&P, 0), xo, D, plane(&P, 0));
+        sn_d_apply(ctx, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, slot(P, s->aux), D,
+                   slot(P, s->yout), D);
+        sn_d_norm_fwd(ctx, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
         break;
     }
-    return SN_OK;
 }
 
-sn_status sn_net_merge(const sn_ctx *ctx, const sn_net *net, int64_t R, const float *params,
-                       float *acts, float *out, int64_t ldo) {
-    pass P;
-    const int64_t S = net ? net->n_sublayers : 0;
-    sn_status st = begin(ctx, &P, net, S, R, params, acts, 1, NULL, NULL, -1, out, ldo, 1, 0, 0);
-    if (st != SN_OK) return st;
-    const int64_t D = P.L.D;
-    const float *x = slot(&P, P.s.xin);
+static void merge_fwd(const sn_ctx *ctx, const pass *P, float *out, int64_t ldo) {
+    const int64_t R = P->R, D = P->L.D;
+    const float *x = slot(P, P->s.xin);
     int first;
     sn_fuse f;
-    switch (P.L.merge) {
+    switch (P->L.merge) {
     case MERGE_NONE:
         sn_d_copy(ctx, R, D, x, D, out, ldo);
         break;
     case MERGE_NORM:
-        sn_d_norm_fwd(ctx, &P.s.n[0], R, D, x, D, par(&P, 0), out, ldo, plane(&P, 0));
+        sn_d_norm_fwd(ctx, &P->s.n[0], R, D, x, D, par(P, 0), out, ldo, plane(P, 0));
         break;
     default:
-        f = fuse_of(&P, &first);
-        sn_d_fuse_fwd(ctx, &f, R, D, x, D, slot(&P, P.s.yin), D, par(&P, 0), NULL, 0, out, ldo,
-                      plane(&P, 0));
+        f = fuse_of(P, &first);
+        sn_d_fuse_fwd(ctx, &f, R, D, x, D, slot(P, P->s.yin), D, par(P, 0), NULL, 0, out, ldo,
+                      plane(P, 0));
         break;
     }
-    return SN_OK;
+}
+
+/* The public forward calls, training and inference: validate, then run the stage. */
+sn_status sn_net_split(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                       const float *e, int64_t lde) {
+    pass P;
+    const call c = {.dir = FWD, .at = AT_SPLIT, .mat = e, .ld = lde};
+    sn_status st = begin(ctx, net, bufs, &c, &P);
+    if (st == SN_OK) split_fwd(ctx, &P, e, lde);
+    return st;
+}
+sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs, int32_t i,
+                       float *h, int64_t ldh) {
+    pass P;
+    const call c = {.dir = FWD, .at = AT_SUB, .i = i, .mat = h, .ld = ldh, .mat_written = 1};
+    sn_status st = begin(ctx, net, bufs, &c, &P);
+    if (st == SN_OK) enter_fwd(ctx, &P, h, ldh);
+    return st;
+}
+sn_status sn_net_exit(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs, int32_t i,
+                      const float *z, int64_t ldz) {
+    pass P;
+    const call c = {.dir = FWD, .at = AT_SUB, .i = i, .mat = z, .ld = ldz};
+    sn_status st = begin(ctx, net, bufs, &c, &P);
+    if (st == SN_OK) exit_fwd(ctx, &P, z, ldz);
+    return st;
+}
+sn_status sn_net_merge(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs, float *out,
+                       int64_t ldo) {
+    pass P;
+    const call c = {.dir = FWD, .at = AT_MERGE, .mat = out, .ld = ldo, .mat_written = 1};
+    sn_status st = begin(ctx, net, bufs, &c, &P);
+    if (st == SN_OK) merge_fwd(ctx, &P, out, ldo);
+    return st;
+}
+
+sn_status sn_net_infer_split(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
+                             const float *e, int64_t lde) {
+    pass P;
+    call c = {.at = AT_SPLIT, .mat = e, .ld = lde};
+    sn_status st = begin_infer(ctx, net, inf, &c, &P);
+    if (st == SN_OK) split_fwd(ctx, &P, e, lde);
+    return st;
+}
+sn_status sn_net_infer_enter(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
+                             int32_t i, float *h, int64_t ldh) {
+    pass P;
+    call c = {.at = AT_SUB, .i = i, .mat = h, .ld = ldh, .mat_written = 1};
+    sn_status st = begin_infer(ctx, net, inf, &c, &P);
+    if (st == SN_OK) enter_fwd(ctx, &P, h, ldh);
+    return st;
+}
+sn_status sn_net_infer_exit(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
+                            int32_t i, const float *z, int64_t ldz) {
+    pass P;
+    call c = {.at = AT_SUB, .i = i, .mat = z, .ld = ldz};
+    sn_status st = begin_infer(ctx, net, inf, &c, &P);
+    if (st == SN_OK) exit_fwd(ctx, &P, z, ldz);
+    return st;
+}
+sn_status sn_net_infer_merge(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
+                             float *out, int64_t ldo) {
+    pass P;
+    call c = {.at = AT_MERGE, .mat = out, .ld = ldo, .mat_written = 1};
+    sn_status st = begin_infer(ctx, net, inf, &c, &P);
+    if (st == SN_OK) merge_fwd(ctx, &P, out, ldo);
+    return st;
 }
 
 /* ---- backward ------------------------------------------------------------------------------ */
 
-sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
-                                const float *dout, int64_t lddo, const float *params,
-                                const float *acts, float *grads, float *work) {
+sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                const float *dout, int64_t lddo) {
     pass P;
-    const int64_t S = net ? net->n_sublayers : 0;
-    sn_status st = begin(ctx, &P, net, S, R, params, acts, 0, grads, work, 1, dout, lddo, 0, 0, 0);
+    const call c = {.dir = BWD, .at = AT_MERGE, .mat = dout, .ld = lddo};
+    sn_status st = begin(ctx, net, bufs, &c, &P);
     if (st != SN_OK) return st;
-    const int64_t D = P.L.D;
+    const int64_t R = P.R, D = P.L.D;
     const float *x = slot(&P, P.s.xin);
     int first;
     sn_fuse f;
@@ -616,17 +758,15 @@ sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
     return SN_OK;
 }
 
-sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
-                               const float *params, const float *acts, float *grads, float *work,
-                               float *dz, int64_t lddz, uint32_t flags) {
+sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                               int32_t i, float *dz, int64_t lddz, uint32_t flags) {
     pass P;
-    sn_status st = sublayer_index(net, i);
-    if (st == SN_OK)
-        st = begin(ctx, &P, net, i, R, params, acts, 0, grads, work, 1, dz, lddz, 1, flags,
-                   SN_ACCUMULATE);
+    const call c = {.dir = BWD, .at = AT_SUB, .i = i, .mat = dz, .ld = lddz, .mat_written = 1,
+                    .flags = flags, .allowed = SN_ACCUMULATE};
+    sn_status st = begin(ctx, net, bufs, &c, &P);
     if (st != SN_OK) return st;
     const stage *s = &P.s;
-    const int64_t D = P.L.D;
+    const int64_t R = P.R, D = P.L.D;
     const int acc = (flags & SN_ACCUMULATE) != 0;
     float *dx = dxw(&P);
     switch (s->op) {
@@ -657,16 +797,14 @@ sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, 
     return SN_OK;
 }
 
-sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, int32_t i, int64_t R,
-                                const float *dh, int64_t lddh, const float *params,
-                                const float *acts, float *grads, float *work) {
+sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                int32_t i, const float *dh, int64_t lddh) {
     pass P;
-    sn_status st = sublayer_index(net, i);
-    if (st == SN_OK)
-        st = begin(ctx, &P, net, i, R, params, acts, 0, grads, work, 1, dh, lddh, 0, 0, 0);
+    const call c = {.dir = BWD, .at = AT_SUB, .i = i, .mat = dh, .ld = lddh};
+    sn_status st = begin(ctx, net, bufs, &c, &P);
     if (st != SN_OK) return st;
     const stage *s = &P.s;
-    const int64_t D = P.L.D;
+    const int64_t R = P.R, D = P.L.D;
     const float *x = slot(&P, s->xin);
     float *dx = dxw(&P);
     int first;
@@ -700,14 +838,14 @@ sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, int32_t i,
     return SN_OK;
 }
 
-sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, int64_t R,
-                                const float *params, const float *acts, float *grads,
-                                const float *work, float *de, int64_t ldde, uint32_t flags) {
+sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                float *de, int64_t ldde, uint32_t flags) {
     pass P;
-    sn_status st = begin(ctx, &P, net, -1, R, params, acts, 0, grads, work, 0, de, ldde, 1, flags,
-                         SN_ACCUMULATE);
+    const call c = {.dir = BWD, .at = AT_SPLIT, .mat = de, .ld = ldde, .mat_written = 1,
+                    .flags = flags, .allowed = SN_ACCUMULATE};
+    sn_status st = begin(ctx, net, bufs, &c, &P);
     if (st != SN_OK) return st;
-    const int64_t D = P.L.D;
+    const int64_t R = P.R, D = P.L.D;
     const int acc = (flags & SN_ACCUMULATE) != 0;
     if (P.L.two)
         sn_d_add_div(ctx, R, D, dxw(&P), D, dyw(&P), D, 1.0f, de, ldde, acc);

@@ -67,19 +67,19 @@ static void scales_alias(void)
     net.scales = acts + 3;
     CHECK_OK(sn_net_check(&net));
     memcpy(sv, acts, (size_t)(R * apr) * sizeof(float));
-    CHECK_STATUS(sn_net_split(NULL, &net, R, e, D, p, acts), SN_ERR_ALIAS);
+    CHECK_STATUS(sn_net_split(NULL, &net, &(sn_net_pass){R, p, acts, NULL, NULL}, e, D), SN_ERR_ALIAS);
     CHECK(memcmp(sv, acts, (size_t)(R * apr) * sizeof(float)) == 0);
     /* scales inside h: sn_net_enter writes h */
     float own[4] = {1.0f, 1.0f, 1.0f, 1.0f};
     net.scales = own;
-    CHECK_OK(sn_net_split(NULL, &net, R, e, D, p, acts));
+    CHECK_OK(sn_net_split(NULL, &net, &(sn_net_pass){R, p, acts, NULL, NULL}, e, D));
     for (int64_t k = 0; k < R * D; k++) h[k] = 2.0f;
     net.scales = h + 1;
     memcpy(sv, h, (size_t)(R * D) * sizeof(float));
-    CHECK_STATUS(sn_net_enter(NULL, &net, 0, R, p, acts, h, D), SN_ERR_ALIAS);
+    CHECK_STATUS(sn_net_enter(NULL, &net, &(sn_net_pass){R, p, acts, NULL, NULL}, 0, h, D), SN_ERR_ALIAS);
     CHECK(memcmp(sv, h, (size_t)(R * D) * sizeof(float)) == 0);
     net.scales = own;
-    CHECK_OK(sn_net_enter(NULL, &net, 0, R, p, acts, h, D));
+    CHECK_OK(sn_net_enter(NULL, &net, &(sn_net_pass){R, p, acts, NULL, NULL}, 0, h, D));
     free(p), free(acts), free(h), free(e), free(sv);
 }
 

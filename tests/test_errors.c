@@ -686,20 +686,20 @@ static void test_net_api(void)
                           memcmp(&nd, &nd0, sizeof nd) == 0,
                       "placement %d, %s: sn_net_norm_at status/outputs", pl, bn[k].what);
             BAD(sn_net_init_params(q, params), want);
-            BAD(sn_net_split(NULL, q, R, e, ld, params, acts), want);
-            BAD(sn_net_merge(NULL, q, R, params, acts, out, ld), want);
-            BAD(sn_net_merge_backward(NULL, q, R, dout, ld, params, acts, grads, work), want);
+            BAD(sn_net_split(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, e, ld), want);
+            BAD(sn_net_merge(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, out, ld), want);
+            BAD(sn_net_merge_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, dout, ld), want);
             /* with S <= 0 sub-layer 0 does not exist either: SN_ERR_INDEX is as right as
              * SN_ERR_SHAPE there (two defects); the memory must be untouched all the same */
             if (q->n_sublayers <= 0 && want == SN_ERR_SHAPE)
                 want = SN_ERR_INDEX, alt = SN_ERR_SHAPE;
-            BADALT(sn_net_enter(NULL, q, 0, R, params, acts, h, ld), want, alt);
-            BADALT(sn_net_exit(NULL, q, 0, R, z, ld, params, acts), want, alt);
-            BADALT(sn_net_exit_backward(NULL, q, 0, R, params, acts, grads, work, dz, ld, 0), want,
+            BADALT(sn_net_enter(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, ld), want, alt);
+            BADALT(sn_net_exit(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, ld), want, alt);
+            BADALT(sn_net_exit_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, ld, 0), want,
                    alt);
-            BADALT(sn_net_enter_backward(NULL, q, 0, R, dh, ld, params, acts, grads, work), want,
+            BADALT(sn_net_enter_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, 0, dh, ld), want,
                    alt);
-            BAD(sn_net_split_backward(NULL, q, R, params, acts, grads, work, de, ld, 0), bn[k].st);
+            BAD(sn_net_split_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, de, ld, 0), bn[k].st);
         }
 
         /* sn_net_scale */
@@ -760,115 +760,156 @@ static void test_net_api(void)
 
         /* sn_net_split */
         const sn_net *g = &good;
-        GOOD(sn_net_split(NULL, g, R, e, ld, params, acts));
-        BAD(sn_net_split(NULL, NULL, R, e, ld, params, acts), SN_ERR_NULL);
-        BAD(sn_net_split(NULL, g, R, NULL, ld, params, acts), SN_ERR_NULL);
-        BAD(sn_net_split(NULL, g, R, e, ld, params, NULL), SN_ERR_NULL);
-        BAD(sn_net_split(NULL, g, 0, e, ld, params, acts), SN_ERR_SHAPE);
-        BAD(sn_net_split(NULL, g, -1, e, ld, params, acts), SN_ERR_SHAPE);
-        BAD(sn_net_split(NULL, g, R, e, D - 1, params, acts), SN_ERR_STRIDE);
-        BAD(sn_net_split(NULL, g, R, acts + 3, ld, params, acts), SN_ERR_ALIAS);
-        BAD(sn_net_split(NULL, g, R, e, ld, params, params), SN_ERR_ALIAS);
+        GOOD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, e, ld));
+        BAD(sn_net_split(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, e, ld), SN_ERR_NULL);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, NULL, ld), SN_ERR_NULL);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, e, ld), SN_ERR_NULL);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){0, params, acts, NULL, NULL}, e, ld), SN_ERR_SHAPE);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){-1, params, acts, NULL, NULL}, e, ld), SN_ERR_SHAPE);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, e, D - 1), SN_ERR_STRIDE);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, acts + 3, ld), SN_ERR_ALIAS);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, params, NULL, NULL}, e, ld), SN_ERR_ALIAS);
         /* sn_net_enter */
-        GOOD(sn_net_enter(NULL, g, 0, R, params, acts, h, ld));
-        BAD(sn_net_enter(NULL, NULL, 0, R, params, acts, h, ld), SN_ERR_NULL);
-        BAD(sn_net_enter(NULL, g, 0, R, NULL, acts, h, ld), SN_ERR_NULL);
-        BAD(sn_net_enter(NULL, g, 0, R, params, NULL, h, ld), SN_ERR_NULL);
-        BAD(sn_net_enter(NULL, g, 0, R, params, acts, NULL, ld), SN_ERR_NULL);
-        BAD(sn_net_enter(NULL, g, -1, R, params, acts, h, ld), SN_ERR_INDEX);
-        BAD(sn_net_enter(NULL, g, S, R, params, acts, h, ld), SN_ERR_INDEX);
-        BAD(sn_net_enter(NULL, g, 0, 0, params, acts, h, ld), SN_ERR_SHAPE);
-        BAD(sn_net_enter(NULL, g, 0, R, params, acts, h, 2), SN_ERR_STRIDE);
-        BAD(sn_net_enter(NULL, g, 0, R, params, acts, acts + 1, ld), SN_ERR_ALIAS);
-        BAD(sn_net_enter(NULL, g, 0, R, params, acts, params, ld), SN_ERR_ALIAS);
-        BAD(sn_net_enter(NULL, g, 0, R, params, params, h, ld), SN_ERR_ALIAS);
+        GOOD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, ld));
+        BAD(sn_net_enter(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, ld), SN_ERR_NULL);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, NULL, acts, NULL, NULL}, 0, h, ld), SN_ERR_NULL);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, 0, h, ld), SN_ERR_NULL);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, NULL, ld), SN_ERR_NULL);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, -1, h, ld), SN_ERR_INDEX);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, S, h, ld), SN_ERR_INDEX);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){0, params, acts, NULL, NULL}, 0, h, ld), SN_ERR_SHAPE);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, 2), SN_ERR_STRIDE);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, acts + 1, ld), SN_ERR_ALIAS);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, params, ld), SN_ERR_ALIAS);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, params, NULL, NULL}, 0, h, ld), SN_ERR_ALIAS);
         /* sn_net_exit */
-        GOOD(sn_net_exit(NULL, g, 0, R, z, ld, params, acts));
-        BAD(sn_net_exit(NULL, NULL, 0, R, z, ld, params, acts), SN_ERR_NULL);
-        BAD(sn_net_exit(NULL, g, 0, R, NULL, ld, params, acts), SN_ERR_NULL);
-        BAD(sn_net_exit(NULL, g, 0, R, z, ld, NULL, acts), SN_ERR_NULL);
-        BAD(sn_net_exit(NULL, g, 0, R, z, ld, params, NULL), SN_ERR_NULL);
-        BAD(sn_net_exit(NULL, g, -1, R, z, ld, params, acts), SN_ERR_INDEX);
-        BAD(sn_net_exit(NULL, g, S, R, z, ld, params, acts), SN_ERR_INDEX);
-        BAD(sn_net_exit(NULL, g, 0, -3, z, ld, params, acts), SN_ERR_SHAPE);
-        BAD(sn_net_exit(NULL, g, 0, R, z, 4, params, acts), SN_ERR_STRIDE);
-        BAD(sn_net_exit(NULL, g, 0, R, acts, ld, params, acts), SN_ERR_ALIAS);
-        BAD(sn_net_exit(NULL, g, 0, R, z, ld, acts + 2, acts), SN_ERR_ALIAS);
+        GOOD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, ld));
+        BAD(sn_net_exit(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, ld), SN_ERR_NULL);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, NULL, ld), SN_ERR_NULL);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, NULL, acts, NULL, NULL}, 0, z, ld), SN_ERR_NULL);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, 0, z, ld), SN_ERR_NULL);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, -1, z, ld), SN_ERR_INDEX);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, S, z, ld), SN_ERR_INDEX);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){-3, params, acts, NULL, NULL}, 0, z, ld), SN_ERR_SHAPE);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, 4), SN_ERR_STRIDE);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, acts, ld), SN_ERR_ALIAS);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, acts + 2, acts, NULL, NULL}, 0, z, ld), SN_ERR_ALIAS);
         /* sn_net_merge */
-        GOOD(sn_net_merge(NULL, g, R, params, acts, out, ld));
-        BAD(sn_net_merge(NULL, NULL, R, params, acts, out, ld), SN_ERR_NULL);
-        BAD(sn_net_merge(NULL, g, R, NULL, acts, out, ld), SN_ERR_NULL);
-        BAD(sn_net_merge(NULL, g, R, params, NULL, out, ld), SN_ERR_NULL);
-        BAD(sn_net_merge(NULL, g, R, params, acts, NULL, ld), SN_ERR_NULL);
-        BAD(sn_net_merge(NULL, g, 0, params, acts, out, ld), SN_ERR_SHAPE);
-        BAD(sn_net_merge(NULL, g, R, params, acts, out, 1), SN_ERR_STRIDE);
-        BAD(sn_net_merge(NULL, g, R, params, acts, acts + 4, ld), SN_ERR_ALIAS);
-        BAD(sn_net_merge(NULL, g, R, params, acts, params, ld), SN_ERR_ALIAS);
+        GOOD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, out, ld));
+        BAD(sn_net_merge(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, out, ld), SN_ERR_NULL);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, NULL, acts, NULL, NULL}, out, ld), SN_ERR_NULL);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, out, ld), SN_ERR_NULL);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, NULL, ld), SN_ERR_NULL);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){0, params, acts, NULL, NULL}, out, ld), SN_ERR_SHAPE);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, out, 1), SN_ERR_STRIDE);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, acts + 4, ld), SN_ERR_ALIAS);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, params, ld), SN_ERR_ALIAS);
         /* sn_net_merge_backward */
-#define NMB(...) sn_net_merge_backward(NULL, __VA_ARGS__)
-        GOOD(NMB(g, R, dout, ld, params, acts, grads, work));
-        BAD(NMB(NULL, R, dout, ld, params, acts, grads, work), SN_ERR_NULL);
-        BAD(NMB(g, R, NULL, ld, params, acts, grads, work), SN_ERR_NULL);
-        BAD(NMB(g, R, dout, ld, NULL, acts, grads, work), SN_ERR_NULL);
-        BAD(NMB(g, R, dout, ld, params, NULL, grads, work), SN_ERR_NULL);
-        GOOD(NMB(g, R, dout, ld, params, acts, NULL, work)); /* NULL grads: skip them */
-        BAD(NMB(g, R, dout, ld, params, acts, grads, NULL), SN_ERR_NULL);
-        BAD(NMB(g, -1, dout, ld, params, acts, grads, work), SN_ERR_SHAPE);
-        BAD(NMB(g, R, dout, 3, params, acts, grads, work), SN_ERR_STRIDE);
-        BAD(NMB(g, R, work + 1, ld, params, acts, grads, work), SN_ERR_ALIAS);
-        BAD(NMB(g, R, grads, ld, params, acts, grads, work), SN_ERR_ALIAS);
-        BAD(NMB(g, R, dout, ld, params, acts, params, work), SN_ERR_ALIAS);
-        BAD(NMB(g, R, dout, ld, params, acts, grads, acts), SN_ERR_ALIAS);
-        BAD(NMB(g, R, dout, ld, params, acts, work + 1, work), SN_ERR_ALIAS);
+        GOOD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, dout, ld));
+        BAD(sn_net_merge_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, dout, ld), SN_ERR_NULL);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, NULL, ld), SN_ERR_NULL);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, NULL, acts, grads, work}, dout, ld), SN_ERR_NULL);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, NULL, grads, work}, dout, ld), SN_ERR_NULL);
+        GOOD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, NULL, work}, dout, ld)); /* NULL grads: skip them */
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, dout, ld), SN_ERR_NULL);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){-1, params, acts, grads, work}, dout, ld), SN_ERR_SHAPE);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, dout, 3), SN_ERR_STRIDE);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, work + 1, ld), SN_ERR_ALIAS);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, grads, ld), SN_ERR_ALIAS);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, params, work}, dout, ld), SN_ERR_ALIAS);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, acts}, dout, ld), SN_ERR_ALIAS);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, work + 1, work}, dout, ld), SN_ERR_ALIAS);
         /* sn_net_exit_backward */
-#define NXB(...) sn_net_exit_backward(NULL, __VA_ARGS__)
-        GOOD(NXB(g, S - 1, R, params, acts, grads, work, dz, ld, 0));
-        BAD(NXB(NULL, 0, R, params, acts, grads, work, dz, ld, 0), SN_ERR_NULL);
-        BAD(NXB(g, 0, R, NULL, acts, grads, work, dz, ld, 0), SN_ERR_NULL);
-        BAD(NXB(g, 0, R, params, NULL, grads, work, dz, ld, 0), SN_ERR_NULL);
-        GOOD(NXB(g, 0, R, params, acts, NULL, work, dz, ld, 0));
-        BAD(NXB(g, 0, R, params, acts, grads, NULL, dz, ld, 0), SN_ERR_NULL);
-        BAD(NXB(g, 0, R, params, acts, grads, work, NULL, ld, 0), SN_ERR_NULL);
-        BAD(NXB(g, -1, R, params, acts, grads, work, dz, ld, 0), SN_ERR_INDEX);
-        BAD(NXB(g, S, R, params, acts, grads, work, dz, ld, 0), SN_ERR_INDEX);
-        BAD(NXB(g, 0, 0, params, acts, grads, work, dz, ld, 0), SN_ERR_SHAPE);
-        BAD(NXB(g, 0, R, params, acts, grads, work, dz, 4, 0), SN_ERR_STRIDE);
-        BAD(NXB(g, 0, R, params, acts, grads, work, dz, ld, 2u), SN_ERR_FLAGS);
-        BAD(NXB(g, 0, R, params, acts, grads, work, dz, ld, 4u), SN_ERR_FLAGS);
-        BAD(NXB(g, 0, R, params, acts, grads, work, work + 2, ld, 0), SN_ERR_ALIAS);
-        BAD(NXB(g, 0, R, params, acts, grads, work, grads, ld, 0), SN_ERR_ALIAS);
-        BAD(NXB(g, 0, R, params, acts, grads, work, acts, ld, 0), SN_ERR_ALIAS);
-        BAD(NXB(g, 0, R, params, acts, grads, grads, dz, ld, 0), SN_ERR_ALIAS);
+        GOOD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S - 1, dz, ld, 0));
+        BAD(sn_net_exit_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, ld, 0), SN_ERR_NULL);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, NULL, acts, grads, work}, 0, dz, ld, 0), SN_ERR_NULL);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, NULL, grads, work}, 0, dz, ld, 0), SN_ERR_NULL);
+        GOOD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, NULL, work}, 0, dz, ld, 0));
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, 0, dz, ld, 0), SN_ERR_NULL);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, NULL, ld, 0), SN_ERR_NULL);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, -1, dz, ld, 0), SN_ERR_INDEX);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S, dz, ld, 0), SN_ERR_INDEX);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){0, params, acts, grads, work}, 0, dz, ld, 0), SN_ERR_SHAPE);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, 4, 0), SN_ERR_STRIDE);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, ld, 2u), SN_ERR_FLAGS);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, ld, 4u), SN_ERR_FLAGS);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, work + 2, ld, 0), SN_ERR_ALIAS);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, grads, ld, 0), SN_ERR_ALIAS);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, acts, ld, 0), SN_ERR_ALIAS);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, grads}, 0, dz, ld, 0), SN_ERR_ALIAS);
         /* sn_net_enter_backward */
-#define NEB(...) sn_net_enter_backward(NULL, __VA_ARGS__)
-        GOOD(NEB(g, S - 1, R, dh, ld, params, acts, grads, work));
-        BAD(NEB(NULL, 0, R, dh, ld, params, acts, grads, work), SN_ERR_NULL);
-        BAD(NEB(g, 0, R, NULL, ld, params, acts, grads, work), SN_ERR_NULL);
-        BAD(NEB(g, 0, R, dh, ld, NULL, acts, grads, work), SN_ERR_NULL);
-        BAD(NEB(g, 0, R, dh, ld, params, NULL, grads, work), SN_ERR_NULL);
-        GOOD(NEB(g, 0, R, dh, ld, params, acts, NULL, work));
-        BAD(NEB(g, 0, R, dh, ld, params, acts, grads, NULL), SN_ERR_NULL);
-        BAD(NEB(g, -1, R, dh, ld, params, acts, grads, work), SN_ERR_INDEX);
-        BAD(NEB(g, S, R, dh, ld, params, acts, grads, work), SN_ERR_INDEX);
-        BAD(NEB(g, 0, -1, dh, ld, params, acts, grads, work), SN_ERR_SHAPE);
-        BAD(NEB(g, 0, R, dh, 0, params, acts, grads, work), SN_ERR_STRIDE);
-        BAD(NEB(g, 0, R, work, ld, params, acts, grads, work), SN_ERR_ALIAS);
-        BAD(NEB(g, 0, R, dh, ld, params, acts, grads, acts + 1), SN_ERR_ALIAS);
-        BAD(NEB(g, 0, R, dh, ld, params, acts, params, work), SN_ERR_ALIAS);
+        GOOD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S - 1, dh, ld));
+        BAD(sn_net_enter_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, 0, dh, ld), SN_ERR_NULL);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, NULL, ld), SN_ERR_NULL);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, NULL, acts, grads, work}, 0, dh, ld), SN_ERR_NULL);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, NULL, grads, work}, 0, dh, ld), SN_ERR_NULL);
+        GOOD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, NULL, work}, 0, dh, ld));
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, 0, dh, ld), SN_ERR_NULL);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, -1, dh, ld), SN_ERR_INDEX);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S, dh, ld), SN_ERR_INDEX);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){-1, params, acts, grads, work}, 0, dh, ld), SN_ERR_SHAPE);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dh, 0), SN_ERR_STRIDE);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, work, ld), SN_ERR_ALIAS);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, acts + 1}, 0, dh, ld), SN_ERR_ALIAS);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, params, work}, 0, dh, ld), SN_ERR_ALIAS);
         /* sn_net_split_backward */
-#define NSB(...) sn_net_split_backward(NULL, __VA_ARGS__)
-        GOOD(NSB(g, R, params, acts, grads, work, de, ld, 0));
-        GOOD(NSB(g, R, params, acts, grads, work, de, ld, SN_ACCUMULATE));
-        BAD(NSB(NULL, R, params, acts, grads, work, de, ld, 0), SN_ERR_NULL);
-        BAD(NSB(g, R, params, acts, grads, work, NULL, ld, 0), SN_ERR_NULL);
-        BAD(NSB(g, R, params, acts, grads, NULL, de, ld, 0), SN_ERR_NULL);
-        BAD(NSB(g, 0, params, acts, grads, work, de, ld, 0), SN_ERR_SHAPE);
-        BAD(NSB(g, R, params, acts, grads, work, de, 2, 0), SN_ERR_STRIDE);
-        BAD(NSB(g, R, params, acts, grads, work, de, ld, 2u), SN_ERR_FLAGS);
-        BAD(NSB(g, R, params, acts, grads, work, de, ld, 0x10u), SN_ERR_FLAGS);
-        BAD(NSB(g, R, params, acts, grads, work, work + 1, ld, 0), SN_ERR_ALIAS);
-        BAD(NSB(g, R, params, acts, grads, work, acts, ld, 0), SN_ERR_ALIAS);
-        BAD(NSB(g, R, params, acts, grads, work, params + 1, ld, 0), SN_ERR_ALIAS);
+        GOOD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld, 0));
+        GOOD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld, SN_ACCUMULATE));
+        BAD(sn_net_split_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, de, ld, 0), SN_ERR_NULL);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, NULL, ld, 0), SN_ERR_NULL);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, de, ld, 0), SN_ERR_NULL);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){0, params, acts, grads, work}, de, ld, 0), SN_ERR_SHAPE);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, 2, 0), SN_ERR_STRIDE);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld, 2u), SN_ERR_FLAGS);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld, 0x10u), SN_ERR_FLAGS);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, work + 1, ld, 0), SN_ERR_ALIAS);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, acts, ld, 0), SN_ERR_ALIAS);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, params + 1, ld, 0), SN_ERR_ALIAS);
+        /* a NULL sn_net_pass */
+        BAD(sn_net_split(NULL, g, NULL, e, ld), SN_ERR_NULL);
+        BAD(sn_net_enter(NULL, g, NULL, 0, h, ld), SN_ERR_NULL);
+        BAD(sn_net_exit(NULL, g, NULL, 0, z, ld), SN_ERR_NULL);
+        BAD(sn_net_merge(NULL, g, NULL, out, ld), SN_ERR_NULL);
+        BAD(sn_net_merge_backward(NULL, g, NULL, dout, ld), SN_ERR_NULL);
+        BAD(sn_net_exit_backward(NULL, g, NULL, 0, dz, ld, 0), SN_ERR_NULL);
+        BAD(sn_net_enter_backward(NULL, g, NULL, 0, dh, ld), SN_ERR_NULL);
+        BAD(sn_net_split_backward(NULL, g, NULL, de, ld, 0), SN_ERR_NULL);
+        /* a forward call neither reads nor checks grads and work */
+        GOOD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, acts, acts}, 0, h, ld));
+        /* inference: the state is the one written buffer of the pass */
+        int64_t spr = -9;
+        CHECK_OK(sn_net_infer_sizes(g, &spr));
+        CHECK_MSG(R * spr <= 8192, "state too big for the arena");
+        BAD(sn_net_infer_sizes(NULL, &spr), SN_ERR_NULL);
+        CHECK_STATUS(sn_net_infer_sizes(g, NULL), SN_ERR_NULL);
+        float *state = B(24);
+#define INF(rows, par, st) (&(sn_net_infer){rows, par, st})
+        GOOD(sn_net_infer_split(NULL, g, INF(R, params, state), e, ld));
+        GOOD(sn_net_infer_enter(NULL, g, INF(R, params, state), S - 1, h, ld));
+        GOOD(sn_net_infer_exit(NULL, g, INF(R, params, state), S - 1, z, ld));
+        GOOD(sn_net_infer_merge(NULL, g, INF(R, params, state), out, ld));
+        BAD(sn_net_infer_split(NULL, NULL, INF(R, params, state), e, ld), SN_ERR_NULL);
+        BAD(sn_net_infer_split(NULL, g, NULL, e, ld), SN_ERR_NULL);
+        BAD(sn_net_infer_split(NULL, g, INF(R, params, NULL), e, ld), SN_ERR_NULL);
+        BAD(sn_net_infer_split(NULL, g, INF(R, params, state), NULL, ld), SN_ERR_NULL);
+        BAD(sn_net_infer_split(NULL, g, INF(0, params, state), e, ld), SN_ERR_SHAPE);
+        BAD(sn_net_infer_split(NULL, g, INF(R, params, state), e, D - 1), SN_ERR_STRIDE);
+        BAD(sn_net_infer_split(NULL, g, INF(R, params, state), state + 1, ld), SN_ERR_ALIAS);
+        BAD(sn_net_infer_enter(NULL, g, NULL, 0, h, ld), SN_ERR_NULL);
+        BAD(sn_net_infer_enter(NULL, g, INF(R, params, state), -1, h, ld), SN_ERR_INDEX);
+        BAD(sn_net_infer_enter(NULL, g, INF(R, params, state), S, h, ld), SN_ERR_INDEX);
+        BAD(sn_net_infer_enter(NULL, g, INF(R, params, state), 0, NULL, ld), SN_ERR_NULL);
+        BAD(sn_net_infer_enter(NULL, g, INF(R, params, state), 0, params, ld), SN_ERR_ALIAS);
+        BAD(sn_net_infer_enter(NULL, g, INF(R, params, params), 0, h, ld), SN_ERR_ALIAS);
+        BAD(sn_net_infer_exit(NULL, g, NULL, 0, z, ld), SN_ERR_NULL);
+        BAD(sn_net_infer_exit(NULL, g, INF(R, params, state), S, z, ld), SN_ERR_INDEX);
+        BAD(sn_net_infer_exit(NULL, g, INF(R, params, state), 0, z, 1), SN_ERR_STRIDE);
+        BAD(sn_net_infer_exit(NULL, g, INF(R, params, state), 0, state, ld), SN_ERR_ALIAS);
+        BAD(sn_net_infer_merge(NULL, g, NULL, out, ld), SN_ERR_NULL);
+        BAD(sn_net_infer_merge(NULL, g, INF(-1, params, state), out, ld), SN_ERR_SHAPE);
+        BAD(sn_net_infer_merge(NULL, g, INF(R, params, state), state + 2, ld), SN_ERR_ALIAS);
+        if (np > 0) BAD(sn_net_infer_merge(NULL, g, INF(R, NULL, state), out, ld), SN_ERR_NULL);
+#undef INF
     }
 }
 

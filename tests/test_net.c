@@ -84,24 +84,24 @@ static void lib_run(const sn_ctx *ctx, const sn_net *net, const geom *G, const b
         h[i] = tu_falloc(R * ldh), z[i] = tu_falloc(R * ldz);
         tu_canary_fill(h[i], R * ldh), tu_canary_fill(z[i], R * ldz);
     }
-    CHECK_OK(sn_net_split(ctx, net, R, e, lde, params, acts));
+    const sn_net_pass pass = {R, params, acts, grads, work};
+    CHECK_OK(sn_net_split(ctx, net, &pass, e, lde));
     for (int i = 0; i < S; i++) {
-        CHECK_OK(sn_net_enter(ctx, net, i, R, params, acts, h[i], ldh));
+        CHECK_OK(sn_net_enter(ctx, net, &pass, i, h[i], ldh));
         blk_fwd_f(b, i, R, h[i], ldh, z[i], ldz);
-        CHECK_OK(sn_net_exit(ctx, net, i, R, z[i], ldz, params, acts));
+        CHECK_OK(sn_net_exit(ctx, net, &pass, i, z[i], ldz));
         CHECK_MSG(tu_padding_damage(h[i], R, D, ldh) == 0, "%s: h[%d] padding", label, i);
     }
-    CHECK_OK(sn_net_merge(ctx, net, R, params, acts, out, ldo));
+    CHECK_OK(sn_net_merge(ctx, net, &pass, out, ldo));
     CHECK_MSG(tu_padding_damage(out, R, D, ldo) == 0, "%s: out padding", label);
-    CHECK_OK(sn_net_merge_backward(ctx, net, R, wout, lddo, params, acts, grads, work));
+    CHECK_OK(sn_net_merge_backward(ctx, net, &pass, wout, lddo));
     for (int i = S - 1; i >= 0; i--) {
         tu_canary_fill(dz, R * lddz);
         if (accumulate) {
             tu_fill_view(&g, dz, R, D, lddz, -0.5, 0.5);
             memcpy(q, dz, (size_t)(R * lddz) * sizeof(float));
         }
-        CHECK_OK(sn_net_exit_backward(ctx, net, i, R, params, acts, grads, work, dz, lddz,
-                                      accumulate ? SN_ACCUMULATE : 0));
+        CHECK_OK(sn_net_exit_backward(ctx, net, &pass, i, dz, lddz, accumulate ? SN_ACCUMULATE : 0));
         CHECK_MSG(tu_padding_damage(dz, R, D, lddz) == 0, "%s: dz padding (i=%d)", label, i);
         if (accumulate)
             for (int64_t r = 0; r < R; r++)
@@ -109,20 +109,19 @@ static void lib_run(const sn_ctx *ctx, const sn_net *net, const geom *G, const b
                     dz[r * lddz + j] -= q[r * lddz + j];
         tu_canary_fill(dh, R * lddh);
         blk_bwd_f(b, i, R, z[i], ldz, dz, lddz, dh, lddh);
-        CHECK_OK(sn_net_enter_backward(ctx, net, i, R, dh, lddh, params, acts, grads, work));
+        CHECK_OK(sn_net_enter_backward(ctx, net, &pass, i, dh, lddh));
     }
     if (accumulate) {
         tu_fill_view(&g, de, R, D, ldde, -0.5, 0.5);
         float *pre = tu_falloc(R * ldde);
         memcpy(pre, de, (size_t)(R * ldde) * sizeof(float));
-        CHECK_OK(sn_net_split_backward(ctx, net, R, params, acts, grads, work, de, ldde,
-                                       SN_ACCUMULATE));
+        CHECK_OK(sn_net_split_backward(ctx, net, &pass, de, ldde, SN_ACCUMULATE));
         for (int64_t r = 0; r < R; r++)
             for (int64_t j = 0; j < D; j++)
                 de[r * ldde + j] -= pre[r * ldde + j];
         free(pre);
     } else {
-        CHECK_OK(sn_net_split_backward(ctx, net, R, params, acts, grads, work, de, ldde, 0));
+        CHECK_OK(sn_net_split_backward(ctx, net, &pass, de, ldde, 0));
     }
     CHECK_MSG(tu_padding_damage(de, R, D, ldde) == 0, "%s: de padding", label);
     CHECK_MSG(tu_guard_damage(acts, R * G->apr, R * G->apr + GUARD) == 0,

@@ -50,18 +50,19 @@ static void deep_pass(sn_placement pl)
     }
     memset(g, 0, (size_t)np * sizeof(float));
     for (int64_t k = 0; k < R * D; k++) e[k] = (float)k - 1.5f, d[k] = 0.25f * (float)k - 0.3f;
-    CHECK_OK(sn_net_split(NULL, &net, R, e, D, p, a));
+    const sn_net_pass pass = {R, p, a, g, w};
+    CHECK_OK(sn_net_split(NULL, &net, &pass, e, D));
     for (int32_t i = 0; i < S_MAX; i++) {
-        CHECK_OK(sn_net_enter(NULL, &net, i, R, p, a, h, D));
-        CHECK_OK(sn_net_exit(NULL, &net, i, R, h, D, p, a));
+        CHECK_OK(sn_net_enter(NULL, &net, &pass, i, h, D));
+        CHECK_OK(sn_net_exit(NULL, &net, &pass, i, h, D));
     }
-    CHECK_OK(sn_net_merge(NULL, &net, R, p, a, o, D));
-    CHECK_OK(sn_net_merge_backward(NULL, &net, R, d, D, p, a, g, w));
+    CHECK_OK(sn_net_merge(NULL, &net, &pass, o, D));
+    CHECK_OK(sn_net_merge_backward(NULL, &net, &pass, d, D));
     for (int32_t i = S_MAX - 1; i >= 0; i--) {
-        CHECK_OK(sn_net_exit_backward(NULL, &net, i, R, p, a, g, w, h, D, 0));
-        CHECK_OK(sn_net_enter_backward(NULL, &net, i, R, h, D, p, a, g, w));
+        CHECK_OK(sn_net_exit_backward(NULL, &net, &pass, i, h, D, 0));
+        CHECK_OK(sn_net_enter_backward(NULL, &net, &pass, i, h, D));
     }
-    CHECK_OK(sn_net_split_backward(NULL, &net, R, p, a, g, w, e, D, 0));
+    CHECK_OK(sn_net_split_backward(NULL, &net, &pass, e, D, 0));
     const double t2 = now();
     int fin = 1;
     for (int64_t k = 0; k < R * D; k++) fin &= isfinite(o[k]) && isfinite(e[k]);

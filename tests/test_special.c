@@ -41,14 +41,14 @@ static void net_forward(const sn_net *net, int64_t R, const float *e, netbuf *nb
     nb->h = (float **)tu_xalloc((size_t)S * sizeof(float *));
     nb->z = (float **)tu_xalloc((size_t)S * sizeof(float *));
     nb->out = tu_falloc(R * D);
-    CHECK_OK(sn_net_split(g_ctx, net, R, e, D, nb->params, nb->acts));
+    CHECK_OK(sn_net_split(g_ctx, net, &(sn_net_pass){R, nb->params, nb->acts, NULL, NULL}, e, D));
     for (int i = 0; i < S; i++) {
         nb->h[i] = tu_falloc(R * D), nb->z[i] = tu_falloc(R * D);
-        CHECK_OK(sn_net_enter(g_ctx, net, i, R, nb->params, nb->acts, nb->h[i], D));
+        CHECK_OK(sn_net_enter(g_ctx, net, &(sn_net_pass){R, nb->params, nb->acts, NULL, NULL}, i, nb->h[i], D));
         blk_fwd_f(b, i, R, nb->h[i], D, nb->z[i], D);
-        CHECK_OK(sn_net_exit(g_ctx, net, i, R, nb->z[i], D, nb->params, nb->acts));
+        CHECK_OK(sn_net_exit(g_ctx, net, &(sn_net_pass){R, nb->params, nb->acts, NULL, NULL}, i, nb->z[i], D));
     }
-    CHECK_OK(sn_net_merge(g_ctx, net, R, nb->params, nb->acts, nb->out, D));
+    CHECK_OK(sn_net_merge(g_ctx, net, &(sn_net_pass){R, nb->params, nb->acts, NULL, NULL}, nb->out, D));
 }
 
 static void netbuf_free(netbuf *nb, int S)

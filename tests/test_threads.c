@@ -95,21 +95,22 @@ static void run_net(const sn_ctx *ctx, outs *o)
     o->n = 0;
     float *out = out_new(o, RN * DN), *de = out_new(o, RN * DN), *grads = out_new(o, np);
     memset(grads, 0, (size_t)np * sizeof(float));
-    CHECK_OK(sn_net_split(ctx, &net, RN, X, DN, params, acts));
+    const sn_net_pass pass = {RN, params, acts, grads, work};
+    CHECK_OK(sn_net_split(ctx, &net, &pass, X, DN));
     for (int i = 0; i < S; i++) {
         h[i] = out_new(o, RN * DN), z[i] = tu_falloc(RN * DN);
-        CHECK_OK(sn_net_enter(ctx, &net, i, RN, params, acts, h[i], DN));
+        CHECK_OK(sn_net_enter(ctx, &net, &pass, i, h[i], DN));
         blk_fwd_f(&b, i, RN, h[i], DN, z[i], DN);
-        CHECK_OK(sn_net_exit(ctx, &net, i, RN, z[i], DN, params, acts));
+        CHECK_OK(sn_net_exit(ctx, &net, &pass, i, z[i], DN));
     }
-    CHECK_OK(sn_net_merge(ctx, &net, RN, params, acts, out, DN));
-    CHECK_OK(sn_net_merge_backward(ctx, &net, RN, W, DN, params, acts, grads, work));
+    CHECK_OK(sn_net_merge(ctx, &net, &pass, out, DN));
+    CHECK_OK(sn_net_merge_backward(ctx, &net, &pass, W, DN));
     for (int i = S - 1; i >= 0; i--) {
-        CHECK_OK(sn_net_exit_backward(ctx, &net, i, RN, params, acts, grads, work, dz, DN, 0));
+        CHECK_OK(sn_net_exit_backward(ctx, &net, &pass, i, dz, DN, 0));
         blk_bwd_f(&b, i, RN, z[i], DN, dz, DN, dh, DN);
-        CHECK_OK(sn_net_enter_backward(ctx, &net, i, RN, dh, DN, params, acts, grads, work));
+        CHECK_OK(sn_net_enter_backward(ctx, &net, &pass, i, dh, DN));
     }
-    CHECK_OK(sn_net_split_backward(ctx, &net, RN, params, acts, grads, work, de, DN, 0));
+    CHECK_OK(sn_net_split_backward(ctx, &net, &pass, de, DN, 0));
     for (int i = 0; i < S; i++)
         free(z[i]);
     free(params), free(acts), free(work), free(dz), free(dh), free(b.Wf), free(b.Wd);

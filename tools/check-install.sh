@@ -6,7 +6,7 @@
 #      library (not the build tree's) and reports the runtime version equal to the header's;
 #   2. the same program links statically with `pkg-config --static` (Libs.private) and runs;
 #   3. the shared library exports only sn_* functions, every SN_API function of the installed
-#      header among them, and its SONAME is libsiamesenorm.so.<major>;
+#      header among them, and its SONAME is libsiamesenorm.so.<soversion> (the major; 0.MINOR while the major is 0);
 #   4. tests/hardening/consumer/consumer.c (C) and consumer.cpp (C++), which compute and check
 #      a result, build with pkg-config shared and static (--static) and run;
 #   5. the CMake project tests/hardening/consumer/ finds the installation with
@@ -21,6 +21,10 @@ build=$1 src=$2 version=$3
 cc=${CC:-cc}
 cxx=${CXX:-c++}
 major=${version%%.*}
+minor=${version#*.}
+minor=${minor%%.*}
+# the shared object's version: as meson.build computes it
+if [ "$major" = 0 ]; then major=0.$minor; fi
 
 fail() { echo "check-install: FAIL: $*" >&2; exit 1; }
 for tool in pkg-config nm readelf ${cc%% *}; do

@@ -74,7 +74,7 @@ static void usage(FILE *f)
             "arm) and compares each arm's final held-out loss with the first arm's, seed by\n"
             "seed, with a 95%% t interval and a verdict.\n"
             "  --arms LIST       placements to compare, first is the baseline (default\n"
-            "                    pre,siamese); each becomes --norm NAME\n"
+            "                    pre_norm,siamese); each becomes --norm NAME\n"
             "  --arm 'LABEL=FLAGS'  an arm with any sn-gpt-train flags, e.g.\n"
             "                    --arm 'siamese-c1=--norm siamese --scales none' (repeatable;\n"
             "                    replaces --arms)\n"
@@ -135,7 +135,7 @@ static int parse(int argc, char **argv, options *o)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o->jobs = cores > 0 ? (int)cores : 1;
     static char lrs_buf[512], depths_buf[512], arms_buf[512];
-    snprintf(arms_buf, sizeof arms_buf, "pre,siamese");
+    snprintf(arms_buf, sizeof arms_buf, "pre_norm,siamese");
     int custom_arms = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

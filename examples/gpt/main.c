@@ -32,7 +32,7 @@ static void usage(FILE *f)
             "  --norm-kind K       layernorm|rmsnorm (default layernorm)\n"
             "  --qk-norm MODE      per-head norms of attention's q and k (qk) or q, k and v\n"
             "                      (qkv), of the --norm-kind, or none; default auto: qkv for\n"
-            "                      hybridnorm, hybridnorm-star, siamese-hybrid-pre, else none\n"
+            "                      hybridnorm, hybridnorm_star, siamese_hybrid_pre, else none\n"
             "  --init RULE         weights: mitchell (default; the official OLMo code's rule),\n"
             "                      gpt2 (0.02, output projections 0.02/sqrt(2L)), or flat\n"
             "                      (0.02: the official DeiT/DiT code)\n"

@@ -22,57 +22,47 @@
         }                                                                                   \
     } while (0)
 
-/* The --norm names, and the per-head attention norms each placement's definition includes
- * (--qk-norm auto). A placement added to the library is one more line here. */
-static const struct {
-    const char *name;
-    sn_placement placement;
-    int qk_norm;
-} placements[] = {
-    {"pre", SN_PLACEMENT_PRE_NORM, GPT_QK_NONE},
-    {"post", SN_PLACEMENT_POST_NORM, GPT_QK_NONE},
-    {"siamese", SN_PLACEMENT_SIAMESE, GPT_QK_NONE},
-    {"siamese-paper", SN_PLACEMENT_SIAMESE_PAPER, GPT_QK_NONE},
-    {"siamese-hybrid-pre", SN_PLACEMENT_SIAMESE_HYBRID_PRE, GPT_QK_QKV},
-    {"deepnorm", SN_PLACEMENT_DEEPNORM, GPT_QK_NONE},
-    {"peri-ln", SN_PLACEMENT_PERI_LN, GPT_QK_NONE},
-    {"mix-ln", SN_PLACEMENT_MIX_LN, GPT_QK_NONE},
-    {"hybridnorm", SN_PLACEMENT_HYBRIDNORM, GPT_QK_QKV},
-    {"hybridnorm-star", SN_PLACEMENT_HYBRIDNORM_STAR, GPT_QK_QKV},
-};
-#define N_PLACEMENTS ((int)(sizeof placements / sizeof placements[0]))
-_Static_assert(N_PLACEMENTS == SN_PLACEMENT_COUNT, "a --norm name for every placement");
+/* The --norm names are the library's (sn_placement_name); the per-head attention norms each
+ * placement's definition includes (--qk-norm auto) are the trainer's. A placement added to the
+ * library needs nothing here unless its definition has q/k/v norms. */
+static int placement_qk(int placement)
+{
+    switch (placement) {
+    case SN_PLACEMENT_SIAMESE_HYBRID_PRE:
+    case SN_PLACEMENT_HYBRIDNORM:
+    case SN_PLACEMENT_HYBRIDNORM_STAR:
+        return GPT_QK_QKV;
+    default:
+        return GPT_QK_NONE;
+    }
+}
 
 int gpt_placement_from_name(const char *name)
 {
-    for (int i = 0; i < N_PLACEMENTS; i++)
-        if (strcmp(name, placements[i].name) == 0)
-            return (int)placements[i].placement;
-    return -1;
+    sn_placement p;
+    return sn_placement_from_name(name, &p) == SN_OK ? (int)p : -1;
 }
 
 const char *gpt_placement_name(int placement)
 {
-    for (int i = 0; i < N_PLACEMENTS; i++)
-        if ((int)placements[i].placement == placement)
-            return placements[i].name;
-    return "?";
+    const char *name = sn_placement_name((sn_placement)placement);
+    return name ? name : "?";
 }
 
 int gpt_placement_count(void)
 {
-    return N_PLACEMENTS;
+    return SN_PLACEMENT_COUNT;
 }
 
 int gpt_placement_at(int i)
 {
-    return (int)placements[i].placement;
+    return i; /* the placements are 0 .. SN_PLACEMENT_COUNT - 1 */
 }
 
 void gpt_placement_list(FILE *f)
 {
-    for (int i = 0; i < N_PLACEMENTS; i++)
-        fprintf(f, "%s%s", i ? "|" : "", placements[i].name);
+    for (int i = 0; i < SN_PLACEMENT_COUNT; i++)
+        fprintf(f, "%s%s", i ? "|" : "", gpt_placement_name(i));
 }
 
 /* A name table's index of `name` (-1 when absent), and the name at index i ("?" outside). */
@@ -93,12 +83,7 @@ static const char *const qk_names[] = {"auto", "none", "qk", "qkv"};
 
 int gpt_qk_norm_resolve(int placement, int mode)
 {
-    if (mode != GPT_QK_AUTO)
-        return mode;
-    for (int i = 0; i < N_PLACEMENTS; i++)
-        if ((int)placements[i].placement == placement)
-            return placements[i].qk_norm;
-    return GPT_QK_NONE;
+    return mode != GPT_QK_AUTO ? mode : placement_qk(placement);
 }
 
 int gpt_qk_norm_from_name(const char *name)
@@ -358,13 +343,13 @@ float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b)
     int R = b * T;
     size_t RD = (size_t)R * D;
     const sn_net *net = &m->net;
-    const float *norms = m->p[P_NORMS];
+    const sn_net_pass pass = {.rows = R, .params = m->p[P_NORMS], .acts = m->acts};
     m->tokens = tokens;
     m->targets = targets;
     m->last_b = b;
 
     encoder_forward(m->e, tokens, m->p[P_WTE], m->p[P_WPE], b, T, D);
-    SN_CHECK(sn_net_split(m->ctx, net, R, m->e, D, norms, m->acts));
+    SN_CHECK(sn_net_split(m->ctx, net, &pass, m->e, D));
     for (int l = 0; l < L; l++) {
         float *qkv = m->qkv + (size_t)l * R * 3 * D, *atty = m->atty + l * RD;
         float *att = m->att + (size_t)l * b * NH * T * T;
@@ -372,7 +357,7 @@ float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b)
         float *h_att = m->h + (size_t)(2 * l) * RD, *h_mlp = m->h + (size_t)(2 * l + 1) * RD;
 
         /* attention sub-layer 2l */
-        SN_CHECK(sn_net_enter(m->ctx, net, 2 * l, R, norms, m->acts, h_att, D));
+        SN_CHECK(sn_net_enter(m->ctx, net, &pass, 2 * l, h_att, D));
         matmul_forward(m->n_qkn ? m->qkvr + (size_t)l * R * 3 * D : qkv, h_att,
                        m->p[P_QKVW] + (size_t)l * 3 * D * D, m->p[P_QKVB] + (size_t)l * 3 * D, R,
                        D, 3 * D);
@@ -381,18 +366,18 @@ float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b)
         attention_forward(atty, att, qkv, b, T, D, NH);
         matmul_forward(m->z, atty, m->p[P_ATTPW] + (size_t)l * D * D,
                        m->p[P_ATTPB] + (size_t)l * D, R, D, D);
-        SN_CHECK(sn_net_exit(m->ctx, net, 2 * l, R, m->z, D, norms, m->acts));
+        SN_CHECK(sn_net_exit(m->ctx, net, &pass, 2 * l, m->z, D));
 
         /* MLP sub-layer 2l + 1 */
-        SN_CHECK(sn_net_enter(m->ctx, net, 2 * l + 1, R, norms, m->acts, h_mlp, D));
+        SN_CHECK(sn_net_enter(m->ctx, net, &pass, 2 * l + 1, h_mlp, D));
         matmul_forward(fch, h_mlp, m->p[P_FCW] + (size_t)l * 4 * D * D,
                        m->p[P_FCB] + (size_t)l * 4 * D, R, D, 4 * D);
         gelu_forward(fchg, fch, (size_t)R * 4 * D);
         matmul_forward(m->z, fchg, m->p[P_FCPW] + (size_t)l * D * 4 * D,
                        m->p[P_FCPB] + (size_t)l * D, R, 4 * D, D);
-        SN_CHECK(sn_net_exit(m->ctx, net, 2 * l + 1, R, m->z, D, norms, m->acts));
+        SN_CHECK(sn_net_exit(m->ctx, net, &pass, 2 * l + 1, m->z, D));
     }
-    SN_CHECK(sn_net_merge(m->ctx, net, R, norms, m->acts, m->out, D));
+    SN_CHECK(sn_net_merge(m->ctx, net, &pass, m->out, D));
     matmul_forward(m->logits, m->out, m->p[P_HEAD], NULL, R, D, V);
     m->n_valid = crossentropy_forward(m->logits, m->losses, targets, R, V);
     double sum = 0.0;
@@ -408,14 +393,14 @@ void gpt_backward(gpt_model *m)
     int R = b * T;
     size_t RD = (size_t)R * D;
     const sn_net *net = &m->net;
-    const float *norms = m->p[P_NORMS];
-    float *dnorms = m->g[P_NORMS];
+    const sn_net_pass pass = {.rows = R, .params = m->p[P_NORMS], .acts = m->acts,
+                              .grads = m->g[P_NORMS], .work = m->work};
     if (m->n_valid == 0)
         return;
 
     crossentropy_backward(m->logits, m->targets, R, V, 1.0f / (float)m->n_valid);
     matmul_backward(m->dout, m->g[P_HEAD], NULL, m->logits, m->out, m->p[P_HEAD], R, D, V);
-    SN_CHECK(sn_net_merge_backward(m->ctx, net, R, m->dout, D, norms, m->acts, dnorms, m->work));
+    SN_CHECK(sn_net_merge_backward(m->ctx, net, &pass, m->dout, D));
     for (int l = L - 1; l >= 0; l--) {
         const float *qkv = m->qkv + (size_t)l * R * 3 * D, *atty = m->atty + l * RD;
         const float *att = m->att + (size_t)l * b * NH * T * T;
@@ -424,8 +409,7 @@ void gpt_backward(gpt_model *m)
         const float *h_att = m->h + (size_t)(2 * l) * RD, *h_mlp = m->h + (size_t)(2 * l + 1) * RD;
 
         /* MLP sub-layer 2l + 1 */
-        SN_CHECK(sn_net_exit_backward(m->ctx, net, 2 * l + 1, R, norms, m->acts, dnorms, m->work,
-                                      m->dz, D, 0));
+        SN_CHECK(sn_net_exit_backward(m->ctx, net, &pass, 2 * l + 1, m->dz, D, 0));
         matmul_backward(m->dfchg, m->g[P_FCPW] + (size_t)l * D * 4 * D,
                         m->g[P_FCPB] + (size_t)l * D, m->dz, fchg,
                         m->p[P_FCPW] + (size_t)l * D * 4 * D, R, 4 * D, D);
@@ -433,12 +417,10 @@ void gpt_backward(gpt_model *m)
         matmul_backward(m->dh, m->g[P_FCW] + (size_t)l * 4 * D * D,
                         m->g[P_FCB] + (size_t)l * 4 * D, m->dfch, h_mlp,
                         m->p[P_FCW] + (size_t)l * 4 * D * D, R, D, 4 * D);
-        SN_CHECK(sn_net_enter_backward(m->ctx, net, 2 * l + 1, R, m->dh, D, norms, m->acts, dnorms,
-                                       m->work));
+        SN_CHECK(sn_net_enter_backward(m->ctx, net, &pass, 2 * l + 1, m->dh, D));
 
         /* attention sub-layer 2l */
-        SN_CHECK(sn_net_exit_backward(m->ctx, net, 2 * l, R, norms, m->acts, dnorms, m->work,
-                                      m->dz, D, 0));
+        SN_CHECK(sn_net_exit_backward(m->ctx, net, &pass, 2 * l, m->dz, D, 0));
         matmul_backward(m->datty, m->g[P_ATTPW] + (size_t)l * D * D,
                         m->g[P_ATTPB] + (size_t)l * D, m->dz, atty,
                         m->p[P_ATTPW] + (size_t)l * D * D, R, D, D);
@@ -448,9 +430,8 @@ void gpt_backward(gpt_model *m)
         matmul_backward(m->dh, m->g[P_QKVW] + (size_t)l * 3 * D * D,
                         m->g[P_QKVB] + (size_t)l * 3 * D, m->dqkv, h_att,
                         m->p[P_QKVW] + (size_t)l * 3 * D * D, R, D, 3 * D);
-        SN_CHECK(sn_net_enter_backward(m->ctx, net, 2 * l, R, m->dh, D, norms, m->acts, dnorms,
-                                       m->work));
+        SN_CHECK(sn_net_enter_backward(m->ctx, net, &pass, 2 * l, m->dh, D));
     }
-    SN_CHECK(sn_net_split_backward(m->ctx, net, R, norms, m->acts, dnorms, m->work, m->de, D, 0));
+    SN_CHECK(sn_net_split_backward(m->ctx, net, &pass, m->de, D, 0));
     encoder_backward(m->g[P_WTE], m->g[P_WPE], m->de, m->tokens, b, T, D);
 }

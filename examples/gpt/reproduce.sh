@@ -38,8 +38,8 @@ for e in $which; do
         run first -- --layers 8 --steps 600 --lr 3e-3 ;;
     init) # which weight init the trainer uses by default (at the first main-job settings)
         run init --seeds 4 \
-            --arm 'pre-gpt2=--norm pre --init gpt2' --arm 'pre-flat=--norm pre --init flat' \
-            --arm 'pre-mitchell=--norm pre --init mitchell' \
+            --arm 'pre-gpt2=--norm pre_norm --init gpt2' --arm 'pre-flat=--norm pre_norm --init flat' \
+            --arm 'pre-mitchell=--norm pre_norm --init mitchell' \
             --arm 'siamese-gpt2=--norm siamese --init gpt2' \
             --arm 'siamese-flat=--norm siamese --init flat' \
             --arm 'siamese-mitchell=--norm siamese --init mitchell' \
@@ -49,7 +49,7 @@ for e in $which; do
             --arm 'siamese=--norm siamese' --arm 'siamese-c1=--norm siamese --scales none' \
             --arm 'siamese-no-input-norm=--norm siamese --no-input-norm' ;;
     lr) # the learning-rate sweep (8 layers, 300 steps, 4 seeds per cell)
-        run lr --seeds 4 --arms pre,post,siamese,hybridnorm --lrs 1e-3,3e-3,1e-2,3e-2 \
+        run lr --seeds 4 --arms pre_norm,post_norm,siamese,hybridnorm --lrs 1e-3,3e-3,1e-2,3e-2 \
             -- --layers 8 --steps 300 ;;
     depth) # the depth sweep (300 steps, LR 3e-3, 4 seeds per cell)
         run depth --seeds 4 --depths 4,12,24 -- --steps 300 --lr 3e-3 ;;

@@ -9,7 +9,7 @@ tiny="--task addition --layers 1 --width 32 --heads 2 --digits 2 --batch 8 --val
 "$exe" --help > "$tmp.help" 2>&1
 check "--help exits 0" [ $? -eq 0 ]
 check "--help lists the placements" \
-    grep -q "pre|post|siamese|.*hybridnorm|hybridnorm-star" "$tmp.help"
+    grep -q "pre_norm|post_norm|siamese|.*hybridnorm|hybridnorm_star" "$tmp.help"
 
 "$exe" $tiny --steps 20 --eval-every 10 --json --log "$tmp.csv" --save "$tmp.ckpt" \
     > "$tmp.json" 2> "$tmp.err"
@@ -26,25 +26,25 @@ check "resume exits 0" [ $? -eq 0 ]
 check "resume starts at step 20" grep -q "resumed from .* at step 20" "$tmp.out"
 check "resume ends at step 30" grep -q "final | norm siamese | step 30" "$tmp.out"
 
-"$exe" $tiny --norm pre --steps 25 --load "$tmp.ckpt" > "$tmp.out" 2>&1
+"$exe" $tiny --norm pre_norm --steps 25 --load "$tmp.ckpt" > "$tmp.out" 2>&1
 check "--load uses the checkpoint's placement" grep -q "norm siamese" "$tmp.out"
 
 "$exe" $tiny --steps 10 --load "$tmp.ckpt" > "$tmp.out" 2>&1
 check "--load past --steps is an error" [ $? -eq 1 ]
 
 # lr 1e3 with weight decay 1 multiplies the weights by -999 per step: inf within ~15 steps
-"$exe" $tiny --norm post --lr 1000 --wd 1 --warmup 0 --steps 60 --json > "$tmp.json" 2>&1
+"$exe" $tiny --norm post_norm --lr 1000 --wd 1 --warmup 0 --steps 60 --json > "$tmp.json" 2>&1
 rc=$?
 check "divergence exits with status 3 (got $rc)" [ $rc -eq 3 ]
 check "divergence reported" grep -q '"diverged":true' "$tmp.json"
 
-for n in siamese-hybrid-pre hybridnorm hybridnorm-star; do
+for n in siamese_hybrid_pre hybridnorm hybridnorm_star; do
     "$exe" $tiny --norm $n --steps 3 --eval-every 0 > "$tmp.out" 2>&1
     check "--norm $n runs with q/k/v norms by default" grep -q "norm $n, qkv-norm |" "$tmp.out"
     check "--norm $n finishes" grep -q "final | norm $n | step 3" "$tmp.out"
 done
-"$exe" $tiny --norm pre --qk-norm qk --steps 3 > "$tmp.out" 2>&1
-check "--qk-norm qk on Pre-Norm" grep -q "norm pre, qk-norm |" "$tmp.out"
+"$exe" $tiny --norm pre_norm --qk-norm qk --steps 3 > "$tmp.out" 2>&1
+check "--qk-norm qk on Pre-Norm" grep -q "norm pre_norm, qk-norm |" "$tmp.out"
 "$exe" $tiny --norm hybridnorm --qk-norm none --steps 3 > "$tmp.out" 2>&1
 check "--qk-norm none on HybridNorm" grep -q "norm hybridnorm |" "$tmp.out"
 "$exe" --qk-norm q > "$tmp.out" 2>&1

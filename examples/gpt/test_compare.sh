@@ -13,14 +13,14 @@ rc=$?
 cat "$out.txt"
 check "exits 0" [ $rc -eq 0 ]
 check "a row per arm" grep -q "^  siamese .* +- " "$out.txt"
-check "the paired interval" grep -q "siamese - pre, seed by seed: .*95% t interval" "$out.txt"
+check "the paired interval" grep -q "siamese - pre_norm, seed by seed: .*95% t interval" "$out.txt"
 check "the verdict is the last line" sh -c "tail -n 1 '$out.txt' | grep -q '^verdict: '"
 check "progress with an ETA" grep -q "runs done, .* | eta " "$out.txt"
 check "runs.csv: header + 4 runs" [ "$(wc -l < "$out/runs.csv")" -eq 5 ]
 check "runs.csv names the kernel path" grep -q ",avx512,\|,avx2,\|,scalar," "$out/runs.csv"
 check "curves.csv has the evaluations" [ "$(wc -l < "$out/curves.csv")" -gt 8 ]
 check "summary.csv" grep -q "^,,siamese,2,0," "$out/summary.csv"
-"$exe" --arms pre > /dev/null 2>&1
+"$exe" --arms pre_norm > /dev/null 2>&1
 check "one arm is a usage error" [ $? -eq 1 ]
 rm -rf "$out" "$out.txt"
 exit $fail

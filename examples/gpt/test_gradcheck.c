@@ -1,7 +1,7 @@
 /* Test: the whole model's analytic gradient (gpt_backward, including libsiamesenorm's
  * placement backwards and the per-head q/k/v norms' grouped-norm backwards) against central
  * finite differences of the loss, in every placement --norm knows with its default q/k/v
- * norms (on for hybridnorm, hybridnorm-star, siamese-hybrid-pre), and in a few combinations
+ * norms (on for hybridnorm, hybridnorm_star, siamese_hybrid_pre), and in a few combinations
  * switched by hand (Pre-Norm + qk, SiameseNorm + qkv, RMSNorm).
  *
  * The model is fp32, so single-element finite differences are noisy: the loss (~3.5) carries

@@ -1,6 +1,6 @@
 /* Test: a tiny config trains 50 steps on the addition task in every placement --norm knows
- * (each with its default per-head q/k/v norms: on for hybridnorm, hybridnorm-star and
- * siamese-hybrid-pre), and its loss falls well below the uniform-guess starting point; also
+ * (each with its default per-head q/k/v norms: on for hybridnorm, hybridnorm_star and
+ * siamese_hybrid_pre), and its loss falls well below the uniform-guess starting point; also
  * Pre-Norm and SiameseNorm with the q/k norms switched on by hand (--qk-norm qk). Then checks
  * that weight decay leaves the norms (the network's and the q/k/v norms) alone. */
 #include <math.h>

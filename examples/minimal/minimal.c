@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <siamesenorm.h>
 
@@ -73,26 +74,48 @@ int main(void) {
     for (int k = 0; k < R * D; k++)
         e[k] = sinf(0.37f * (float)k); /* stands in for the token embeddings */
 
+    /* One pass's buffers: every split / enter / exit / merge call (and backward) takes them. */
+    const sn_net_pass pass = {.rows = R, .params = params, .acts = acts, .grads = grads,
+                              .work = work};
+
     /* Forward: split, then enter -> block -> exit for each sub-layer, then merge. */
-    CHECK(sn_net_split(NULL, &net, R, e, D, params, acts));
+    CHECK(sn_net_split(NULL, &net, &pass, e, D));
     for (int i = 0; i < S; i++) {
-        CHECK(sn_net_enter(NULL, &net, i, R, params, acts, h + i * R * D, D));
+        CHECK(sn_net_enter(NULL, &net, &pass, i, h + i * R * D, D));
         block_forward(h + i * R * D, z);
-        CHECK(sn_net_exit(NULL, &net, i, R, z, D, params, acts));
+        CHECK(sn_net_exit(NULL, &net, &pass, i, z, D));
     }
-    CHECK(sn_net_merge(NULL, &net, R, params, acts, out, D));
+    CHECK(sn_net_merge(NULL, &net, &pass, out, D));
 
     /* Backward of L = 0.5 * sum((out - target)^2): the mirror image of the forward. */
     for (int k = 0; k < R * D; k++)
         dout[k] = out[k] - cosf(0.11f * (float)k); /* dL/dout, the target being cos */
-    CHECK(sn_net_merge_backward(NULL, &net, R, dout, D, params, acts, grads, work));
+    CHECK(sn_net_merge_backward(NULL, &net, &pass, dout, D));
     for (int i = S - 1; i >= 0; i--) {
-        CHECK(sn_net_exit_backward(NULL, &net, i, R, params, acts, grads, work, dz, D, 0));
+        CHECK(sn_net_exit_backward(NULL, &net, &pass, i, dz, D, 0));
         block_backward(h + i * R * D, dz, dh);
-        CHECK(sn_net_enter_backward(NULL, &net, i, R, dh, D, params, acts, grads, work));
+        CHECK(sn_net_enter_backward(NULL, &net, &pass, i, dh, D));
     }
-    CHECK(sn_net_split_backward(NULL, &net, R, params, acts, grads, work, de, D, 0));
+    CHECK(sn_net_split_backward(NULL, &net, &pass, de, D, 0));
     /* README example ends */
+
+    /* Inference (sampling, evaluation): the same forward on a state that does not grow with S,
+     * and the same bits as the training forward's out. */
+    int64_t state_per_row;
+    CHECK(sn_net_infer_sizes(&net, &state_per_row));
+    float *state = alloc(R * state_per_row), *out2 = alloc(R * D), *h2 = alloc(R * D);
+    const sn_net_infer inf = {.rows = R, .params = params, .state = state};
+    CHECK(sn_net_infer_split(NULL, &net, &inf, e, D));
+    for (int i = 0; i < S; i++) {
+        CHECK(sn_net_infer_enter(NULL, &net, &inf, i, h2, D));
+        block_forward(h2, z);
+        CHECK(sn_net_infer_exit(NULL, &net, &inf, i, z, D));
+    }
+    CHECK(sn_net_infer_merge(NULL, &net, &inf, out2, D));
+    if (memcmp(out, out2, (size_t)(R * D) * sizeof(float)) != 0) {
+        fprintf(stderr, "inference output differs from the training forward\n");
+        return EXIT_FAILURE;
+    }
 
     double checksum = 0.0; /* sum of |out|: the LayerNorm output itself sums to ~0 */
     for (int k = 0; k < R * D; k++)
@@ -104,6 +127,8 @@ int main(void) {
     printf("SiameseNorm, %d sub-layers, R=%d, D=%d: %lld parameters, %lld saved floats per row\n",
            S, R, D, (long long)n_params, (long long)acts_per_row);
     printf("output checksum %.6f, loss %.6f\n", checksum, loss);
+    printf("inference: %lld state floats per row, output bitwise equal to training's\n",
+           (long long)state_per_row);
     printf("|dL/de| = %.6f, |dL/dparams| = %.6f\n", de_norm, grads_norm);
 
     /* Where the parameter gradients live: norm j of stage i (stage S is the merge). */
@@ -125,7 +150,7 @@ int main(void) {
     int ok = sn_version_number() == SN_VERSION_NUMBER && isfinite(loss) && isfinite(de_norm) &&
              isfinite(grads_norm) && de_norm > 1e-3 && grads_norm > 1e-3;
     free(params), free(grads), free(acts), free(work), free(e), free(h), free(z), free(out);
-    free(dout), free(dz), free(dh), free(de);
+    free(dout), free(dz), free(dh), free(de), free(state), free(out2), free(h2);
     if (!ok) {
         fprintf(stderr, "sn-minimal: unexpected result (version mismatch, or non-finite or "
                         "vanishing gradients)\n");

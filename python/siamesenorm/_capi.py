@@ -73,8 +73,21 @@ class sn_net(ctypes.Structure):
                 ("reserved", ctypes.c_uint64 * 7)]
 
 
+class sn_net_pass(ctypes.Structure):
+    """struct sn_net_pass: one pass's buffers (raw addresses; NULL = None)."""
+    _fields_ = [("rows", ctypes.c_int64), ("params", ctypes.c_void_p), ("acts", ctypes.c_void_p),
+                ("grads", ctypes.c_void_p), ("work", ctypes.c_void_p)]
+
+
+class sn_net_infer(ctypes.Structure):
+    """struct sn_net_infer: an inference pass's buffers."""
+    _fields_ = [("rows", ctypes.c_int64), ("params", ctypes.c_void_p),
+                ("state", ctypes.c_void_p)]
+
+
 assert ctypes.sizeof(sn_norm) == 16 and ctypes.sizeof(sn_fuse) == 48
 assert ctypes.sizeof(sn_net) == 64 + 8 * 8
+assert ctypes.sizeof(sn_net_pass) == 40 and ctypes.sizeof(sn_net_infer) == 24
 
 # ---- prototypes ------------------------------------------------------------------------------
 _st = ctypes.c_int          # sn_status (enum: int-sized)
@@ -88,6 +101,8 @@ _i64p = ctypes.POINTER(ctypes.c_int64)
 _np = ctypes.POINTER(sn_norm)
 _fsp = ctypes.POINTER(sn_fuse)
 _netp = ctypes.POINTER(sn_net)
+_passp = ctypes.POINTER(sn_net_pass)
+_infp = ctypes.POINTER(sn_net_infer)
 
 PROTOTYPES = {
     "sn_version_number": (ctypes.c_uint, []),
@@ -123,15 +138,21 @@ PROTOTYPES = {
     "sn_net_sizes": (_st, [_netp, _i64p, _i64p, _i64p]),
     "sn_net_norm_at": (_st, [_netp, _i32, _i32, _np, _i64p]),
     "sn_net_init_params": (_st, [_netp, _fp]),
-    "sn_net_split": (_st, [_vp, _netp, _i64, _fp, _i64, _fp, _fp]),
-    "sn_net_enter": (_st, [_vp, _netp, _i32, _i64, _fp, _fp, _fp, _i64]),
-    "sn_net_exit": (_st, [_vp, _netp, _i32, _i64, _fp, _i64, _fp, _fp]),
-    "sn_net_merge": (_st, [_vp, _netp, _i64, _fp, _fp, _fp, _i64]),
-    "sn_net_merge_backward": (_st, [_vp, _netp, _i64, _fp, _i64, _fp, _fp, _fp, _fp]),
-    "sn_net_exit_backward": (_st, [_vp, _netp, _i32, _i64, _fp, _fp, _fp, _fp, _fp, _i64,
-                                   _u32]),
-    "sn_net_enter_backward": (_st, [_vp, _netp, _i32, _i64, _fp, _i64, _fp, _fp, _fp, _fp]),
-    "sn_net_split_backward": (_st, [_vp, _netp, _i64, _fp, _fp, _fp, _fp, _fp, _i64, _u32]),
+    "sn_net_split": (_st, [_vp, _netp, _passp, _fp, _i64]),
+    "sn_net_enter": (_st, [_vp, _netp, _passp, _i32, _fp, _i64]),
+    "sn_net_exit": (_st, [_vp, _netp, _passp, _i32, _fp, _i64]),
+    "sn_net_merge": (_st, [_vp, _netp, _passp, _fp, _i64]),
+    "sn_net_merge_backward": (_st, [_vp, _netp, _passp, _fp, _i64]),
+    "sn_net_exit_backward": (_st, [_vp, _netp, _passp, _i32, _fp, _i64, _u32]),
+    "sn_net_enter_backward": (_st, [_vp, _netp, _passp, _i32, _fp, _i64]),
+    "sn_net_split_backward": (_st, [_vp, _netp, _passp, _fp, _i64, _u32]),
+    "sn_net_infer_sizes": (_st, [_netp, _i64p]),
+    "sn_net_infer_split": (_st, [_vp, _netp, _infp, _fp, _i64]),
+    "sn_net_infer_enter": (_st, [_vp, _netp, _infp, _i32, _fp, _i64]),
+    "sn_net_infer_exit": (_st, [_vp, _netp, _infp, _i32, _fp, _i64]),
+    "sn_net_infer_merge": (_st, [_vp, _netp, _infp, _fp, _i64]),
+    "sn_placement_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "sn_placement_from_name": (_st, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
 }
 
 

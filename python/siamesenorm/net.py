@@ -21,13 +21,8 @@ from . import _arrays as A
 from ._capi import lib, check
 from .norm import Norm, KINDS, _code, ctx_handle
 
-PLACEMENTS = {"pre_norm": _capi.SN_PLACEMENT_PRE_NORM, "post_norm": _capi.SN_PLACEMENT_POST_NORM,
-              "siamese": _capi.SN_PLACEMENT_SIAMESE,
-              "siamese_paper": _capi.SN_PLACEMENT_SIAMESE_PAPER,
-              "siamese_hybrid_pre": _capi.SN_PLACEMENT_SIAMESE_HYBRID_PRE,
-              "deepnorm": _capi.SN_PLACEMENT_DEEPNORM, "peri_ln": _capi.SN_PLACEMENT_PERI_LN,
-              "mix_ln": _capi.SN_PLACEMENT_MIX_LN, "hybridnorm": _capi.SN_PLACEMENT_HYBRIDNORM,
-              "hybridnorm_star": _capi.SN_PLACEMENT_HYBRIDNORM_STAR}
+# The library's one spelling of each placement (sn_placement_name), name -> enum value.
+PLACEMENTS = {lib.sn_placement_name(k).decode(): k for k in range(_capi.SN_PLACEMENT_COUNT)}
 # a name for every placement of the header (SN_PLACEMENT_COUNT), checked when the module loads
 if sorted(PLACEMENTS.values()) != list(range(_capi.SN_PLACEMENT_COUNT)):
     raise ImportError("siamesenorm.net.PLACEMENTS does not cover SN_PLACEMENT_COUNT placements")
@@ -199,7 +194,7 @@ class Net:
     def _buffers(self):
         p = A.vector("params", self.params, self.n_params, allow_none=self.n_params == 0)
         a = A.vector("acts", self.acts, self.R * self.acts_per_row, write=True)
-        return p, a
+        return ctypes.byref(_capi.sn_net_pass(self.R, p, a, None, None))
 
     def _need_pass(self):
         if self.R is None:
@@ -214,35 +209,31 @@ class Net:
             self.R = R
             self.acts = np.zeros(R * self.acts_per_row, np.float32)
             self.work = np.zeros(R * self.work_per_row, np.float32)
-        p, a = self._buffers()
-        check(lib.sn_net_split(ctx_handle(self.ctx), ctypes.byref(self._s), R, pe, lde, p, a),
-              "sn_net_split")
+        check(lib.sn_net_split(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(), pe,
+                               lde), "sn_net_split")
 
     def enter(self, i, h=None):
         """sn_net_enter: the block input of sub-layer i into h (allocated when None); returns h."""
         self._need_pass()
         h = A.out_matrix("h", h, self.R, self.d)
         ph, ldh = A.matrix("h", h, self.R, self.d, write=True)
-        p, a = self._buffers()
-        check(lib.sn_net_enter(ctx_handle(self.ctx), ctypes.byref(self._s), int(i), self.R, p, a,
-                               ph, ldh), "sn_net_enter")
+        check(lib.sn_net_enter(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(),
+                               int(i), ph, ldh), "sn_net_enter")
         return h
 
     def exit(self, i, z):
         """sn_net_exit: fold the block output z (R, D) of sub-layer i into the streams."""
         self._need_pass()
         pz, ldz = A.matrix("z", z, self.R, self.d)
-        p, a = self._buffers()
-        check(lib.sn_net_exit(ctx_handle(self.ctx), ctypes.byref(self._s), int(i), self.R, pz,
-                              ldz, p, a), "sn_net_exit")
+        check(lib.sn_net_exit(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(), int(i),
+                              pz, ldz), "sn_net_exit")
 
     def merge(self, out=None):
         """sn_net_merge: the network output (R, D) (allocated when None); returns it."""
         self._need_pass()
         out = A.out_matrix("out", out, self.R, self.d)
         po, ldo = A.matrix("out", out, self.R, self.d, write=True)
-        p, a = self._buffers()
-        check(lib.sn_net_merge(ctx_handle(self.ctx), ctypes.byref(self._s), self.R, p, a, po,
+        check(lib.sn_net_merge(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(), po,
                                ldo), "sn_net_merge")
         return out
 
@@ -253,16 +244,15 @@ class Net:
         g = A.vector("grads", self.grads, self.n_params, write=True,
                      allow_none=self.n_params == 0)
         w = A.vector("work", self.work, self.R * self.work_per_row, write=True)
-        return p, a, g, w
+        return ctypes.byref(_capi.sn_net_pass(self.R, p, a, g, w))
 
     def merge_backward(self, dout):
         """sn_net_merge_backward: start the backward pass from dout (R, D); accumulates the
         merge's parameter gradients into grads."""
         self._need_pass()
         pdo, lddo = A.matrix("dout", dout, self.R, self.d)
-        p, a, g, w = self._bwd_buffers()
-        check(lib.sn_net_merge_backward(ctx_handle(self.ctx), ctypes.byref(self._s), self.R, pdo,
-                                        lddo, p, a, g, w), "sn_net_merge_backward")
+        check(lib.sn_net_merge_backward(ctx_handle(self.ctx), ctypes.byref(self._s),
+                                        self._bwd_buffers(), pdo, lddo), "sn_net_merge_backward")
 
     def exit_backward(self, i, dz=None, accumulate=False, flags=0):
         """sn_net_exit_backward: the gradient of sub-layer i's block output into dz (written,
@@ -270,9 +260,8 @@ class Net:
         self._need_pass()
         dz = A.out_matrix("dz", dz, self.R, self.d, zeros=True)
         pdz, lddz = A.matrix("dz", dz, self.R, self.d, write=True)
-        p, a, g, w = self._bwd_buffers()
-        check(lib.sn_net_exit_backward(ctx_handle(self.ctx), ctypes.byref(self._s), int(i),
-                                       self.R, p, a, g, w, pdz, lddz,
+        check(lib.sn_net_exit_backward(ctx_handle(self.ctx), ctypes.byref(self._s),
+                                       self._bwd_buffers(), int(i), pdz, lddz,
                                        A.flags_value(accumulate, flags=flags)),
               "sn_net_exit_backward")
         return dz
@@ -282,9 +271,9 @@ class Net:
         into the stream gradients; accumulates sub-layer i's norm gradients."""
         self._need_pass()
         pdh, lddh = A.matrix("dh", dh, self.R, self.d)
-        p, a, g, w = self._bwd_buffers()
-        check(lib.sn_net_enter_backward(ctx_handle(self.ctx), ctypes.byref(self._s), int(i),
-                                        self.R, pdh, lddh, p, a, g, w), "sn_net_enter_backward")
+        check(lib.sn_net_enter_backward(ctx_handle(self.ctx), ctypes.byref(self._s),
+                                        self._bwd_buffers(), int(i), pdh, lddh),
+              "sn_net_enter_backward")
 
     def split_backward(self, de=None, accumulate=False, flags=0):
         """sn_net_split_backward: the gradient of the network input e into de (written, += with
@@ -297,7 +286,8 @@ class Net:
         g = A.vector("grads", self.grads, self.n_params, write=True,
                      allow_none=self.n_params == 0)
         w = A.vector("work", self.work, self.R * self.work_per_row)
-        check(lib.sn_net_split_backward(ctx_handle(self.ctx), ctypes.byref(self._s), self.R, p, a,
-                                        g, w, pde, ldde, A.flags_value(accumulate, flags=flags)),
+        bufs = ctypes.byref(_capi.sn_net_pass(self.R, p, a, g, w))
+        check(lib.sn_net_split_backward(ctx_handle(self.ctx), ctypes.byref(self._s), bufs, pde,
+                                        ldde, A.flags_value(accumulate, flags=flags)),
               "sn_net_split_backward")
         return de

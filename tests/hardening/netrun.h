@@ -76,22 +76,21 @@ static inline sn_status netrun_pass(const sn_ctx *ctx, netrun *n, const float *e
         if ((st = (call)) != SN_OK)                                                                \
             return st;                                                                             \
     } while (0)
-    NR_TRY(sn_net_split(ctx, net, R, e, D, n->params, n->acts));
+    const sn_net_pass pass = {R, n->params, n->acts, n->grads, n->work};
+    NR_TRY(sn_net_split(ctx, net, &pass, e, D));
     for (int i = 0; i < S; i++) {
-        NR_TRY(sn_net_enter(ctx, net, i, R, n->params, n->acts, n->h + i * RD, D));
+        NR_TRY(sn_net_enter(ctx, net, &pass, i, n->h + i * RD, D));
         netrun_block(RD, n->h + i * RD, n->z);
-        NR_TRY(sn_net_exit(ctx, net, i, R, n->z, D, n->params, n->acts));
+        NR_TRY(sn_net_exit(ctx, net, &pass, i, n->z, D));
     }
-    NR_TRY(sn_net_merge(ctx, net, R, n->params, n->acts, n->out, D));
-    NR_TRY(sn_net_merge_backward(ctx, net, R, n->dout, D, n->params, n->acts, n->grads, n->work));
+    NR_TRY(sn_net_merge(ctx, net, &pass, n->out, D));
+    NR_TRY(sn_net_merge_backward(ctx, net, &pass, n->dout, D));
     for (int i = S - 1; i >= 0; i--) {
-        NR_TRY(sn_net_exit_backward(ctx, net, i, R, n->params, n->acts, n->grads, n->work, n->dz,
-                                    D, 0));
+        NR_TRY(sn_net_exit_backward(ctx, net, &pass, i, n->dz, D, 0));
         netrun_block_bwd(RD, n->h + i * RD, n->dz, n->dh);
-        NR_TRY(sn_net_enter_backward(ctx, net, i, R, n->dh, D, n->params, n->acts, n->grads,
-                                     n->work));
+        NR_TRY(sn_net_enter_backward(ctx, net, &pass, i, n->dh, D));
     }
-    NR_TRY(sn_net_split_backward(ctx, net, R, n->params, n->acts, n->grads, n->work, n->de, D, 0));
+    NR_TRY(sn_net_split_backward(ctx, net, &pass, n->de, D, 0));
 #undef NR_TRY
     return SN_OK;
 }

@@ -23,16 +23,18 @@ int main()
     sn_net_init_params(&net, params.data());
     for (std::int64_t k = 0; k < R * D; k++)
         e[k] = std::sin(0.3f * static_cast<float>(k));
-    sn_status st = sn_net_split(nullptr, &net, R, e.data(), D, params.data(), acts.data());
+    sn_net_pass pass{};
+    pass.rows = R, pass.params = params.data(), pass.acts = acts.data();
+    sn_status st = sn_net_split(nullptr, &net, &pass, e.data(), D);
     for (int i = 0; i < S && st == SN_OK; i++) {
-        st = sn_net_enter(nullptr, &net, i, R, params.data(), acts.data(), h.data(), D);
+        st = sn_net_enter(nullptr, &net, &pass, i, h.data(), D);
         for (std::int64_t k = 0; k < R * D; k++)
             z[k] = 0.5f * std::tanh(h[k]);
         if (st == SN_OK)
-            st = sn_net_exit(nullptr, &net, i, R, z.data(), D, params.data(), acts.data());
+            st = sn_net_exit(nullptr, &net, &pass, i, z.data(), D);
     }
     if (st == SN_OK)
-        st = sn_net_merge(nullptr, &net, R, params.data(), acts.data(), out.data(), D);
+        st = sn_net_merge(nullptr, &net, &pass, out.data(), D);
     if (st != SN_OK) {
         std::printf("C++ consumer: %s\n", sn_status_string(st));
         return 1;
