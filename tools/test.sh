@@ -30,6 +30,28 @@ setup() { # DIR ARGS...: configure or reconfigure DIR with ARGS
     fi
 }
 stage() { echo; echo "=== tools/test.sh: $* ($(date +%T))"; }
+# LOG CMD...: runs CMD with its output shown and kept in LOG, and every 60 s says how long it
+# has run and the last test it finished (a sanitizer test can run for minutes in silence).
+watched() {
+    log=$1
+    shift
+    : >"$log"
+    t0=$(date +%s)
+    (while sleep 60; do
+        last=$(grep -E '^ *[0-9]+/[0-9]+ ' "$log" | tail -n 1 | sed 's/^ *//; s/  */ /g')
+        echo "... $(($(date +%s) - t0)) s in; last finished: ${last:-none yet}"
+    done) &
+    hb=$!
+    rc=0
+    "$@" >>"$log" 2>&1 &
+    run=$!
+    tail -n +1 -f "$log" --pid=$run &
+    shown=$!
+    wait $run || rc=$?
+    wait $shown || :
+    kill $hb 2>/dev/null || :
+    return $rc
+}
 has_stage() { case " $stages " in *" $1 "*) return 0 ;; esac; return 1; }
 
 if has_stage 1; then
@@ -51,17 +73,20 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS UBSAN_OPTIONS
 if has_stage 2; then
-    meson test -C "$san" --print-errorlogs --timeout-multiplier 4 --suite core --suite hardening --suite examples \
-        --suite fuzz-seeds
+    watched "$san/stage2.log" meson test -C "$san" --print-errorlogs --timeout-multiplier 4 \
+        --suite core --suite hardening --suite examples --suite fuzz-seeds
 fi
 if has_stage 3; then
     stage "3. fuzzing: each harness ${SN_FUZZ_SECONDS:=20} s"
     export SN_FUZZ_SECONDS
-    if ! meson test -C "$san" --print-errorlogs --suite fuzz -v >"$san/fuzz-run.log" 2>&1; then
-        cat "$san/fuzz-run.log"
-        exit 1
-    fi
-    grep -E 'executions in' "$san/fuzz-run.log"
+    for t in $(meson test -C "$san" --list --suite fuzz 2>/dev/null | sed 's|.* / ||'); do
+        echo "fuzzing $t for $SN_FUZZ_SECONDS s ($(date +%T))"
+        if ! meson test -C "$san" --print-errorlogs -v "$t" >"$san/fuzz-$t.log" 2>&1; then
+            cat "$san/fuzz-$t.log"
+            exit 1
+        fi
+        grep -E 'executions in' "$san/fuzz-$t.log"
+    done
 fi
 
 if has_stage 4 && [ -n "${SN_VALGRIND_TESTS-errors special stream version net finite nonfinite robust}" ]; then
