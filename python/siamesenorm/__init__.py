@@ -35,7 +35,8 @@ C API -> Python:
     sn_net_*_backward                       Net.merge_backward / exit_backward /
                                             enter_backward / split_backward
 Errors raise SiameseNormError subclasses carrying .status and the library's message.
-The PyTorch adapter lives in siamesenorm.torch_adapter (imported on demand; needs torch).
+The PyTorch adapter lives in siamesenorm.torch_adapter (imported on demand; needs torch), the
+state-dict mapping to and from the official SiameseNorm code's names in siamesenorm.official.
 """
 
 from . import _capi

@@ -52,6 +52,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .errors import IndexOutOfRange
 from .net import Net, PLACEMENTS
 from .norm import Norm
 
@@ -136,7 +137,7 @@ def _views(target, stage, j):
     if isinstance(target, Net):
         try:
             return target.param_views(stage, j)
-        except Exception:  # noqa: BLE001 (IndexOutOfRange: no such norm)
+        except IndexOutOfRange:  # no such norm in this stage
             return None, None
     S = len(target.sublayers)
     mod = target.merge if stage == S else target.sublayers[stage]
