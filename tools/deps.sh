@@ -4,8 +4,11 @@
 # with apt-get; otherwise it lists the missing packages and exits with status 1.
 set -eu
 
+# python3-venv, python3-pip, python3-setuptools: the test python-install (pip install ./python
+# into a venv, offline with --no-build-isolation).
 packages="meson ninja-build gcc g++ clang pkg-config binutils python3-numpy python3-torch
-python3-cffi libopenblas-dev gnuplot-nox cmake valgrind libclang-rt-dev"
+python3-cffi python3-venv python3-pip python3-setuptools libopenblas-dev gnuplot-nox cmake
+valgrind libclang-rt-dev"
 
 missing=
 for p in $packages; do

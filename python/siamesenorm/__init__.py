@@ -2,7 +2,10 @@
 
 Pure Python over ctypes; arrays are numpy float32, shape (R, D), C-contiguous or row-strided
 views (unit column stride, row stride >= D). The shared library is found through
-SIAMESENORM_LIBRARY, then the build tree, then the system loader (see siamesenorm._capi).
+SIAMESENORM_LIBRARY, then (in a source checkout only) the build tree, then the system loader
+(libsiamesenorm.so.MAJOR), then pkg-config (see siamesenorm._capi). The package version
+(__version__) is the C library's: a library of another MAJOR.MINOR raises
+VersionMismatchError at import (the patch level may differ).
 
 C API -> Python:
     sn_version_number / sn_version_string   version_number() / version_string()
@@ -32,10 +35,12 @@ C API -> Python:
     sn_net_*_backward                       Net.merge_backward / exit_backward /
                                             enter_backward / split_backward
 Errors raise SiameseNormError subclasses carrying .status and the library's message.
-The PyTorch adapter lives in siamesenorm.torch_adapter (imported on demand; needs torch).
+The PyTorch adapter lives in siamesenorm.torch_adapter (imported on demand; needs torch), the
+state-dict mapping to and from the official SiameseNorm code's names in siamesenorm.official.
 """
 
 from . import _capi
+from ._version import __version__
 from ._capi import (SN_ACCUMULATE, SN_ACCUMULATE_Y, SN_NORM_LAYERNORM, SN_NORM_RMSNORM,
                     SN_NORM_IDENTITY, SN_NORM_SCALE,
                     SN_AFFINE_SCALE_SHIFT, SN_AFFINE_SCALE, SN_AFFINE_NONE,
@@ -51,8 +56,6 @@ from .errors import __all__ as _errors_all
 from .norm import Context, Norm, isa_available, isa_name, default_isa, find_nonfinite
 from .streams import Fuse, apply_forward, apply_backward, split_forward, split_backward
 from .net import Net
-
-__version__ = "0.2.0"
 
 #: The path of the loaded shared library.
 library_path = _capi.lib.sn_path

@@ -1,12 +1,22 @@
 """Low-level ctypes layer: finds and loads libsiamesenorm, declares every C prototype of
 include/siamesenorm.h, the frozen structs, the enum values, and maps sn_status to exceptions.
 
-Library discovery order:
-  1. the environment variable SIAMESENORM_LIBRARY (a path to the shared library);
-  2. the build tree: from this package's directory upwards, every ``build*/src/`` and
-     ``build*/`` directory holding ``libsiamesenorm.so*`` (newest file first);
-  3. the system loader: ctypes.util.find_library("siamesenorm"), then "libsiamesenorm.so.0".
-The first that loads is used; if none does, LibraryNotFoundError lists everything tried.
+Library discovery order (the first candidate that loads is used):
+  1. the environment variable SIAMESENORM_LIBRARY (a path to the shared library); when set and
+     it fails, that is an error (no other copy is tried);
+  2. only when the package runs from a source checkout (not from a site-packages or
+     dist-packages directory, i.e. not pip-installed): the build tree, from this package's
+     directory upwards, every ``build*/src/`` and ``build*/`` directory holding
+     ``libsiamesenorm.so*`` (newest file first; dangling links, e.g. the ``libsiamesenorm.so.0``
+     link of a build directory configured but never built, are skipped);
+  3. the system loader by soname, ``libsiamesenorm.so.<MAJOR>`` (MAJOR of this package's
+     version): the directories of LD_LIBRARY_PATH, then the ld.so cache (a system install under
+     /usr or /usr/local, after ldconfig), with no environment variable;
+  4. pkg-config: ``pkg-config --libs-only-L siamesenorm`` and ``--variable=libdir`` (an install
+     that PKG_CONFIG_PATH points at, e.g. a private prefix);
+  5. ctypes.util.find_library("siamesenorm").
+If none loads, LibraryNotFoundError lists everything tried. The loaded library's version must
+match this package's (see _check_version).
 """
 
 import ctypes
@@ -15,12 +25,15 @@ import threading
 import ctypes.util
 import glob
 import os
+import shutil
+import subprocess
 
 from . import errors
+from ._version import __version__
 
-# The version of the C API this binding was written against (include/siamesenorm.h).
-EXPECTED_MAJOR = 0
-EXPECTED_MINOR = 2
+# The version of the C API this binding was written against: the package version, which
+# python/meson.build checks against include/siamesenorm.h at configure time.
+EXPECTED_MAJOR, EXPECTED_MINOR, EXPECTED_PATCH = (int(v) for v in __version__.split("."))
 
 # ---- enums and flags (values from the header) ------------------------------------------------
 SN_OK = 0
@@ -177,32 +190,82 @@ PROTOTYPES.update({
 })
 
 
+def _installed(here):
+    """True when the package directory sits in an installed location (site-packages or
+    dist-packages), where build trees of a source checkout are not searched."""
+    return os.path.basename(os.path.dirname(here)) in ("site-packages", "dist-packages")
+
+
+def _mtime(path):
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return 0.0
+
+
+def _build_tree_candidates(here):
+    """Shared libraries of build*/ directories from `here` upwards (newest first per level).
+    Dangling links and anything that is not a regular file (after links) are skipped: meson
+    leaves a dangling libsiamesenorm.so.0 link in a build directory configured but not built."""
+    seen = set()
+    d = here
+    while True:
+        found = []
+        for pattern in ("build*/src/libsiamesenorm.so*", "build*/libsiamesenorm.so*"):
+            found.extend(p for p in glob.glob(os.path.join(d, pattern)) if os.path.isfile(p))
+        found.sort(key=_mtime, reverse=True)
+        for p in found:
+            real = os.path.realpath(p)
+            if real not in seen:
+                seen.add(real)
+                yield p
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+
+
+def _pkg_config_candidates(soname):
+    """soname in the library directories pkg-config reports for siamesenorm (none when
+    pkg-config or the package is missing)."""
+    exe = shutil.which("pkg-config")
+    if exe is None:
+        return
+    dirs = []
+    for args in (["--libs-only-L"], ["--variable=libdir"]):
+        try:
+            r = subprocess.run([exe, *args, "siamesenorm"], capture_output=True, text=True,
+                               timeout=10, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return
+        if r.returncode != 0:
+            return
+        for word in r.stdout.split():
+            d = word[2:] if word.startswith("-L") else word
+            if d and d not in dirs:
+                dirs.append(d)
+    for d in dirs:
+        p = os.path.join(d, soname)
+        if os.path.isfile(p):
+            yield p
+
+
 def _candidates():
     """Yield (description, path-or-name) in discovery order."""
     env = os.environ.get("SIAMESENORM_LIBRARY")
     if env:
         yield "SIAMESENORM_LIBRARY", env
     here = os.path.dirname(os.path.abspath(__file__))
-    seen = set()
-    d = here
-    while True:
-        found = []
-        for pattern in ("build*/src/libsiamesenorm.so*", "build*/libsiamesenorm.so*"):
-            found.extend(glob.glob(os.path.join(d, pattern)))
-        found.sort(key=lambda p: os.path.getmtime(p), reverse=True)
-        for p in found:
-            real = os.path.realpath(p)
-            if real not in seen:
-                seen.add(real)
-                yield "build tree", p
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        d = parent
+    if not _installed(here):
+        for p in _build_tree_candidates(here):
+            yield "build tree", p
+    soname = f"libsiamesenorm.so.{EXPECTED_MAJOR}"
+    yield "system loader", soname
+    for p in _pkg_config_candidates(soname):
+        yield "pkg-config", p
     name = ctypes.util.find_library("siamesenorm")
     if name:
         yield "system loader (find_library)", name
-    yield "system loader", "libsiamesenorm.so.0"
 
 
 # Integer ranges of the C parameter types: ctypes would wrap a larger Python int silently
@@ -277,21 +340,42 @@ def _guarded(fname, fn, argtypes):
 
 
 def load_library():
-    """Find, load and version-check libsiamesenorm; returns the configured ctypes.CDLL."""
-    tried = []
+    """Find, load and version-check libsiamesenorm; returns the configured ctypes.CDLL.
+    The version is checked before any other function of the library is bound or called. A
+    candidate of another version is skipped (and named in the error if nothing else loads),
+    except SIAMESENORM_LIBRARY, which must be right."""
+    tried, mismatch = [], None
     for how, path in _candidates():
+        explicit = how == "SIAMESENORM_LIBRARY"
         try:
             lib = ctypes.CDLL(path)
         except OSError as exc:
             tried.append(f"  {how}: {path} ({exc})")
-            if how == "SIAMESENORM_LIBRARY":
+            if explicit:
                 # An explicit request that fails is an error, not a reason to pick another copy.
                 break
+            continue
+        if not (hasattr(lib, "sn_version_number") and hasattr(lib, "sn_version_string")):
+            tried.append(f"  {how}: {path} (loaded, but has no sn_version_number: not "
+                         "libsiamesenorm)")
+            if explicit:
+                break
+            continue
+        for fname in ("sn_version_number", "sn_version_string"):
+            getattr(lib, fname).restype, getattr(lib, fname).argtypes = PROTOTYPES[fname]
+        try:
+            _check_version(lib, path)
+        except errors.VersionMismatchError as exc:
+            if explicit:
+                raise
+            mismatch = mismatch or exc
+            tried.append(f"  {how}: {path} (loaded, but it is libsiamesenorm "
+                         f"{lib.sn_version_string().decode()}; this package is {__version__})")
             continue
         missing = [n for n in PROTOTYPES if not hasattr(lib, n)]
         if missing:
             tried.append(f"  {how}: {path} (loaded, but lacks {', '.join(missing[:4])}...)")
-            if how == "SIAMESENORM_LIBRARY":
+            if explicit:
                 break
             continue
         for fname, (restype, argtypes) in PROTOTYPES.items():
@@ -299,23 +383,65 @@ def load_library():
             fn.restype = restype
             fn.argtypes = argtypes
             setattr(lib, fname, _guarded(fname, fn, argtypes))
-        _check_version(lib, path)
-        lib.sn_path = path
+        lib.sn_path = _resolved_path(lib, path)
         return lib
-    raise errors.LibraryNotFoundError(
-        None, "libsiamesenorm could not be loaded; tried, in order:\n" + "\n".join(tried)
-        + "\nBuild the library (meson setup build && meson compile -C build) or set "
-          "SIAMESENORM_LIBRARY to the path of libsiamesenorm.so.")
+    text = ("libsiamesenorm could not be loaded; tried, in order:\n" + "\n".join(tried)
+            + f"\nInstall libsiamesenorm {EXPECTED_MAJOR}.{EXPECTED_MINOR} (meson install; a "
+              "private prefix needs LD_LIBRARY_PATH or PKG_CONFIG_PATH to point into it), build "
+              "it in a source checkout (meson setup build && meson compile -C build), or set "
+              "SIAMESENORM_LIBRARY to the path of libsiamesenorm.so.")
+    if mismatch is not None:
+        raise errors.VersionMismatchError(None, text)
+    raise errors.LibraryNotFoundError(None, text)
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def _resolved_path(lib, path):
+    """The file a library loaded by name (e.g. the soname) came from, through dladdr; path
+    itself when that is unavailable."""
+    if os.sep in path:
+        return path
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+        dladdr.restype = ctypes.c_int
+        info = _DlInfo()
+        addr = ctypes.cast(lib.sn_version_number.raw, ctypes.c_void_p)
+        if dladdr(addr, ctypes.byref(info)) and info.dli_fname:
+            return os.fsdecode(info.dli_fname)
+    except (AttributeError, OSError, TypeError, ValueError):
+        pass
+    return path
+
+
+def version_compatible(number, major=None, minor=None):
+    """Whether a library of version number (MAJOR * 10000 + MINOR * 100 + PATCH) serves this
+    package (version major.minor.*): the same major version, and, while the major version is 0
+    (when a minor version may change the ABI, see the header's ABI policy), the same minor
+    version; from 1.0 on, a minor version at least the package's. The patch level may differ."""
+    major = EXPECTED_MAJOR if major is None else major
+    minor = EXPECTED_MINOR if minor is None else minor
+    lib_major, lib_minor = number // 10000, (number // 100) % 100
+    if lib_major != major:
+        return False
+    return lib_minor == minor if major == 0 else lib_minor >= minor
 
 
 def _check_version(lib, path):
     number = int(lib.sn_version_number())
     string = lib.sn_version_string().decode()
-    major, minor = number // 10000, (number // 100) % 100
-    if major != EXPECTED_MAJOR or minor < EXPECTED_MINOR:
+    if not version_compatible(number):
+        need = (f"{EXPECTED_MAJOR}.{EXPECTED_MINOR}.x" if EXPECTED_MAJOR == 0 else
+                f"{EXPECTED_MAJOR}.y.x with y >= {EXPECTED_MINOR}")
         raise errors.VersionMismatchError(
-            None, f"{path} is libsiamesenorm {string} ({number}); this binding needs "
-                  f"major version {EXPECTED_MAJOR} with minor >= {EXPECTED_MINOR}")
+            None, f"{path} is libsiamesenorm {string} ({number}), but this siamesenorm package "
+                  f"is {__version__} and needs libsiamesenorm {need} (while the major version "
+                  "is 0, a minor version may change the C ABI). Install the matching library or "
+                  "package version, or point SIAMESENORM_LIBRARY at a matching build.")
 
 
 lib = load_library()

@@ -130,7 +130,8 @@ class LibraryNotFoundError(SiameseNormError, OSError):
 
 
 class VersionMismatchError(SiameseNormError, ImportError):
-    """The loaded library's major version differs from the one the binding was written for."""
+    """The library's version does not serve this package: another major version, or (while
+    the major version is 0) another minor version. status is None."""
 
 
 _BY_STATUS = {cls.status: cls for cls in (

@@ -5,8 +5,24 @@ on CPU float32 tensors, and nn.Modules wrapping them. Import it explicitly (it n
     model = SiameseNorm([block0, block1, ...], d=D, kind="layernorm")
     out = model(e)          # e: (..., D) float32 CPU; the blocks map (R, D) -> (R, D)
 
-The Functions are once-differentiable (no double backward). Parameters of one fuse/merge are
-one flat nn.Parameter in the library's layout [N_x | N_y | N_out], each gamma then beta.
+The Functions are once-differentiable (no double backward); they take a fuse's or merge's
+parameters as one flat tensor in the library's layout [N_x | N_y | N_out], each gamma then beta.
+
+The modules keep one small parameter module per norm, named like torch.nn.LayerNorm's
+(weight = gamma, bias = beta), so state_dict keys and named_parameters() read as the norms:
+    sublayers.{i}.post.weight / .bias    N_post, on the x stream
+    sublayers.{i}.pre.weight / .bias     N_pre, on the y stream
+    sublayers.{i}.input.weight / .bias   N_in, on the block input (absent when identity or
+                                         non-affine)
+    sublayers.{i}.c1.weight              hybrid_pre attention sub-layers: c1 (and .pre)
+    merge.x / merge.y / merge.final      N_a (on x), N_b (on y), N_f (on their sum)
+Each forward concatenates them into the flat block the C kernels take (a copy of 2-6 D floats per
+sub-layer), and autograd splits the gradient back. Until 0.2 the storage was one flat Parameter
+per fuse (keys sublayers.{i}.params, merge.params): such state dicts still load (they are split
+on load); `params` is now a read-only property giving the flat block.
+
+eps: the default is the library's 1e-5 (also torch.nn.LayerNorm's). The official DeiT and DiT
+code uses LayerNorm(eps=1e-6): pass eps=1e-6 to match a checkpoint trained with it.
 """
 
 import math
@@ -19,8 +35,9 @@ from .norm import Norm
 from .streams import Fuse, apply_forward, apply_backward, split_forward, split_backward
 from .net import Net
 
-__all__ = ["FuseFunction", "MergeFunction", "ApplyFunction", "SplitFunction",
-           "SiameseSublayer", "SiameseMerge", "SiameseNorm", "default_scale"]
+__all__ = ["FuseFunction", "MergeFunction", "ApplyFunction", "SplitFunction", "NormParams",
+           "SiameseSublayer", "SiameseC1Sublayer", "SiameseMerge", "SiameseNorm",
+           "default_scale"]
 
 
 def _np(t, name):
@@ -143,50 +160,113 @@ def default_scale(i):
     return math.sqrt(2.0 * (i // 2 + 1))
 
 
-def _norm_slices(fuse, d):
-    """[(gamma slice, beta slice or None)] of the three norms in a fuse's flat parameter block."""
-    out, off = [], 0
-    for nm in (fuse.x, fuse.y, fuse.out):
-        n, _ = nm.query(d)
-        g = slice(off, off + d) if n >= d else None
-        b = slice(off + d, off + 2 * d) if n >= 2 * d else None
-        out.append((g, b))
-        off += n
-    return out
+def _width(nm, d):
+    return nm.group if nm.group > 0 else d
+
+
+class NormParams(torch.nn.Module):
+    """The parameters of one norm, named as torch.nn.LayerNorm's: weight (gamma) and bias
+    (beta), None when the norm has no such parameter (RMSNorm and c1: no bias; non-affine and
+    identity norms: neither). Initialised to the library's defaults (gamma 1, beta 0)."""
+
+    def __init__(self, norm, d):
+        super().__init__()
+        self.norm = norm
+        n, _ = norm.query(int(d))
+        W = _width(norm, int(d))
+        init = torch.from_numpy(norm.init_params(int(d))) if n else torch.empty(0)
+        self.weight = torch.nn.Parameter(init[:W].clone()) if n >= W else None
+        self.bias = torch.nn.Parameter(init[W:2 * W].clone()) if n >= 2 * W else None
+        self.n_params = n
+
+    def flat(self):
+        """The tensors of this norm's parameter block in order, [gamma, beta] (those present)."""
+        return [t for t in (self.weight, self.bias) if t is not None]
+
+    def extra_repr(self):
+        return repr(self.norm)
 
 
 class _FuseParams(torch.nn.Module):
-    def __init__(self, fuse, d):
+    """A fuse's (or merge's) three norms as named NormParams submodules; `params` is their flat
+    block in the library's layout [N_x | N_y | N_out]."""
+
+    _names = ("x", "y", "out")
+
+    def __init__(self, fuse, d, names=None):
         super().__init__()
         self.fuse, self.d = fuse, int(d)
-        self.params = torch.nn.Parameter(torch.from_numpy(fuse.init_params(self.d)))
-        self._slices = _norm_slices(fuse, self.d)
+        self._norm_names = tuple(names or self._names)
+        for name, nm in zip(self._norm_names, (fuse.x, fuse.y, fuse.out)):
+            setattr(self, name, NormParams(nm, self.d))
+        self.n_params = sum(self.norm_module(j).n_params for j in range(3))
+        self._register_load_state_dict_pre_hook(self._load_flat_params)
+
+    def norm_module(self, j):
+        """The NormParams of norm j (0: N_x, 1: N_y, 2: N_out)."""
+        return getattr(self, self._norm_names[j])
+
+    @property
+    def params(self):
+        """The flat parameter block [N_x | N_y | N_out] (each gamma then beta), as the C
+        kernels take it: a new tensor, differentiable with respect to the per-norm parameters.
+        Read-only: write through norm_params(j) or the per-norm modules."""
+        parts = [t for j in range(3) for t in self.norm_module(j).flat()]
+        return torch.cat(parts) if parts else torch.empty(0)
+
+    @params.setter
+    def params(self, value):
+        raise AttributeError("params is the concatenation of the per-norm parameters, not "
+                             "storage: set them through norm_params(j) or load_state_dict")
 
     def norm_params(self, j):
-        """(gamma, beta) of norm j (0: N_x, 1: N_y, 2: N_out) as views of the flat Parameter's
-        data (beta None when absent); write into them to set parameters."""
-        g, b = self._slices[j]
-        data = self.params.data
-        return (data[g] if g else None), (data[b] if b else None)
+        """(gamma, beta) of norm j (0: N_x, 1: N_y, 2: N_out) as the .data of its parameters
+        (beta None when absent); write into them to set parameters."""
+        m = self.norm_module(j)
+        return (m.weight.data if m.weight is not None else None,
+                m.bias.data if m.bias is not None else None)
 
     def norm_grads(self, j):
-        """(dgamma, dbeta) of norm j, views of params.grad (None before a backward)."""
-        if self.params.grad is None:
-            return None, None
-        g, b = self._slices[j]
-        return (self.params.grad[g] if g else None), (self.params.grad[b] if b else None)
+        """(dgamma, dbeta) of norm j (None before a backward or when absent)."""
+        m = self.norm_module(j)
+        return (m.weight.grad if m.weight is not None else None,
+                m.bias.grad if m.bias is not None else None)
+
+    def _load_flat_params(self, state_dict, prefix, *args):
+        """Backward compatibility: a state dict of 0.2 holds one flat `params` tensor per fuse;
+        split it into the per-norm keys (its length must be this fuse's n_params)."""
+        key = prefix + "params"
+        if key not in state_dict:
+            return
+        flat = state_dict[key]
+        if flat.numel() != self.n_params:
+            return  # left in place: load_state_dict reports it as unexpected
+        del state_dict[key]
+        off = 0
+        for j in range(3):
+            m, name = self.norm_module(j), self._norm_names[j]
+            for pname in ("weight", "bias"):
+                t = getattr(m, pname)
+                if t is not None:
+                    state_dict[f"{prefix}{name}.{pname}"] = flat[off:off + t.numel()].view_as(t)
+                    off += t.numel()
 
 
 class SiameseSublayer(_FuseParams):
     """One SiameseNorm residual sub-layer around a block (an nn.Module mapping (R, D) to
     (R, D)):
         u = N_post(x),  h = N_in(u + N_pre(y)),  z = block(h),  x' = u + z / c,  y' = y + z
-    forward(x, y) -> (x', y'). Norms: Fuse(x=N_post, y=N_pre, out=N_in)."""
+    forward(x, y) -> (x', y'). Norms: Fuse(x=N_post, y=N_pre, out=N_in), parameters in the
+    submodules post, pre and input (NormParams). eps: 1e-5 by default (the official DeiT/DiT
+    code: 1e-6). input_norm: a Norm for N_in (Norm("identity") removes it, affine="none"
+    makes it non-affine as in DiT)."""
 
-    def __init__(self, block, d, c, kind="layernorm", eps=1e-5, input_norm=None):
-        post = Norm(kind, eps=eps)
-        fuse = Fuse(post, Norm(kind, eps=eps), input_norm if input_norm is not None else
-                    Norm(kind, eps=eps))
+    _names = ("post", "pre", "input")
+
+    def __init__(self, block, d, c, kind="layernorm", eps=1e-5, input_norm=None, fuse=None):
+        if fuse is None:
+            fuse = Fuse(Norm(kind, eps=eps), Norm(kind, eps=eps),
+                        input_norm if input_norm is not None else Norm(kind, eps=eps))
         super().__init__(fuse, d)
         if not (c > 0 and math.isfinite(c)):
             raise ValueError(f"the residual scale c must be > 0 and finite, got {c}")
@@ -198,45 +278,104 @@ class SiameseSublayer(_FuseParams):
         return ApplyFunction.apply(z, u, y, self.c)
 
 
+class SiameseC1Sublayer(_FuseParams):
+    """A hybrid_pre attention sub-layer (OLMo's SiameseNorm hybrid_pre, layer norm replaced by a
+    learned per-column scale c1 on x):
+        h = c1 * x + N_pre(y),  z = block(h),  x' = x + z / c,  y' = y + z
+    Norms: Fuse(x=c1 (kind "scale", gamma only), y=N_pre, out=identity); parameters in the
+    submodules c1 and pre (the third, identity, has none)."""
+
+    _names = ("c1", "pre", "input")
+
+    def __init__(self, block, d, c, kind="layernorm", eps=1e-5, fuse=None):
+        if fuse is None:
+            fuse = Fuse(Norm("scale", affine="scale"), Norm(kind, eps=eps), Norm("identity"))
+        super().__init__(fuse, d)
+        if not (c > 0 and math.isfinite(c)):
+            raise ValueError(f"the residual scale c must be > 0 and finite, got {c}")
+        self.block, self.c = block, float(c)
+
+    def forward(self, x, y):
+        _, h = FuseFunction.apply(x, y, self.params, self.fuse)
+        z = self.block(h)
+        return ApplyFunction.apply(z, x, y, self.c)
+
+
 class SiameseMerge(_FuseParams):
     """The merge at the end of the network: out = N_f(N_a(x) + N_b(y)) (Fuse(x=N_a, y=N_b,
-    out=N_f)). forward(x, y) -> out."""
+    out=N_f)), parameters in the submodules x (N_a), y (N_b) and final (N_f).
+    forward(x, y) -> out. final_norm: a Norm for N_f (e.g. Norm("layernorm", affine="none",
+    eps=1e-6) for DiT, whose final layer's norm is non-affine)."""
 
-    def __init__(self, d, kind="layernorm", eps=1e-5, fuse=None):
-        super().__init__(fuse if fuse is not None else Fuse(Norm(kind, eps=eps),
-                                                            Norm(kind, eps=eps),
-                                                            Norm(kind, eps=eps)), d)
+    _names = ("x", "y", "final")
+
+    def __init__(self, d, kind="layernorm", eps=1e-5, fuse=None, final_norm=None):
+        if fuse is None:
+            fuse = Fuse(Norm(kind, eps=eps), Norm(kind, eps=eps),
+                        final_norm if final_norm is not None else Norm(kind, eps=eps))
+        elif final_norm is not None:
+            fuse = Fuse(fuse.x, fuse.y, final_norm)
+        super().__init__(fuse, d)
 
     def forward(self, x, y):
         return MergeFunction.apply(x, y, self.params, self.fuse)
 
 
+_ADAPTER_PLACEMENTS = ("siamese", "siamese_hybrid_pre")
+
+
 class SiameseNorm(torch.nn.Module):
     """A SiameseNorm residual stack around a list of blocks (one per sub-layer; for a
     transformer: attention, MLP, attention, MLP, ...):
-        x = y = e;  for each block: (x, y) = SiameseSublayer(x, y);  out = merge(x, y)
+        x = y = e;  for each block: (x, y) = sublayer(x, y);  out = merge(x, y)
 
     Args:
         blocks: nn.Modules mapping (R, D) float32 to (R, D).
         d: the model width D.
-        kind: "layernorm" (gamma and beta) or "rmsnorm" (gamma only); eps: every norm's eps.
+        kind: "layernorm" (gamma and beta) or "rmsnorm" (gamma only).
+        eps: every norm's eps. Default 1e-5 (the library's and torch.nn.LayerNorm's); the
+            official DeiT and DiT code uses 1e-6: pass eps=1e-6 to match it.
         scales: None for the library's default c_i = sqrt(2 (floor(i/2) + 1)), "none" for 1,
             or a sequence of one c per block.
-        input_norm: a siamesenorm.Norm for every N_in (Norm("identity") removes it).
-    forward(e) accepts (..., D) and returns the same shape.
+        input_norm: a siamesenorm.Norm for every N_in (Norm("identity") removes it;
+            Norm(kind, affine="none", eps=...) makes it non-affine, as DiT's norm1/norm2).
+        final_norm: a siamesenorm.Norm for the merge's N_f (e.g. non-affine for DiT, whose
+            FinalLayer.norm_final is LayerNorm(elementwise_affine=False, eps=1e-6)).
+        placement: "siamese" (the official DeiT/DiT form) or "siamese_hybrid_pre" (OLMo: the
+            even, attention, sub-layers take h = c1 * x + N_pre(y) and x' = x + z / c).
+        norm: a siamesenorm.Norm replacing kind and eps for every norm but N_in, c1 and
+            final_norm (as Net's norm=; e.g. Norm("layernorm", affine="scale") for LayerNorms
+            without beta). Without input_norm, N_in is this norm too.
+    The norms' layout is the library's (Net(placement, ...).stage_norms). Parameters per norm:
+    sublayers.{i}.post/.pre/.input (hybrid_pre attention: .c1/.pre), merge.x/.y/.final, each
+    with weight (and bias). forward(e) accepts (..., D) and returns the same shape.
     """
 
-    def __init__(self, blocks, d, kind="layernorm", eps=1e-5, scales=None, input_norm=None):
+    def __init__(self, blocks, d, kind="layernorm", eps=1e-5, scales=None, input_norm=None,
+                 final_norm=None, placement="siamese", norm=None):
         super().__init__()
+        if placement not in _ADAPTER_PLACEMENTS:
+            raise ValueError(f"placement {placement!r}: the torch adapter runs "
+                             f"{list(_ADAPTER_PLACEMENTS)} (sn.Net runs every placement)")
         blocks = list(blocks)
         S = len(blocks)
         rule = scales if scales is None or isinstance(scales, str) else list(scales)
-        net = Net("siamese", S, d, kind=kind, eps=eps, scales=rule)  # the library's c_i
-        self.scales = [net.scale(i) for i in range(S)]
+        net = Net(placement, S, d, kind=kind, eps=eps, scales=rule, norm=norm,
+                  input_norm=input_norm)
+        self.placement = placement
+        self.scales = [net.scale(i) for i in range(S)]  # the library's c_i
         self.d = int(d)
-        self.sublayers = torch.nn.ModuleList(
-            SiameseSublayer(b, d, c, kind, eps, input_norm) for b, c in zip(blocks, self.scales))
-        self.merge = SiameseMerge(d, kind, eps)
+        subs = []
+        for i, (b, c) in enumerate(zip(blocks, self.scales)):
+            norms = [nm for nm, _ in net.stage_norms(i)]
+            if len(norms) == 2:  # hybrid_pre attention: [c1, N_pre]
+                subs.append(SiameseC1Sublayer(b, d, c, fuse=Fuse(norms[0], norms[1],
+                                                                 Norm("identity"))))
+            else:
+                subs.append(SiameseSublayer(b, d, c, fuse=Fuse(*norms)))
+        self.sublayers = torch.nn.ModuleList(subs)
+        self.merge = SiameseMerge(d, fuse=Fuse(*[nm for nm, _ in net.stage_norms(S)]),
+                                  final_norm=final_norm)
 
     def forward(self, e):
         shape = e.shape

@@ -56,6 +56,48 @@ class Loading(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.strip(), os.path.join(libdir, "libsiamesenorm.so.0"))
 
+    def test_dangling_build_link_is_skipped(self):
+        """A build directory configured but not built holds a dangling libsiamesenorm.so.0 link
+        (issue 14): the loader skips it and takes the next candidate, never FileNotFoundError."""
+        broken = os.path.join(self.tmp, "build-configured", "src")
+        os.makedirs(broken)
+        os.symlink("libsiamesenorm.so.0.2.0", os.path.join(broken, "libsiamesenorm.so.0"))
+        os.symlink("libsiamesenorm.so.0", os.path.join(broken, "libsiamesenorm.so"))
+        code = "import siamesenorm as s; print('LOADED', s.library_path)"
+        r = run_python(code, {}, self.pkg)  # only the dangling links: the system loader next
+        self.assertNotIn("FileNotFoundError", r.stderr)
+        if r.returncode != 0:
+            self.assertIn("LibraryNotFoundError", r.stderr)
+        else:
+            self.assertNotIn(self.tmp, r.stdout)
+        built = os.path.join(self.tmp, "build", "src")
+        os.makedirs(built)
+        shutil.copy(sn.library_path, os.path.join(built, "libsiamesenorm.so.0"))
+        r = run_python(code, {}, self.pkg)  # and beside a built tree: that one loads
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "LOADED " + os.path.join(built, "libsiamesenorm.so.0"))
+
+    def test_installed_package_ignores_build_trees(self):
+        """A package in site-packages (pip-installed) does not search build*/ directories above
+        it: an installed package uses the installed library."""
+        site = os.path.join(self.tmp, "venv", "lib", "site-packages")
+        shutil.copytree(os.path.join(self.pkg, "siamesenorm"), os.path.join(site, "siamesenorm"))
+        libdir = os.path.join(self.tmp, "build-xyz", "src")
+        os.makedirs(libdir)
+        shutil.copy(sn.library_path, os.path.join(libdir, "libsiamesenorm.so.0"))
+        r = run_python("import siamesenorm as s; print('LOADED', s.library_path)", {}, site)
+        self.assertNotIn(self.tmp, r.stdout)
+        if r.returncode != 0:
+            self.assertIn("LibraryNotFoundError", r.stderr)
+            self.assertNotIn("build tree", r.stderr)
+        syslib = os.path.join(self.tmp, "syslib")
+        os.makedirs(syslib)
+        shutil.copy(sn.library_path, os.path.join(syslib, "libsiamesenorm.so.0"))
+        r = run_python("import siamesenorm as s; print(s.library_path)",
+                       {"LD_LIBRARY_PATH": syslib}, site)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), os.path.join(syslib, "libsiamesenorm.so.0"))
+
     def test_system_loader_last(self):
         libdir = os.path.join(self.tmp, "syslib")
         os.makedirs(libdir)
@@ -82,18 +124,61 @@ class Version(unittest.TestCase):
         n, s = sn.version_number(), sn.version_string()
         self.assertEqual(n // 10000, _capi.EXPECTED_MAJOR)
         self.assertEqual(s, f"{n // 10000}.{n // 100 % 100}.{n % 100}")
+        # the package version is the library's (meson checks _version.py against the header)
+        self.assertEqual(sn.__version__.split(".")[:2], s.split(".")[:2])
+        self.assertEqual(sn.__version__, s)
 
-    def test_major_mismatch_is_rejected(self):
+    def test_version_rule(self):
+        """0.x: the same minor (a minor version may change the ABI); >= 1: the same major and a
+        minor at least the package's. The patch level never matters."""
+        ok = _capi.version_compatible
+        self.assertTrue(ok(203, 0, 2))
+        self.assertFalse(ok(300, 0, 2))
+        self.assertFalse(ok(100, 0, 2))
+        self.assertFalse(ok(10200, 0, 2))
+        self.assertTrue(ok(10300, 1, 2))
+        self.assertTrue(ok(10205, 1, 2))
+        self.assertFalse(ok(10100, 1, 2))
+        self.assertFalse(ok(20200, 1, 2))
+
+    def test_mismatch_is_rejected(self):
         class Fake:
             def __init__(self, n, s):
                 self.sn_version_number = lambda: n
                 self.sn_version_string = lambda: s
-        _capi._check_version(Fake(300, b"0.3.0"), "ok")  # same major, newer minor: fine
+        M, m = _capi.EXPECTED_MAJOR, _capi.EXPECTED_MINOR
+        _capi._check_version(Fake(M * 10000 + m * 100 + 7, b"patch"), "ok")  # another patch
         with self.assertRaises(sn.VersionMismatchError) as cm:
-            _capi._check_version(Fake(10100, b"1.1.0"), "/x/libsiamesenorm.so")
-        self.assertIn("1.1.0", str(cm.exception))
-        with self.assertRaises(sn.VersionMismatchError):
-            _capi._check_version(Fake(100, b"0.1.0"), "old")  # older minor than the binding
+            _capi._check_version(Fake((M + 1) * 10000 + 100, b"9.1.0"), "/x/libsiamesenorm.so")
+        self.assertIn("9.1.0", str(cm.exception))
+        self.assertIn(sn.__version__, str(cm.exception))
+        if M == 0:
+            with self.assertRaises(sn.VersionMismatchError):  # another minor of 0.x
+                _capi._check_version(Fake((m + 1) * 100, b"0.x.0"), "newer")
+        if m > 0:
+            with self.assertRaises(sn.VersionMismatchError):  # older minor than the binding
+                _capi._check_version(Fake(M * 10000 + (m - 1) * 100, b"old"), "old")
+
+    def test_explicit_library_of_another_version_is_an_error(self):
+        """SIAMESENORM_LIBRARY naming a library that fails the version check raises
+        VersionMismatchError (no other copy is tried). Simulated by a package copy whose
+        _version.py claims another minor version."""
+        vfile = os.path.join(self.pkg_copy(), "siamesenorm", "_version.py")
+        M, m = _capi.EXPECTED_MAJOR, _capi.EXPECTED_MINOR
+        with open(vfile, "w") as f:
+            f.write(f'__version__ = "{M}.{m + 1}.0"\n')
+        r = run_python("import siamesenorm", {"SIAMESENORM_LIBRARY": sn.library_path},
+                       os.path.dirname(os.path.dirname(vfile)))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("VersionMismatchError", r.stderr)
+        self.assertIn(sn.version_string(), r.stderr)
+
+    def pkg_copy(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        shutil.copytree(PKG_DIR, os.path.join(tmp, "siamesenorm"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        return tmp
 
 
 class StatusAndStructs(unittest.TestCase):

@@ -12,6 +12,7 @@ import torch
 import siamesenorm as sn
 from siamesenorm import torch_adapter as ta
 from parity_ref import SiameseRef, Block, randomise_norms, rel_err, official_scale
+from placement_ref import SiameseHybridPreRef
 from strict_main import main
 
 TOL = 1e-5
@@ -157,6 +158,143 @@ class ModuleParity(unittest.TestCase):
         model(torch.randn(8, D)).pow(2).mean().backward()
         opt.step()
         self.assertFalse(torch.equal(before, model.sublayers[0].params.detach()))
+
+
+def _module_of(model, stage):
+    return model.merge if stage == len(model.sublayers) else model.sublayers[stage]
+
+
+def _copy_norms(ref, model):
+    """The reference's norm parameters into the adapter, by the library's (stage, j)."""
+    for stage, j, m in ref.norms_by_stage():
+        g, b = _module_of(model, stage).norm_params(j)
+        if m is None or getattr(m, "weight", None) is None:
+            continue
+        g.copy_(m.weight.detach())
+        if b is not None:
+            b.copy_(m.bias.detach())
+
+
+def _compare(test, model, ref, R, D, label):
+    """Output, input gradient and every norm gradient of the adapter against float64 autograd
+    of ref."""
+    gen = torch.Generator().manual_seed(5)
+    e = torch.randn(R, D, generator=gen)
+    w = torch.randn(R, D, generator=gen)
+    ref64 = copy.deepcopy(ref).double()
+    e64 = e.double().requires_grad_(True)
+    (ref64(e64) * w.double()).sum().backward()
+    e32 = e.clone().requires_grad_(True)
+    out = model(e32)
+    (out * w).sum().backward()
+    with torch.no_grad():
+        errs = {"out": rel_err(out.detach(), ref64(e.double())), "de": rel_err(e32.grad, e64.grad)}
+    worst = 0.0
+    for stage, j, m in ref64.norms_by_stage():
+        if m is None or getattr(m, "weight", None) is None:
+            continue
+        g, b = _module_of(model, stage).norm_grads(j)
+        worst = max(worst, rel_err(g, m.weight.grad))
+        if b is not None:
+            worst = max(worst, rel_err(b, m.bias.grad))
+    errs["norm grads"] = worst
+    print(f"\n{label} vs float64 torch: " + ", ".join(f"{k} {v:.2e}" for k, v in errs.items()))
+    for k, v in errs.items():
+        test.assertLessEqual(v, TOL, k)
+
+
+class NonAffineFinal(SiameseRef):
+    """SiameseRef with a non-affine N_f (DiT's final norm) and non-affine N_in."""
+
+    def __init__(self, S, d, eps, hidden):
+        super().__init__(S, d, "layernorm", eps, hidden, [official_scale(i) for i in range(S)])
+        self.nf = torch.nn.LayerNorm(d, eps=eps, elementwise_affine=False)
+        self.inp = torch.nn.ModuleList(torch.nn.LayerNorm(d, eps=eps, elementwise_affine=False)
+                                       for _ in range(S))
+
+    def norms_by_stage(self):
+        return [(s, j, None if (j == 2) else m) for s, j, m in super().norms_by_stage()]
+
+
+class AdapterGaps(unittest.TestCase):
+    """Issue 14 item 8: hybrid_pre and a non-affine final norm through SiameseNorm, per-norm
+    parameter names, and state dicts of the old flat layout."""
+
+    S, D, R = 8, 48, 20
+
+    def test_hybrid_pre(self):
+        S, D = self.S, self.D
+        torch.manual_seed(2)
+        ref = SiameseHybridPreRef(S, D, "layernorm", 1e-5, 2 * D,
+                                  [official_scale(i) for i in range(S)]).float()
+        randomise_norms(ref, torch.Generator().manual_seed(2))
+        model = ta.SiameseNorm([copy.deepcopy(b) for b in ref.blocks], D,
+                               placement="siamese_hybrid_pre")
+        self.assertIsInstance(model.sublayers[0], ta.SiameseC1Sublayer)
+        self.assertIsInstance(model.sublayers[1], ta.SiameseSublayer)
+        _copy_norms(ref, model)
+        _compare(self, model, ref, self.R, D, "adapter hybrid_pre")
+
+    def test_nonaffine_final_and_input(self):
+        S, D, eps = self.S, self.D, 1e-6
+        torch.manual_seed(3)
+        ref = NonAffineFinal(S, D, eps, 2 * D).float()
+        randomise_norms(ref, torch.Generator().manual_seed(3))
+        nonaffine = sn.Norm("layernorm", affine="none", eps=eps)
+        model = ta.SiameseNorm([copy.deepcopy(b) for b in ref.blocks], D, eps=eps,
+                               input_norm=nonaffine, final_norm=nonaffine)
+        self.assertEqual(model.merge.norm_params(2), (None, None))
+        self.assertEqual(model.merge.fuse.out, nonaffine)
+        _copy_norms(ref, model)
+        _compare(self, model, ref, self.R, D, "adapter, non-affine N_in and N_f")
+
+    def test_names(self):
+        model = ta.SiameseNorm([Block(8, 16) for _ in range(2)], 8, kind="rmsnorm")
+        names = [n for n, _ in model.named_parameters() if ".block." not in n]
+        self.assertEqual(names, [
+            "sublayers.0.post.weight", "sublayers.0.pre.weight", "sublayers.0.input.weight",
+            "sublayers.1.post.weight", "sublayers.1.pre.weight", "sublayers.1.input.weight",
+            "merge.x.weight", "merge.y.weight", "merge.final.weight"])
+        ln = ta.SiameseNorm([Block(8, 16)], 8)
+        self.assertIn("merge.final.bias", ln.state_dict())
+        # params: the flat block in the library's layout, differentiable, read-only
+        sub = ln.sublayers[0]
+        sub.pre.weight.data.fill_(2.0)
+        flat = sub.params
+        self.assertEqual(flat.numel(), 6 * 8)
+        self.assertTrue(torch.equal(flat[16:24], torch.full((8,), 2.0)))
+        self.assertTrue(flat.requires_grad)
+        with self.assertRaises(AttributeError):
+            sub.params = flat.detach()
+        with self.assertRaises((AttributeError, KeyError)):  # nn.Module refuses it too
+            sub.params = torch.nn.Parameter(flat.detach())
+
+    def test_old_flat_state_dict_loads(self):
+        """A state dict of 0.2 (one flat `params` per sub-layer and merge) loads into the
+        per-norm modules."""
+        D = 8
+        model = ta.SiameseNorm([Block(D, 16) for _ in range(2)], D)
+        old = {}
+        for k, v in model.state_dict().items():
+            if ".block." in k:
+                old[k] = v
+        gen = torch.Generator().manual_seed(9)
+        flats = {p: torch.randn(6 * D, generator=gen)
+                 for p in ("sublayers.0.", "sublayers.1.", "merge.")}
+        old.update({p + "params": t for p, t in flats.items()})
+        model.load_state_dict(old)  # strict: every key consumed, none missing
+        for p, t in flats.items():
+            mod = model.merge if p == "merge." else model.sublayers[int(p.split(".")[1])]
+            self.assertTrue(torch.equal(mod.params.detach(), t))
+            self.assertTrue(torch.equal(mod.norm_params(1)[1], t[3 * D:4 * D]))  # N_y beta
+        bad = dict(old)
+        bad["merge.params"] = torch.zeros(5)
+        with self.assertRaises(RuntimeError):
+            model.load_state_dict(bad)
+
+    def test_rejects_other_placements(self):
+        with self.assertRaises(ValueError):
+            ta.SiameseNorm([Block(8, 16)], 8, placement="pre_norm")
 
 
 if __name__ == "__main__":
