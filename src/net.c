@@ -241,8 +241,8 @@ static void layout(netl *L, int64_t want, stage *out) {
         s.xout = slot++;
         s.yout = L->two ? slot++ : -1;
         s.aux = (s.op == OP_POST || s.op == OP_SIAMP || s.op == OP_PERI) ? slot++ : -1;
-        s.c = scale_of(L->net, i);
         if (i == want) {
+            s.c = scale_of(L->net, i);
             *out = s;
             return;
         }

@@ -9,8 +9,8 @@ Library discovery order (the first candidate that loads is used):
      directory upwards, every ``build*/src/`` and ``build*/`` directory holding
      ``libsiamesenorm.so*`` (newest file first; dangling links, e.g. the ``libsiamesenorm.so.0``
      link of a build directory configured but never built, are skipped);
-  3. the system loader by soname, ``libsiamesenorm.so.<MAJOR>`` (MAJOR of this package's
-     version): the directories of LD_LIBRARY_PATH, then the ld.so cache (a system install under
+  3. the system loader by soname, ``libsiamesenorm.so.<MAJOR>``, or ``.so.0.<MINOR>`` while the
+     major is 0 (the version of this package): the directories of LD_LIBRARY_PATH, then the ld.so cache (a system install under
      /usr or /usr/local, after ldconfig), with no environment variable;
   4. pkg-config: ``pkg-config --libs-only-L siamesenorm`` and ``--variable=libdir`` (an install
      that PKG_CONFIG_PATH points at, e.g. a private prefix);
@@ -259,7 +259,9 @@ def _candidates():
     if not _installed(here):
         for p in _build_tree_candidates(here):
             yield "build tree", p
-    soname = f"libsiamesenorm.so.{EXPECTED_MAJOR}"
+    # the shared object's version: the major, or 0.MINOR while the major is 0 (meson.build)
+    so_version = EXPECTED_MAJOR if EXPECTED_MAJOR else f"0.{EXPECTED_MINOR}"
+    soname = f"libsiamesenorm.so.{so_version}"
     yield "system loader", soname
     for p in _pkg_config_candidates(soname):
         yield "pkg-config", p

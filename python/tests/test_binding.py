@@ -15,6 +15,10 @@ import siamesenorm as sn
 from siamesenorm import _capi
 from strict_main import main
 
+# the library's soname: libsiamesenorm.so.MAJOR, or .so.0.MINOR while the major is 0
+SONAME = "libsiamesenorm.so." + (str(_capi.EXPECTED_MAJOR) if _capi.EXPECTED_MAJOR
+                                 else f"0.{_capi.EXPECTED_MINOR}")
+
 PKG_DIR = os.path.dirname(os.path.abspath(sn.__file__))
 
 
@@ -58,7 +62,7 @@ class Loading(unittest.TestCase):
 
     def test_dangling_build_link_is_skipped(self):
         """A build directory configured but not built holds a dangling libsiamesenorm.so.0 link
-        (issue 14): the loader skips it and takes the next candidate, never FileNotFoundError."""
+        the loader skips it and takes the next candidate, never FileNotFoundError."""
         broken = os.path.join(self.tmp, "build-configured", "src")
         os.makedirs(broken)
         os.symlink("libsiamesenorm.so.0.2.0", os.path.join(broken, "libsiamesenorm.so.0"))
@@ -92,16 +96,16 @@ class Loading(unittest.TestCase):
             self.assertNotIn("build tree", r.stderr)
         syslib = os.path.join(self.tmp, "syslib")
         os.makedirs(syslib)
-        shutil.copy(sn.library_path, os.path.join(syslib, "libsiamesenorm.so.0"))
+        shutil.copy(sn.library_path, os.path.join(syslib, SONAME))
         r = run_python("import siamesenorm as s; print(s.library_path)",
                        {"LD_LIBRARY_PATH": syslib}, site)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(r.stdout.strip(), os.path.join(syslib, "libsiamesenorm.so.0"))
+        self.assertEqual(r.stdout.strip(), os.path.join(syslib, SONAME))
 
     def test_system_loader_last(self):
         libdir = os.path.join(self.tmp, "syslib")
         os.makedirs(libdir)
-        shutil.copy(sn.library_path, os.path.join(libdir, "libsiamesenorm.so.0"))
+        shutil.copy(sn.library_path, os.path.join(libdir, SONAME))
         r = run_python("import siamesenorm as s; print(s.library_path)",
                        {"LD_LIBRARY_PATH": libdir}, self.pkg)
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -87,7 +87,8 @@ def clean_env(**extra):
 
 def main():
     build, pysrc, version = sys.argv[1:4]
-    major = version.split(".")[0]
+    major, minor = version.split(".")[:2]
+    sover = major if major != "0" else "0." + minor  # the soname: .so.MAJOR, .so.0.MINOR in 0.x
     src_root = os.path.dirname(os.path.abspath(pysrc))
     meson = shutil.which("meson")
     if meson is None:
@@ -103,10 +104,10 @@ def main():
         r = run([meson, "install", "-C", build, "--no-rebuild", "--quiet", "--destdir", root])
         if r.returncode:
             fail("meson install failed", r)
-        sos = glob.glob(os.path.join(root, "**", f"libsiamesenorm.so.{major}"), recursive=True)
+        sos = glob.glob(os.path.join(root, "**", f"libsiamesenorm.so.{sover}"), recursive=True)
         pcs = glob.glob(os.path.join(root, "**", "siamesenorm.pc"), recursive=True)
         if len(sos) != 1 or len(pcs) != 1:
-            fail(f"expected one libsiamesenorm.so.{major} and one siamesenorm.pc, got {sos} {pcs}")
+            fail(f"expected one libsiamesenorm.so.{sover} and one siamesenorm.pc, got {sos} {pcs}")
         libdir, pcdir = os.path.dirname(sos[0]), os.path.dirname(pcs[0])
         log("private prefix libdir:", libdir)
 
@@ -165,7 +166,7 @@ def main():
                     os.path.realpath(build)):
                 fail(f"c. without variables the package loaded {lib}: not a system install", r)
             log(f"c. no variables: a system install was found: {lib}")
-        elif "LibraryNotFoundError" not in r.stderr or f"libsiamesenorm.so.{major}" not in r.stderr:
+        elif "LibraryNotFoundError" not in r.stderr or f"libsiamesenorm.so.{sover}" not in r.stderr:
             fail("c. without variables (no system install): expected LibraryNotFoundError "
                  "naming the soname", r)
         else:
