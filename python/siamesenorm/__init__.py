@@ -3,7 +3,7 @@
 Pure Python over ctypes; arrays are numpy float32, shape (R, D), C-contiguous or row-strided
 views (unit column stride, row stride >= D). The shared library is found through
 SIAMESENORM_LIBRARY, then (in a source checkout only) the build tree, then the system loader
-(libsiamesenorm.so.MAJOR), then pkg-config (see siamesenorm._capi). The package version
+(libsiamesenorm.so.MAJOR, .so.0.MINOR while 0.x), then pkg-config (see siamesenorm._capi). The package version
 (__version__) is the C library's: a library of another MAJOR.MINOR raises
 VersionMismatchError at import (the patch level may differ).
 

@@ -7,7 +7,7 @@ Library discovery order (the first candidate that loads is used):
   2. only when the package runs from a source checkout (not from a site-packages or
      dist-packages directory, i.e. not pip-installed): the build tree, from this package's
      directory upwards, every ``build*/src/`` and ``build*/`` directory holding
-     ``libsiamesenorm.so*`` (newest file first; dangling links, e.g. the ``libsiamesenorm.so.0``
+     ``libsiamesenorm.so*`` (newest file first; dangling links, e.g. the ``libsiamesenorm.so.0.3``
      link of a build directory configured but never built, are skipped);
   3. the system loader by soname, ``libsiamesenorm.so.<MAJOR>``, or ``.so.0.<MINOR>`` while the
      major is 0 (the version of this package): the directories of LD_LIBRARY_PATH, then the ld.so cache (a system install under
@@ -206,7 +206,7 @@ def _mtime(path):
 def _build_tree_candidates(here):
     """Shared libraries of build*/ directories from `here` upwards (newest first per level).
     Dangling links and anything that is not a regular file (after links) are skipped: meson
-    leaves a dangling libsiamesenorm.so.0 link in a build directory configured but not built."""
+    leaves a dangling libsiamesenorm.so.0.MINOR link in a build directory configured but not built."""
     seen = set()
     d = here
     while True:
