@@ -1,4 +1,5 @@
-/* Rows at the edges of the fp32 range, on every kernel path of this CPU (issue 12):
+/* Rows at the edges of the fp32 range, on every kernel path of this CPU (defects 1 and 2 of the
+ * audit table in docs/reliability.md):
  *   - defect 1: LayerNorm backward of a constant row whose mean * rstd exceeds FLT_MAX (1e37
  *     with eps 1e-5, 1e24 with eps 1e-30) at widths with a partial last vector: dx, dparams
  *     finite (the SIMD tails once gave NaN: 0 * inf in lanes masked off); the same for the fuse
