@@ -224,9 +224,9 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
         b.stats = alloc_mat(R * spr);
     }
     const int64_t total = 4 * span + b.nstats + np;
-    float *ref = malloc((size_t)total * sizeof(float));
-    float *base = malloc((size_t)total * sizeof(float));
-    float *got = malloc((size_t)total * sizeof(float));
+    float *ref = tu_falloc(total);
+    float *base = tu_falloc(total);
+    float *got = tu_falloc(total);
     /* ctxs[0] scalar 1 thread; then for each path: 1 thread first, then the others */
     run(o, ctxs[0], s, &b, stats_ref);
     snapshot(&b, ref);
