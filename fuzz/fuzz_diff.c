@@ -1,4 +1,4 @@
-/* libFuzzer harness (issue 12): differential and float64 oracles for the arithmetic, on inputs
+/* libFuzzer harness: differential and float64 oracles for the arithmetic, on inputs
  * biased toward the edges: widths around every vector width (1..4 vectors of 8 and 16 lanes,
  * +-3), constant rows, huge and tiny magnitudes (2^-149 .. 2^127), sign patterns such as
  * {M, -M, -M, -M}, eps at both ends (1e-30 .. 1). Every input runs LayerNorm or RMSNorm
@@ -11,9 +11,10 @@
  *     the norm forward is finite and within 1e-4 of the float64 result (scaled by max(1,
  *     max |ref|)) and dx within 1e-3 of rstd * max |gamma * dout|; where the float64 fuse
  *     forward is finite, every path's fuse outputs and gradients are finite.
- * SN_FUZZ_FULL_RANGE=1 drops the 2^127 bound (the documented limit of defect 2: rows beyond it
- * may give inf). */
+ * SN_FUZZ_FULL_RANGE=1 drops the 2^127 bound (the documented limit of defect 2 in the audit table
+ * of docs/reliability.md: rows beyond it may give inf). The float64 reference is tests/ref64.c. */
 #include "fz.h"
+#include "ref64.h"
 
 #include <float.h>
 
@@ -27,16 +28,9 @@ static void init_paths(void)
 {
     static const sn_isa isas[3] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
     npaths = 0;
-    for (int i = 0; i < 3; i++) {
-        sn_ctx *c = NULL;
-        if (!sn_isa_available(isas[i]) || sn_ctx_create(&c) != SN_OK)
-            continue;
-        if (sn_ctx_set_isa(c, isas[i]) != SN_OK) {
-            sn_ctx_destroy(c);
-            continue;
-        }
-        paths[npaths++] = c;
-    }
+    for (int i = 0; i < 3; i++)
+        if ((paths[npaths] = tu_isa_ctx(isas[i])) != NULL)
+            npaths++;
 }
 
 /* an edge-biased value of magnitude class mc */
@@ -51,28 +45,17 @@ static float edge_value(fz *f, int mc)
     return M * ((float)(fz_u8(f) + 1) / 128.0f - 1.0f);
 }
 
-static void ref_norm(int kind, int64_t D, const float *x, double eps, const float *gam,
-                     const float *bet, const float *dout, double *out, double *dx, double *rs)
+/* one row of norm n through the float64 reference (tests/ref64.c): out, dx and the rstd */
+static void ref_norm(const sn_norm *n, int64_t D, const float *x, const float *p,
+                     const float *dout, double *out, double *dx, double *rs)
 {
-    double m = 0, v = 0, mg = 0, mgx = 0;
-    if (kind == SN_NORM_LAYERNORM) {
-        for (int64_t j = 0; j < D; j++) m += x[j];
-        m /= (double)D;
-    }
-    for (int64_t j = 0; j < D; j++) v += ((double)x[j] - m) * ((double)x[j] - m);
-    const double r = 1.0 / sqrt(v / (double)D + eps);
-    for (int64_t j = 0; j < D; j++) {
-        double xh = ((double)x[j] - m) * r, g = (double)gam[j] * dout[j];
-        out[j] = gam[j] * xh + (bet ? bet[j] : 0.0);
-        mg += g, mgx += g * xh;
-    }
-    mg /= (double)D, mgx /= (double)D;
-    if (kind != SN_NORM_LAYERNORM) mg = 0;
-    for (int64_t j = 0; j < D; j++) {
-        double xh = ((double)x[j] - m) * r, g = (double)gam[j] * dout[j];
-        dx[j] = r * (g - mg - xh * mgx);
-    }
-    *rs = r;
+    double xd[DMAX], pd[2 * DMAX], dd[DMAX], st[2];
+    const int64_t np = ref_norm_nparams(n, D);
+    for (int64_t j = 0; j < D; j++) xd[j] = x[j], dd[j] = dout[j];
+    for (int64_t j = 0; j < np; j++) pd[j] = p[j];
+    ref_norm_fwd(n, 1, D, xd, D, pd, out, D, st);
+    ref_norm_bwd(n, 1, D, dd, D, xd, D, pd, dx, D);
+    *rs = st[ref_norm_nstats(n, D) - 1]; /* LayerNorm: mean, rstd; RMSNorm: rstd */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -110,8 +93,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     float out[3][RMAX * DMAX], dx[3][RMAX * DMAX], dp[3][2 * DMAX], st[RMAX * 2];
     for (int q = 0; q < npaths; q++) {
         memset(dp[q], 0, sizeof dp[q]);
-        FZ_ASSERT(sn_norm_forward(paths[q], &n, R, D, x, D, p, out[q], D, st) == SN_OK, "fwd");
-        FZ_ASSERT(sn_norm_backward(paths[q], &n, R, D, d, D, x, D, p, st, dx[q], D, dp[q], 0) ==
+        CHECK_MSG(sn_norm_forward(paths[q], &n, R, D, x, D, p, out[q], D, st) == SN_OK, "fwd");
+        CHECK_MSG(sn_norm_backward(paths[q], &n, R, D, d, D, x, D, p, st, dx[q], D, dp[q], 0) ==
                       SN_OK, "bwd");
     }
     for (int64_t r = 0; r < R; r++) {
@@ -123,32 +106,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const double sd = sqrt(var / (double)D);
         const int cond = kind == SN_NORM_RMSNORM || sd >= 1e-3 * fabs(mean);
         const int in_range = full || xmax <= 0x1p127;
-        ref_norm(kind, D, xr, eps, p, kind == SN_NORM_LAYERNORM ? p + D : NULL, d + r * D, ref,
-                 rdx, &rs);
+        ref_norm(&n, D, xr, p, d + r * D, ref, rdx, &rs);
         double rmax = 1, gmax = 0;
         for (int64_t j = 0; j < D; j++)
             rmax = fmax(rmax, fabs(ref[j])), gmax = fmax(gmax, fabs((double)p[j] * d[r * D + j]));
         for (int q = 0; q < npaths; q++) {
             const char *isa = sn_isa_name(sn_ctx_isa(paths[q]));
             const float *o = out[q] + r * D, *g = dx[q] + r * D;
-            const int fin = fz_all_finite(o, D) && fz_all_finite(g, D);
+            const int fin = tu_all_finite(o, D) && tu_all_finite(g, D);
             /* differential: finite together */
-            FZ_ASSERT(fin == (fz_all_finite(out[0] + r * D, D) && fz_all_finite(dx[0] + r * D, D)),
+            CHECK_MSG(fin == (tu_all_finite(out[0] + r * D, D) && tu_all_finite(dx[0] + r * D, D)),
                       "%s and scalar disagree on finiteness (D %lld, eps %g, x0 %g)", isa,
                       (long long)D, eps, xr[0]);
             if (in_range && isfinite(rs) && rs > 0) {
-                FZ_ASSERT(fin, "%s: not finite where float64 is (D %lld, eps %g, x0 %g, x1 %g)",
+                CHECK_MSG(fin, "%s: not finite where float64 is (D %lld, eps %g, x0 %g, x1 %g)",
                           isa, (long long)D, eps, xr[0], D > 1 ? xr[1] : 0.0f);
                 if (!cond) continue;
                 for (int64_t j = 0; j < D; j++) {
-                    FZ_ASSERT(fabs(o[j] - ref[j]) <= 1e-4 * rmax,
+                    CHECK_MSG(fabs(o[j] - ref[j]) <= 1e-4 * rmax,
                               "%s: out[%lld] %g, float64 %g (D %lld, eps %g)", isa, (long long)j,
                               o[j], ref[j], (long long)D, eps);
-                    FZ_ASSERT(fabs(o[j] - out[0][r * D + j]) <= 1e-4 * rmax,
+                    CHECK_MSG(fabs(o[j] - out[0][r * D + j]) <= 1e-4 * rmax,
                               "%s: out[%lld] %g, scalar %g", isa, (long long)j, o[j],
                               out[0][r * D + j]);
                     if (isfinite(rs * gmax) && rs * gmax < 1e30)
-                        FZ_ASSERT(fabs(g[j] - rdx[j]) <= 1e-3 * rs * gmax + 1e-30,
+                        CHECK_MSG(fabs(g[j] - rdx[j]) <= 1e-3 * rs * gmax + 1e-30,
                                   "%s: dx[%lld] %g, float64 %g (D %lld, eps %g)", isa,
                                   (long long)j, g[j], rdx[j], (long long)D, eps);
                 }
@@ -159,20 +141,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * float64 norms of x and y are finite and the inputs are in range */
     sn_fuse fu = {n, n, {SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 0, 1e-5f}};
     int64_t fp, fs;
-    FZ_ASSERT(sn_fuse_query(&fu, D, &fp, &fs) == SN_OK, "fuse query");
+    CHECK_MSG(sn_fuse_query(&fu, D, &fp, &fs) == SN_OK, "fuse query");
     float u[RMAX * DMAX], h[RMAX * DMAX], fst[RMAX * 6], fdx[RMAX * DMAX], fdy[RMAX * DMAX],
         fdp[6 * DMAX];
     int ffin[3];
     for (int q = 0; q < npaths; q++) {
         memset(fdp, 0, sizeof fdp);
-        FZ_ASSERT(sn_fuse_forward(paths[q], &fu, R, D, x, D, y, D, p, u, D, h, D, fst) == SN_OK,
+        CHECK_MSG(sn_fuse_forward(paths[q], &fu, R, D, x, D, y, D, p, u, D, h, D, fst) == SN_OK,
                   "fuse fwd");
-        FZ_ASSERT(sn_fuse_backward(paths[q], &fu, R, D, d, D, NULL, D, x, D, y, D, p, fst, fdx,
+        CHECK_MSG(sn_fuse_backward(paths[q], &fu, R, D, d, D, NULL, D, x, D, y, D, p, fst, fdx,
                                    D, fdy, D, fdp, 0) == SN_OK, "fuse bwd");
-        ffin[q] = fz_all_finite(u, R * D) && fz_all_finite(h, R * D) &&
-                  fz_all_finite(fdx, R * D) && fz_all_finite(fdy, R * D) &&
-                  fz_all_finite(fdp, fp);
-        FZ_ASSERT(ffin[q] == ffin[0], "fuse: %s and scalar disagree on finiteness (D %lld, eps %g)",
+        ffin[q] = tu_all_finite(u, R * D) && tu_all_finite(h, R * D) &&
+                  tu_all_finite(fdx, R * D) && tu_all_finite(fdy, R * D) &&
+                  tu_all_finite(fdp, fp);
+        CHECK_MSG(ffin[q] == ffin[0], "fuse: %s and scalar disagree on finiteness (D %lld, eps %g)",
                   sn_isa_name(sn_ctx_isa(paths[q])), (long long)D, eps);
     }
     (void)np, (void)spr, (void)fs;

@@ -50,9 +50,7 @@ typedef struct env {
 /* fz_buf without coverage instrumentation (the wide rows fill ~10^5 floats) */
 FZ_NOCOV static float *fill_buf(int64_t n, fz *f, int wild)
 {
-    float *p = (float *)malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    if (!p)
-        abort();
+    float *p = tu_falloc(n > 0 ? n : 1);
     static const float w[] = {NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 1e-40f, 3e38f, -0.0f,
                               1e-20f, 1e20f, 65504.0f, 1e-45f, 0.0f, 1.0f, -1.0f, 2.0f};
     for (int64_t k = 0; k < n; k++) { /* fz_value, inlined */
@@ -79,10 +77,8 @@ static void env_alloc(env *e)
         for (int k = 0; k < e->nb; k++)
             e->b[k] = fill_buf(e->span[k], e->f, e->wild);
     }
-    e->snap = (float *)malloc((size_t)(e->total + 1) * 4);
-    e->mask = (unsigned char *)malloc((size_t)(e->total + 1));
-    if (!e->snap || !e->mask)
-        abort();
+    e->snap = tu_falloc(e->total + 1);
+    e->mask = (unsigned char *)tu_xalloc((size_t)(e->total + 1));
 }
 
 static void env_free(env *e)
@@ -179,7 +175,7 @@ static int forbidden_overlap(const call *c)
 FZ_NOCOV static int64_t first_bad_row(const view *v, int64_t R, int64_t D)
 {
     for (int64_t r = 0; r < R; r++)
-        if (!fz_all_finite(v->p + r * v->ld, D))
+        if (!tu_all_finite(v->p + r * v->ld, D))
             return r;
     return -1;
 }
@@ -251,7 +247,7 @@ static void prepare(env *e, call *c, int checked)
             const view *v = &c->v[i];
             if (!v->p)
                 continue;
-            int bad = v->mat ? first_bad_row(v, c->R, c->D) >= 0 : !fz_all_finite(v->p, v->span);
+            int bad = v->mat ? first_bad_row(v, c->R, c->D) >= 0 : !tu_all_finite(v->p, v->span);
             if (v->scan && v->mat && bad) {
                 int64_t r = first_bad_row(v, c->R, c->D);
                 best = best < 0 || r < best ? r : best;
@@ -297,28 +293,28 @@ static void verify(env *e, const call *c, const sn_ctx *ctx, sn_status st, const
 {
     int must_fail = c->must != 0 || (c->checked && c->want_row != SN_NONFINITE_NONE);
     if (c->must) {
-        FZ_ASSERT(st != SN_OK && ((c->must | c->may) & ST(st)), "%s: status %d (%s), must %#x",
+        CHECK_MSG(st != SN_OK && ((c->must | c->may) & ST(st)), "%s: status %d (%s), must %#x",
                   name, (int)st, sn_status_string(st), c->must);
     } else if (c->checked && c->want_row != SN_NONFINITE_NONE) {
-        FZ_ASSERT(st == SN_ERR_NONFINITE, "%s: status %d with a non-finite input (row %lld)", name,
+        CHECK_MSG(st == SN_ERR_NONFINITE, "%s: status %d with a non-finite input (row %lld)", name,
                   (int)st, (long long)c->want_row);
         int64_t got = sn_ctx_nonfinite_row(ctx);
-        FZ_ASSERT(c->acc_bad || got == c->want_row, "%s: nonfinite row %lld, want %lld", name,
+        CHECK_MSG(c->acc_bad || got == c->want_row, "%s: nonfinite row %lld, want %lld", name,
                   (long long)got, (long long)c->want_row);
     } else if (c->checked && c->acc_bad) {
-        FZ_ASSERT(st == SN_OK || st == SN_ERR_NONFINITE, "%s: status %d", name, (int)st);
+        CHECK_MSG(st == SN_OK || st == SN_ERR_NONFINITE, "%s: status %d", name, (int)st);
         must_fail = st != SN_OK;
     } else {
-        FZ_ASSERT(st == SN_OK || (c->may & ST(st)), "%s: status %d (%s) on valid arguments", name,
+        CHECK_MSG(st == SN_OK || (c->may & ST(st)), "%s: status %d (%s) on valid arguments", name,
                   (int)st, sn_status_string(st));
         if (c->checked && st == SN_OK)
-            FZ_ASSERT(sn_ctx_nonfinite_row(ctx) == SN_NONFINITE_NONE,
+            CHECK_MSG(sn_ctx_nonfinite_row(ctx) == SN_NONFINITE_NONE,
                       "%s: clean checked call left row %lld", name,
                       (long long)sn_ctx_nonfinite_row(ctx));
     }
     if (must_fail || st != SN_OK) {
         int64_t k = first_changed(e, 0);
-        FZ_ASSERT(k < 0, "%s: status %d changed memory (float %lld)", name, (int)st, (long long)k);
+        CHECK_MSG(k < 0, "%s: status %d changed memory (float %lld)", name, (int)st, (long long)k);
         return;
     }
     /* success: only the floats of the written views may have changed */
@@ -330,27 +326,25 @@ static void verify(env *e, const call *c, const sn_ctx *ctx, sn_status st, const
         int64_t rows = v->mat ? c->R : 1, cols = v->mat ? c->D : v->span;
         for (int64_t r = 0; r < rows; r++) {
             int64_t idx = env_index(e, v->p + r * v->ld);
-            FZ_ASSERT(idx >= 0, "%s: view %d outside the buffers", name, i);
+            CHECK_MSG(idx >= 0, "%s: view %d outside the buffers", name, i);
             memset(e->mask + idx, 1, (size_t)cols);
         }
     }
     int64_t k = first_changed(e, 1);
-    FZ_ASSERT(k < 0, "%s: wrote float %lld outside its outputs", name, (long long)k);
+    CHECK_MSG(k < 0, "%s: wrote float %lld outside its outputs", name, (long long)k);
 }
 
 FZ_NOCOV static int view_finite(const view *v, int64_t R, int64_t D)
 {
     if (!v->p)
         return 1;
-    return v->mat ? first_bad_row(v, R, D) < 0 : fz_all_finite(v->p, v->span);
+    return v->mat ? first_bad_row(v, R, D) < 0 : tu_all_finite(v->p, v->span);
 }
 
 /* the R x D values of a view as they were before the call (from the snapshot) */
 FZ_NOCOV static float *gather(const env *e, const view *v, int64_t R, int64_t D)
 {
-    float *o = (float *)malloc((size_t)(R * D + 1) * 4);
-    if (!o)
-        abort();
+    float *o = tu_falloc(R * D + 1);
     for (int64_t r = 0; r < R; r++)
         for (int64_t j = 0; j < D; j++)
             o[r * D + j] = e->snap[env_index(e, v->p + r * v->ld + j)];
@@ -380,8 +374,8 @@ static const sn_ctx *checked_ctx(int i)
     static int ready;
     if (!ready) {
         for (int k = 0; k < 2; k++) {
-            FZ_ASSERT(sn_ctx_create(&c[k]) == SN_OK, "sn_ctx_create");
-            FZ_ASSERT(sn_ctx_set_check_finite(c[k], 1) == SN_OK, "sn_ctx_set_check_finite");
+            CHECK_MSG(sn_ctx_create(&c[k]) == SN_OK, "sn_ctx_create");
+            CHECK_MSG(sn_ctx_set_check_finite(c[k], 1) == SN_OK, "sn_ctx_set_check_finite");
         }
         sn_ctx_set_isa(c[1], SN_ISA_SCALAR);
         sn_ctx_set_parallel_for(c[1], fz_reverse_hook, NULL, 3);
@@ -432,12 +426,12 @@ static void fuse_init_case(fz *f)
     unsigned must = fnull ? ST(SN_ERR_NULL) : 0u;
     must |= norm_rules(&want);
     if (must) {
-        FZ_ASSERT(st != SN_OK && (must & ST(st)), "sn_fuse_init status %d, must %#x", (int)st, must);
-        FZ_ASSERT(memcmp(&fu, &before, sizeof fu) == 0, "sn_fuse_init changed *f on error");
+        CHECK_MSG(st != SN_OK && (must & ST(st)), "sn_fuse_init status %d, must %#x", (int)st, must);
+        CHECK_MSG(memcmp(&fu, &before, sizeof fu) == 0, "sn_fuse_init changed *f on error");
         return;
     }
-    FZ_ASSERT(st == SN_OK, "sn_fuse_init status %d on valid arguments", (int)st);
-    FZ_ASSERT(memcmp(&fu.x, &want, sizeof want) == 0 && memcmp(&fu.y, &want, sizeof want) == 0 &&
+    CHECK_MSG(st == SN_OK, "sn_fuse_init status %d on valid arguments", (int)st);
+    CHECK_MSG(memcmp(&fu.x, &want, sizeof want) == 0 && memcmp(&fu.y, &want, sizeof want) == 0 &&
                   memcmp(&fu.out, &want, sizeof want) == 0,
               "sn_fuse_init wrote other values");
 }
@@ -453,15 +447,15 @@ static void query_case(fz *f, const sn_fuse *fu, unsigned fmust, int64_t D)
     if (Dq <= 0 || huge)
         must |= ST(SN_ERR_SHAPE);
     if (must) {
-        FZ_ASSERT(st != SN_OK && (must & ST(st)), "sn_fuse_query status %d, must %#x", (int)st,
+        CHECK_MSG(st != SN_OK && (must & ST(st)), "sn_fuse_query status %d, must %#x", (int)st,
                   must);
-        FZ_ASSERT(qp == -7 && qs == -7, "sn_fuse_query wrote its outputs on error");
+        CHECK_MSG(qp == -7 && qs == -7, "sn_fuse_query wrote its outputs on error");
         return;
     }
-    FZ_ASSERT(st == SN_OK, "sn_fuse_query status %d on valid arguments", (int)st);
+    CHECK_MSG(st == SN_OK, "sn_fuse_query status %d on valid arguments", (int)st);
     int64_t np = norm_np(&fu->x, D) + norm_np(&fu->y, D) + norm_np(&fu->out, D);
     int64_t spr = norm_spr(&fu->x) + norm_spr(&fu->y) + norm_spr(&fu->out);
-    FZ_ASSERT((!use_np || qp == np) && (!use_spr || qs == spr),
+    CHECK_MSG((!use_np || qp == np) && (!use_spr || qs == spr),
               "sn_fuse_query sizes %lld %lld, want %lld %lld", (long long)qp, (long long)qs,
               (long long)np, (long long)spr);
 }
@@ -470,24 +464,22 @@ static void init_params_case(fz *f, const sn_fuse *fu, unsigned fmust, int64_t D
 {
     int64_t np = D > 0 ? norm_np(&fu->x, D) + norm_np(&fu->y, D) + norm_np(&fu->out, D) : 0;
     int pnull = fz_pick(f, 8) == 7;
-    float *p = fz_buf(np, f, 1), *snap = (float *)malloc((size_t)(np + 1) * 4);
-    if (!snap)
-        abort();
+    float *p = fz_buf(np, f, 1), *snap = tu_falloc(np + 1);
     memcpy(snap, p, (size_t)np * 4);
     sn_status st = sn_fuse_init_params(fu, D, pnull ? NULL : p);
     unsigned must = fmust | (D <= 0 ? ST(SN_ERR_SHAPE) : 0u) | (pnull && np > 0 ? ST(SN_ERR_NULL) : 0u);
     if (must) {
-        FZ_ASSERT(st != SN_OK && (must & ST(st)), "sn_fuse_init_params status %d, must %#x",
+        CHECK_MSG(st != SN_OK && (must & ST(st)), "sn_fuse_init_params status %d, must %#x",
                   (int)st, must);
-        FZ_ASSERT(memcmp(snap, p, (size_t)np * 4) == 0, "sn_fuse_init_params wrote on error");
+        CHECK_MSG(memcmp(snap, p, (size_t)np * 4) == 0, "sn_fuse_init_params wrote on error");
     } else {
-        FZ_ASSERT(st == SN_OK, "sn_fuse_init_params status %d on valid arguments", (int)st);
+        CHECK_MSG(st == SN_OK, "sn_fuse_init_params status %d on valid arguments", (int)st);
         const sn_norm *ns[3] = {&fu->x, &fu->y, &fu->out};
         int64_t o = 0;
         for (int i = 0; i < 3 && !pnull; i++) {
             int64_t n = norm_np(ns[i], D);
             for (int64_t k = 0; k < n; k++)
-                FZ_ASSERT(p[o + k] == (k < D ? 1.0f : 0.0f), "init_params norm %d float %lld = %g",
+                CHECK_MSG(p[o + k] == (k < D ? 1.0f : 0.0f), "init_params norm %d float %lld = %g",
                           i, (long long)k, (double)p[o + k]);
             o += n;
         }
@@ -500,9 +492,7 @@ static void init_params_case(fz *f, const sn_fuse *fu, unsigned fmust, int64_t D
 /* per-norm statistics of norm i (offset so, width w) out of the fuse's [R x spr] block */
 FZ_NOCOV static float *slice_stats(const float *stats, int64_t R, int64_t spr, int64_t so, int64_t w)
 {
-    float *o = (float *)malloc((size_t)(R * w + 1) * 4);
-    if (!o)
-        abort();
+    float *o = tu_falloc(R * w + 1);
     for (int64_t r = 0; r < R; r++)
         for (int64_t k = 0; k < w; k++)
             o[r * w + k] = stats[r * spr + so + k];
@@ -592,40 +582,40 @@ static void op_fuse(env *e, const sn_ctx *ctx, int checked)
     int ftame = tame && !c.injected && st == SN_OK;
     if (ftame)
         for (int i = 3; i < 6; i++)
-            FZ_ASSERT(view_finite(&v[i], R, D), "fuse forward: non-finite output %d", i);
+            CHECK_MSG(view_finite(&v[i], R, D), "fuse forward: non-finite output %d", i);
     /* values against sn_norm_forward, and fuse against merge */
     int fref = ftame && ref_eps && !c.forced && !c.nulled;
     float *uref = NULL, *sref = NULL;
     if (fref) {
-        uref = (float *)malloc((size_t)(R * D) * 4), sref = (float *)malloc((size_t)(R * D) * 4);
-        float *ny = (float *)malloc((size_t)(R * D) * 4), *href = (float *)malloc((size_t)(R * D) * 4);
-        float *h2 = (float *)malloc((size_t)(R * D) * 4), *u2 = (float *)malloc((size_t)(R * D) * 4);
-        float *st2 = (float *)malloc((size_t)(R * spr + 1) * 4);
+        uref = tu_falloc(R * D), sref = tu_falloc(R * D);
+        float *ny = tu_falloc(R * D), *href = tu_falloc(R * D);
+        float *h2 = tu_falloc(R * D), *u2 = tu_falloc(R * D);
+        float *st2 = tu_falloc(R * spr + 1);
         const float *p = v[2].p;
-        FZ_ASSERT(sn_norm_forward(ctx, &fu.x, R, D, v[0].p, v[0].ld, p, uref, D, NULL) == SN_OK &&
+        CHECK_MSG(sn_norm_forward(ctx, &fu.x, R, D, v[0].p, v[0].ld, p, uref, D, NULL) == SN_OK &&
                       sn_norm_forward(ctx, &fu.y, R, D, v[1].p, v[1].ld, p + npk[0], ny, D, NULL) == SN_OK,
                   "norm forward failed");
         for (int64_t k = 0; k < R * D; k++)
             sref[k] = uref[k] + ny[k];
-        FZ_ASSERT(sn_norm_forward(ctx, &fu.out, R, D, sref, D, p + npk[0] + npk[1], href, D, NULL) ==
+        CHECK_MSG(sn_norm_forward(ctx, &fu.out, R, D, sref, D, p + npk[0] + npk[1], href, D, NULL) ==
                       SN_OK, "norm forward failed");
         for (int64_t r = 0; r < R && v[3].p; r++)
-            FZ_ASSERT(memcmp(v[3].p + r * v[3].ld, uref + r * D, (size_t)D * 4) == 0,
+            CHECK_MSG(memcmp(v[3].p + r * v[3].ld, uref + r * D, (size_t)D * 4) == 0,
                       "fuse u differs from sn_norm_forward's N_x(x) (row %lld)", (long long)r);
         double err;
-        FZ_ASSERT(close_to(v[4].p, v[4].ld, href, R, D, 1e-3, &err),
+        CHECK_MSG(close_to(v[4].p, v[4].ld, href, R, D, 1e-3, &err),
                   "fuse h differs from N_out(N_x(x) + N_y(y)) by %g", err);
         sn_status s2 = merge ? sn_fuse_forward(ctx, &fu, R, D, v[0].p, v[0].ld, v[1].p, v[1].ld, p,
                                                u2, D, h2, D, v[5].p ? st2 : NULL)
                              : sn_merge_forward(ctx, &fu, R, D, v[0].p, v[0].ld, v[1].p, v[1].ld, p,
                                                 h2, D, v[5].p ? st2 : NULL);
-        FZ_ASSERT(s2 == SN_OK, "second forward status %d", (int)s2);
+        CHECK_MSG(s2 == SN_OK, "second forward status %d", (int)s2);
         for (int64_t r = 0; r < R; r++)
-            FZ_ASSERT(memcmp(v[4].p + r * v[4].ld, h2 + r * D, (size_t)D * 4) == 0,
+            CHECK_MSG(memcmp(v[4].p + r * v[4].ld, h2 + r * D, (size_t)D * 4) == 0,
                       "merge and fuse forward differ (row %lld)", (long long)r);
-        FZ_ASSERT(!v[5].p || memcmp(v[5].p, st2, (size_t)(R * spr) * 4) == 0,
+        CHECK_MSG(!v[5].p || memcmp(v[5].p, st2, (size_t)(R * spr) * 4) == 0,
                   "merge and fuse statistics differ");
-        FZ_ASSERT(!merge || memcmp(u2, uref, (size_t)(R * D) * 4) == 0, "fuse u differs from N_x(x)");
+        CHECK_MSG(!merge || memcmp(u2, uref, (size_t)(R * D) * 4) == 0, "fuse u differs from N_x(x)");
         free(ny), free(href), free(h2), free(u2), free(st2);
     }
     int trained = st == SN_OK && v[5].p && !c.forced && !c.nulled; /* stats hold this x, y */
@@ -662,7 +652,7 @@ static void op_fuse(env *e, const sn_ctx *ctx, int checked)
     view *w = b.v;
     if (bref) {
         old[0] = gather(e, &w[6], R, D), old[1] = gather(e, &w[7], R, D);
-        old[2] = (float *)calloc((size_t)np + 1, 4);
+        old[2] = tu_fzeros(np + 1);
         if (w[8].p)
             memcpy(old[2], w[8].p, (size_t)np * 4);
     }
@@ -675,13 +665,13 @@ static void op_fuse(env *e, const sn_ctx *ctx, int checked)
     verify(e, &b, ctx, st, bmerge ? "merge_backward" : "fuse_backward");
     if (st == SN_OK && tame && trained && !b.forced && !b.injected)
         for (int i = 6; i < 9; i++)
-            FZ_ASSERT(view_finite(&w[i], R, D), "fuse backward: non-finite gradient %d", i);
+            CHECK_MSG(view_finite(&w[i], R, D), "fuse backward: non-finite gradient %d", i);
     if (st == SN_OK && bref) {
         /* ds = N_out'(dh); dx = N_x'(du + ds); dy = N_y'(ds), with the fuse's saved statistics */
         int64_t so[3] = {0, sprk[0], sprk[0] + sprk[1]};
-        float *sx[3], *g = (float *)malloc((size_t)(R * D) * 4);
-        float *ds = (float *)malloc((size_t)(R * D) * 4), *dxr = (float *)malloc((size_t)(R * D) * 4);
-        float *dyr = (float *)malloc((size_t)(R * D) * 4), *dpr = (float *)calloc((size_t)np + 1, 4);
+        float *sx[3], *g = tu_falloc(R * D);
+        float *ds = tu_falloc(R * D), *dxr = tu_falloc(R * D);
+        float *dyr = tu_falloc(R * D), *dpr = tu_fzeros(np + 1);
         for (int i = 0; i < 3; i++)
             sx[i] = slice_stats(w[5].p, R, spr, so[i], sprk[i]);
         const float *p = w[4].p;
@@ -694,7 +684,7 @@ static void op_fuse(env *e, const sn_ctx *ctx, int checked)
                                         dpr, 0);
         sn_status s3 = sn_norm_backward(ctx, &fu.y, R, D, ds, D, w[3].p, w[3].ld, p + npk[0], sx[1],
                                         dyr, D, dpr + npk[0], 0);
-        FZ_ASSERT(s1 == SN_OK && s2 == SN_OK && s3 == SN_OK, "reference backward %d %d %d", (int)s1,
+        CHECK_MSG(s1 == SN_OK && s2 == SN_OK && s3 == SN_OK, "reference backward %d %d %d", (int)s1,
                   (int)s2, (int)s3);
         for (int64_t k = 0; k < R * D; k++) {
             if (flags & SN_ACCUMULATE)
@@ -705,11 +695,11 @@ static void op_fuse(env *e, const sn_ctx *ctx, int checked)
         for (int64_t k = 0; k < np; k++)
             dpr[k] += old[2][k];
         double err;
-        FZ_ASSERT(close_to(w[6].p, w[6].ld, dxr, R, D, 2e-3, &err), "fuse dx off by %g (flags %u)",
+        CHECK_MSG(close_to(w[6].p, w[6].ld, dxr, R, D, 2e-3, &err), "fuse dx off by %g (flags %u)",
                   err, flags);
-        FZ_ASSERT(close_to(w[7].p, w[7].ld, dyr, R, D, 2e-3, &err), "fuse dy off by %g (flags %u)",
+        CHECK_MSG(close_to(w[7].p, w[7].ld, dyr, R, D, 2e-3, &err), "fuse dy off by %g (flags %u)",
                   err, flags);
-        FZ_ASSERT(!w[8].p || close_to(w[8].p, np, dpr, 1, np, 2e-3, &err), "fuse dparams off by %g",
+        CHECK_MSG(!w[8].p || close_to(w[8].p, np, dpr, 1, np, 2e-3, &err), "fuse dparams off by %g",
                   err);
         for (int i = 0; i < 3; i++)
             free(sx[i]);
@@ -758,15 +748,15 @@ static void op_apply(env *e, const sn_ctx *ctx, int checked)
                 float ey = yy + zz;
                 double ex = (double)uu + (double)zz / (double)cs;
                 if (isfinite(ey))
-                    FZ_ASSERT(memcmp(&yo, &ey, 4) == 0, "apply yo %g != y + z %g", (double)yo,
+                    CHECK_MSG(memcmp(&yo, &ey, 4) == 0, "apply yo %g != y + z %g", (double)yo,
                               (double)ey);
                 double tol = 4e-7 * (fabs((double)uu) + fabs((double)zz / (double)cs)) + 1e-37;
                 if (fabs(ex) < 3e38 && fabs((double)zz / cs) < 3e38 && isfinite(zz) && isfinite(uu))
-                    FZ_ASSERT(fabs((double)xo - ex) <= tol, "apply xo %g != u + z / c %g (c %g)",
+                    CHECK_MSG(fabs((double)xo - ex) <= tol, "apply xo %g != u + z / c %g (c %g)",
                               (double)xo, ex, (double)cs);
             }
         if (!e->wild && !e->arena_mode && c_tame && !c.injected)
-            FZ_ASSERT(view_finite(&v[3], R, D) && view_finite(&v[4], R, D), "apply not finite");
+            CHECK_MSG(view_finite(&v[3], R, D) && view_finite(&v[4], R, D), "apply not finite");
     }
     free(z), free(u), free(y);
 
@@ -796,7 +786,7 @@ static void op_apply(env *e, const sn_ctx *ctx, int checked)
                 double ex = o + a / cs + q, got = v[2].p[r * v[2].ld + j];
                 double tol = 6e-7 * (fabs(o) + fabs(a / cs) + fabs(q)) + 1e-37;
                 if (fabs(ex) < 3e38 && fabs(o) + fabs(a / cs) + fabs(q) < 3e38)
-                    FZ_ASSERT(fabs(got - ex) <= tol, "apply dz %g != dxo / c + dyo %g", got, ex);
+                    CHECK_MSG(fabs(got - ex) <= tol, "apply dz %g != dxo / c + dyo %g", got, ex);
             }
     }
     free(dxo), free(dyo), free(dz);
@@ -825,7 +815,7 @@ static void op_split(env *e, const sn_ctx *ctx, int checked)
     sn_status st = sn_split_forward(ctx, c.R, c.D, v[0].p, v[0].ld, v[1].p, v[1].ld, v[2].p, v[2].ld);
     verify(e, &c, ctx, st, "split_forward");
     for (int64_t r = 0; r < R && st == SN_OK; r++)
-        FZ_ASSERT(memcmp(v[1].p + r * v[1].ld, in + r * D, (size_t)D * 4) == 0 &&
+        CHECK_MSG(memcmp(v[1].p + r * v[1].ld, in + r * D, (size_t)D * 4) == 0 &&
                       memcmp(v[2].p + r * v[2].ld, in + r * D, (size_t)D * 4) == 0,
                   "split forward: x or y is not a copy of e (row %lld)", (long long)r);
     free(in);
@@ -853,13 +843,13 @@ static void op_split(env *e, const sn_ctx *ctx, int checked)
                 float got = v[2].p[r * v[2].ld + j], s = dx[r * D + j] + dy[r * D + j];
                 if (!(flags & SN_ACCUMULATE)) {
                     if (isfinite(s))
-                        FZ_ASSERT(memcmp(&got, &s, 4) == 0, "split de %g != dx + dy %g",
+                        CHECK_MSG(memcmp(&got, &s, 4) == 0, "split de %g != dx + dy %g",
                                   (double)got, (double)s);
                 } else {
                     double a = dx[r * D + j], q = dy[r * D + j], o = de[r * D + j];
                     double ex = o + a + q, tol = 6e-7 * (fabs(o) + fabs(a) + fabs(q)) + 1e-37;
                     if (fabs(o) + fabs(a) + fabs(q) < 3e38)
-                        FZ_ASSERT(fabs((double)got - ex) <= tol, "split de %g != de + dx + dy %g",
+                        CHECK_MSG(fabs((double)got - ex) <= tol, "split de %g != de + dx + dy %g",
                                   (double)got, ex);
                 }
             }
@@ -887,10 +877,10 @@ static void op_find(env *e)
     sn_status st = sn_find_nonfinite(c.R, c.D, c.v[0].p, c.v[0].ld, rnull ? NULL : &row);
     verify(e, &c, NULL, st, "find_nonfinite");
     if (c.must) {
-        FZ_ASSERT(row == -7, "find_nonfinite wrote *row on error");
+        CHECK_MSG(row == -7, "find_nonfinite wrote *row on error");
     } else if (st == SN_OK) {
         int64_t want = first_bad_row(&c.v[0], c.R, c.D);
-        FZ_ASSERT(row == want, "find_nonfinite row %lld, want %lld", (long long)row, (long long)want);
+        CHECK_MSG(row == want, "find_nonfinite row %lld, want %lld", (long long)row, (long long)want);
     }
 }
 

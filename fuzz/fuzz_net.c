@@ -73,12 +73,12 @@ static void apply_case(fz *f)
     sn_status s = sn_apply_forward(fz_ctx(fz_u8(f)), R, D, c, z, D, u, D, y, D, xo_, D, yo_, D);
     unsigned must = (R <= 0 || D <= 0 ? ST(SN_ERR_SHAPE) : 0u) | (c_ok ? 0u : ST(SN_ERR_SCALE));
     if (must) {
-        FZ_ASSERT(s != SN_OK && (must & ST(s)), "apply status %d, c %g", (int)s, (double)c);
-        FZ_ASSERT(memcmp(snap, xo_, (size_t)n * 4) == 0, "apply error wrote xo");
+        CHECK_MSG(s != SN_OK && (must & ST(s)), "apply status %d, c %g", (int)s, (double)c);
+        CHECK_MSG(memcmp(snap, xo_, (size_t)n * 4) == 0, "apply error wrote xo");
     } else {
-        FZ_ASSERT(s == SN_OK, "apply status %d on valid arguments (c %g)", (int)s, (double)c);
+        CHECK_MSG(s == SN_OK, "apply status %d on valid arguments (c %g)", (int)s, (double)c);
         if (c_tame || c >= 1e-6f)
-            FZ_ASSERT(fz_all_finite(xo_, R * D) && fz_all_finite(yo_, R * D), "apply not finite");
+            CHECK_MSG(tu_all_finite(xo_, R * D) && tu_all_finite(yo_, R * D), "apply not finite");
     }
     free(z), free(u), free(y), free(xo), free(yo), free(snap);
 }
@@ -112,15 +112,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!eps_ok && kind < 2) must |= ST(SN_ERR_EPS);
     if (!eps_ok && kind >= 2) may |= ST(SN_ERR_EPS);
     if (must) {
-        FZ_ASSERT(ist != SN_OK && ((must | may) & ST(ist)), "sn_net_init status %d, must %#x",
+        CHECK_MSG(ist != SN_OK && ((must | may) & ST(ist)), "sn_net_init status %d, must %#x",
                   (int)ist, must);
-        FZ_ASSERT(memcmp(&net, &before, sizeof net) == 0, "sn_net_init changed *net on error");
+        CHECK_MSG(memcmp(&net, &before, sizeof net) == 0, "sn_net_init changed *net on error");
         return 0;
     }
-    FZ_ASSERT(ist == SN_OK || (may & ST(ist)), "sn_net_init status %d on valid arguments", (int)ist);
+    CHECK_MSG(ist == SN_OK || (may & ST(ist)), "sn_net_init status %d on valid arguments", (int)ist);
     if (ist != SN_OK)
         return 0;
-    FZ_ASSERT(sn_net_check(&net) == SN_OK, "sn_net_init's result fails sn_net_check");
+    CHECK_MSG(sn_net_check(&net) == SN_OK, "sn_net_init's result fails sn_net_check");
 
     /* mutate the description */
     int uses_scales = pl == SN_PLACEMENT_SIAMESE || pl == SN_PLACEMENT_SIAMESE_PAPER ||
@@ -174,16 +174,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     sn_status cst = sn_net_check(&net);
     if (cmust)
-        FZ_ASSERT(cst != SN_OK && ((cmust | cmay) & ST(cst)), "sn_net_check %d, must %#x (m %d)",
+        CHECK_MSG(cst != SN_OK && ((cmust | cmay) & ST(cst)), "sn_net_check %d, must %#x (m %d)",
                   (int)cst, cmust, m);
     else
-        FZ_ASSERT(cst == SN_OK || (cmay & ST(cst)), "sn_net_check %d on a valid net (m %d)",
+        CHECK_MSG(cst == SN_OK || (cmay & ST(cst)), "sn_net_check %d on a valid net (m %d)",
                   (int)cst, m);
     if (cst != SN_OK)
         return 0;
 
     int64_t np = -1, apr = -1, wpr = -1;
-    FZ_ASSERT(sn_net_sizes(&net, &np, &apr, &wpr) == SN_OK && np >= 0 && apr >= D && wpr >= D,
+    CHECK_MSG(sn_net_sizes(&net, &np, &apr, &wpr) == SN_OK && np >= 0 && apr >= D && wpr >= D,
               "sn_net_sizes");
     for (int i = -1; i <= S; i++)
         for (int j = 0; j < 8; j++) {
@@ -192,9 +192,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sn_status s = sn_net_norm_at(&net, i, j, &nn, &off);
             if (s == SN_ERR_INDEX)
                 break;
-            FZ_ASSERT(s == SN_OK, "sn_net_norm_at(%d, %d) = %d", i, j, (int)s);
-            FZ_ASSERT(sn_norm_query(&nn, D, &nparams, NULL) == SN_OK, "norm_at gave a bad norm");
-            FZ_ASSERT(off >= 0 && off + nparams <= np, "norm (%d, %d) at %lld + %lld outside %lld",
+            CHECK_MSG(s == SN_OK, "sn_net_norm_at(%d, %d) = %d", i, j, (int)s);
+            CHECK_MSG(sn_norm_query(&nn, D, &nparams, NULL) == SN_OK, "norm_at gave a bad norm");
+            CHECK_MSG(off >= 0 && off + nparams <= np, "norm (%d, %d) at %lld + %lld outside %lld",
                       i, j, (long long)off, (long long)nparams, (long long)np);
         }
 
@@ -213,19 +213,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(b2.params, b.params, (size_t)np * 4);
     memcpy(b2.dout, b.dout, (size_t)RD * 4);
     sn_status s = pass(ctx, &net, R, e, &b, np);
-    FZ_ASSERT(s == SN_OK, "pass status %d (%s) on a valid net", (int)s, sn_status_string(s));
+    CHECK_MSG(s == SN_OK, "pass status %d (%s) on a valid net", (int)s, sn_status_string(s));
     int tame = eps_tame && scales_tame;
     if (tame) {
-        FZ_ASSERT(fz_all_finite(b.out, RD) && fz_all_finite(b.h, S * RD), "non-finite forward");
+        CHECK_MSG(tu_all_finite(b.out, RD) && tu_all_finite(b.h, S * RD), "non-finite forward");
         if (S <= 2 && eps >= 1e-3f)
-            FZ_ASSERT(fz_all_finite(b.de, RD) && fz_all_finite(b.grads, np), "non-finite gradients");
+            CHECK_MSG(tu_all_finite(b.de, RD) && tu_all_finite(b.grads, np), "non-finite gradients");
     }
     /* determinism: the same path through the hook (ctx 4 is the default path + hook) or NULL */
     const sn_ctx *other = ctx == fz_ctx(0) ? fz_ctx(4) : ctx == fz_ctx(4) ? fz_ctx(0) : NULL;
     if (other || ctx == NULL) {
         s = pass(other, &net, R, e, &b2, np);
-        FZ_ASSERT(s == SN_OK, "second pass status %d", (int)s);
-        FZ_ASSERT(memcmp(b.out, b2.out, (size_t)RD * 4) == 0 &&
+        CHECK_MSG(s == SN_OK, "second pass status %d", (int)s);
+        CHECK_MSG(memcmp(b.out, b2.out, (size_t)RD * 4) == 0 &&
                       memcmp(b.de, b2.de, (size_t)RD * 4) == 0 &&
                       memcmp(b.grads, b2.grads, (size_t)np * 4) == 0,
                   "NULL context and the parallel-for hook disagree");

@@ -65,14 +65,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sn_status qst = sn_norm_query(&n, D, &qp, &qs);
     unsigned qmust = must | (D <= 0 ? ST(SN_ERR_SHAPE) : 0u);
     if (qmust == 0) {
-        FZ_ASSERT(qst == SN_OK || (may & ST(qst)), "query status %d", (int)qst);
+        CHECK_MSG(qst == SN_OK || (may & ST(qst)), "query status %d", (int)qst);
         if (qst == SN_OK)
-            FZ_ASSERT(qp == np && qs == spr, "query sizes %lld %lld, want %lld %lld",
+            CHECK_MSG(qp == np && qs == spr, "query sizes %lld %lld, want %lld %lld",
                       (long long)qp, (long long)qs, (long long)np, (long long)spr);
     } else {
-        FZ_ASSERT(qst != SN_OK && ((qmust | may) & ST(qst)), "query status %d, must %#x", (int)qst,
+        CHECK_MSG(qst != SN_OK && ((qmust | may) & ST(qst)), "query status %d, must %#x", (int)qst,
                   qmust);
-        FZ_ASSERT(qp == -7 && qs == -7, "query wrote its outputs on error");
+        CHECK_MSG(qp == -7 && qs == -7, "query wrote its outputs on error");
     }
 
     /* buffers: x, params, out, stats, dout, dx, dparams */
@@ -121,8 +121,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fmust |= ST(SN_ERR_ALIAS);
     else if (fz_forbidden_overlap(fv, 4, fallow))
         may |= ST(SN_ERR_ALIAS);
-    float *snap = (float *)malloc((size_t)(total + 1) * 4);
-    float *snap_o = (float *)malloc((size_t)(so + sst + 1) * 4);
+    float *snap = tu_falloc(total + 1);
+    float *snap_o = tu_falloc(so + sst + 1);
     if (arena_mode)
         memcpy(snap, arena, (size_t)total * 4);
     else {
@@ -131,24 +131,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     sn_status st = sn_norm_forward(ctx, &n, R, D, x, ld[0], params, out, ld[1], stats);
     if (fmust == 0) {
-        FZ_ASSERT(st == SN_OK || (may & ST(st)), "forward status %d (%s) on valid arguments",
+        CHECK_MSG(st == SN_OK || (may & ST(st)), "forward status %d (%s) on valid arguments",
                   (int)st, sn_status_string(st));
     } else {
-        FZ_ASSERT(st != SN_OK && ((fmust | may) & ST(st)), "forward status %d, must %#x", (int)st,
+        CHECK_MSG(st != SN_OK && ((fmust | may) & ST(st)), "forward status %d, must %#x", (int)st,
                   fmust);
         if (arena_mode)
-            FZ_ASSERT(memcmp(snap, arena, (size_t)total * 4) == 0, "forward error changed memory");
+            CHECK_MSG(memcmp(snap, arena, (size_t)total * 4) == 0, "forward error changed memory");
         else {
-            FZ_ASSERT(!out || memcmp(snap_o, out, (size_t)so * 4) == 0, "forward error wrote out");
-            FZ_ASSERT(!stats || memcmp(snap_o + so, stats, (size_t)sst * 4) == 0,
+            CHECK_MSG(!out || memcmp(snap_o, out, (size_t)so * 4) == 0, "forward error wrote out");
+            CHECK_MSG(!stats || memcmp(snap_o + so, stats, (size_t)sst * 4) == 0,
                       "forward error wrote stats");
         }
     }
     int tame = !wild && !arena_mode && eps_tame;
     if (st == SN_OK && tame) {
         for (int64_t r = 0; r < R; r++)
-            FZ_ASSERT(fz_all_finite(out + r * ld[1], D), "non-finite output, row %lld", (long long)r);
-        FZ_ASSERT(!stats || fz_all_finite(stats, R * spr), "non-finite stats");
+            CHECK_MSG(tu_all_finite(out + r * ld[1], D), "non-finite output, row %lld", (long long)r);
+        CHECK_MSG(!stats || tu_all_finite(stats, R * spr), "non-finite stats");
     }
 
     /* backward (with the forward's stats when it succeeded) */
@@ -160,24 +160,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             may |= ST(SN_ERR_FLAGS);
         if (D > 0 && (ld[2] < D || ld[3] < D))
             bmust |= ST(SN_ERR_STRIDE);
-        float *snap_dx = (float *)malloc((size_t)(sdx + sp + 1) * 4);
+        float *snap_dx = tu_falloc(sdx + sp + 1);
         memcpy(snap_dx, dx, (size_t)sdx * 4);
         if (dparams) memcpy(snap_dx + sdx, dparams, (size_t)sp * 4);
         sn_status bst = sn_norm_backward(ctx, &n, R, D, dout, ld[2], x, ld[0], params, stats, dx,
                                          ld[3], dparams, flags);
         if (bmust == 0)
-            FZ_ASSERT(bst == SN_OK || (may & ST(bst)), "backward status %d on valid arguments",
+            CHECK_MSG(bst == SN_OK || (may & ST(bst)), "backward status %d on valid arguments",
                       (int)bst);
         else {
-            FZ_ASSERT(bst != SN_OK && ((bmust | may) & ST(bst)), "backward status %d", (int)bst);
-            FZ_ASSERT(memcmp(snap_dx, dx, (size_t)sdx * 4) == 0, "backward error wrote dx");
-            FZ_ASSERT(!dparams || memcmp(snap_dx + sdx, dparams, (size_t)sp * 4) == 0,
+            CHECK_MSG(bst != SN_OK && ((bmust | may) & ST(bst)), "backward status %d", (int)bst);
+            CHECK_MSG(memcmp(snap_dx, dx, (size_t)sdx * 4) == 0, "backward error wrote dx");
+            CHECK_MSG(!dparams || memcmp(snap_dx + sdx, dparams, (size_t)sp * 4) == 0,
                       "backward error wrote dparams");
         }
         if (bst == SN_OK && tame) {
             for (int64_t r = 0; r < R; r++)
-                FZ_ASSERT(fz_all_finite(dx + r * ld[3], D), "non-finite dx, row %lld", (long long)r);
-            FZ_ASSERT(!dparams || fz_all_finite(dparams, sp), "non-finite dparams");
+                CHECK_MSG(tu_all_finite(dx + r * ld[3], D), "non-finite dx, row %lld", (long long)r);
+            CHECK_MSG(!dparams || tu_all_finite(dparams, sp), "non-finite dparams");
         }
         free(snap_dx);
     }

@@ -1,26 +1,13 @@
-/* Shared by the libFuzzer harnesses: a reader over the fuzzer's bytes (exhausted input reads as
- * zeros), exactly-sized buffers (so AddressSanitizer sees any access past a view), the overlap
- * rule of the header ("Aliasing"), and the oracle's assertion macro. */
+/* What the libFuzzer harnesses share beyond tests/testutil.h (whose checks, allocation and
+ * contexts they use; a failed check aborts, so libFuzzer keeps the input): a reader over the
+ * fuzzer's bytes (exhausted input reads as zeros), value generators over it, exactly-sized
+ * buffers (so AddressSanitizer sees any access past a view), the overlap rule of the header
+ * ("Aliasing") and the contexts every harness runs on. */
 #ifndef SN_FZ_H
 #define SN_FZ_H
 
-#include "siamesenorm.h"
-
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define FZ_ASSERT(cond, ...)                                                                       \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: oracle violated: %s: ", __FILE__, __LINE__, #cond);            \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#define TU_ABORT_ON_FAILURE
+#include "testutil.h"
 
 typedef struct fz {
     const uint8_t *p;
@@ -79,14 +66,6 @@ static inline float fz_value(fz *f, int wild)
     return ((float)b - 127.5f) / 32.0f;
 }
 
-static inline int fz_all_finite(const float *p, int64_t n)
-{
-    for (int64_t k = 0; k < n; k++)
-        if (!isfinite(p[k]))
-            return 0;
-    return 1;
-}
-
 /* The floats a view of R rows of D columns with stride ld spans (0 when R or D <= 0). */
 static inline int64_t fz_span(int64_t R, int64_t D, int64_t ld)
 {
@@ -96,9 +75,7 @@ static inline int64_t fz_span(int64_t R, int64_t D, int64_t ld)
 /* An exactly-sized heap buffer (at least one float so every pointer is valid). */
 static inline float *fz_buf(int64_t n, fz *f, int wild)
 {
-    float *p = (float *)malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    if (!p)
-        abort();
+    float *p = tu_falloc(n > 0 ? n : 1);
     for (int64_t k = 0; k < n; k++)
         p[k] = fz_value(f, wild);
     return p;
@@ -150,8 +127,7 @@ static inline const sn_ctx *fz_ctx(int i)
     if (!ready) {
         static const sn_isa isas[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
         for (int k = 0; k < 3; k++)
-            if (sn_isa_available(isas[k]) && sn_ctx_create(&ctxs[k + 1]) == SN_OK)
-                sn_ctx_set_isa(ctxs[k + 1], isas[k]);
+            ctxs[k + 1] = tu_isa_ctx(isas[k]);
         if (sn_ctx_create(&ctxs[4]) == SN_OK)
             sn_ctx_set_parallel_for(ctxs[4], fz_reverse_hook, NULL, 3);
         ready = 1;

@@ -76,6 +76,49 @@ void ref_norm_fwd(const sn_norm *n, int64_t R, int64_t D, const double *x, int64
     }
 }
 
+void ref_norm_bwd(const sn_norm *n, int64_t R, int64_t D, const double *dout, int64_t ldd,
+                  const double *x, int64_t ldx, const double *p, double *dx, int64_t lddx)
+{
+    const int64_t W = ref_norm_width(n, D), G = D / W;
+    const int has_gamma = n->kind != SN_NORM_IDENTITY && n->affine != SN_AFFINE_NONE;
+    const double eps = (double)n->eps;
+    for (int64_t r = 0; r < R; r++) {
+        const double *xr = x + r * ldx, *dr = dout + r * ldd;
+        double *o = dx + r * lddx;
+        if (n->kind == SN_NORM_IDENTITY || n->kind == SN_NORM_SCALE) {
+            for (int64_t j = 0; j < D; j++)
+                o[j] = (has_gamma ? p[j % W] : 1.0) * dr[j];
+            continue;
+        }
+        for (int64_t g = 0; g < G; g++) {
+            const double *v = xr + g * W, *d = dr + g * W;
+            double mu = 0.0, ms = 0.0, mg = 0.0, mgx = 0.0;
+            if (n->kind == SN_NORM_LAYERNORM) {
+                for (int64_t j = 0; j < W; j++)
+                    mu += v[j];
+                mu /= (double)W;
+            }
+            for (int64_t j = 0; j < W; j++)
+                ms += (v[j] - mu) * (v[j] - mu);
+            ms /= (double)W;
+            const double rstd = 1.0 / sqrt(ms + eps);
+            for (int64_t j = 0; j < W; j++) {
+                const double gj = (has_gamma ? p[j] : 1.0) * d[j], xhat = (v[j] - mu) * rstd;
+                mg += gj;
+                mgx += gj * xhat;
+            }
+            mg /= (double)W;
+            mgx /= (double)W;
+            if (n->kind != SN_NORM_LAYERNORM)
+                mg = 0.0;
+            for (int64_t j = 0; j < W; j++) {
+                const double gj = (has_gamma ? p[j] : 1.0) * d[j], xhat = (v[j] - mu) * rstd;
+                o[g * W + j] = rstd * (gj - mg - xhat * mgx);
+            }
+        }
+    }
+}
+
 int64_t ref_fuse_nparams(const sn_fuse *f, int64_t D)
 {
     return ref_norm_nparams(&f->x, D) + ref_norm_nparams(&f->y, D) + ref_norm_nparams(&f->out, D);

@@ -22,6 +22,14 @@ int64_t ref_norm_nstats(const sn_norm *n, int64_t D);
 void ref_norm_fwd(const sn_norm *n, int64_t R, int64_t D, const double *x, int64_t ldx,
                   const double *p, double *out, int64_t ldo, double *stats);
 
+/* dx = dL/dx of N row by row, given dout = dL/dout (the input gradient only; the core tests
+ * check parameter gradients by finite differences of the forward). Written from the chain rule
+ * of out = gamma * xhat + beta, xhat = (x - mean) * rstd, per normalised run of width W:
+ *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = gamma * dout
+ * (RMSNorm: no mean(g) term; scale and identity: dx = gamma * dout, dout). */
+void ref_norm_bwd(const sn_norm *n, int64_t R, int64_t D, const double *dout, int64_t ldd,
+                  const double *x, int64_t ldx, const double *p, double *dx, int64_t lddx);
+
 /* u = N_x(x), s = u + N_y(y), h = N_out(s). u may be NULL. p = [N_x | N_y | N_out]. */
 void ref_fuse_fwd(const sn_fuse *f, int64_t R, int64_t D, const double *x, int64_t ldx,
                   const double *y, int64_t ldy, const double *p, double *u, int64_t ldu,

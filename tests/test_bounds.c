@@ -1,4 +1,5 @@
-/* Argument edges found by the audit of issue 12:
+/* Argument edges found by an outside audit (defect numbers as in the audit table of
+ * docs/reliability.md):
  *   defect 8   sn_scratch_bytes for D up to INT64_MAX (NULL ctx and a 256-thread context):
  *              no signed overflow (UBSan in the sanitizer build), SIZE_MAX when the size does
  *              not fit, and monotone in D;

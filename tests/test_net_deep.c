@@ -1,8 +1,8 @@
-/* The deepest network the library accepts (issue 12, defect 10): S = 2^10 sub-layers (the
- * header's maximum) for every placement: sn_net_init_params in one walk (once quadratic in S:
- * 59 s at 2^14), and a whole forward and backward pass (R = 1, D = 4), finite; S = 2^10 + 1 is
- * SN_ERR_SHAPE. sn_net_init_params must write what sn_net_norm_at describes (checked for
- * S = 1..9 on every placement). */
+/* The deepest network the library accepts (defect 10 in the audit table of docs/reliability.md):
+ * S = 2^10 sub-layers (the header's maximum) for every placement: sn_net_init_params in one walk
+ * (once quadratic in S: 59 s at 2^14), and a whole forward and backward pass (R = 1, D = 4),
+ * finite; S = 2^10 + 1 is SN_ERR_SHAPE. sn_net_init_params must write what sn_net_norm_at
+ * describes (checked for S = 1..9 on every placement). */
 #include "testutil.h"
 
 #include <time.h>

@@ -18,44 +18,14 @@
  * rows, and enough rows to be threaded; base pointers one float off 64-byte alignment; row
  * strides > D. Built with SN_TEST_SMALL (sanitizer builds), rows of 768 and 1000 floats come in
  * fewer rows (still more chunks than a 2-thread backward has slots). */
-#include "siamesenorm.h"
-
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "testutil.h"
 
 /* Paths may differ by this much, relative to the output's largest magnitude. */
 #define TOL 5e-5
 
-static int failures;
-static long checks;
-
-#define FAIL(...)                                                                                 \
-    do {                                                                                          \
-        failures++;                                                                               \
-        if (failures < 30) {                                                                      \
-            fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);                                 \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fputc('\n', stderr);                                                                  \
-        }                                                                                         \
-    } while (0)
-
-#define OK(call)                                                                                  \
-    do {                                                                                          \
-        sn_status st_ = (call);                                                                   \
-        checks++;                                                                                 \
-        if (st_ != SN_OK) FAIL("%s: %s", #call, sn_status_string(st_));                           \
-    } while (0)
-
-static uint64_t rng = 88172645463325252ull;
-static float urand(void) { /* uniform in [-1, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
+/* the inputs: uniform in [-1, 1) */
+static tu_xs rng = {88172645463325252ull};
+static float urand(void) { return tu_xs_unif(&rng); }
 
 /* ---- the operations under test ------------------------------------------------------------- */
 
@@ -138,33 +108,33 @@ static void run(const op *o, sn_ctx *ctx, const shape *s, bufs *b, const float *
     n.group = (int32_t)group_of(o, D);
     switch (o->kind) {
     case 0:
-        OK(sn_norm_forward(ctx, &n, R, D, in[0], ld, b->params, out[0], ld, b->stats));
+        CHECK_OK(sn_norm_forward(ctx, &n, R, D, in[0], ld, b->params, out[0], ld, b->stats));
         break;
     case 1:
-        OK(sn_norm_backward(ctx, &n, R, D, in[1], ld, in[0], ld, b->params, stats_ref, out[0],
+        CHECK_OK(sn_norm_backward(ctx, &n, R, D, in[1], ld, in[0], ld, b->params, stats_ref, out[0],
                             ld, b->dparams, o->flags));
         break;
     case 2:
-        OK(sn_fuse_forward(ctx, &o->f, R, D, in[0], ld, in[2], ld, b->params, out[0], ld,
+        CHECK_OK(sn_fuse_forward(ctx, &o->f, R, D, in[0], ld, in[2], ld, b->params, out[0], ld,
                            out[1], ld, b->stats));
         break;
     case 3:
-        OK(sn_fuse_backward(ctx, &o->f, R, D, in[1], ld, o->with_du ? in[3] : NULL, ld, in[0],
+        CHECK_OK(sn_fuse_backward(ctx, &o->f, R, D, in[1], ld, o->with_du ? in[3] : NULL, ld, in[0],
                             ld, in[2], ld, b->params, stats_ref, out[0], ld, out[1], ld,
                             b->dparams, o->flags));
         break;
     case 4:
-        OK(sn_apply_forward(ctx, R, D, 1.7f, in[1], ld, in[0], ld, in[2], ld, out[0], ld, out[1],
+        CHECK_OK(sn_apply_forward(ctx, R, D, 1.7f, in[1], ld, in[0], ld, in[2], ld, out[0], ld, out[1],
                             ld));
         break;
     case 5:
-        OK(sn_apply_backward(ctx, R, D, 2.3f, in[1], ld, in[3], ld, out[0], ld, o->flags));
+        CHECK_OK(sn_apply_backward(ctx, R, D, 2.3f, in[1], ld, in[3], ld, out[0], ld, o->flags));
         break;
     case 6:
-        OK(sn_split_forward(ctx, R, D, in[0], ld, out[0], ld, out[1], ld));
+        CHECK_OK(sn_split_forward(ctx, R, D, in[0], ld, out[0], ld, out[1], ld));
         break;
     case 7:
-        OK(sn_split_backward(ctx, R, D, in[1], ld, in[3], ld, out[0], ld, 0));
+        CHECK_OK(sn_split_backward(ctx, R, D, in[1], ld, in[3], ld, out[0], ld, 0));
         break;
     }
 }
@@ -232,9 +202,9 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
     sn_norm n = o->n;
     n.group = (int32_t)group_of(o, D);
     if (o->kind <= 1)
-        OK(sn_norm_query(&n, D, &np, &spr));
+        CHECK_OK(sn_norm_query(&n, D, &np, &spr));
     else if (o->kind <= 3)
-        OK(sn_fuse_query(&o->f, D, &np, &spr));
+        CHECK_OK(sn_fuse_query(&o->f, D, &np, &spr));
     b.nparams = np;
     b.nstats = o->kind == 0 || o->kind == 2 ? R * spr : 0;
     b.params = alloc_mat(np);
@@ -254,9 +224,9 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
         b.stats = alloc_mat(R * spr);
     }
     const int64_t total = 4 * span + b.nstats + np;
-    float *ref = malloc((size_t)total * sizeof(float));
-    float *base = malloc((size_t)total * sizeof(float));
-    float *got = malloc((size_t)total * sizeof(float));
+    float *ref = tu_falloc(total);
+    float *base = tu_falloc(total);
+    float *got = tu_falloc(total);
     /* ctxs[0] scalar 1 thread; then for each path: 1 thread first, then the others */
     run(o, ctxs[0], s, &b, stats_ref);
     snapshot(&b, ref);
@@ -268,17 +238,14 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
             run(o, ctx, s, &b, stats_ref);
             snapshot(&b, base);
             double e = rel_err(&b, base, ref);
-            checks++;
-            if (!(e <= TOL))
-                FAIL("%s R=%lld D=%lld %s vs scalar: rel. error %.3g > %.1g", o->name,
+            CHECK_MSG(e <= TOL, "%s R=%lld D=%lld %s vs scalar: rel. error %.3g > %.1g", o->name,
                      (long long)R, (long long)D, sn_isa_name(cur), e, TOL);
             if (e > worst_err[o - OPS]) worst_err[o - OPS] = e;
             if (cur == sn_ctx_isa(NULL)) { /* NULL context: the best path, 1 thread */
                 run(o, NULL, s, &b, stats_ref);
                 snapshot(&b, got);
-                checks++;
-                if (memcmp(got, base, (size_t)total * sizeof(float)))
-                    FAIL("%s R=%lld D=%lld: NULL ctx differs from %s ctx", o->name, (long long)R,
+                CHECK_MSG(!memcmp(got, base, (size_t)total * sizeof(float)),
+                          "%s R=%lld D=%lld: NULL ctx differs from %s ctx", o->name, (long long)R,
                          (long long)D, sn_isa_name(cur));
             } else {
                 continue; /* a path without thread variants: its one context is the base */
@@ -286,9 +253,8 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
         }
         run(o, ctx, s, &b, stats_ref);
         snapshot(&b, got);
-        checks++;
-        if (memcmp(got, base, (size_t)total * sizeof(float)))
-            FAIL("%s R=%lld D=%lld %s: %d threads not bitwise identical to 1 thread", o->name,
+        CHECK_MSG(!memcmp(got, base, (size_t)total * sizeof(float)),
+                  "%s R=%lld D=%lld %s: %d threads not bitwise identical to 1 thread", o->name,
                  (long long)R, (long long)D, sn_isa_name(cur), sn_ctx_threads(ctx));
     }
     free(ref);
@@ -320,22 +286,22 @@ int main(void) {
         }
         for (int v = 0; v < (paths[p] == best ? 7 : 1); v++) {
             sn_ctx *c = NULL;
-            OK(sn_ctx_create(&c));
+            CHECK_OK(sn_ctx_create(&c));
             if (!c) return 1;
-            OK(sn_ctx_set_isa(c, paths[p]));
+            CHECK_OK(sn_ctx_set_isa(c, paths[p]));
             if (v < 3)
-                OK(sn_ctx_set_threads(c, v + 1));
+                CHECK_OK(sn_ctx_set_threads(c, v + 1));
             else if (v == 3 || v == 6)
-                OK(sn_ctx_set_parallel_for(c, backwards_hook, NULL, 4));
+                CHECK_OK(sn_ctx_set_parallel_for(c, backwards_hook, NULL, 4));
             else
-                OK(sn_ctx_set_threads(c, v - 2));
+                CHECK_OK(sn_ctx_set_threads(c, v - 2));
             scratch[nctx] = NULL;
             if (v >= 4) {
                 size_t sb = v == 5 ? 2 * 6 * 768 * sizeof(float) + 64 : sn_scratch_bytes(c, 9000);
                 scratch[nctx] = malloc(sb);
                 if (!scratch[nctx]) return 1;
                 memset(scratch[nctx], 0x7f, sb); /* garbage: the library must not read it */
-                OK(sn_ctx_set_scratch(c, (char *)scratch[nctx] + (v == 6), sb - (v == 6)));
+                CHECK_OK(sn_ctx_set_scratch(c, (char *)scratch[nctx] + (v == 6), sb - (v == 6)));
             }
             ctxs[nctx++] = c;
         }
@@ -343,32 +309,29 @@ int main(void) {
     /* the scratch calls' contract */
     {
         sn_ctx *c = NULL;
-        OK(sn_ctx_create(&c));
-        checks += 6;
-        if (sn_ctx_set_scratch(NULL, NULL, 0) != SN_ERR_NULL) FAIL("set_scratch(NULL ctx)");
-        if (sn_ctx_set_scratch(c, NULL, 16) != SN_ERR_NULL) FAIL("set_scratch(NULL buf, 16)");
-        if (sn_ctx_set_scratch(c, NULL, 0) != SN_OK) FAIL("set_scratch(NULL, 0)");
-        if (sn_scratch_bytes(c, 0) != 0) FAIL("sn_scratch_bytes(D = 0)");
+        CHECK_OK(sn_ctx_create(&c));
+        CHECK_STATUS(sn_ctx_set_scratch(NULL, NULL, 0), SN_ERR_NULL);
+        CHECK_STATUS(sn_ctx_set_scratch(c, NULL, 16), SN_ERR_NULL);
+        CHECK_STATUS(sn_ctx_set_scratch(c, NULL, 0), SN_OK);
+        CHECK_MSG(sn_scratch_bytes(c, 0) == 0, "sn_scratch_bytes(D = 0)");
         const size_t one = sn_scratch_bytes(c, 768);
-        OK(sn_ctx_set_threads(c, 2));
+        CHECK_OK(sn_ctx_set_threads(c, 2));
         const size_t two = sn_scratch_bytes(c, 768);
-        if (!(one >= 6 * 768 * sizeof(float) && two >= 16 * one - 16 * 64))
-            FAIL("sn_scratch_bytes: 1 thread %zu, 2 threads %zu", one, two);
-        if (sn_scratch_bytes(NULL, 768) != one) FAIL("sn_scratch_bytes(NULL ctx)");
+        CHECK_MSG(one >= 6 * 768 * sizeof(float) && two >= 16 * one - 16 * 64,
+                  "sn_scratch_bytes: 1 thread %zu, 2 threads %zu", one, two);
+        CHECK_MSG(sn_scratch_bytes(NULL, 768) == one, "sn_scratch_bytes(NULL ctx)");
         sn_ctx_destroy(c);
     }
     /* the setters' contract */
     {
         sn_ctx *c = NULL;
-        OK(sn_ctx_create(&c));
-        checks += 4;
-        if (sn_ctx_set_isa(c, (sn_isa)99) != SN_ERR_CONFIG) FAIL("set_isa(99)");
-        if (sn_ctx_set_threads(c, -1) != SN_ERR_CONFIG) FAIL("set_threads(-1)");
-        if (sn_ctx_set_threads(NULL, 2) != SN_ERR_NULL) FAIL("set_threads(NULL)");
-        if (sn_ctx_threads(NULL) != 1 || sn_ctx_threads(c) != 1) FAIL("default threads");
-        OK(sn_ctx_set_threads(c, 0));
-        checks++;
-        if (sn_ctx_threads(c) < 1) FAIL("set_threads(0)");
+        CHECK_OK(sn_ctx_create(&c));
+        CHECK_STATUS(sn_ctx_set_isa(c, (sn_isa)99), SN_ERR_CONFIG);
+        CHECK_STATUS(sn_ctx_set_threads(c, -1), SN_ERR_CONFIG);
+        CHECK_STATUS(sn_ctx_set_threads(NULL, 2), SN_ERR_NULL);
+        CHECK_MSG(sn_ctx_threads(NULL) == 1 && sn_ctx_threads(c) == 1, "default threads");
+        CHECK_OK(sn_ctx_set_threads(c, 0));
+        CHECK_MSG(sn_ctx_threads(c) >= 1, "set_threads(0)");
         sn_ctx_destroy(c);
     }
 
@@ -393,12 +356,10 @@ int main(void) {
         }
     for (int oi = 0; oi < N_OPS; oi++)
         printf("%-32s worst path-vs-scalar rel. error %.2e\n", OPS[oi].name, worst_err[oi]);
-    checks++;
-    if (hook_calls == 0) FAIL("the parallel-for hook was never called");
+    CHECK_MSG(hook_calls > 0, "the parallel-for hook was never called");
     for (int c = 0; c < nctx; c++) {
         sn_ctx_destroy(ctxs[c]);
         free(scratch[c]);
     }
-    printf("test_paths: %ld checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    return tu_finish("test_paths");
 }

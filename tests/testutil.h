@@ -1,39 +1,86 @@
-/* Tiny shared helpers for the core tests: deterministic PRNG, canary-filled buffers, checks that
- * print file:line and the values involved, and the error metric used for fp32-vs-fp64 checks. */
+/* The helpers of every test program: tests/, tests/hardening/, tests/checkasm/ and fuzz/.
+ *   checks     CHECK, CHECK_MSG, CHECK_STATUS, CHECK_OK, CHECK_ERR count every check and print
+ *              file:line, the message and the condition of a failed one (the first
+ *              TU_MAX_PRINTED); tu_finish prints "<name>: N checks, M failures". A program that
+ *              defines TU_ABORT_ON_FAILURE before including this (the fuzz harnesses) aborts at
+ *              the first failed check instead, so libFuzzer records the input.
+ *   contexts   tu_isa_ctx: a context forced onto one kernel path.
+ *   PRNG       splitmix64 (tu_rng), fixed seeds everywhere; xorshift64 (tu_xs) for the two
+ *              tests whose inputs have always come from it.
+ *   buffers    allocation that exits on failure, canary patterns and their damage counts.
+ *   metrics    the error of an fp32 result against the float64 reference (ref64.h).
+ * Only the public header and libc/libm. */
 #ifndef SN_TESTUTIL_H
 #define SN_TESTUTIL_H
 
 #include "siamesenorm.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__GNUC__)
+#define TU_PRINTF(f, a) __attribute__((format(printf, f, a), cold))
+/* not inlined: gcc's -Wmaybe-uninitialized then cannot mistake a buffer that a loop fills for
+ * one that is read before it is written */
+#define TU_NOINLINE __attribute__((noinline, unused))
+#else
+#define TU_PRINTF(f, a)
+#define TU_NOINLINE
+#endif
+
+/* ---- checks -------------------------------------------------------------------------------- */
+
+#define TU_MAX_PRINTED 30
+
 static int tu_failures;
 static long tu_checks;
 
-#define TU_FAIL(...)                                                                               \
-    do {                                                                                           \
-        tu_failures++;                                                                             \
-        fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);                                      \
-        fprintf(stderr, __VA_ARGS__);                                                              \
-        fputc('\n', stderr);                                                                       \
-    } while (0)
+/* Records a failure: prints "file:line: FAIL: message [cond]" (file NULL: "FAIL: message";
+ * cond NULL: no brackets), aborts under TU_ABORT_ON_FAILURE. */
+static inline void tu_vfail(const char *file, int line, const char *cond, const char *fmt,
+                            va_list ap)
+{
+    if (++tu_failures > TU_MAX_PRINTED)
+        return;
+    if (file)
+        fprintf(stderr, "%s:%d: ", file, line);
+    fputs("FAIL: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    if (cond)
+        fprintf(stderr, " [%s]", cond);
+    fputc('\n', stderr);
+#ifdef TU_ABORT_ON_FAILURE
+    abort();
+#endif
+}
+
+TU_PRINTF(4, 5)
+static inline void tu_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tu_vfail(file, line, cond, fmt, ap);
+    va_end(ap);
+}
+
+#define TU_FAIL(...) tu_fail(__FILE__, __LINE__, NULL, __VA_ARGS__)
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         tu_checks++;                                                                               \
         if (!(cond))                                                                               \
-            TU_FAIL("%s", #cond);                                                                  \
+            tu_fail(__FILE__, __LINE__, NULL, "%s", #cond);                                        \
     } while (0)
 
 #define CHECK_MSG(cond, ...)                                                                       \
     do {                                                                                           \
         tu_checks++;                                                                               \
         if (!(cond))                                                                               \
-            TU_FAIL(__VA_ARGS__);                                                                  \
+            tu_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                                       \
     } while (0)
 
 /* The call must return exactly `expected`. */
@@ -49,7 +96,8 @@ static long tu_checks;
 
 #define CHECK_OK(call) CHECK_STATUS(call, SN_OK)
 
-/* An error metric value `err` against tolerance `tol`, with a label. */
+/* An error metric value `err` against tolerance `tol`, with a label; SN_TEST_VERBOSE=1 prints
+ * every measured error. */
 #define CHECK_ERR(label, err, tol)                                                                 \
     do {                                                                                           \
         double tu_e_ = (err);                                                                      \
@@ -62,9 +110,14 @@ static long tu_checks;
 
 static inline int tu_finish(const char *name)
 {
-    printf("%s: %ld checks, %d failures\n", name, tu_checks, tu_failures);
+    printf("%s: %ld checks, %d failures", name, tu_checks, tu_failures);
+    if (tu_failures > TU_MAX_PRINTED)
+        printf(" (the first %d printed)", TU_MAX_PRINTED);
+    putchar('\n');
     return tu_failures ? 1 : 0;
 }
+
+/* ---- contexts ------------------------------------------------------------------------------ */
 
 /* A context forced onto kernel path isa (SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512), or NULL
  * when this build / CPU lacks it. The accuracy tests run once per available path, since every
@@ -103,9 +156,36 @@ static inline double tu_unif(tu_rng *g, double lo, double hi)
 
 static inline int64_t tu_randint(tu_rng *g, int64_t n) { return (int64_t)(tu_next(g) % (uint64_t)n); }
 
+/* approximately standard normal: the sum of 4 uniforms in [-1, 1), rescaled to variance 1 */
+static inline double tu_gauss(tu_rng *g)
+{
+    double s = tu_unif(g, -1.0, 1.0);
+    s += tu_unif(g, -1.0, 1.0);
+    s += tu_unif(g, -1.0, 1.0);
+    s += tu_unif(g, -1.0, 1.0);
+    return s * 0.8660254037844386;
+}
+
+/* xorshift64, uniform floats in [-1, 1) with 24 random bits: the stream test_paths and checkasm
+ * draw their inputs from. Kept (not replaced by tu_rng) so their inputs stay the ones their
+ * tolerances were set on: drawn from splitmix64 instead, test_paths' "fuse bwd layernorm" at
+ * D = 1, R = 20000 differs from scalar by 9.4e-5 > its 5e-5 (parameter gradients summed over
+ * 20000 rows with cancellation; 9.4e-6 on this stream). */
+typedef struct tu_xs {
+    uint64_t s;
+} tu_xs;
+
+static inline float tu_xs_unif(tu_xs *g)
+{
+    g->s ^= g->s << 13;
+    g->s ^= g->s >> 7;
+    g->s ^= g->s << 17;
+    return (float)((g->s >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+
 /* ---- buffers ------------------------------------------------------------------------------ */
 
-static inline void *tu_xalloc(size_t bytes)
+TU_NOINLINE static void *tu_xalloc(size_t bytes)
 {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) {
@@ -115,8 +195,30 @@ static inline void *tu_xalloc(size_t bytes)
     return p;
 }
 
+/* uninitialised (valgrind then sees any read before a write) */
 static inline float *tu_falloc(int64_t n) { return (float *)tu_xalloc((size_t)n * sizeof(float)); }
 static inline double *tu_dalloc(int64_t n) { return (double *)tu_xalloc((size_t)n * sizeof(double)); }
+
+/* zero-filled */
+static inline void *tu_xcalloc(size_t bytes)
+{
+    void *p = calloc(bytes ? bytes : 1, 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+static inline float *tu_fzeros(int64_t n) { return (float *)tu_xcalloc((size_t)n * sizeof(float)); }
+static inline double *tu_dzeros(int64_t n) { return (double *)tu_xcalloc((size_t)n * sizeof(double)); }
+
+static inline int tu_all_finite(const float *p, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++)
+        if (!isfinite(p[k]))
+            return 0;
+    return 1;
+}
 
 /* Canary: a quiet-NaN pattern that differs per element, compared bitwise. */
 static inline float tu_canary_value(int64_t k)
@@ -202,6 +304,12 @@ static inline double tu_err_view(const float *a, int64_t lda, const double *b, i
                 md = fabs(av - bv);
         }
     return md / (mb > flo ? mb : flo);
+}
+
+/* The same metric over n contiguous values. */
+static inline double tu_err(const float *a, const double *b, int64_t n, double flo)
+{
+    return tu_err_view(a, n, b, n, 1, n, flo);
 }
 
 /* Same metric, double vs double (e.g. accumulated-minus-prefill vs finite differences). */

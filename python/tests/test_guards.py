@@ -1,4 +1,5 @@
-"""Binding guards of issue 12 (defects 3-7): nothing out of range reaches C.
+"""Binding guards (defects 3-7 of the audit table in docs/reliability.md): nothing out of range
+reaches C.
   3  a parallel-for hook calling run(-1) or run(n) raises IndexError in the hook; the call
      completes with the right result;
   4  one Context used from several threads at once: calls are serialised (results identical to

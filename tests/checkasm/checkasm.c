@@ -7,6 +7,7 @@
 #include "checkasm.h"
 
 #include "cpu.h"
+#include "testutil.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -39,14 +40,9 @@ sn_norm ca_norm(int i) {
     return n;
 }
 
-static uint64_t rng = 88172645463325252ull;
-void ca_seed(uint64_t s) { rng = s * 2654435761u + 88172645463325252ull; }
-float ca_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
+static tu_xs rng = {88172645463325252ull};
+void ca_seed(uint64_t s) { rng.s = s * 2654435761u + 88172645463325252ull; }
+float ca_rand(void) { return tu_xs_unif(&rng); }
 
 /* ---- rows with canaries -------------------------------------------------------------------- */
 
@@ -60,8 +56,6 @@ typedef struct row {
 static row rows[MAX_ROWS];
 static int nrows;
 
-static int failures;
-static long checks;
 static char where[256];
 static double worst; /* the largest error ca_close saw */
 
@@ -74,7 +68,7 @@ float *ca_row(int64_t n, int off) {
     const size_t bytes = ((size_t)total * 4 + 63) / 64 * 64;
     uint32_t *b = aligned_alloc(64, bytes);
     if (!b) {
-        fprintf(stderr, "checkasm: out of memory\n");
+        fprintf(stderr, "out of memory\n");
         exit(2);
     }
     for (size_t i = 0; i < bytes / 4; i++) b[i] = CANARY;
@@ -109,7 +103,7 @@ void ca_rows_ok(const char *label) {
             }
         }
     }
-    checks++;
+    tu_checks++;
 }
 
 void ca_rows_reset(void) {
@@ -127,17 +121,16 @@ void ca_where(const char *path, const char *slot, int64_t W, const char *fmt, ..
     va_end(ap);
 }
 
+/* one check of testutil.h, its message prefixed with the context of ca_where */
 void ca_check(int ok, const char *fmt, ...) {
-    checks++;
+    tu_checks++;
     if (ok) return;
-    if (++failures <= 25) {
-        fprintf(stderr, "FAIL %s: ", where);
-        va_list ap;
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-    }
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    tu_fail(NULL, 0, NULL, "%s: %s", where, msg);
 }
 
 void ca_close(const char *what, const float *a, const float *r, int64_t n) {
@@ -157,7 +150,7 @@ void ca_close(const char *what, const float *a, const float *r, int64_t n) {
 
 void ca_same(const char *what, const float *a, const float *b, int64_t n) {
     if (memcmp(a, b, (size_t)n * sizeof(float)) == 0) {
-        checks++;
+        tu_checks++;
         return;
     }
     int64_t i = 0;
@@ -214,11 +207,11 @@ int main(int argc, char **argv) {
                    names[i]);
     }
     for (int i = 0; i < np; i++) {
-        const long c0 = checks;
+        const long c0 = tu_checks;
         check_norm(&paths[i], &paths[0]);
         check_fuse(&paths[i], &paths[0]);
         check_elem(&paths[i], &paths[0]);
-        printf("checkasm: %-7s %ld checks\n", paths[i].name, checks - c0);
+        printf("checkasm: %-7s %ld checks\n", paths[i].name, tu_checks - c0);
     }
     if (ca_bench_on) {
         printf("checkasm --bench: ns per element (best of 7 runs), each slot on each path\n");
@@ -230,6 +223,6 @@ int main(int argc, char **argv) {
     }
     printf("checkasm: %d paths x %d widths: %ld checks, %d failures; worst error vs scalar %.2g "
            "(SN_K_TOL %.0e)\n",
-           np, ca_nwidths, checks, failures, worst, SN_K_TOL);
-    return failures ? 1 : 0;
+           np, ca_nwidths, tu_checks, tu_failures, worst, SN_K_TOL);
+    return tu_failures ? 1 : 0;
 }

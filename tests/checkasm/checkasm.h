@@ -6,7 +6,8 @@
  * Each check_* file has one function per slot group, run for every path and width:
  *   ca_close  the path's output against the scalar table's, within SN_K_TOL (kernels.h);
  *   ca_same   a promise of kernels.h that holds bit for bit within a path;
- *   ca_rows_ok (after every call) nothing outside the rows the call was given was written. */
+ *   ca_rows_ok (after every call) nothing outside the rows the call was given was written.
+ * Each of these is one check of tests/testutil.h (counted, and printed on failure, there). */
 #ifndef SN_CHECKASM_H
 #define SN_CHECKASM_H
 

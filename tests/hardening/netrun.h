@@ -4,7 +4,7 @@
 #ifndef SN_NETRUN_H
 #define SN_NETRUN_H
 
-#include "hd.h"
+#include "testutil.h"
 
 typedef struct netrun {
     sn_net net;
@@ -21,24 +21,24 @@ static inline int netrun_init(netrun *n, sn_placement pl, int S, int64_t D, int6
         sn_net_sizes(&n->net, &n->np, &n->apr, &n->wpr) != SN_OK)
         return -1;
     n->R = R;
-    n->params = HD_FALLOC(n->np);
-    n->grads = HD_FALLOC(n->np);
-    n->acts = HD_FALLOC(R * n->apr);
-    n->work = HD_FALLOC(R * n->wpr);
-    n->h = HD_FALLOC((int64_t)S * R * D);
-    n->z = HD_FALLOC(R * D);
-    n->out = HD_FALLOC(R * D);
-    n->dout = HD_FALLOC(R * D);
-    n->dz = HD_FALLOC(R * D);
-    n->dh = HD_FALLOC(R * D);
-    n->de = HD_FALLOC(R * D);
-    hd_rng g = {seed};
+    n->params = tu_fzeros(n->np);
+    n->grads = tu_fzeros(n->np);
+    n->acts = tu_fzeros(R * n->apr);
+    n->work = tu_fzeros(R * n->wpr);
+    n->h = tu_fzeros((int64_t)S * R * D);
+    n->z = tu_fzeros(R * D);
+    n->out = tu_fzeros(R * D);
+    n->dout = tu_fzeros(R * D);
+    n->dz = tu_fzeros(R * D);
+    n->dh = tu_fzeros(R * D);
+    n->de = tu_fzeros(R * D);
+    tu_rng g = {seed};
     if (sn_net_init_params(&n->net, n->params) != SN_OK)
         return -1;
     for (int64_t k = 0; k < n->np; k++)
-        n->params[k] += (float)(0.1 * hd_unif(&g));
+        n->params[k] += (float)(0.1 * tu_unif(&g, -1.0, 1.0));
     for (int64_t k = 0; k < R * D; k++)
-        n->dout[k] = (float)hd_unif(&g);
+        n->dout[k] = (float)tu_unif(&g, -1.0, 1.0);
     return 0;
 }
 

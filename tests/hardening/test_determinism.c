@@ -44,40 +44,40 @@ static uint64_t nets(sn_isa isa, int check_threads)
 {
     uint64_t all = 0xCBF29CE484222325ull;
     const int64_t R = 32, D = 544; /* 17 K elements per matrix: above the threading cut-off */
-    float *e = HD_FALLOC(R * D);
-    hd_rng g = {2024};
+    float *e = tu_fzeros(R * D);
+    tu_rng g = {2024};
     for (int64_t k = 0; k < R * D; k++)
-        e[k] = (float)(2.0 * hd_gauss(&g) + 0.3);
+        e[k] = (float)(2.0 * tu_gauss(&g) + 0.3);
     for (int pl = 0; pl < SN_PLACEMENT_COUNT; pl++)
         for (int kind = 0; kind < 2; kind++) {
             netrun n;
             if (netrun_init(&n, (sn_placement)pl, 4, D, R, (sn_norm_kind)kind, 77 + (uint64_t)pl)) {
-                HD_CHECK(0, "netrun_init placement %d", pl);
+                CHECK_MSG(0, "netrun_init placement %d", pl);
                 continue;
             }
-            sn_ctx *base = hd_isa_ctx(isa);
-            HD_OK(netrun_pass(base, &n, e));
+            sn_ctx *base = tu_isa_ctx(isa);
+            CHECK_OK(netrun_pass(base, &n, e));
             uint64_t ref = digest(&n);
             for (int rep = 0; rep < 2; rep++) {
-                HD_OK(netrun_pass(base, &n, e));
-                HD_CHECK(digest(&n) == ref, "[%s] placement %d kind %d: repeat %d differs",
+                CHECK_OK(netrun_pass(base, &n, e));
+                CHECK_MSG(digest(&n) == ref, "[%s] placement %d kind %d: repeat %d differs",
                          g_path, pl, kind, rep + 1);
             }
             if (check_threads) {
                 for (int t = 2; t <= 5; t += t == 2 ? 2 : 1) { /* 2, 4 threads; the hook */
-                    sn_ctx *c = hd_isa_ctx(isa);
+                    sn_ctx *c = tu_isa_ctx(isa);
                     if (t <= 4)
-                        HD_OK(sn_ctx_set_threads(c, t));
+                        CHECK_OK(sn_ctx_set_threads(c, t));
                     else
-                        HD_OK(sn_ctx_set_parallel_for(c, reverse_hook, NULL, 4));
-                    HD_OK(netrun_pass(c, &n, e));
-                    HD_CHECK(digest(&n) == ref, "[%s] placement %d kind %d: %s differs from "
+                        CHECK_OK(sn_ctx_set_parallel_for(c, reverse_hook, NULL, 4));
+                    CHECK_OK(netrun_pass(c, &n, e));
+                    CHECK_MSG(digest(&n) == ref, "[%s] placement %d kind %d: %s differs from "
                              "1 thread", g_path, pl, kind, t <= 4 ? "threads" : "reverse hook");
                     sn_ctx_destroy(c);
                 }
                 if (isa == sn_ctx_isa(NULL)) {
-                    HD_OK(netrun_pass(NULL, &n, e));
-                    HD_CHECK(digest(&n) == ref, "[%s] placement %d: NULL ctx differs", g_path, pl);
+                    CHECK_OK(netrun_pass(NULL, &n, e));
+                    CHECK_MSG(digest(&n) == ref, "[%s] placement %d: NULL ctx differs", g_path, pl);
                 }
             }
             all ^= ref + 0x9E3779B97F4A7C15ull + (all << 6) + (all >> 2);
@@ -95,21 +95,21 @@ static void placements(sn_ctx *ctx)
     for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++) {
         /* cap: a multiple of 16 floats, as C11's aligned_alloc(64, bytes) requires */
         const int64_t R = 5, D = Ds[di], cap = (R * (D + 5) + 16 + 64 + 15) / 16 * 16;
-        float *x0 = HD_FALLOC(R * D), *d0 = HD_FALLOC(R * D);
-        hd_rng g = {(uint64_t)D};
+        float *x0 = tu_fzeros(R * D), *d0 = tu_fzeros(R * D);
+        tu_rng g = {(uint64_t)D};
         for (int64_t k = 0; k < R * D; k++)
-            x0[k] = (float)(hd_gauss(&g) + 0.5), d0[k] = (float)hd_unif(&g);
+            x0[k] = (float)(tu_gauss(&g) + 0.5), d0[k] = (float)tu_unif(&g, -1.0, 1.0);
         sn_norm n = {SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 0, 1e-5f};
         sn_fuse f;
-        HD_OK(sn_fuse_init(&f, SN_NORM_RMSNORM, SN_AFFINE_SCALE, 1e-5f));
-        float *p = HD_FALLOC(3 * D), *ref_o = HD_FALLOC(R * D), *ref_dx = HD_FALLOC(R * D),
-              *ref_dp = HD_FALLOC(2 * D), *ref_h = HD_FALLOC(R * D);
+        CHECK_OK(sn_fuse_init(&f, SN_NORM_RMSNORM, SN_AFFINE_SCALE, 1e-5f));
+        float *p = tu_fzeros(3 * D), *ref_o = tu_fzeros(R * D), *ref_dx = tu_fzeros(R * D),
+              *ref_dp = tu_fzeros(2 * D), *ref_h = tu_fzeros(R * D);
         for (int64_t j = 0; j < 3 * D; j++)
-            p[j] = (float)(1.0 + 0.3 * hd_unif(&g));
+            p[j] = (float)(1.0 + 0.3 * tu_unif(&g, -1.0, 1.0));
         /* 64-byte aligned arenas, views at offset off (floats) with stride ld */
         float *ax = aligned_alloc(64, (size_t)cap * 4), *ad = aligned_alloc(64, (size_t)cap * 4),
               *ao = aligned_alloc(64, (size_t)cap * 4), *ay = aligned_alloc(64, (size_t)cap * 4),
-              *st = HD_FALLOC(2 * R + 3 * R), *dx = HD_FALLOC(R * D), *dp = HD_FALLOC(2 * D);
+              *st = tu_fzeros(2 * R + 3 * R), *dx = tu_fzeros(R * D), *dp = tu_fzeros(2 * D);
         for (int off = 0; off < 16; off++)
             for (int64_t ld = D; ld <= D + 5; ld++) {
                 float *x = ax + off, *dd = ad + (15 - off), *o = ao + off, *y = ay + (off * 7) % 16;
@@ -118,8 +118,8 @@ static void placements(sn_ctx *ctx)
                         x[r * ld + j] = x0[r * D + j], dd[r * ld + j] = d0[r * D + j],
                                   y[r * ld + j] = d0[r * D + j] * 3.0f;
                 memset(dp, 0, (size_t)(2 * D) * 4);
-                HD_OK(sn_norm_forward(ctx, &n, R, D, x, ld, p, o, ld, st));
-                HD_OK(sn_norm_backward(ctx, &n, R, D, dd, ld, x, ld, p, st, dx, D, dp, 0));
+                CHECK_OK(sn_norm_forward(ctx, &n, R, D, x, ld, p, o, ld, st));
+                CHECK_OK(sn_norm_backward(ctx, &n, R, D, dd, ld, x, ld, p, st, dx, D, dp, 0));
                 int same = 1;
                 for (int64_t r = 0; r < R; r++)
                     for (int64_t j = 0; j < D; j++) {
@@ -131,9 +131,9 @@ static void placements(sn_ctx *ctx)
                     memcpy(ref_dx, dx, (size_t)(R * D) * 4), memcpy(ref_dp, dp, (size_t)(2 * D) * 4);
                 same &= memcmp(dx, ref_dx, (size_t)(R * D) * 4) == 0;
                 same &= memcmp(dp, ref_dp, (size_t)(2 * D) * 4) == 0;
-                HD_CHECK(same, "[%s] norm D=%lld at offset %d stride %lld differs from offset 0",
+                CHECK_MSG(same, "[%s] norm D=%lld at offset %d stride %lld differs from offset 0",
                          g_path, (long long)D, off, (long long)ld);
-                HD_OK(sn_fuse_forward(ctx, &f, R, D, x, ld, y, ld, p, NULL, 0, o, ld, NULL));
+                CHECK_OK(sn_fuse_forward(ctx, &f, R, D, x, ld, y, ld, p, NULL, 0, o, ld, NULL));
                 same = 1;
                 for (int64_t r = 0; r < R; r++)
                     for (int64_t j = 0; j < D; j++) {
@@ -141,7 +141,7 @@ static void placements(sn_ctx *ctx)
                             ref_h[r * D + j] = o[r * ld + j];
                         same &= memcmp(&o[r * ld + j], &ref_h[r * D + j], 4) == 0;
                     }
-                HD_CHECK(same, "[%s] fuse D=%lld at offset %d stride %lld differs from offset 0",
+                CHECK_MSG(same, "[%s] fuse D=%lld at offset %d stride %lld differs from offset 0",
                          g_path, (long long)D, off, (long long)ld);
             }
         free(x0), free(d0), free(p), free(ref_o), free(ref_dx), free(ref_dp), free(ref_h);
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
     int digest_only = argc > 1 && strcmp(argv[1], "--digest") == 0;
     static const sn_isa isas[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
     for (size_t i = 0; i < 3; i++) {
-        sn_ctx *ctx = hd_isa_ctx(isas[i]);
+        sn_ctx *ctx = tu_isa_ctx(isas[i]);
         if (!ctx)
             continue;
         g_path = sn_isa_name(isas[i]);
@@ -166,5 +166,5 @@ int main(int argc, char **argv)
         }
         sn_ctx_destroy(ctx);
     }
-    return digest_only ? (hd_failures ? 1 : 0) : hd_finish("determinism");
+    return digest_only ? (tu_failures ? 1 : 0) : tu_finish("determinism");
 }

@@ -28,24 +28,24 @@ static void compare(const char *what, const float *clean, const float *dirty, in
             else
                 others_same &= memcmp(&clean[r * D + j], &dirty[r * D + j], 4) == 0;
         }
-    HD_CHECK(others_same, "[%s] %s, value %g in row %lld: another row changed", g_path, what,
+    CHECK_MSG(others_same, "[%s] %s, value %g in row %lld: another row changed", g_path, what,
              (double)bad_values[vi], (long long)bad_row);
-    HD_CHECK(row_bad, "[%s] %s, value %g in row %lld: that row's output is all finite", g_path,
+    CHECK_MSG(row_bad, "[%s] %s, value %g in row %lld: that row's output is all finite", g_path,
              what, (double)bad_values[vi], (long long)bad_row);
 }
 
 static void prims(sn_ctx *ctx)
 {
     const int64_t R = 8, D = 96, RD = R * D, bad_row = 3;
-    float *x = HD_FALLOC(RD), *x2 = HD_FALLOC(RD), *y = HD_FALLOC(RD), *dout = HD_FALLOC(RD),
-          *o1 = HD_FALLOC(RD), *o2 = HD_FALLOC(RD), *q1 = HD_FALLOC(RD), *q2 = HD_FALLOC(RD),
-          *p = HD_FALLOC(6 * D), *dp = HD_FALLOC(6 * D), *st1 = HD_FALLOC(6 * R),
-          *st2 = HD_FALLOC(6 * R);
-    hd_rng g = {3};
+    float *x = tu_fzeros(RD), *x2 = tu_fzeros(RD), *y = tu_fzeros(RD), *dout = tu_fzeros(RD),
+          *o1 = tu_fzeros(RD), *o2 = tu_fzeros(RD), *q1 = tu_fzeros(RD), *q2 = tu_fzeros(RD),
+          *p = tu_fzeros(6 * D), *dp = tu_fzeros(6 * D), *st1 = tu_fzeros(6 * R),
+          *st2 = tu_fzeros(6 * R);
+    tu_rng g = {3};
     for (int64_t k = 0; k < RD; k++)
-        x[k] = (float)hd_gauss(&g), y[k] = (float)hd_gauss(&g), dout[k] = (float)hd_unif(&g);
+        x[k] = (float)tu_gauss(&g), y[k] = (float)tu_gauss(&g), dout[k] = (float)tu_unif(&g, -1.0, 1.0);
     for (int64_t k = 0; k < 6 * D; k++)
-        p[k] = (float)(1 + 0.2 * hd_unif(&g));
+        p[k] = (float)(1 + 0.2 * tu_unif(&g, -1.0, 1.0));
     static const int kinds[] = {SN_NORM_LAYERNORM, SN_NORM_RMSNORM, SN_NORM_SCALE};
     for (int vi = 0; vi < 3; vi++)
         for (int col = 0; col < D; col += 37) {
@@ -55,25 +55,25 @@ static void prims(sn_ctx *ctx)
                 sn_norm n = {kinds[ki], SN_AFFINE_SCALE_SHIFT, 0, 1e-5f};
                 char what[64];
                 snprintf(what, sizeof what, "norm kind %d forward", kinds[ki]);
-                HD_OK(sn_norm_forward(ctx, &n, R, D, x, D, p, o1, D, st1));
-                HD_OK(sn_norm_forward(ctx, &n, R, D, x2, D, p, o2, D, st2));
+                CHECK_OK(sn_norm_forward(ctx, &n, R, D, x, D, p, o1, D, st1));
+                CHECK_OK(sn_norm_forward(ctx, &n, R, D, x2, D, p, o2, D, st2));
                 compare(what, o1, o2, R, D, bad_row, vi);
                 snprintf(what, sizeof what, "norm kind %d backward dx", kinds[ki]);
                 memset(dp, 0, (size_t)(2 * D) * 4);
-                HD_OK(sn_norm_backward(ctx, &n, R, D, dout, D, x, D, p, st1, q1, D, NULL, 0));
-                HD_OK(sn_norm_backward(ctx, &n, R, D, dout, D, x2, D, p, st2, q2, D, dp, 0));
+                CHECK_OK(sn_norm_backward(ctx, &n, R, D, dout, D, x, D, p, st1, q1, D, NULL, 0));
+                CHECK_OK(sn_norm_backward(ctx, &n, R, D, dout, D, x2, D, p, st2, q2, D, dp, 0));
                 if (kinds[ki] != SN_NORM_SCALE) /* scale: dx = gamma * dout, x unused */
                     compare(what, q1, q2, R, D, bad_row, vi);
-                HD_CHECK(!hd_all_finite(dp, 2 * D), "[%s] %s: parameter gradients all finite",
+                CHECK_MSG(!tu_all_finite(dp, 2 * D), "[%s] %s: parameter gradients all finite",
                          g_path, what);
             }
             sn_fuse f;
-            HD_OK(sn_fuse_init(&f, SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 1e-5f));
-            HD_OK(sn_fuse_forward(ctx, &f, R, D, y, D, x2, D, p, q2, D, o2, D, NULL));
-            HD_OK(sn_fuse_forward(ctx, &f, R, D, y, D, x, D, p, q1, D, o1, D, NULL));
+            CHECK_OK(sn_fuse_init(&f, SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 1e-5f));
+            CHECK_OK(sn_fuse_forward(ctx, &f, R, D, y, D, x2, D, p, q2, D, o2, D, NULL));
+            CHECK_OK(sn_fuse_forward(ctx, &f, R, D, y, D, x, D, p, q1, D, o1, D, NULL));
             compare("fuse forward (bad y)", o1, o2, R, D, bad_row, vi);
-            HD_OK(sn_apply_forward(ctx, R, D, 1.5f, x, D, y, D, y, D, o1, D, q1, D));
-            HD_OK(sn_apply_forward(ctx, R, D, 1.5f, x2, D, y, D, y, D, o2, D, q2, D));
+            CHECK_OK(sn_apply_forward(ctx, R, D, 1.5f, x, D, y, D, y, D, o1, D, q1, D));
+            CHECK_OK(sn_apply_forward(ctx, R, D, 1.5f, x2, D, y, D, y, D, o2, D, q2, D));
             compare("apply forward xo", o1, o2, R, D, bad_row, vi);
             compare("apply forward yo", q1, q2, R, D, bad_row, vi);
         }
@@ -88,22 +88,22 @@ static void nets(sn_ctx *ctx)
     const int64_t R = 6, D = 64, RD = R * D, bad_row = 4;
     for (int pi = 0; pi < 3; pi++) {
         netrun n;
-        HD_CHECK(netrun_init(&n, pls[pi], 4, D, R, SN_NORM_LAYERNORM, 9) == 0, "init");
-        float *e = HD_FALLOC(RD), *out = HD_FALLOC(RD), *de = HD_FALLOC(RD);
-        hd_rng g = {4};
+        CHECK_MSG(netrun_init(&n, pls[pi], 4, D, R, SN_NORM_LAYERNORM, 9) == 0, "init");
+        float *e = tu_fzeros(RD), *out = tu_fzeros(RD), *de = tu_fzeros(RD);
+        tu_rng g = {4};
         for (int64_t k = 0; k < RD; k++)
-            e[k] = (float)hd_gauss(&g);
-        HD_OK(netrun_pass(ctx, &n, e));
+            e[k] = (float)tu_gauss(&g);
+        CHECK_OK(netrun_pass(ctx, &n, e));
         memcpy(out, n.out, (size_t)RD * 4), memcpy(de, n.de, (size_t)RD * 4);
         for (int vi = 0; vi < 3; vi++) {
             e[bad_row * D + 10] = bad_values[vi];
-            HD_OK(netrun_pass(ctx, &n, e));
+            CHECK_OK(netrun_pass(ctx, &n, e));
             char what[64];
             snprintf(what, sizeof what, "net placement %d out", (int)pls[pi]);
             compare(what, out, n.out, R, D, bad_row, vi);
             snprintf(what, sizeof what, "net placement %d de", (int)pls[pi]);
             compare(what, de, n.de, R, D, bad_row, vi);
-            HD_CHECK(!hd_all_finite(n.grads, n.np), "[%s] net %d: parameter gradients all finite",
+            CHECK_MSG(!tu_all_finite(n.grads, n.np), "[%s] net %d: parameter gradients all finite",
                      g_path, (int)pls[pi]);
             e[bad_row * D + 10] = 0.5f;
         }
@@ -116,7 +116,7 @@ int main(void)
 {
     static const sn_isa isas[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
     for (size_t i = 0; i < 3; i++) {
-        sn_ctx *ctx = hd_isa_ctx(isas[i]);
+        sn_ctx *ctx = tu_isa_ctx(isas[i]);
         if (!ctx)
             continue;
         g_path = sn_isa_name(isas[i]);
@@ -124,5 +124,5 @@ int main(void)
         nets(ctx);
         sn_ctx_destroy(ctx);
     }
-    return hd_finish("nonfinite");
+    return tu_finish("nonfinite");
 }
