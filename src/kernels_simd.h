@@ -141,7 +141,7 @@
     } while (0)
 
 /* The helpers are forced inline: each is a few instructions inside the row loops, and in a
- * large translation unit the compiler's inlining budget can run out (XS_OF and fuse_red_xy left
+ * large translation unit the compiler's inlining budget can run out (xs_of and fuse_red_xy left
  * out of line made the fuse backward 10% slower). */
 #if defined(__GNUC__)
 #define KINLINE static inline __attribute__((always_inline))
@@ -149,36 +149,36 @@
 #define KINLINE static inline
 #endif
 
-KINLINE V LD(const float *p, int t, M m) { return t ? vldm(p, m) : vld(p); }
-KINLINE void ST(float *p, V v, int t, M m) {
+KINLINE V load(const float *p, int t, M m) { return t ? vldm(p, m) : vld(p); }
+KINLINE void store(float *p, V v, int t, M m) {
     if (t)
         vstm(p, m, v);
     else
         vst(p, v);
 }
-/* a final output: a streaming store when allowed and the address is aligned, else ST */
-KINLINE void STO(float *p, V v, int t, M m, int nt) {
+/* a final output: a streaming store when allowed and the address is aligned, else store */
+KINLINE void store_out(float *p, V v, int t, M m, int nt) {
     if (nt && !t && ((uintptr_t)p & (VW * sizeof(float) - 1)) == 0)
         vstream(p, v);
     else
-        ST(p, v, t, m);
+        store(p, v, t, m);
 }
 
 /* the lanes a partial step leaves off contribute 0 to reductions */
-KINLINE V KEEP(V v, int t, M m) { return t ? vmaskz(m, v) : v; }
+KINLINE V keep(V v, int t, M m) { return t ? vmaskz(m, v) : v; }
 /* ... and so do the xhat-like operands of b += g * xhat: the off lanes load 0, so their xhat
  * is (0 - m) * r, an infinity when |m * r| > FLT_MAX (a constant row of 1e37 with eps 1e-5),
  * and g kept at 0 there would still add 0 * inf = NaN. Zeroing both makes each off lane add
  * +0 * +0: the full steps are untouched (t = 0) and finite rows keep their value. */
-KINLINE V GAM(const float *g, int64_t j, int t, M m) {
-    return g ? LD(g + j, t, m) : vset1(1.0f);
+KINLINE V gamma_at(const float *g, int64_t j, int t, M m) {
+    return g ? load(g + j, t, m) : vset1(1.0f);
 }
-KINLINE V BET(const float *b, int64_t j, int t, M m) {
-    return b ? LD(b + j, t, m) : vset1(0.0f);
+KINLINE V beta_at(const float *b, int64_t j, int t, M m) {
+    return b ? load(b + j, t, m) : vset1(0.0f);
 }
 
 /* 1 when m is +0 (bits), e.g. RMSNorm: v - m is then exactly v, so the subtraction can go */
-KINLINE int ZERO_M(const sn_rnorm *q) {
+KINLINE int zero_m(const sn_rnorm *q) {
     union {
         float f;
         uint32_t u;
@@ -186,16 +186,16 @@ KINLINE int ZERO_M(const sn_rnorm *q) {
     return b.u == 0u;
 }
 /* xhat = (v - m) * r */
-KINLINE V XHATS(const sn_rnorm *q, V v) { return vmul(vsub(v, vset1(q->m)), vset1(q->r)); }
+KINLINE V xhat_sub(const sn_rnorm *q, V v) { return vmul(vsub(v, vset1(q->m)), vset1(q->r)); }
 /* the same, without the subtraction when m is +0, which never changes a bit (v - (+0) is v for
- * every v); the one-norm loops are unswitched on ZERO_M. The fuse kernels, whose loops hold up
- * to six of them, use XHATS: a test per vector costs more there than the subtraction. */
-KINLINE V XHAT(const sn_rnorm *q, V v) {
-    return ZERO_M(q) ? vmul(v, vset1(q->r)) : XHATS(q, v);
+ * every v); the one-norm loops are unswitched on zero_m. The fuse kernels, whose loops hold up
+ * to six of them, use xhat_sub: a test per vector costs more there than the subtraction. */
+KINLINE V xhat(const sn_rnorm *q, V v) {
+    return zero_m(q) ? vmul(v, vset1(q->r)) : xhat_sub(q, v);
 }
 /* gamma * xhat + beta */
-KINLINE V NRM(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
-    return vfma(GAM(q->gamma, j, t, m), xh, BET(q->beta, j, t, m));
+KINLINE V scale_shift(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
+    return vfma(gamma_at(q->gamma, j, t, m), xh, beta_at(q->beta, j, t, m));
 }
 
 /* ---- statistics ---------------------------------------------------------------------------- */
@@ -206,7 +206,7 @@ KINLINE float hsum4(const V a[4]) { return hsum(vadd(vadd(a[0], a[1]), vadd(a[2]
 
 static float vsum(const float *v, int64_t n) {
     V a[4] = ZERO4;
-    RCOLS4(n, { a[k] = vadd(a[k], KEEP(LD(v + j, t, m), t, m)); });
+    RCOLS4(n, { a[k] = vadd(a[k], keep(load(v + j, t, m), t, m)); });
     return hsum4(a);
 }
 
@@ -215,12 +215,12 @@ static float vsum_sqdev(const float *v, int64_t n, float mean) {
     const V mu = vset1(mean);
     if (mean == 0.0f && !signbit(mean)) /* v - (+0) is exactly v (RMSNorm) */
         RCOLS4(n, {
-            V d = KEEP(LD(v + j, t, m), t, m);
+            V d = keep(load(v + j, t, m), t, m);
             a[k] = vfma(d, d, a[k]);
         });
     else
         RCOLS4(n, {
-            V d = KEEP(vsub(LD(v + j, t, m), mu), t, m);
+            V d = keep(vsub(load(v + j, t, m), mu), t, m);
             a[k] = vfma(d, d, a[k]);
         });
     return hsum4(a);
@@ -250,7 +250,7 @@ __attribute__((noinline)) static void norm_row(const sn_rnorm *q, const float *v
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
     const int nt = q->nt;
-    COLS(W, { STO(out + j, NRM(q, XHAT(q, LD(v + j, t, m)), j, t, m), t, m, nt); });
+    COLS(W, { store_out(out + j, scale_shift(q, xhat(q, load(v + j, t, m)), j, t, m), t, m, nt); });
     if (nt) vfence();
 }
 
@@ -270,11 +270,11 @@ static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64
 
 /* the reduction step of a norm backward: g = gamma * dout, a += g, b += g * xhat */
 #define NORM_RED_STEP                                                                             \
-    V xh = XHAT(q, LD(v + j, t, m));                                                              \
-    V d = LD(dout + j, t, m);                                                                     \
-    V g = KEEP(vmul(GAM(q->gamma, j, t, m), d), t, m);                                            \
+    V xh = xhat(q, load(v + j, t, m));                                                            \
+    V d = load(dout + j, t, m);                                                                   \
+    V g = keep(vmul(gamma_at(q->gamma, j, t, m), d), t, m);                                       \
     a[k] = vadd(a[k], g);                                                                         \
-    b[k] = vfma(g, KEEP(xh, t, m), b[k])
+    b[k] = vfma(g, keep(xh, t, m), b[k])
 
 static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
                     float *dgamma, float *dbeta) {
@@ -282,17 +282,17 @@ static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_
     q = &Q_;
     if (dgamma && dbeta)
         COLS(n, {
-            V d = LD(dout + j, t, m);
-            ST(dgamma + j, vfma(d, XHAT(q, LD(v + j, t, m)), LD(dgamma + j, t, m)), t, m);
-            ST(dbeta + j, vadd(LD(dbeta + j, t, m), d), t, m);
+            V d = load(dout + j, t, m);
+            store(dgamma + j, vfma(d, xhat(q, load(v + j, t, m)), load(dgamma + j, t, m)), t, m);
+            store(dbeta + j, vadd(load(dbeta + j, t, m), d), t, m);
         });
     else if (dgamma)
         COLS(n, {
-            V d = LD(dout + j, t, m);
-            ST(dgamma + j, vfma(d, XHAT(q, LD(v + j, t, m)), LD(dgamma + j, t, m)), t, m);
+            V d = load(dout + j, t, m);
+            store(dgamma + j, vfma(d, xhat(q, load(v + j, t, m)), load(dgamma + j, t, m)), t, m);
         });
     else if (dbeta)
-        COLS(n, { ST(dbeta + j, vadd(LD(dbeta + j, t, m), LD(dout + j, t, m)), t, m); });
+        COLS(n, { store(dbeta + j, vadd(load(dbeta + j, t, m), load(dout + j, t, m)), t, m); });
 }
 
 static void norm_dx(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float sa,
@@ -302,16 +302,16 @@ static void norm_dx(const sn_rnorm *q, const float *dout, const float *v, int64_
     const V r = vset1(q->r), va = vset1(sa), vb = vset1(sb);
     if (acc)
         COLS(W, {
-            V xh = XHAT(q, LD(v + j, t, m));
-            V g = vmul(GAM(q->gamma, j, t, m), LD(dout + j, t, m));
+            V xh = xhat(q, load(v + j, t, m));
+            V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));
             V d = vmul(r, vfnma(xh, vb, vsub(g, va)));
-            ST(dv + j, vadd(LD(dv + j, t, m), d), t, m);
+            store(dv + j, vadd(load(dv + j, t, m), d), t, m);
         });
     else
         COLS(W, {
-            V xh = XHAT(q, LD(v + j, t, m));
-            V g = vmul(GAM(q->gamma, j, t, m), LD(dout + j, t, m));
-            STO(dv + j, vmul(r, vfnma(xh, vb, vsub(g, va))), t, m, q->nt);
+            V xh = xhat(q, load(v + j, t, m));
+            V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));
+            store_out(dv + j, vmul(r, vfnma(xh, vb, vsub(g, va))), t, m, q->nt);
         });
     if (q->nt && !acc) vfence();
 }
@@ -326,18 +326,18 @@ static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64
     if (dgamma && dbeta)
         RCOLS4(W, {
             NORM_RED_STEP;
-            ST(dgamma + j, vfma(d, xh, LD(dgamma + j, t, m)), t, m);
-            ST(dbeta + j, vadd(LD(dbeta + j, t, m), d), t, m);
+            store(dgamma + j, vfma(d, xh, load(dgamma + j, t, m)), t, m);
+            store(dbeta + j, vadd(load(dbeta + j, t, m), d), t, m);
         });
     else if (dgamma) /* RMSNorm and LayerNorm without beta */
         RCOLS4(W, {
             NORM_RED_STEP;
-            ST(dgamma + j, vfma(d, xh, LD(dgamma + j, t, m)), t, m);
+            store(dgamma + j, vfma(d, xh, load(dgamma + j, t, m)), t, m);
         });
     else if (dbeta)
         RCOLS4(W, {
             NORM_RED_STEP;
-            ST(dbeta + j, vadd(LD(dbeta + j, t, m), d), t, m);
+            store(dbeta + j, vadd(load(dbeta + j, t, m), d), t, m);
         });
     else
         RCOLS4(W, { NORM_RED_STEP; });
@@ -356,29 +356,29 @@ static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float
                        *const v1 = v2[1];
     V a0[4] = ZERO4, b0[4] = ZERO4, a1[4] = ZERO4, b1[4] = ZERO4;
 #define RED2_STEP                                                                                 \
-    const V xh0 = XHAT(&Q0, LD(v0 + j, t, m)), d0 = LD(dout0 + j, t, m);                          \
-    const V xh1 = XHAT(&Q1, LD(v1 + j, t, m)), d1 = LD(dout1 + j, t, m);                          \
-    const V gm = GAM(Q0.gamma, j, t, m);                                                          \
-    const V g0 = KEEP(vmul(gm, d0), t, m), g1 = KEEP(vmul(gm, d1), t, m);                         \
+    const V xh0 = xhat(&Q0, load(v0 + j, t, m)), d0 = load(dout0 + j, t, m);                      \
+    const V xh1 = xhat(&Q1, load(v1 + j, t, m)), d1 = load(dout1 + j, t, m);                      \
+    const V gm = gamma_at(Q0.gamma, j, t, m);                                                     \
+    const V g0 = keep(vmul(gm, d0), t, m), g1 = keep(vmul(gm, d1), t, m);                         \
     a0[k] = vadd(a0[k], g0);                                                                      \
-    b0[k] = vfma(g0, KEEP(xh0, t, m), b0[k]);                                                     \
+    b0[k] = vfma(g0, keep(xh0, t, m), b0[k]);                                                     \
     a1[k] = vadd(a1[k], g1);                                                                      \
-    b1[k] = vfma(g1, KEEP(xh1, t, m), b1[k])
+    b1[k] = vfma(g1, keep(xh1, t, m), b1[k])
     if (dgamma && dbeta)
         RCOLS4(W, {
             RED2_STEP;
-            ST(dgamma + j, vfma(d1, xh1, vfma(d0, xh0, LD(dgamma + j, t, m))), t, m);
-            ST(dbeta + j, vadd(vadd(LD(dbeta + j, t, m), d0), d1), t, m);
+            store(dgamma + j, vfma(d1, xh1, vfma(d0, xh0, load(dgamma + j, t, m))), t, m);
+            store(dbeta + j, vadd(vadd(load(dbeta + j, t, m), d0), d1), t, m);
         });
     else if (dgamma)
         RCOLS4(W, {
             RED2_STEP;
-            ST(dgamma + j, vfma(d1, xh1, vfma(d0, xh0, LD(dgamma + j, t, m))), t, m);
+            store(dgamma + j, vfma(d1, xh1, vfma(d0, xh0, load(dgamma + j, t, m))), t, m);
         });
     else if (dbeta)
         RCOLS4(W, {
             RED2_STEP;
-            ST(dbeta + j, vadd(vadd(LD(dbeta + j, t, m), d0), d1), t, m);
+            store(dbeta + j, vadd(vadd(load(dbeta + j, t, m), d0), d1), t, m);
         });
     else
         RCOLS4(W, { RED2_STEP; });
@@ -411,8 +411,8 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
     if (la && lb) {
         V a[4] = ZERO4, b[4] = ZERO4;
         RCOLS4(W, {
-            a[k] = vadd(a[k], KEEP(LD(va + j, t, m), t, m));
-            b[k] = vadd(b[k], KEEP(LD(vb + j, t, m), t, m));
+            a[k] = vadd(a[k], keep(load(va + j, t, m), t, m));
+            b[k] = vadd(b[k], keep(load(vb + j, t, m), t, m));
         });
         mua = hsum4(a) / (float)W;
         mub = hsum4(b) / (float)W;
@@ -424,8 +424,8 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
     V a[4] = ZERO4, b[4] = ZERO4;
     const V ca = vset1(mua), cb = vset1(mub);
     RCOLS4(W, {
-        V da = KEEP(vsub(LD(va + j, t, m), ca), t, m);
-        V db = KEEP(vsub(LD(vb + j, t, m), cb), t, m);
+        V da = keep(vsub(load(va + j, t, m), ca), t, m);
+        V db = keep(vsub(load(vb + j, t, m), cb), t, m);
         a[k] = vfma(da, da, a[k]);
         b[k] = vfma(db, db, b[k]);
     });
@@ -438,10 +438,10 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
 }
 
 /* s = N_x(x) + N_y(y) */
-KINLINE V S_OF(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float *y,
-                     int64_t j, int t, M m, V *ux) {
-    *ux = NRM(X, XHATS(X, LD(x + j, t, m)), j, t, m);
-    return vadd(*ux, NRM(Y, XHATS(Y, LD(y + j, t, m)), j, t, m));
+KINLINE V s_of(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float *y,
+               int64_t j, int t, M m, V *ux) {
+    *ux = scale_shift(X, xhat_sub(X, load(x + j, t, m)), j, t, m);
+    return vadd(*ux, scale_shift(Y, xhat_sub(Y, load(y + j, t, m)), j, t, m));
 }
 
 /* u (if non-NULL) and h = s; the first sweep of N_out's statistics rides along (the same
@@ -454,18 +454,18 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
     const int ln = no->kind == SN_NORM_LAYERNORM, rms = no->kind == SN_NORM_RMSNORM;
     const V zero = vset1(0.0f);
 #define FUSE_S_STEP                                                                               \
-    V ux, s = S_OF(&F->X, &F->Y, x, y, j, t, m, &ux);                                             \
-    if (u) STO(u + j, ux, t, m, F->nt);                                                           \
-    ST(h + j, s, t, m)
+    V ux, s = s_of(&F->X, &F->Y, x, y, j, t, m, &ux);                                             \
+    if (u) store_out(u + j, ux, t, m, F->nt);                                                     \
+    store(h + j, s, t, m)
     if (ln)
         RCOLS4(D, {
             FUSE_S_STEP;
-            a[k] = vadd(a[k], KEEP(s, t, m));
+            a[k] = vadd(a[k], keep(s, t, m));
         });
     else if (rms)
         RCOLS4(D, {
             FUSE_S_STEP;
-            V d = KEEP(vsub(s, zero), t, m);
+            V d = keep(vsub(s, zero), t, m);
             a[k] = vfma(d, d, a[k]);
         });
     else
@@ -492,8 +492,8 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
  * so the sums of squares subtract it unconditionally, as stats2 does. The accumulators and
  * resolved norms are separate locals per row, so that they stay in registers. */
 KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
-                           const float *const x[2], const float *const y[2], float *const u[2],
-                           float *const h[2], float st[2][6]) {
+                            const float *const x[2], const float *const y[2], float *const u[2],
+                            float *const h[2], float st[2][6]) {
     const sn_norm nx = f->x, ny = f->y, no = f->out;
     const int lxy = nx.kind == SN_NORM_LAYERNORM, lo = no.kind == SN_NORM_LAYERNORM;
     const int nt = F0->nt;
@@ -507,10 +507,10 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
     if (lxy) {
         V ax0[4] = ZERO4, ax1[4] = ZERO4, ay0[4] = ZERO4, ay1[4] = ZERO4;
         RCOLS4(D, {
-            ax0[k] = vadd(ax0[k], KEEP(LD(x0 + j, t, m), t, m));
-            ay0[k] = vadd(ay0[k], KEEP(LD(y0 + j, t, m), t, m));
-            ax1[k] = vadd(ax1[k], KEEP(LD(x1 + j, t, m), t, m));
-            ay1[k] = vadd(ay1[k], KEEP(LD(y1 + j, t, m), t, m));
+            ax0[k] = vadd(ax0[k], keep(load(x0 + j, t, m), t, m));
+            ay0[k] = vadd(ay0[k], keep(load(y0 + j, t, m), t, m));
+            ax1[k] = vadd(ax1[k], keep(load(x1 + j, t, m), t, m));
+            ay1[k] = vadd(ay1[k], keep(load(y1 + j, t, m), t, m));
         });
         mx0 = hsum4(ax0) / fD;
         my0 = hsum4(ay0) / fD;
@@ -521,10 +521,10 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
         V ax0[4] = ZERO4, ax1[4] = ZERO4, ay0[4] = ZERO4, ay1[4] = ZERO4;
         const V cx0 = vset1(mx0), cx1 = vset1(mx1), cy0 = vset1(my0), cy1 = vset1(my1);
         RCOLS4(D, {
-            V dx0 = KEEP(vsub(LD(x0 + j, t, m), cx0), t, m);
-            V dy0 = KEEP(vsub(LD(y0 + j, t, m), cy0), t, m);
-            V dx1 = KEEP(vsub(LD(x1 + j, t, m), cx1), t, m);
-            V dy1 = KEEP(vsub(LD(y1 + j, t, m), cy1), t, m);
+            V dx0 = keep(vsub(load(x0 + j, t, m), cx0), t, m);
+            V dy0 = keep(vsub(load(y0 + j, t, m), cy0), t, m);
+            V dx1 = keep(vsub(load(x1 + j, t, m), cx1), t, m);
+            V dy1 = keep(vsub(load(y1 + j, t, m), cy1), t, m);
             ax0[k] = vfma(dx0, dx0, ax0[k]);
             ay0[k] = vfma(dy0, dy0, ay0[k]);
             ax1[k] = vfma(dx1, dx1, ax1[k]);
@@ -550,24 +550,24 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
         V a0[4] = ZERO4, a1[4] = ZERO4;
         const V zero = vset1(0.0f);
 #define S_STEP                                                                                    \
-    V ux0, s0 = S_OF(&X0, &Y0, x0, y0, j, t, m, &ux0);                                            \
-    V ux1, s1 = S_OF(&X1, &Y1, x1, y1, j, t, m, &ux1);                                            \
+    V ux0, s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);                                            \
+    V ux1, s1 = s_of(&X1, &Y1, x1, y1, j, t, m, &ux1);                                            \
     if (u0) {                                                                                     \
-        STO(u0 + j, ux0, t, m, nt);                                                               \
-        STO(u1 + j, ux1, t, m, nt);                                                               \
+        store_out(u0 + j, ux0, t, m, nt);                                                         \
+        store_out(u1 + j, ux1, t, m, nt);                                                         \
     }                                                                                             \
-    ST(s0p + j, s0, t, m);                                                                        \
-    ST(s1p + j, s1, t, m);
+    store(s0p + j, s0, t, m);                                                                     \
+    store(s1p + j, s1, t, m);
         if (lo)
             RCOLS4(D, {
                 S_STEP
-                a0[k] = vadd(a0[k], KEEP(s0, t, m));
-                a1[k] = vadd(a1[k], KEEP(s1, t, m));
+                a0[k] = vadd(a0[k], keep(s0, t, m));
+                a1[k] = vadd(a1[k], keep(s1, t, m));
             });
         else
             RCOLS4(D, {
                 S_STEP
-                V d0 = KEEP(vsub(s0, zero), t, m), d1 = KEEP(vsub(s1, zero), t, m);
+                V d0 = keep(vsub(s0, zero), t, m), d1 = keep(vsub(s1, zero), t, m);
                 a0[k] = vfma(d0, d0, a0[k]);
                 a1[k] = vfma(d1, d1, a1[k]);
             });
@@ -578,8 +578,8 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
             V b0[4] = ZERO4, b1[4] = ZERO4;
             const V mu0 = vset1(mo0), mu1 = vset1(mo1);
             RCOLS4(D, {
-                V d0 = KEEP(vsub(LD(s0p + j, t, m), mu0), t, m);
-                V d1 = KEEP(vsub(LD(s1p + j, t, m), mu1), t, m);
+                V d0 = keep(vsub(load(s0p + j, t, m), mu0), t, m);
+                V d1 = keep(vsub(load(s1p + j, t, m), mu1), t, m);
                 b0[k] = vfma(d0, d0, b0[k]);
                 b1[k] = vfma(d1, d1, b1[k]);
             });
@@ -596,8 +596,8 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
     /* h = N_out(s) (norm_row) */
     float *const h0 = h[0], *const h1 = h[1];
     COLS(D, {
-        STO(h0 + j, NRM(&O0, XHATS(&O0, LD(s0p + j, t, m)), j, t, m), t, m, nt);
-        STO(h1 + j, NRM(&O1, XHATS(&O1, LD(s1p + j, t, m)), j, t, m), t, m, nt);
+        store_out(h0 + j, scale_shift(&O0, xhat_sub(&O0, load(s0p + j, t, m)), j, t, m), t, m, nt);
+        store_out(h1 + j, scale_shift(&O1, xhat_sub(&O1, load(s1p + j, t, m)), j, t, m), t, m, nt);
     });
     if (nt) vfence();
     st[0][0] = mx0, st[0][1] = rx0, st[0][2] = my0, st[0][3] = ry0, st[0][4] = mo0;
@@ -620,48 +620,48 @@ static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const flo
  *   xx, yy   xhat of x and y;  xs = xhat_out of s = N_x(x) + N_y(y) (the forward's arithmetic)
  *   ds       = r_out * (gamma_out * dh - oa - xs * ob)
  *   dt       = du + ds;  gx = gamma_x * dt;  gy = gamma_y * ds */
-KINLINE V XS_OF(const sn_rfuse *F, V xx, V yy, int64_t j, int t, M m) {
-    return XHATS(&F->O, vadd(NRM(&F->X, xx, j, t, m), NRM(&F->Y, yy, j, t, m)));
+KINLINE V xs_of(const sn_rfuse *F, V xx, V yy, int64_t j, int t, M m) {
+    return xhat_sub(&F->O, vadd(scale_shift(&F->X, xx, j, t, m), scale_shift(&F->Y, yy, j, t, m)));
 }
-KINLINE V DS_OF(const sn_rfuse *F, V xs, V dh, int64_t j, int t, M m) {
-    const V g = vfms(GAM(F->O.gamma, j, t, m), dh, vset1(F->oa));
+KINLINE V ds_of(const sn_rfuse *F, V xs, V dh, int64_t j, int t, M m) {
+    const V g = vfms(gamma_at(F->O.gamma, j, t, m), dh, vset1(F->oa));
     return vmul(vset1(F->O.r), vfnma(xs, vset1(F->ob), g));
 }
-KINLINE V DT_OF(const float *du, V ds, int64_t j, int t, M m) {
-    return du ? vadd(LD(du + j, t, m), ds) : ds;
+KINLINE V dt_of(const float *du, V ds, int64_t j, int t, M m) {
+    return du ? vadd(load(du + j, t, m), ds) : ds;
 }
 
 typedef struct belem {
     V xx, yy, xs, ds, dt, gx, gy, dh;
 } belem;
 
-KINLINE belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float *dh,
-                          const float *du, const float *x, const float *y) {
+KINLINE belem belem_of(const sn_rfuse *F, int64_t j, int t, M m, const float *dh,
+                       const float *du, const float *x, const float *y) {
     belem e;
-    e.xx = XHATS(&F->X, LD(x + j, t, m));
-    e.yy = XHATS(&F->Y, LD(y + j, t, m));
-    e.xs = XS_OF(F, e.xx, e.yy, j, t, m);
-    e.dh = LD(dh + j, t, m);
-    e.ds = DS_OF(F, e.xs, e.dh, j, t, m);
-    e.dt = DT_OF(du, e.ds, j, t, m);
-    e.gx = vmul(GAM(F->X.gamma, j, t, m), e.dt);
-    e.gy = vmul(GAM(F->Y.gamma, j, t, m), e.ds);
+    e.xx = xhat_sub(&F->X, load(x + j, t, m));
+    e.yy = xhat_sub(&F->Y, load(y + j, t, m));
+    e.xs = xs_of(F, e.xx, e.yy, j, t, m);
+    e.dh = load(dh + j, t, m);
+    e.ds = ds_of(F, e.xs, e.dh, j, t, m);
+    e.dt = dt_of(du, e.ds, j, t, m);
+    e.gx = vmul(gamma_at(F->X.gamma, j, t, m), e.dt);
+    e.gy = vmul(gamma_at(F->Y.gamma, j, t, m), e.ds);
     return e;
 }
 
 /* pass 1 of the reductions: N_out's, from g = gamma_out * dh and xs */
 #define FUSE_RED1_STEP(xs)                                                                        \
-    V g = KEEP(vmul(GAM(F->O.gamma, j, t, m), LD(dh + j, t, m)), t, m);                           \
+    V g = keep(vmul(gamma_at(F->O.gamma, j, t, m), load(dh + j, t, m)), t, m);                    \
     a[k] = vadd(a[k], g);                                                                         \
-    b[k] = vfma(g, KEEP(xs, t, m), b[k])
+    b[k] = vfma(g, keep(xs, t, m), b[k])
 
 /* pass 2: N_x's over dt and N_y's over ds */
 #define FUSE_RED2_STEP(e)                                                                         \
-    V gx_ = KEEP((e).gx, t, m), gy_ = KEEP((e).gy, t, m);                                         \
+    V gx_ = keep((e).gx, t, m), gy_ = keep((e).gy, t, m);                                         \
     ax[k] = vadd(ax[k], gx_);                                                                     \
-    bx[k] = vfma(gx_, KEEP((e).xx, t, m), bx[k]);                                                 \
+    bx[k] = vfma(gx_, keep((e).xx, t, m), bx[k]);                                                 \
     ay[k] = vadd(ay[k], gy_);                                                                     \
-    by[k] = vfma(gy_, KEEP((e).yy, t, m), by[k])
+    by[k] = vfma(gy_, keep((e).yy, t, m), by[k])
 
 KINLINE void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
     F->oa = F->O.ca * hsum2(a) / (float)D;
@@ -669,7 +669,7 @@ KINLINE void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
 }
 
 KINLINE void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2],
-                               const V by[2], int64_t D) {
+                         const V by[2], int64_t D) {
     const float fD = (float)D;
     F->xa = F->X.ca * hsum2(ax) / fD;
     F->xb = F->X.cb * hsum2(bx) / fD;
@@ -681,34 +681,34 @@ static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, c
                      const float *y) {
     V a[2] = ZERO2, b[2] = ZERO2;
     RCOLS2(D, {
-        V xx = XHATS(&F->X, LD(x + j, t, m)), yy = XHATS(&F->Y, LD(y + j, t, m));
-        FUSE_RED1_STEP(XS_OF(F, xx, yy, j, t, m));
+        V xx = xhat_sub(&F->X, load(x + j, t, m)), yy = xhat_sub(&F->Y, load(y + j, t, m));
+        FUSE_RED1_STEP(xs_of(F, xx, yy, j, t, m));
     });
     fuse_red_out(F, a, b, D);
     V ax[2] = ZERO2, bx[2] = ZERO2, ay[2] = ZERO2, by[2] = ZERO2;
     RCOLS2(D, {
-        belem e = BELEM(F, j, t, m, dh, du, x, y);
+        belem e = belem_of(F, j, t, m, dh, du, x, y);
         FUSE_RED2_STEP(e);
     });
     fuse_red_xy(F, ax, bx, ay, by, D);
 }
 
-KINLINE void ACC(float *p, V v, int t, M m) {
-    if (p) ST(p, vadd(LD(p, t, m), v), t, m);
+KINLINE void acc_add(float *p, V v, int t, M m) {
+    if (p) store(p, vadd(load(p, t, m), v), t, m);
 }
-KINLINE void ACC_FMA(float *p, V a, V b, int t, M m) {
-    if (p) ST(p, vfma(a, b, LD(p, t, m)), t, m);
+KINLINE void acc_fma(float *p, V a, V b, int t, M m) {
+    if (p) store(p, vfma(a, b, load(p, t, m)), t, m);
 }
-KINLINE float *AT(float *p, int64_t j) { return p ? p + j : NULL; }
+KINLINE float *at(float *p, int64_t j) { return p ? p + j : NULL; }
 
 /* the parameter gradients of one step */
-KINLINE void FUSE_PG_STEP(const sn_dfuse *dp, const belem *e, int64_t j, int t, M m) {
-    ACC_FMA(AT(dp->go, j), e->dh, e->xs, t, m);
-    ACC(AT(dp->bo, j), e->dh, t, m);
-    ACC_FMA(AT(dp->gx, j), e->dt, e->xx, t, m);
-    ACC(AT(dp->bx, j), e->dt, t, m);
-    ACC_FMA(AT(dp->gy, j), e->ds, e->yy, t, m);
-    ACC(AT(dp->by, j), e->ds, t, m);
+KINLINE void fuse_pg_step(const sn_dfuse *dp, const belem *e, int64_t j, int t, M m) {
+    acc_fma(at(dp->go, j), e->dh, e->xs, t, m);
+    acc_add(at(dp->bo, j), e->dh, t, m);
+    acc_fma(at(dp->gx, j), e->dt, e->xx, t, m);
+    acc_add(at(dp->bx, j), e->dt, t, m);
+    acc_fma(at(dp->gy, j), e->ds, e->yy, t, m);
+    acc_add(at(dp->by, j), e->ds, t, m);
 }
 
 static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *du,
@@ -718,34 +718,34 @@ static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *
     const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
     F = &F_;
     COLS(n, {
-        belem e = BELEM(F, j, t, m, dh, du, x, y);
-        FUSE_PG_STEP(dp, &e, j, t, m);
+        belem e = belem_of(F, j, t, m, dh, du, x, y);
+        fuse_pg_step(dp, &e, j, t, m);
     });
 }
 
 /* the input gradients of one step from xx, yy, gx, gy */
-KINLINE void FUSE_DX_STEP(const sn_rfuse *F, V xx, V yy, V gx, V gy, float *dx, float *dy,
-                                int accx, int accy, int64_t j, int t, M m) {
+KINLINE void fuse_dx_step(const sn_rfuse *F, V xx, V yy, V gx, V gy, float *dx, float *dy,
+                          int accx, int accy, int64_t j, int t, M m) {
     V ddx = vmul(vset1(F->X.r), vfnma(xx, vset1(F->xb), vsub(gx, vset1(F->xa))));
     V ddy = vmul(vset1(F->Y.r), vfnma(yy, vset1(F->yb), vsub(gy, vset1(F->ya))));
     if (accx)
-        ST(dx + j, vadd(LD(dx + j, t, m), ddx), t, m);
+        store(dx + j, vadd(load(dx + j, t, m), ddx), t, m);
     else
-        STO(dx + j, ddx, t, m, F->nt);
+        store_out(dx + j, ddx, t, m, F->nt);
     if (accy)
-        ST(dy + j, vadd(LD(dy + j, t, m), ddy), t, m);
+        store(dy + j, vadd(load(dy + j, t, m), ddy), t, m);
     else
-        STO(dy + j, ddy, t, m, F->nt);
+        store_out(dy + j, ddy, t, m, F->nt);
 }
 
 static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *du,
                     const float *x, const float *y, float *dx, float *dy, int accx, int accy) {
     const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
     F = &F_;
-    /* du is read (inside BELEM) before dx is written: dx may be du */
+    /* du is read (inside belem_of) before dx is written: dx may be du */
     COLS(D, {
-        belem e = BELEM(F, j, t, m, dh, du, x, y);
-        FUSE_DX_STEP(F, e.xx, e.yy, e.gx, e.gy, dx, dy, accx, accy, j, t, m);
+        belem e = belem_of(F, j, t, m, dh, du, x, y);
+        fuse_dx_step(F, e.xx, e.yy, e.gx, e.gy, dx, dy, accx, accy, j, t, m);
     });
     if (F->nt) vfence();
 }
@@ -773,12 +773,13 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 /* pass 1 of row q: N_out's reductions, xs kept in bs */
 #define FUSE_P1(q)                                                                                \
     {                                                                                             \
-        V xx = XHATS(&F##q.X, LD(x##q + j, t, m)), yy = XHATS(&F##q.Y, LD(y##q + j, t, m));       \
-        V xs = XS_OF(&F##q, xx, yy, j, t, m);                                                     \
+        V xx = xhat_sub(&F##q.X, load(x##q + j, t, m));                                           \
+        V yy = xhat_sub(&F##q.Y, load(y##q + j, t, m));                                           \
+        V xs = xs_of(&F##q, xx, yy, j, t, m);                                                     \
         vst(bs##q + j, xs); /* the stack rows are padded: whole vectors */                        \
-        V g = KEEP(vmul(GAM(F##q.O.gamma, j, t, m), LD(dh##q + j, t, m)), t, m);                  \
+        V g = keep(vmul(gamma_at(F##q.O.gamma, j, t, m), load(dh##q + j, t, m)), t, m);           \
         a##q[k] = vadd(a##q[k], g);                                                               \
-        b##q[k] = vfma(g, KEEP(xs, t, m), b##q[k]);                                               \
+        b##q[k] = vfma(g, keep(xs, t, m), b##q[k]);                                               \
     }
 
 /* pass 2 of row q: the quantities e##q, the reductions of N_x and N_y */
@@ -786,35 +787,36 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
     belem e##q;                                                                                   \
     {                                                                                             \
         FUSE_PF(q)                                                                                \
-        e##q.xx = XHATS(&F##q.X, LD(x##q + j, t, m));                                             \
-        e##q.yy = XHATS(&F##q.Y, LD(y##q + j, t, m));                                             \
+        e##q.xx = xhat_sub(&F##q.X, load(x##q + j, t, m));                                        \
+        e##q.yy = xhat_sub(&F##q.Y, load(y##q + j, t, m));                                        \
         e##q.xs = vld(bs##q + j);                                                                 \
-        e##q.dh = LD(dh##q + j, t, m);                                                            \
-        e##q.ds = DS_OF(&F##q, e##q.xs, e##q.dh, j, t, m);                                        \
-        e##q.dt = DT_OF(du##q, e##q.ds, j, t, m);                                                 \
-        e##q.gx = vmul(GAM(F##q.X.gamma, j, t, m), e##q.dt);                                      \
-        e##q.gy = vmul(GAM(F##q.Y.gamma, j, t, m), e##q.ds);                                      \
-        V gx_ = KEEP(e##q.gx, t, m), gy_ = KEEP(e##q.gy, t, m);                                   \
+        e##q.dh = load(dh##q + j, t, m);                                                          \
+        e##q.ds = ds_of(&F##q, e##q.xs, e##q.dh, j, t, m);                                        \
+        e##q.dt = dt_of(du##q, e##q.ds, j, t, m);                                                 \
+        e##q.gx = vmul(gamma_at(F##q.X.gamma, j, t, m), e##q.dt);                                 \
+        e##q.gy = vmul(gamma_at(F##q.Y.gamma, j, t, m), e##q.ds);                                 \
+        V gx_ = keep(e##q.gx, t, m), gy_ = keep(e##q.gy, t, m);                                   \
         ax##q[k] = vadd(ax##q[k], gx_);                                                           \
-        bx##q[k] = vfma(gx_, KEEP(e##q.xx, t, m), bx##q[k]);                                      \
+        bx##q[k] = vfma(gx_, keep(e##q.xx, t, m), bx##q[k]);                                      \
         ay##q[k] = vadd(ay##q[k], gy_);                                                           \
-        by##q[k] = vfma(gy_, KEEP(e##q.yy, t, m), by##q[k]);                                      \
+        by##q[k] = vfma(gy_, keep(e##q.yy, t, m), by##q[k]);                                      \
         vst(bs##q + j, e##q.gx);                                                                  \
         vst(bg##q + j, e##q.gy);                                                                  \
     }
 
 /* pass 3 of row q: the input gradients */
 #define FUSE_P3(q)                                                                                \
-    FUSE_DX_STEP(&F##q, XHATS(&F##q.X, LD(x##q + j, t, m)), XHATS(&F##q.Y, LD(y##q + j, t, m)),   \
+    fuse_dx_step(&F##q, xhat_sub(&F##q.X, load(x##q + j, t, m)),                                  \
+                 xhat_sub(&F##q.Y, load(y##q + j, t, m)),                                         \
                  vld(bs##q + j), vld(bg##q + j), dx##q, dy##q, accx, accy, j, t, m)
 
 /* a parameter-gradient vector of rows 0 and 1: p = (p + v0) + v1, or p = fma(a1, b1,
  * fma(a0, b0, p)): the same bits as two row-by-row updates, one load and store of p */
-KINLINE void ACC2(float *p, V v0, V v1, int t, M m) {
-    if (p) ST(p, vadd(vadd(LD(p, t, m), v0), v1), t, m);
+KINLINE void acc_add2(float *p, V v0, V v1, int t, M m) {
+    if (p) store(p, vadd(vadd(load(p, t, m), v0), v1), t, m);
 }
-KINLINE void ACC_FMA2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
-    if (p) ST(p, vfma(a1, b1, vfma(a0, b0, LD(p, t, m))), t, m);
+KINLINE void acc_fma2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
+    if (p) store(p, vfma(a1, b1, vfma(a0, b0, load(p, t, m))), t, m);
 }
 
 static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1,
@@ -838,7 +840,7 @@ static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1
     V ax0[2] = ZERO2, bx0[2] = ZERO2, ay0[2] = ZERO2, by0[2] = ZERO2;
     RCOLS2(D, {
         FUSE_P2(0);
-        if (dp) FUSE_PG_STEP(dp, &e0, j, t, m);
+        if (dp) fuse_pg_step(dp, &e0, j, t, m);
     });
     fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);
     if (F0.nt) /* rows from memory: in the order of the streams */
@@ -852,9 +854,9 @@ static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1
  * arithmetic is fuse_bwd's, and each parameter-gradient vector gets row 0's then row 1's
  * contribution while loaded once. */
 KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
-                           const float *const du[2], const float *const x[2],
-                           const float *const y[2], float *const dx[2], float *const dy[2],
-                           int accx, int accy, const sn_dfuse *dp2) {
+                            const float *const du[2], const float *const x[2],
+                            const float *const y[2], float *const dx[2], float *const dy[2],
+                            int accx, int accy, const sn_dfuse *dp2) {
     if (D > FUSE_ROW_MAX || !dp2) {
         for (int q = 0; q < 2; q++)
             fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp2);
@@ -882,12 +884,12 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
         RCOLS2(D, {                                                                               \
             FUSE_P2(0);                                                                           \
             FUSE_P2(1);                                                                           \
-            ACC_FMA2(AT(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);                            \
-            ACC2(AT(dp->bo, j), e0.dh, e1.dh, t, m);                                              \
-            ACC_FMA2(AT(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);                            \
-            ACC2(AT(dp->bx, j), e0.dt, e1.dt, t, m);                                              \
-            ACC_FMA2(AT(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);                            \
-            ACC2(AT(dp->by, j), e0.ds, e1.ds, t, m);                                              \
+            acc_fma2(at(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);                            \
+            acc_add2(at(dp->bo, j), e0.dh, e1.dh, t, m);                                          \
+            acc_fma2(at(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);                            \
+            acc_add2(at(dp->bx, j), e0.dt, e1.dt, t, m);                                          \
+            acc_fma2(at(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);                            \
+            acc_add2(at(dp->by, j), e0.ds, e1.ds, t, m);                                          \
         });                                                                                       \
         fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);                                                  \
         fuse_red_xy(&F1, ax1, bx1, ay1, by1, D);                                                  \
@@ -931,11 +933,13 @@ static void add_div(const float *a, const float *b, float c, float *out, int64_t
     const V vc = vset1(c);
     if (acc)
         COLS(D, {
-            V r = vadd(LD(a + j, t, m), vdiv(LD(b + j, t, m), vc));
-            ST(out + j, vadd(LD(out + j, t, m), r), t, m);
+            V r = vadd(load(a + j, t, m), vdiv(load(b + j, t, m), vc));
+            store(out + j, vadd(load(out + j, t, m), r), t, m);
         });
     else
-        COLS(D, { STO(out + j, vadd(LD(a + j, t, m), vdiv(LD(b + j, t, m), vc)), t, m, nt); });
+        COLS(D, {
+            store_out(out + j, vadd(load(a + j, t, m), vdiv(load(b + j, t, m), vc)), t, m, nt);
+        });
     if (nt && !acc) vfence();
 }
 
@@ -943,16 +947,16 @@ static void apply(const float *z, const float *u, const float *y, float c, float
                   int64_t D, int nt) {
     const V vc = vset1(c);
     COLS(D, {
-        V zj = LD(z + j, t, m);
-        STO(xo + j, vadd(LD(u + j, t, m), vdiv(zj, vc)), t, m, nt);
-        STO(yo + j, vadd(LD(y + j, t, m), zj), t, m, nt);
+        V zj = load(z + j, t, m);
+        store_out(xo + j, vadd(load(u + j, t, m), vdiv(zj, vc)), t, m, nt);
+        store_out(yo + j, vadd(load(y + j, t, m), zj), t, m, nt);
     });
     if (nt) vfence();
 }
 
 static void axpy(const float *a, const float *b, float alpha, float *out, int64_t D, int nt) {
     const V va = vset1(alpha);
-    COLS(D, { STO(out + j, vfma(va, LD(a + j, t, m), LD(b + j, t, m)), t, m, nt); });
+    COLS(D, { store_out(out + j, vfma(va, load(a + j, t, m), load(b + j, t, m)), t, m, nt); });
     if (nt) vfence();
 }
 
