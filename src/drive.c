@@ -418,11 +418,13 @@ static void norm_bwd_rows(const norm_job *J, int64_t lo, int64_t hi, float *pg) 
     float *dv[2];
     int n = 0;
     for (int64_t r = lo; r < hi; r++) {
+        const float *const dout_r = in_row(J->dout, r), *const x_r = in_row(J->x, r);
+        float *const dx_r = out_row(J->dx, r);
         for (int64_t g = 0; g < J->ng; g++) {
             q[n] = norm_row_q(J, &q0, r, g);
-            dout[n] = in_row(J->dout, r) + g * J->W;
-            v[n] = in_row(J->x, r) + g * J->W;
-            dv[n] = out_row(J->dx, r) + g * J->W;
+            dout[n] = dout_r + g * J->W;
+            v[n] = x_r + g * J->W;
+            dv[n] = dx_r + g * J->W;
             if (!pairs) {
                 K->norm_bwd(&q[0], dout[0], v[0], J->W, dv[0], J->acc, dg, db);
             } else if (++n == 2) {
