@@ -757,58 +757,77 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
  * the same values). Rows wider than FUSE_ROW_MAX take those. */
 #define FUSE_ROW_MAX 1024
 
-/* The steps below name each row's values with the row's digit q (F0, x0, a0, ...; F1, x1, ...):
- * separate locals per row, so that they stay in registers. */
+/* One row of fuse_bwd and fuse_bwd2: its norms and reductions (a local copy of its sn_rfuse:
+ * the stores cannot alias it), its rows, its two stack rows and its accumulators. A local
+ * struct per row, reached only by the inline steps below, so that its fields stay in
+ * registers. */
+typedef struct brow {
+    sn_rfuse F;
+    const float *dh, *du, *x, *y;
+    float *dx, *dy;
+    float *bs, *bg;               /* stack rows of FUSE_ROW_MAX + VW floats */
+    V a[2], b[2];                 /* pass 1: N_out's reductions */
+    V ax[2], bx[2], ay[2], by[2]; /* pass 2: N_x's and N_y's */
+} brow;
 
-/* the rows row q's sn_rfuse asks to prefetch (pf), a line each per 64 bytes of columns: every
- * step with AVX-512, every step of set 0 (two steps) with AVX2 */
+KINLINE void brow_init(brow *w, const sn_rfuse *F, const float *dh, const float *du,
+                       const float *x, const float *y, float *dx, float *dy, float *bs,
+                       float *bg) {
+    w->F = *F;
+    w->dh = dh, w->du = du, w->x = x, w->y = y, w->dx = dx, w->dy = dy;
+    w->bs = bs, w->bg = bg;
+    for (int k = 0; k < 2; k++) {
+        w->a[k] = w->b[k] = vset1(0.0f);
+        w->ax[k] = w->bx[k] = w->ay[k] = w->by[k] = vset1(0.0f);
+    }
+}
+
+/* pass 1 at column j (accumulator set k): N_out's reductions, xs kept in bs */
+KINLINE void fuse_p1(brow *w, int64_t j, int t, M m, int k) {
+    const V xx = xhat_sub(&w->F.X, load(w->x + j, t, m));
+    const V yy = xhat_sub(&w->F.Y, load(w->y + j, t, m));
+    const V xs = xs_of(&w->F, xx, yy, j, t, m);
+    vst(w->bs + j, xs); /* the stack rows are padded: whole vectors */
+    const V g = keep(vmul(gamma_at(w->F.O.gamma, j, t, m), load(w->dh + j, t, m)), t, m);
+    w->a[k] = vadd(w->a[k], g);
+    w->b[k] = vfma(g, keep(xs, t, m), w->b[k]);
+}
+
+/* pass 2 at column j: the quantities of the step (returned), the reductions of N_x and N_y;
+ * gx replaces xs in bs, gy goes to bg. First the rows the row's sn_rfuse asks to prefetch
+ * (pf), a line each per 64 bytes of columns: every step with AVX-512, every step of set 0
+ * (two steps) with AVX2. */
+KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
 #if defined(__GNUC__)
-#define FUSE_PF(q)                                                                                \
-    if (VW >= 16 || k == 0)                                                                       \
-        for (int i_ = 0; i_ < F##q.npf; i_++) __builtin_prefetch(F##q.pf[i_] + j, 0, 2);
-#else
-#define FUSE_PF(q)
+    if (VW >= 16 || k == 0)
+        for (int i = 0; i < w->F.npf; i++) __builtin_prefetch(w->F.pf[i] + j, 0, 2);
 #endif
+    belem e;
+    e.xx = xhat_sub(&w->F.X, load(w->x + j, t, m));
+    e.yy = xhat_sub(&w->F.Y, load(w->y + j, t, m));
+    e.xs = vld(w->bs + j);
+    e.dh = load(w->dh + j, t, m);
+    e.ds = ds_of(&w->F, e.xs, e.dh, j, t, m);
+    e.dt = dt_of(w->du, e.ds, j, t, m);
+    e.gx = vmul(gamma_at(w->F.X.gamma, j, t, m), e.dt);
+    e.gy = vmul(gamma_at(w->F.Y.gamma, j, t, m), e.ds);
+    const V gx = keep(e.gx, t, m), gy = keep(e.gy, t, m);
+    w->ax[k] = vadd(w->ax[k], gx);
+    w->bx[k] = vfma(gx, keep(e.xx, t, m), w->bx[k]);
+    w->ay[k] = vadd(w->ay[k], gy);
+    w->by[k] = vfma(gy, keep(e.yy, t, m), w->by[k]);
+    vst(w->bs + j, e.gx);
+    vst(w->bg + j, e.gy);
+    return e;
+}
 
-/* pass 1 of row q: N_out's reductions, xs kept in bs */
-#define FUSE_P1(q)                                                                                \
-    {                                                                                             \
-        V xx = xhat_sub(&F##q.X, load(x##q + j, t, m));                                           \
-        V yy = xhat_sub(&F##q.Y, load(y##q + j, t, m));                                           \
-        V xs = xs_of(&F##q, xx, yy, j, t, m);                                                     \
-        vst(bs##q + j, xs); /* the stack rows are padded: whole vectors */                        \
-        V g = keep(vmul(gamma_at(F##q.O.gamma, j, t, m), load(dh##q + j, t, m)), t, m);           \
-        a##q[k] = vadd(a##q[k], g);                                                               \
-        b##q[k] = vfma(g, keep(xs, t, m), b##q[k]);                                               \
-    }
-
-/* pass 2 of row q: the quantities e##q, the reductions of N_x and N_y */
-#define FUSE_P2(q)                                                                                \
-    belem e##q;                                                                                   \
-    {                                                                                             \
-        FUSE_PF(q)                                                                                \
-        e##q.xx = xhat_sub(&F##q.X, load(x##q + j, t, m));                                        \
-        e##q.yy = xhat_sub(&F##q.Y, load(y##q + j, t, m));                                        \
-        e##q.xs = vld(bs##q + j);                                                                 \
-        e##q.dh = load(dh##q + j, t, m);                                                          \
-        e##q.ds = ds_of(&F##q, e##q.xs, e##q.dh, j, t, m);                                        \
-        e##q.dt = dt_of(du##q, e##q.ds, j, t, m);                                                 \
-        e##q.gx = vmul(gamma_at(F##q.X.gamma, j, t, m), e##q.dt);                                 \
-        e##q.gy = vmul(gamma_at(F##q.Y.gamma, j, t, m), e##q.ds);                                 \
-        V gx_ = keep(e##q.gx, t, m), gy_ = keep(e##q.gy, t, m);                                   \
-        ax##q[k] = vadd(ax##q[k], gx_);                                                           \
-        bx##q[k] = vfma(gx_, keep(e##q.xx, t, m), bx##q[k]);                                      \
-        ay##q[k] = vadd(ay##q[k], gy_);                                                           \
-        by##q[k] = vfma(gy_, keep(e##q.yy, t, m), by##q[k]);                                      \
-        vst(bs##q + j, e##q.gx);                                                                  \
-        vst(bg##q + j, e##q.gy);                                                                  \
-    }
-
-/* pass 3 of row q: the input gradients */
-#define FUSE_P3(q)                                                                                \
-    fuse_dx_step(&F##q, xhat_sub(&F##q.X, load(x##q + j, t, m)),                                  \
-                 xhat_sub(&F##q.Y, load(y##q + j, t, m)),                                         \
-                 vld(bs##q + j), vld(bg##q + j), dx##q, dy##q, accx, accy, j, t, m)
+/* pass 3 at column j: the input gradients */
+KINLINE void fuse_p3(const brow *w, int accx, int accy, int64_t j, int t, M m) {
+    const V xx = xhat_sub(&w->F.X, load(w->x + j, t, m));
+    const V yy = xhat_sub(&w->F.Y, load(w->y + j, t, m));
+    fuse_dx_step(&w->F, xx, yy, vld(w->bs + j), vld(w->bg + j), w->dx, w->dy, accx, accy, j, t,
+                 m);
+}
 
 /* a parameter-gradient vector of rows 0 and 1: p = (p + v0) + v1, or p = fma(a1, b1,
  * fma(a0, b0, p)): the same bits as two row-by-row updates, one load and store of p */
@@ -819,35 +838,65 @@ KINLINE void acc_fma2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
     if (p) store(p, vfma(a1, b1, vfma(a0, b0, load(p, t, m))), t, m);
 }
 
-static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1,
-                     const float *x1, const float *y1, float *dx1, float *dy1, int accx, int accy,
+static void fuse_bwd(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
+                     const float *y, float *dx, float *dy, int accx, int accy,
                      const sn_dfuse *dp) {
     if (D > FUSE_ROW_MAX) {
-        sn_k_prefetch_rows(F1, D);
-        fuse_red(F1, D, dh1, du1, x1, y1);
-        if (dp) fuse_pg(F1, D, dh1, du1, x1, y1, dp);
-        fuse_dx(F1, D, dh1, du1, x1, y1, dx1, dy1, accx, accy);
+        sn_k_prefetch_rows(F, D);
+        fuse_red(F, D, dh, du, x, y);
+        if (dp) fuse_pg(F, D, dh, du, x, y, dp);
+        fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);
         return;
     }
-    sn_rfuse F0 = *F1; /* a local copy: the stores below cannot alias it */
-    const float *const dh0 = dh1, *const du0 = du1, *const x0 = x1, *const y0 = y1;
-    float *const dx0 = dx1, *const dy0 = dy1;
-    float bs_[FUSE_ROW_MAX + VW], bg_[FUSE_ROW_MAX + VW];
-    float *const bs0 = bs_, *const bg0 = bg_;
-    V a0[2] = ZERO2, b0[2] = ZERO2;
-    RCOLS2(D, FUSE_P1(0));
-    fuse_red_out(&F0, a0, b0, D);
-    V ax0[2] = ZERO2, bx0[2] = ZERO2, ay0[2] = ZERO2, by0[2] = ZERO2;
+    float bs[FUSE_ROW_MAX + VW], bg[FUSE_ROW_MAX + VW];
+    brow w;
+    brow_init(&w, F, dh, du, x, y, dx, dy, bs, bg);
+    RCOLS2(D, { fuse_p1(&w, j, t, m, k); });
+    fuse_red_out(&w.F, w.a, w.b, D);
     RCOLS2(D, {
-        FUSE_P2(0);
-        if (dp) fuse_pg_step(dp, &e0, j, t, m);
+        const belem e = fuse_p2(&w, j, t, m, k);
+        if (dp) fuse_pg_step(dp, &e, j, t, m);
     });
-    fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);
-    if (F0.nt) /* rows from memory: in the order of the streams */
-        COLS(D, FUSE_P3(0););
+    fuse_red_xy(&w.F, w.ax, w.bx, w.ay, w.by, D);
+    if (w.F.nt) /* rows from memory: in the order of the streams */
+        COLS(D, { fuse_p3(&w, accx, accy, j, t, m); });
     else /* rows in the caches: pass 2's last columns first */
-        COLS_DOWN(D, FUSE_P3(0););
-    if (F0.nt) vfence();
+        COLS_DOWN(D, { fuse_p3(&w, accx, accy, j, t, m); });
+    if (w.F.nt) vfence();
+}
+
+/* The three passes of fuse_bwd on rows w0 and w1, each parameter-gradient vector loaded once
+ * for both (row 0's contribution first). */
+KINLINE void fuse_bwd2_passes(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp, int accx,
+                              int accy) {
+    RCOLS2(D, {
+        fuse_p1(w0, j, t, m, k);
+        fuse_p1(w1, j, t, m, k);
+    });
+    fuse_red_out(&w0->F, w0->a, w0->b, D);
+    fuse_red_out(&w1->F, w1->a, w1->b, D);
+    RCOLS2(D, {
+        const belem e0 = fuse_p2(w0, j, t, m, k);
+        const belem e1 = fuse_p2(w1, j, t, m, k);
+        acc_fma2(at(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);
+        acc_add2(at(dp->bo, j), e0.dh, e1.dh, t, m);
+        acc_fma2(at(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);
+        acc_add2(at(dp->bx, j), e0.dt, e1.dt, t, m);
+        acc_fma2(at(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);
+        acc_add2(at(dp->by, j), e0.ds, e1.ds, t, m);
+    });
+    fuse_red_xy(&w0->F, w0->ax, w0->bx, w0->ay, w0->by, D);
+    fuse_red_xy(&w1->F, w1->ax, w1->bx, w1->ay, w1->by, D);
+    if (w0->F.nt)
+        COLS(D, {
+            fuse_p3(w0, accx, accy, j, t, m);
+            fuse_p3(w1, accx, accy, j, t, m);
+        });
+    else
+        COLS_DOWN(D, {
+            fuse_p3(w0, accx, accy, j, t, m);
+            fuse_p3(w1, accx, accy, j, t, m);
+        });
 }
 
 /* Two consecutive rows of one call (the same parameters) with parameter gradients: each row's
@@ -862,55 +911,28 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
             fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp2);
         return;
     }
-    sn_rfuse F0 = F2[0], F1 = F2[1]; /* local copies: the stores below cannot alias them */
     const sn_dfuse dp_ = *dp2, *dp = &dp_;
+    float bs[2][FUSE_ROW_MAX + VW], bg[2][FUSE_ROW_MAX + VW];
+    brow w0, w1;
+    brow_init(&w0, &F2[0], dh[0], du[0], x[0], y[0], dx[0], dy[0], bs[0], bg[0]);
+    brow_init(&w1, &F2[1], dh[1], du[1], x[1], y[1], dx[1], dy[1], bs[1], bg[1]);
+    const sn_rfuse *F0 = &w0.F;
     /* both rows have the fuse's parameters: say so, so that each vector is loaded once */
-    F1.X.gamma = F0.X.gamma, F1.X.beta = F0.X.beta;
-    F1.Y.gamma = F0.Y.gamma, F1.Y.beta = F0.Y.beta;
-    F1.O.gamma = F0.O.gamma, F1.O.beta = F0.O.beta;
-    const float *const dh0 = dh[0], *const du0 = du[0], *const x0 = x[0], *const y0 = y[0];
-    const float *const dh1 = dh[1], *const du1 = du[1], *const x1 = x[1], *const y1 = y[1];
-    float *const dx0 = dx[0], *const dy0 = dy[0], *const dx1 = dx[1], *const dy1 = dy[1];
-    float bs_[2][FUSE_ROW_MAX + VW], bg_[2][FUSE_ROW_MAX + VW];
-    float *const bs0 = bs_[0], *const bs1 = bs_[1], *const bg0 = bg_[0], *const bg1 = bg_[1];
-#define FUSE_BWD2_BODY                                                                            \
-    {                                                                                             \
-        V a0[2] = ZERO2, b0[2] = ZERO2, a1[2] = ZERO2, b1[2] = ZERO2;                             \
-        RCOLS2(D, FUSE_P1(0) FUSE_P1(1));                                                         \
-        fuse_red_out(&F0, a0, b0, D);                                                             \
-        fuse_red_out(&F1, a1, b1, D);                                                             \
-        V ax0[2] = ZERO2, bx0[2] = ZERO2, ay0[2] = ZERO2, by0[2] = ZERO2;                         \
-        V ax1[2] = ZERO2, bx1[2] = ZERO2, ay1[2] = ZERO2, by1[2] = ZERO2;                         \
-        RCOLS2(D, {                                                                               \
-            FUSE_P2(0);                                                                           \
-            FUSE_P2(1);                                                                           \
-            acc_fma2(at(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);                            \
-            acc_add2(at(dp->bo, j), e0.dh, e1.dh, t, m);                                          \
-            acc_fma2(at(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);                            \
-            acc_add2(at(dp->bx, j), e0.dt, e1.dt, t, m);                                          \
-            acc_fma2(at(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);                            \
-            acc_add2(at(dp->by, j), e0.ds, e1.ds, t, m);                                          \
-        });                                                                                       \
-        fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);                                                  \
-        fuse_red_xy(&F1, ax1, bx1, ay1, by1, D);                                                  \
-        if (F0.nt)                                                                                \
-            COLS(D, FUSE_P3(0); FUSE_P3(1););                                                     \
-        else                                                                                      \
-            COLS_DOWN(D, FUSE_P3(0); FUSE_P3(1););                                                \
-    }
+    w1.F.X.gamma = F0->X.gamma, w1.F.X.beta = F0->X.beta;
+    w1.F.Y.gamma = F0->Y.gamma, w1.F.Y.beta = F0->Y.beta;
+    w1.F.O.gamma = F0->O.gamma, w1.F.O.beta = F0->O.beta;
     /* versions in which the compiler knows which parameter pointers are NULL (LayerNorm with
      * gamma and beta, RMSNorm with gamma: no per-vector tests) */
-    const int g3 = F0.X.gamma && F0.Y.gamma && F0.O.gamma && dp->gx && dp->gy && dp->go;
-    const int b3 = F0.X.beta && F0.Y.beta && F0.O.beta && dp->bx && dp->by && dp->bo;
-    const int nb3 = !F0.X.beta && !F0.Y.beta && !F0.O.beta && !dp->bx && !dp->by && !dp->bo;
+    const int g3 = F0->X.gamma && F0->Y.gamma && F0->O.gamma && dp->gx && dp->gy && dp->go;
+    const int b3 = F0->X.beta && F0->Y.beta && F0->O.beta && dp->bx && dp->by && dp->bo;
+    const int nb3 = !F0->X.beta && !F0->Y.beta && !F0->O.beta && !dp->bx && !dp->by && !dp->bo;
     if (g3 && b3)
-        FUSE_BWD2_BODY
+        fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
     else if (g3 && nb3)
-        FUSE_BWD2_BODY
+        fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
     else
-        FUSE_BWD2_BODY
-#undef FUSE_BWD2_BODY
-    if (F0.nt) vfence();
+        fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
+    if (F0->nt) vfence();
 }
 static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
                       const float *const du[2], const float *const x[2],
@@ -921,10 +943,6 @@ static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
     else
         fuse_bwd2_body(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
 }
-#undef FUSE_PF
-#undef FUSE_P1
-#undef FUSE_P2
-#undef FUSE_P3
 
 /* ---- elementwise --------------------------------------------------------------------------- */
 
