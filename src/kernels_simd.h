@@ -268,13 +268,40 @@ static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64
     norm_row(&q, v, W, out);
 }
 
-/* the reduction step of a norm backward: g = gamma * dout, a += g, b += g * xhat */
-#define NORM_RED_STEP                                                                             \
-    V xh = xhat(q, load(v + j, t, m));                                                            \
-    V d = load(dout + j, t, m);                                                                   \
-    V g = keep(vmul(gamma_at(q->gamma, j, t, m), d), t, m);                                       \
-    a[k] = vadd(a[k], g);                                                                         \
-    b[k] = vfma(g, keep(xh, t, m), b[k])
+/* The reduction step of a norm backward at column j: g = gamma * dout, *a += g,
+ * *b += g * xhat; returns xhat and dout for the parameter gradients. */
+typedef struct xhd {
+    V xh, d;
+} xhd;
+KINLINE xhd norm_red_step(const sn_rnorm *q, const float *dout, const float *v, int64_t j, int t,
+                          M m, V *a, V *b) {
+    xhd r;
+    r.xh = xhat(q, load(v + j, t, m));
+    r.d = load(dout + j, t, m);
+    const V g = keep(vmul(gamma_at(q->gamma, j, t, m), r.d), t, m);
+    *a = vadd(*a, g);
+    *b = vfma(g, keep(r.xh, t, m), *b);
+    return r;
+}
+
+/* The same for two segments with the same gamma (norm_bwd2), gamma loaded once. */
+typedef struct xhd2 {
+    V xh0, d0, xh1, d1;
+} xhd2;
+KINLINE xhd2 norm_red2_step(const sn_rnorm *q0, const sn_rnorm *q1, const float *dout0,
+                            const float *dout1, const float *v0, const float *v1, int64_t j,
+                            int t, M m, V *a0, V *b0, V *a1, V *b1) {
+    xhd2 r;
+    r.xh0 = xhat(q0, load(v0 + j, t, m)), r.d0 = load(dout0 + j, t, m);
+    r.xh1 = xhat(q1, load(v1 + j, t, m)), r.d1 = load(dout1 + j, t, m);
+    const V gm = gamma_at(q0->gamma, j, t, m);
+    const V g0 = keep(vmul(gm, r.d0), t, m), g1 = keep(vmul(gm, r.d1), t, m);
+    *a0 = vadd(*a0, g0);
+    *b0 = vfma(g0, keep(r.xh0, t, m), *b0);
+    *a1 = vadd(*a1, g1);
+    *b1 = vfma(g1, keep(r.xh1, t, m), *b1);
+    return r;
+}
 
 static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
                     float *dgamma, float *dbeta) {
@@ -325,25 +352,24 @@ static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64
     V a[4] = ZERO4, b[4] = ZERO4;
     if (dgamma && dbeta)
         RCOLS4(W, {
-            NORM_RED_STEP;
-            store(dgamma + j, vfma(d, xh, load(dgamma + j, t, m)), t, m);
-            store(dbeta + j, vadd(load(dbeta + j, t, m), d), t, m);
+            const xhd s = norm_red_step(q, dout, v, j, t, m, &a[k], &b[k]);
+            store(dgamma + j, vfma(s.d, s.xh, load(dgamma + j, t, m)), t, m);
+            store(dbeta + j, vadd(load(dbeta + j, t, m), s.d), t, m);
         });
     else if (dgamma) /* RMSNorm and LayerNorm without beta */
         RCOLS4(W, {
-            NORM_RED_STEP;
-            store(dgamma + j, vfma(d, xh, load(dgamma + j, t, m)), t, m);
+            const xhd s = norm_red_step(q, dout, v, j, t, m, &a[k], &b[k]);
+            store(dgamma + j, vfma(s.d, s.xh, load(dgamma + j, t, m)), t, m);
         });
     else if (dbeta)
         RCOLS4(W, {
-            NORM_RED_STEP;
-            store(dbeta + j, vadd(load(dbeta + j, t, m), d), t, m);
+            const xhd s = norm_red_step(q, dout, v, j, t, m, &a[k], &b[k]);
+            store(dbeta + j, vadd(load(dbeta + j, t, m), s.d), t, m);
         });
     else
-        RCOLS4(W, { NORM_RED_STEP; });
+        RCOLS4(W, { norm_red_step(q, dout, v, j, t, m, &a[k], &b[k]); });
     norm_dx(q, dout, v, W, q->ca * hsum4(a) / (float)W, q->cb * hsum4(b) / (float)W, dv, acc);
 }
-#undef NORM_RED_STEP
 
 /* norm_bwd of two row segments of one call (the same gamma, beta and W), bitwise the same as
  * norm_bwd on segment 0 then segment 1: the two segments' reductions in the same sweep, so that
@@ -355,34 +381,30 @@ static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float
     const float *const dout0 = dout2[0], *const dout1 = dout2[1], *const v0 = v2[0],
                        *const v1 = v2[1];
     V a0[4] = ZERO4, b0[4] = ZERO4, a1[4] = ZERO4, b1[4] = ZERO4;
-#define RED2_STEP                                                                                 \
-    const V xh0 = xhat(&Q0, load(v0 + j, t, m)), d0 = load(dout0 + j, t, m);                      \
-    const V xh1 = xhat(&Q1, load(v1 + j, t, m)), d1 = load(dout1 + j, t, m);                      \
-    const V gm = gamma_at(Q0.gamma, j, t, m);                                                     \
-    const V g0 = keep(vmul(gm, d0), t, m), g1 = keep(vmul(gm, d1), t, m);                         \
-    a0[k] = vadd(a0[k], g0);                                                                      \
-    b0[k] = vfma(g0, keep(xh0, t, m), b0[k]);                                                     \
-    a1[k] = vadd(a1[k], g1);                                                                      \
-    b1[k] = vfma(g1, keep(xh1, t, m), b1[k])
     if (dgamma && dbeta)
         RCOLS4(W, {
-            RED2_STEP;
-            store(dgamma + j, vfma(d1, xh1, vfma(d0, xh0, load(dgamma + j, t, m))), t, m);
-            store(dbeta + j, vadd(vadd(load(dbeta + j, t, m), d0), d1), t, m);
+            const xhd2 s = norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k],
+                                          &b0[k], &a1[k], &b1[k]);
+            store(dgamma + j, vfma(s.d1, s.xh1, vfma(s.d0, s.xh0, load(dgamma + j, t, m))), t, m);
+            store(dbeta + j, vadd(vadd(load(dbeta + j, t, m), s.d0), s.d1), t, m);
         });
     else if (dgamma)
         RCOLS4(W, {
-            RED2_STEP;
-            store(dgamma + j, vfma(d1, xh1, vfma(d0, xh0, load(dgamma + j, t, m))), t, m);
+            const xhd2 s = norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k],
+                                          &b0[k], &a1[k], &b1[k]);
+            store(dgamma + j, vfma(s.d1, s.xh1, vfma(s.d0, s.xh0, load(dgamma + j, t, m))), t, m);
         });
     else if (dbeta)
         RCOLS4(W, {
-            RED2_STEP;
-            store(dbeta + j, vadd(vadd(load(dbeta + j, t, m), d0), d1), t, m);
+            const xhd2 s = norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k],
+                                          &b0[k], &a1[k], &b1[k]);
+            store(dbeta + j, vadd(vadd(load(dbeta + j, t, m), s.d0), s.d1), t, m);
         });
     else
-        RCOLS4(W, { RED2_STEP; });
-#undef RED2_STEP
+        RCOLS4(W, {
+            norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k], &b0[k], &a1[k],
+                           &b1[k]);
+        });
     norm_dx(&Q0, dout0, v0, W, Q0.ca * hsum4(a0) / (float)W, Q0.cb * hsum4(b0) / (float)W,
             dv2[0], acc);
     norm_dx(&Q1, dout1, v1, W, Q1.ca * hsum4(a1) / (float)W, Q1.cb * hsum4(b1) / (float)W,
@@ -444,6 +466,16 @@ KINLINE V s_of(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float
     return vadd(*ux, scale_shift(Y, xhat_sub(Y, load(y + j, t, m)), j, t, m));
 }
 
+/* s at column j, stored into h, and u = N_x(x) when u is non-NULL */
+KINLINE V fuse_s_step(const sn_rfuse *F, const float *x, const float *y, float *u, float *h,
+                      int64_t j, int t, M m) {
+    V ux;
+    const V s = s_of(&F->X, &F->Y, x, y, j, t, m, &ux);
+    if (u) store_out(u + j, ux, t, m, F->nt);
+    store(h + j, s, t, m);
+    return s;
+}
+
 /* u (if non-NULL) and h = s; the first sweep of N_out's statistics rides along (the same
  * accumulators and order as vsum / vsum_sqdev over h) */
 static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u,
@@ -453,24 +485,19 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
     V a[4] = ZERO4;
     const int ln = no->kind == SN_NORM_LAYERNORM, rms = no->kind == SN_NORM_RMSNORM;
     const V zero = vset1(0.0f);
-#define FUSE_S_STEP                                                                               \
-    V ux, s = s_of(&F->X, &F->Y, x, y, j, t, m, &ux);                                             \
-    if (u) store_out(u + j, ux, t, m, F->nt);                                                     \
-    store(h + j, s, t, m)
     if (ln)
         RCOLS4(D, {
-            FUSE_S_STEP;
+            const V s = fuse_s_step(F, x, y, u, h, j, t, m);
             a[k] = vadd(a[k], keep(s, t, m));
         });
     else if (rms)
         RCOLS4(D, {
-            FUSE_S_STEP;
+            const V s = fuse_s_step(F, x, y, u, h, j, t, m);
             V d = keep(vsub(s, zero), t, m);
             a[k] = vfma(d, d, a[k]);
         });
     else
-        COLS(D, { FUSE_S_STEP; });
-#undef FUSE_S_STEP
+        COLS(D, { fuse_s_step(F, x, y, u, h, j, t, m); });
     if (u && F->nt) vfence();
     *mo = 0.0f;
     *ro = 1.0f;
@@ -483,6 +510,17 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
         *ro = 1.0f / sqrtf(hsum4(a) / (float)D + no->eps);
     }
     sn_k_stats_guard(no, h, D, mo, ro);
+}
+
+/* fuse_fwd2's stores at column j: u0 and u1 when set (both or neither), s into the stack rows */
+KINLINE void store_s2(float *u0, float *u1, V ux0, V ux1, float *s0p, float *s1p, V s0, V s1,
+                      int nt, int64_t j, int t, M m) {
+    if (u0) {
+        store_out(u0 + j, ux0, t, m, nt);
+        store_out(u1 + j, ux1, t, m, nt);
+    }
+    store(s0p + j, s0, t, m);
+    store(s1p + j, s1, t, m);
 }
 
 /* The whole forward of two rows (see kernels.h): per row the arithmetic of stats2, fuse_s and
@@ -549,29 +587,25 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
     {
         V a0[4] = ZERO4, a1[4] = ZERO4;
         const V zero = vset1(0.0f);
-#define S_STEP                                                                                    \
-    V ux0, s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);                                            \
-    V ux1, s1 = s_of(&X1, &Y1, x1, y1, j, t, m, &ux1);                                            \
-    if (u0) {                                                                                     \
-        store_out(u0 + j, ux0, t, m, nt);                                                         \
-        store_out(u1 + j, ux1, t, m, nt);                                                         \
-    }                                                                                             \
-    store(s0p + j, s0, t, m);                                                                     \
-    store(s1p + j, s1, t, m);
         if (lo)
             RCOLS4(D, {
-                S_STEP
+                V ux0, ux1;
+                const V s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);
+                const V s1 = s_of(&X1, &Y1, x1, y1, j, t, m, &ux1);
+                store_s2(u0, u1, ux0, ux1, s0p, s1p, s0, s1, nt, j, t, m);
                 a0[k] = vadd(a0[k], keep(s0, t, m));
                 a1[k] = vadd(a1[k], keep(s1, t, m));
             });
         else
             RCOLS4(D, {
-                S_STEP
+                V ux0, ux1;
+                const V s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);
+                const V s1 = s_of(&X1, &Y1, x1, y1, j, t, m, &ux1);
+                store_s2(u0, u1, ux0, ux1, s0p, s1p, s0, s1, nt, j, t, m);
                 V d0 = keep(vsub(s0, zero), t, m), d1 = keep(vsub(s1, zero), t, m);
                 a0[k] = vfma(d0, d0, a0[k]);
                 a1[k] = vfma(d1, d1, a1[k]);
             });
-#undef S_STEP
         if (lo) {
             mo0 = hsum4(a0) / fD;
             mo1 = hsum4(a1) / fD;
@@ -649,19 +683,23 @@ KINLINE belem belem_of(const sn_rfuse *F, int64_t j, int t, M m, const float *dh
     return e;
 }
 
-/* pass 1 of the reductions: N_out's, from g = gamma_out * dh and xs */
-#define FUSE_RED1_STEP(xs)                                                                        \
-    V g = keep(vmul(gamma_at(F->O.gamma, j, t, m), load(dh + j, t, m)), t, m);                    \
-    a[k] = vadd(a[k], g);                                                                         \
-    b[k] = vfma(g, keep(xs, t, m), b[k])
+/* pass 1 of the reductions at column j: N_out's into *a, *b, from g = gamma_out * dh and
+ * xs = xs_of(xx, yy) */
+KINLINE void fuse_red1_step(const sn_rfuse *F, const float *dh, V xx, V yy, int64_t j, int t,
+                            M m, V *a, V *b) {
+    const V g = keep(vmul(gamma_at(F->O.gamma, j, t, m), load(dh + j, t, m)), t, m);
+    *a = vadd(*a, g);
+    *b = vfma(g, keep(xs_of(F, xx, yy, j, t, m), t, m), *b);
+}
 
-/* pass 2: N_x's over dt and N_y's over ds */
-#define FUSE_RED2_STEP(e)                                                                         \
-    V gx_ = keep((e).gx, t, m), gy_ = keep((e).gy, t, m);                                         \
-    ax[k] = vadd(ax[k], gx_);                                                                     \
-    bx[k] = vfma(gx_, keep((e).xx, t, m), bx[k]);                                                 \
-    ay[k] = vadd(ay[k], gy_);                                                                     \
-    by[k] = vfma(gy_, keep((e).yy, t, m), by[k])
+/* pass 2: N_x's over dt into *ax, *bx and N_y's over ds into *ay, *by */
+KINLINE void fuse_red2_step(const belem *e, int t, M m, V *ax, V *bx, V *ay, V *by) {
+    const V gx = keep(e->gx, t, m), gy = keep(e->gy, t, m);
+    *ax = vadd(*ax, gx);
+    *bx = vfma(gx, keep(e->xx, t, m), *bx);
+    *ay = vadd(*ay, gy);
+    *by = vfma(gy, keep(e->yy, t, m), *by);
+}
 
 KINLINE void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
     F->oa = F->O.ca * hsum2(a) / (float)D;
@@ -682,13 +720,13 @@ static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, c
     V a[2] = ZERO2, b[2] = ZERO2;
     RCOLS2(D, {
         V xx = xhat_sub(&F->X, load(x + j, t, m)), yy = xhat_sub(&F->Y, load(y + j, t, m));
-        FUSE_RED1_STEP(xs_of(F, xx, yy, j, t, m));
+        fuse_red1_step(F, dh, xx, yy, j, t, m, &a[k], &b[k]);
     });
     fuse_red_out(F, a, b, D);
     V ax[2] = ZERO2, bx[2] = ZERO2, ay[2] = ZERO2, by[2] = ZERO2;
     RCOLS2(D, {
         belem e = belem_of(F, j, t, m, dh, du, x, y);
-        FUSE_RED2_STEP(e);
+        fuse_red2_step(&e, t, m, &ax[k], &bx[k], &ay[k], &by[k]);
     });
     fuse_red_xy(F, ax, bx, ay, by, D);
 }
@@ -789,7 +827,7 @@ KINLINE void fuse_p1(brow *w, int64_t j, int t, M m, int k) {
     const V xs = xs_of(&w->F, xx, yy, j, t, m);
     vst(w->bs + j, xs); /* the stack rows are padded: whole vectors */
     const V g = keep(vmul(gamma_at(w->F.O.gamma, j, t, m), load(w->dh + j, t, m)), t, m);
-    w->a[k] = vadd(w->a[k], g);
+    w->a[k] = vadd(w->a[k], g); /* fuse_red1_step's arithmetic, xs already at hand */
     w->b[k] = vfma(g, keep(xs, t, m), w->b[k]);
 }
 
@@ -811,11 +849,7 @@ KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
     e.dt = dt_of(w->du, e.ds, j, t, m);
     e.gx = vmul(gamma_at(w->F.X.gamma, j, t, m), e.dt);
     e.gy = vmul(gamma_at(w->F.Y.gamma, j, t, m), e.ds);
-    const V gx = keep(e.gx, t, m), gy = keep(e.gy, t, m);
-    w->ax[k] = vadd(w->ax[k], gx);
-    w->bx[k] = vfma(gx, keep(e.xx, t, m), w->bx[k]);
-    w->ay[k] = vadd(w->ay[k], gy);
-    w->by[k] = vfma(gy, keep(e.yy, t, m), w->by[k]);
+    fuse_red2_step(&e, t, m, &w->ax[k], &w->bx[k], &w->ay[k], &w->by[k]);
     vst(w->bs + j, e.gx);
     vst(w->bg + j, e.gy);
     return e;
