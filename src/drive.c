@@ -113,9 +113,8 @@ static void prefetch_row(const float *p, int64_t n) {
 /* Calls below PF_MIN_BYTES still meet lines that left the caches since they were last touched:
  * in a trainer the fuse forward's outputs (u, h) and the fuse backward's x and y were last used
  * a whole pass earlier, with the block's matrix products in between. The fuse drivers touch
- * those rows PF_NEAR rows ahead, so that the misses overlap the row kernels. In the GPT trainer
- * (D = 64, 768 rows) the fuse forward took 10% and the backward 5% less time; on rows already
- * in L2 the prefetches cost 6% and 2%. The apply's output (y') did not gain. */
+ * those rows PF_NEAR rows ahead, so that the misses overlap the row kernels (measurements:
+ * docs/performance.md, "Measurements behind the code"). */
 #define PF_NEAR 4
 static void prefetch_near(const float *p, int64_t n) {
 #if defined(__GNUC__)
@@ -207,9 +206,8 @@ static void pg_fold_task(void *arg, int64_t i) {
 
 /* Threads take the chunks of a super-block in runs of adjacent chunks, PG_RUNS_PER_THREAD runs
  * per thread (a run is one task, claimed as any task): each thread then works through adjacent
- * rows and slots. One task per chunk, claimed in turn by the threads, gave 1.63-1.71x on two
- * threads for a LayerNorm backward at 512 x 768; two runs per thread give 1.71-1.77x (the same
- * bits: a chunk's sum never depends on who computes it). */
+ * rows and slots (docs/performance.md, "Measurements behind the code"). The bits never depend on
+ * it: a chunk's sum never depends on who computes it. */
 #define PG_RUNS_PER_THREAD 2
 
 /* chunks [lo, hi) of the current super-block for task i of J->pieces, in order (arg: the
@@ -349,7 +347,7 @@ static inline void norm_fwd_seg2(const norm_job *J, const sn_rnorm *q0, int64_t 
 }
 
 /* Short segments go in pairs, so that the two statistics chains (sums, division, square root)
- * overlap (docs/performance.md, "Norm forward: segment pairs"); the backward pairs the same
+ * overlap (docs/performance.md, "Measurements behind the code"); the backward pairs the same
  * segments (norm_bwd_rows). */
 static void norm_fwd_task(void *arg, int64_t i) {
     const norm_job *J = arg;
@@ -644,8 +642,8 @@ static void fuse_row_F(const fuse_job *J, int64_t r, sn_rfuse *F) {
 
 /* Beyond L2 (pf), the kernel working on row r prefetches row r + PF_AHEAD: the SIMD kernels
  * spread the prefetches over their second sweep, so that the misses overlap the arithmetic
- * (issued here at once before each call, they stalled it: docs/performance.md, "Fuse backward:
- * prefetch inside the kernel"). */
+ * (issued here at once before each call, they stalled it: docs/performance.md, "Measurements
+ * behind the code"). */
 static void fuse_row_pf(const fuse_job *J, int64_t q, sn_rfuse *F) {
     if (!J->run.pf || q >= J->run.R) return;
     const frow n = fuse_row(J, q);

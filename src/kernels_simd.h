@@ -17,6 +17,11 @@
 
 #include "kernels.h"
 
+/* The column sweeps. They stay macros that take their loop body (a few statements calling the
+ * inline steps below): each copy of the body sees t and k as constants, so a full step has no
+ * mask test and each accumulator set stays its own register, and the summation order of every
+ * reduction is written once (see docs/performance.md, "Kernel source: what stays a macro"). */
+
 /* Runs BODY for the columns [0, n) in steps of VW; BODY sees j (first column), t (1 on the
  * partial last step) and m (its mask). The body is the variadic part, so it may hold commas. */
 #define COLS(n, ...)                                                                              \
@@ -141,8 +146,8 @@
     } while (0)
 
 /* The helpers are forced inline: each is a few instructions inside the row loops, and in a
- * large translation unit the compiler's inlining budget can run out (xs_of and fuse_red_xy left
- * out of line made the fuse backward 10% slower). */
+ * large translation unit the compiler's inlining budget can run out and leave some out of line
+ * (docs/performance.md, "Measurements behind the code"). */
 #if defined(__GNUC__)
 #define KINLINE static inline __attribute__((always_inline))
 #else
@@ -255,11 +260,9 @@ __attribute__((noinline)) static void norm_row(const sn_rnorm *q, const float *v
 }
 
 /* The forward of one row: stats, then norm_row with the row's statistics in q0 (resolved with
- * m = 0, r = 1); the same arithmetic, so the same bits, as the two. Calling both from here
- * rather than from the driver made an RMSNorm forward at 4096 x 768 28% faster (A/B in one
- * process, quiet machine; LayerNorm and cache-resident sizes unchanged). With the two inlined
- * into this function instead, the LayerNorm forward at that size was 15-27% slower: they stay
- * separate functions. */
+ * m = 0, r = 1); the same arithmetic, so the same bits, as the two. Both are called from here
+ * rather than from the driver, and stay separate (noinline) functions: each was measurably
+ * faster than the alternative (docs/performance.md, "Measurements behind the code"). */
 static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64_t W,
                      float *out, float *m, float *r) {
     stats(n, v, W, m, r);
