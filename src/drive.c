@@ -406,32 +406,34 @@ static inline sn_rnorm norm_row_q(const norm_job *J, const sn_rnorm *q0, int64_t
  * block pg (the params layout) unless it is NULL */
 static void norm_bwd_rows(const norm_job *J, int64_t lo, int64_t hi, float *pg) {
     const sn_kern *K = J->run.K;
-    const sn_rnorm dp = pg ? sn_k_resolve(J->n, J->W, pg, 0, 0) : (sn_rnorm){0};
+    const int64_t W = J->W, ng = J->ng;
+    const int acc = J->acc;
+    const mat_in dout_m = J->dout, x_m = J->x;
+    const mat_out dx_m = J->dx;
+    const sn_rnorm dp = pg ? sn_k_resolve(J->n, W, pg, 0, 0) : (sn_rnorm){0};
     float *const dg = (float *)dp.gamma, *const db = (float *)dp.beta;
     const sn_rnorm q0 = norm_q0(J);
     /* short segments in pairs, as the forward (norm_fwd_task) */
-    const int pairs = J->W <= NORM_PAIR_MAX_W;
+    const int pairs = W <= NORM_PAIR_MAX_W;
     sn_rnorm q[2];
     const float *dout[2], *v[2];
     float *dv[2];
     int n = 0;
     for (int64_t r = lo; r < hi; r++) {
-        const float *const dout_r = in_row(J->dout, r), *const x_r = in_row(J->x, r);
-        float *const dx_r = out_row(J->dx, r);
-        for (int64_t g = 0; g < J->ng; g++) {
+        for (int64_t g = 0; g < ng; g++) {
             q[n] = norm_row_q(J, &q0, r, g);
-            dout[n] = dout_r + g * J->W;
-            v[n] = x_r + g * J->W;
-            dv[n] = dx_r + g * J->W;
+            dout[n] = in_row(dout_m, r) + g * W;
+            v[n] = in_row(x_m, r) + g * W;
+            dv[n] = out_row(dx_m, r) + g * W;
             if (!pairs) {
-                K->norm_bwd(&q[0], dout[0], v[0], J->W, dv[0], J->acc, dg, db);
+                K->norm_bwd(&q[0], dout[0], v[0], W, dv[0], acc, dg, db);
             } else if (++n == 2) {
-                K->norm_bwd2(q, dout, v, J->W, dv, J->acc, dg, db);
+                K->norm_bwd2(q, dout, v, W, dv, acc, dg, db);
                 n = 0;
             }
         }
     }
-    if (n) K->norm_bwd(&q[0], dout[0], v[0], J->W, dv[0], J->acc, dg, db);
+    if (n) K->norm_bwd(&q[0], dout[0], v[0], W, dv[0], acc, dg, db);
 }
 
 static void norm_bwd_dx_task(void *arg, int64_t i) {
