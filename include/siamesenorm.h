@@ -266,11 +266,15 @@ SN_API sn_status sn_ctx_set_scratch(sn_ctx *ctx, void *buf, size_t bytes);
 #define SN_NONFINITE_NONE (-1)   /* the last checked call found nothing (or none ran) */
 #define SN_NONFINITE_PARAMS (-2) /* ... found one in the parameter block only */
 
-/* Turns checked mode on (on != 0) or off for the calls made with ctx. Errors: SN_ERR_NULL. */
+/* Turns checked mode on (on != 0) or off for the calls made with ctx, and clears the record
+ * (sn_ctx_nonfinite_row gives SN_NONFINITE_NONE). Errors: SN_ERR_NULL. */
 SN_API sn_status sn_ctx_set_check_finite(sn_ctx *ctx, int on);
 
 /* Where the last call made with ctx in checked mode found a non-finite input: a row index,
- * SN_NONFINITE_PARAMS, or SN_NONFINITE_NONE (also for a NULL ctx). */
+ * SN_NONFINITE_PARAMS, or SN_NONFINITE_NONE (also for a NULL ctx). Calls take the context as
+ * const: they never change its settings, only this record, which the context keeps apart from
+ * them (allocated by sn_ctx_create). It belongs to the one call the context serves at a time
+ * (see "Threads" at the top): read it before the next call with that ctx. */
 SN_API int64_t sn_ctx_nonfinite_row(const sn_ctx *ctx);
 
 /* Scans x [R x D, ldx] (read) and writes to *row the first row holding a NaN or an infinity,

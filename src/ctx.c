@@ -26,7 +26,7 @@ struct sn_ctx {
     void *scratch;          /* caller's scratch (sn_ctx_set_scratch), or NULL */
     size_t scratch_bytes;
     int check_finite;       /* checked mode (sn_ctx_set_check_finite) */
-    int64_t nonfinite_row;  /* what the last checked call found (SN_NONFINITE_*) */
+    sn_ctx_report *report;  /* what calls found (see ctx.h); never NULL */
 };
 
 static sn_isa isa_from_env(void) {
@@ -44,11 +44,18 @@ static sn_isa isa_from_env(void) {
 sn_status sn_ctx_create(sn_ctx **out) {
     if (!out) return SN_ERR_NULL;
     sn_ctx *c = calloc(1, sizeof(sn_ctx));
+    sn_ctx_report *rep = malloc(sizeof(sn_ctx_report));
+    if (!c || !rep) {
+        free(c);
+        free(rep);
+        *out = NULL;
+        return SN_ERR_NOMEM;
+    }
     *out = c;
-    if (!c) return SN_ERR_NOMEM;
+    c->report = rep;
+    c->report->nonfinite_row = SN_NONFINITE_NONE;
     c->isa = isa_from_env();
     c->width = 1;
-    c->nonfinite_row = SN_NONFINITE_NONE;
     const char *t = getenv("SN_THREADS");
     if (t && *t) {
         char *end;
@@ -69,6 +76,7 @@ static void drop_threads(sn_ctx *c) {
 void sn_ctx_destroy(sn_ctx *ctx) {
     if (!ctx) return;
     drop_threads(ctx);
+    free(ctx->report);
     free(ctx);
 }
 
@@ -179,18 +187,15 @@ void sn_ctx_par(const sn_ctx *ctx, int64_t n, sn_task_fn task, void *arg) {
 sn_status sn_ctx_set_check_finite(sn_ctx *ctx, int on) {
     if (!ctx) return SN_ERR_NULL;
     ctx->check_finite = on != 0;
-    ctx->nonfinite_row = SN_NONFINITE_NONE;
+    ctx->report->nonfinite_row = SN_NONFINITE_NONE;
     return SN_OK;
 }
 
 int64_t sn_ctx_nonfinite_row(const sn_ctx *ctx) {
-    return ctx ? ctx->nonfinite_row : SN_NONFINITE_NONE;
+    return ctx ? ctx->report->nonfinite_row : SN_NONFINITE_NONE;
 }
 
 int sn_ctx_checks_finite(const sn_ctx *ctx) { return ctx && ctx->check_finite; }
 
-/* Calls take their context as const; the record is the one field a call writes. Every context
- * comes from sn_ctx_create (never a const object) and serves one call at a time. */
-void sn_ctx_note_nonfinite(const sn_ctx *ctx, int64_t row) {
-    ((sn_ctx *)ctx)->nonfinite_row = row;
-}
+/* Calls take their context as const and write the record through its report pointer (ctx.h). */
+void sn_ctx_note_nonfinite(const sn_ctx *ctx, int64_t row) { ctx->report->nonfinite_row = row; }

@@ -5,6 +5,15 @@
 
 #include "kernels.h"
 
+/* What the calls made with a context report back to the caller: the record of checked mode
+ * (sn_ctx_nonfinite_row). Calls take their context as const: the context's settings are not
+ * theirs to change. The report is a separate allocation the context points to (made by
+ * sn_ctx_create, freed by sn_ctx_destroy), so a call writes it through that pointer without
+ * casting the const away. A context serves one call at a time, so the record is that call's. */
+typedef struct sn_ctx_report {
+    int64_t nonfinite_row; /* what the last checked call found (SN_NONFINITE_*) */
+} sn_ctx_report;
+
 /* The kernel table of ctx's path (NULL ctx: the best for this CPU, detected now). */
 const sn_kern *sn_ctx_kern(const sn_ctx *ctx);
 

@@ -31,33 +31,47 @@
 /* Columns are split in multiples of 16 floats (one 64-byte cache line). */
 #define COL_QUANTUM 16
 
+/* A matrix a call reads (in) or writes (out): row r starts at p + r * ld. */
+typedef struct mat_in {
+    const float *p;
+    int64_t ld;
+} mat_in;
+typedef struct mat_out {
+    float *p;
+    int64_t ld;
+} mat_out;
+static const float *in_row(mat_in m, int64_t r) { return m.p + r * m.ld; }
+static float *out_row(mat_out m, int64_t r) { return m.p + r * m.ld; }
+
+/* How a call runs, the same for every driver: its kernel table, its rows and their split into
+ * tasks, the memory hints and, for a backward pass with parameter gradients, the chunks of
+ * pg_run. What the call computes is in the driver's own struct (norm_job, fuse_job, apply_job,
+ * ...), whose first member is the job: the tasks get that struct as their argument. */
 typedef struct job {
     const sn_kern *K;
-    const sn_norm *n;
-    const sn_fuse *f;
-    sn_fuse_layout L;
-    int64_t D, W, ng, spr;
-    int64_t r0, nrows, pieces; /* the rows [r0, r0 + nrows) in `pieces` tasks */
-    int64_t ncols;             /* column tasks: the W (or D) columns in `pieces` tasks */
-    const float *a, *b, *c, *d; /* inputs (meaning per driver) */
-    int64_t lda, ldb, ldc, ldd;
-    float *o, *p; /* outputs */
-    int64_t ldo, ldp;
-    const float *params, *stats_in;
-    float *stats_out, *dparams;
-    float cc;
-    int acc, accy;
-    int nt; /* streaming stores (see NT_MIN_BYTES) */
-    int pf; /* software prefetch of the rows ahead (see PF_MIN_BYTES) */
+    int64_t R, D;   /* rows of the call; floats per row */
+    int64_t pieces; /* tasks of the parallel for under way (row runs, chunk runs or columns) */
+    int nt;         /* streaming stores (see NT_MIN_BYTES) */
+    int pf;         /* software prefetch of the rows ahead (see PF_MIN_BYTES) */
     /* backward passes with parameter gradients (see pg_run) */
-    int64_t R, npg;  /* rows of the call; floats of the parameter block */
-    int64_t C, slot; /* rows per chunk; floats per slot */
-    int64_t c0, nk;  /* the current super-block: chunks [c0, c0 + nk) in slots [0, nk) */
-    float *buf;      /* the slots */
-    int64_t nbuf;    /* floats in buf */
+    float *dparams;   /* the call's parameter gradients (accumulated) */
+    int64_t npg;      /* floats of the parameter block */
+    int64_t C, slot;  /* rows per chunk; floats per slot */
+    int64_t c0, nk;   /* the current super-block: chunks [c0, c0 + nk) in slots [0, nk) */
+    float *buf;       /* the slots */
+    int64_t nbuf;     /* floats in buf */
     sn_task_fn ctask; /* the chunk task of pg_run */
-    sn_rfuse F0;     /* fuses: the three norms resolved once per call (m = 0, r = 1) */
 } job;
+
+/* The job of a call over R rows of D floats on ctx's kernel table. */
+static job job_of(const sn_ctx *ctx, int64_t R, int64_t D) {
+    job J;
+    memset(&J, 0, sizeof J);
+    J.K = sn_ctx_kern(ctx);
+    J.R = R;
+    J.D = D;
+    return J;
+}
 
 static int64_t row_pieces(const sn_ctx *ctx, int64_t R, int64_t D) {
     const int w = sn_ctx_width(ctx);
@@ -99,9 +113,8 @@ static void prefetch_row(const float *p, int64_t n) {
 /* Calls below PF_MIN_BYTES still meet lines that left the caches since they were last touched:
  * in a trainer the fuse forward's outputs (u, h) and the fuse backward's x and y were last used
  * a whole pass earlier, with the block's matrix products in between. The fuse drivers touch
- * those rows PF_NEAR rows ahead, so that the misses overlap the row kernels. In the GPT trainer
- * (D = 64, 768 rows) the fuse forward took 10% and the backward 5% less time; on rows already
- * in L2 the prefetches cost 6% and 2%. The apply's output (y') did not gain. */
+ * those rows PF_NEAR rows ahead, so that the misses overlap the row kernels (measurements:
+ * docs/performance.md, "Measurements behind the code"). */
 #define PF_NEAR 4
 static void prefetch_near(const float *p, int64_t n) {
 #if defined(__GNUC__)
@@ -119,18 +132,17 @@ static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
     J->pf = bytes > PF_MIN_BYTES;
 }
 
-static void run_rows(const sn_ctx *ctx, job *J, int64_t r0, int64_t nrows, sn_task_fn fn) {
-    J->r0 = r0;
-    J->nrows = nrows;
-    J->pieces = row_pieces(ctx, nrows, J->D);
-    sn_ctx_par(ctx, J->pieces, fn, J);
+/* Runs fn over the rows of the call in J->pieces tasks; arg is the driver's struct, whose
+ * first member is J. */
+static void run_rows(const sn_ctx *ctx, job *J, sn_task_fn fn, void *arg) {
+    J->pieces = row_pieces(ctx, J->R, J->D);
+    sn_ctx_par(ctx, J->pieces, fn, arg);
 }
 
-#define ROWS_OF_TASK(J, i, lo, hi)                                                                \
-    int64_t lo, hi;                                                                               \
-    range((J)->nrows, (J)->pieces, (i), &lo, &hi);                                                \
-    lo += (J)->r0;                                                                                \
-    hi += (J)->r0
+/* the rows [lo, hi) of row task i */
+static void task_rows(const job *J, int64_t i, int64_t *lo, int64_t *hi) {
+    range(J->R, J->pieces, i, lo, hi);
+}
 
 /* ---- parameter gradients: fixed row chunks folded in chunk order ----------------------------
  *
@@ -194,12 +206,12 @@ static void pg_fold_task(void *arg, int64_t i) {
 
 /* Threads take the chunks of a super-block in runs of adjacent chunks, PG_RUNS_PER_THREAD runs
  * per thread (a run is one task, claimed as any task): each thread then works through adjacent
- * rows and slots. One task per chunk, claimed in turn by the threads, gave 1.63-1.71x on two
- * threads for a LayerNorm backward at 512 x 768; two runs per thread give 1.71-1.77x (the same
- * bits: a chunk's sum never depends on who computes it). */
+ * rows and slots (docs/performance.md, "Measurements behind the code"). The bits never depend on
+ * it: a chunk's sum never depends on who computes it. */
 #define PG_RUNS_PER_THREAD 2
 
-/* chunks [lo, hi) of the current super-block for task i of J->pieces, in order */
+/* chunks [lo, hi) of the current super-block for task i of J->pieces, in order (arg: the
+ * driver's struct, whose first member is the job) */
 static void pg_range_task(void *arg, int64_t i) {
     const job *J = arg;
     int64_t lo, hi;
@@ -207,14 +219,15 @@ static void pg_range_task(void *arg, int64_t i) {
     for (int64_t c = lo; c < hi; c++) J->ctask(arg, c);
 }
 
-/* The chunks of a backward pass: chunk_task(J, i) does chunk J->c0 + i into slot i (zeroed
- * first); wide(J) does all chunks in column blocks when not even one slot fits. */
-static void pg_run(const sn_ctx *ctx, job *J, int64_t R, sn_task_fn chunk_task,
-                   void (*wide)(job *J)) {
+/* The chunks of a backward pass over the J->R rows: chunk_task(arg, i) does chunk J->c0 + i
+ * into slot i (zeroed first); wide(arg) does all chunks in column blocks when not even one slot
+ * fits. arg is the driver's struct, whose first member is J. */
+static void pg_run(const sn_ctx *ctx, job *J, void *arg, sn_task_fn chunk_task,
+                   void (*wide)(void *arg)) {
     _Alignas(64) float stack[PG_STACK_FLOATS];
+    const int64_t R = J->R;
     int64_t nbuf;
     pg_buffer(ctx, stack, PG_STACK_FLOATS, &J->buf, &nbuf);
-    J->R = R;
     J->nbuf = nbuf;
     J->C = pg_chunk_rows(J->D);
     J->slot = pg_slot_floats(J->npg);
@@ -223,7 +236,7 @@ static void pg_run(const sn_ctx *ctx, job *J, int64_t R, sn_task_fn chunk_task,
     if (K < 1) {
         J->buf = stack;
         J->nbuf = PG_STACK_FLOATS;
-        wide(J);
+        wide(arg);
         return;
     }
     if (row_pieces(ctx, R, J->D) == 1 || K < 2 || nch < 2) K = 1; /* the calling thread alone */
@@ -232,7 +245,7 @@ static void pg_run(const sn_ctx *ctx, job *J, int64_t R, sn_task_fn chunk_task,
         J->c0 = c0;
         J->nk = nch - c0 < K ? nch - c0 : K;
         if (K == 1) {
-            chunk_task(J, 0);
+            chunk_task(arg, 0);
             J->pieces = 1;
             pg_fold_task(J, 0);
             continue;
@@ -240,7 +253,7 @@ static void pg_run(const sn_ctx *ctx, job *J, int64_t R, sn_task_fn chunk_task,
         J->ctask = chunk_task;
         J->pieces = PG_RUNS_PER_THREAD * (int64_t)sn_ctx_width(ctx);
         if (J->pieces > J->nk) J->pieces = J->nk;
-        sn_ctx_par(ctx, J->pieces, pg_range_task, J);
+        sn_ctx_par(ctx, J->pieces, pg_range_task, arg);
         const int64_t nq = (J->npg + COL_QUANTUM - 1) / COL_QUANTUM, w = sn_ctx_width(ctx);
         J->pieces = nq < w ? nq : w;
         sn_ctx_par(ctx, J->pieces, pg_fold_task, J);
@@ -258,11 +271,28 @@ static float *pg_chunk(const job *J, int64_t i, int64_t *lo, int64_t *hi) {
 
 /* ---- norms --------------------------------------------------------------------------------- */
 
+/* A norm call: the forward reads x and writes out (and stats_out unless NULL); the backward
+ * reads dout, x and stats, writes or accumulates (acc) dx, and accumulates the parameter
+ * gradients into run.dparams unless NULL. */
+typedef struct norm_job {
+    job run; /* first: the tasks get the norm_job */
+    const sn_norm *n;
+    int64_t W, ng, spr; /* segment width (the group, or D); segments per row; stats per row */
+    const float *params;
+    mat_in x;
+    mat_out out;        /* forward */
+    float *stats_out;   /* forward */
+    mat_in dout;        /* backward */
+    const float *stats; /* backward: the forward's stats_out */
+    mat_out dx;         /* backward */
+    int acc;            /* backward: dx += instead of = */
+} norm_job;
+
 /* The row-independent part of every row's resolved norm (gamma, beta, ca, cb, nt), computed once
  * per task; a row only fills in its statistics, as sn_k_resolve would. */
-static sn_rnorm norm_q0(const job *J) {
+static sn_rnorm norm_q0(const norm_job *J) {
     sn_rnorm q = sn_k_resolve(J->n, J->W, J->params, 0.0f, 1.0f);
-    q.nt = J->nt;
+    q.nt = J->run.nt;
     return q;
 }
 /* group g's statistics in a row's saved block of a norm with ng groups (see "Norm stats" in the
@@ -288,41 +318,41 @@ static inline void norm_get(sn_rnorm *q, int32_t kind, const float *blk, int64_t
 #define NORM_PAIR_MAX_W 128
 
 /* The forward of segment g of row r (a row, or a group of a row). */
-static void norm_fwd_seg(const job *J, const sn_rnorm *q0, int64_t r, int64_t g) {
+static void norm_fwd_seg(const norm_job *J, const sn_rnorm *q0, int64_t r, int64_t g) {
     float m, rs;
-    J->K->norm_fwd(J->n, q0, J->a + r * J->lda + g * J->W, J->W, J->o + r * J->ldo + g * J->W,
-                   &m, &rs);
+    J->run.K->norm_fwd(J->n, q0, in_row(J->x, r) + g * J->W, J->W, out_row(J->out, r) + g * J->W,
+                       &m, &rs);
     if (J->stats_out) norm_put(J->n->kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
 }
 
 /* The forward of segments (r0, g0) and (r1, g1): both statistics in the same sweeps (stats2,
  * the same bits as stats on each), then norm_row on each. */
-static inline void norm_fwd_seg2(const job *J, const sn_rnorm *q0, int64_t r0, int64_t g0,
+static inline void norm_fwd_seg2(const norm_job *J, const sn_rnorm *q0, int64_t r0, int64_t g0,
                                  int64_t r1, int64_t g1) {
+    const sn_kern *K = J->run.K;
     const int32_t kind = J->n->kind;
-    const float *v0 = J->a + r0 * J->lda + g0 * J->W, *v1 = J->a + r1 * J->lda + g1 * J->W;
+    const float *v0 = in_row(J->x, r0) + g0 * J->W, *v1 = in_row(J->x, r1) + g1 * J->W;
     float m0, rs0, m1, rs1;
-    J->K->stats2(J->n, v0, J->n, v1, J->W, &m0, &rs0, &m1, &rs1);
+    K->stats2(J->n, v0, J->n, v1, J->W, &m0, &rs0, &m1, &rs1);
     sn_rnorm q = *q0;
     sn_k_set_stats(&q, kind, m0, rs0);
-    J->K->norm_row(&q, v0, J->W, J->o + r0 * J->ldo + g0 * J->W);
+    K->norm_row(&q, v0, J->W, out_row(J->out, r0) + g0 * J->W);
     q = *q0;
     sn_k_set_stats(&q, kind, m1, rs1);
-    J->K->norm_row(&q, v1, J->W, J->o + r1 * J->ldo + g1 * J->W);
+    K->norm_row(&q, v1, J->W, out_row(J->out, r1) + g1 * J->W);
     if (J->stats_out) {
         norm_put(kind, J->stats_out + r0 * J->spr, J->ng, g0, m0, rs0);
         norm_put(kind, J->stats_out + r1 * J->spr, J->ng, g1, m1, rs1);
     }
 }
 
-/* a = x, o = out, stats_out. Short segments go in pairs, so that the two statistics chains
- * (sums, division, square root) overlap: at D = 32-128 (768 rows) this made the forward 18-35%
- * faster (LayerNorm) and 2-30% (RMSNorm), with no loss at 16384 x 128 or 32768 x 64; at
- * D = 256 it lost up to 17% on RMSNorm rows beyond the caches, at 768 it was slower still
- * (1.5x at 4096 x 768). The backward pairs the same segments (norm_bwd_rows). */
+/* Short segments go in pairs, so that the two statistics chains (sums, division, square root)
+ * overlap (docs/performance.md, "Measurements behind the code"); the backward pairs the same
+ * segments (norm_bwd_rows). */
 static void norm_fwd_task(void *arg, int64_t i) {
-    const job *J = arg;
-    ROWS_OF_TASK(J, i, lo, hi);
+    const norm_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
     const sn_rnorm q0 = norm_q0(J);
     if (J->W > NORM_PAIR_MAX_W) {
         for (int64_t r = lo; r < hi; r++)
@@ -342,98 +372,105 @@ static void norm_fwd_task(void *arg, int64_t i) {
     if (waiting) norm_fwd_seg(J, &q0, pr, pg);
 }
 
-static void norm_job(job *J, const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D) {
-    memset(J, 0, sizeof *J);
-    set_mem(J, R, D, 2);
-    J->K = sn_ctx_kern(ctx);
-    J->n = n;
-    J->D = D;
-    J->W = n->group ? n->group : D;
-    J->ng = D / J->W;
-    J->spr = sn_norm_spr(n, D);
+static norm_job norm_job_of(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
+                            const float *params) {
+    norm_job J;
+    memset(&J, 0, sizeof J);
+    J.run = job_of(ctx, R, D);
+    J.n = n;
+    J.W = n->group ? n->group : D;
+    J.ng = D / J.W;
+    J.spr = sn_norm_spr(n, D);
+    J.params = params;
+    return J;
 }
 
 void sn_d_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *x,
                    int64_t ldx, const float *params, float *out, int64_t ldo, float *stats) {
-    job J;
-    norm_job(&J, ctx, n, R, D);
-    J.a = x;
-    J.lda = ldx;
-    J.params = params;
-    J.o = out;
-    J.ldo = ldo;
+    norm_job J = norm_job_of(ctx, n, R, D, params);
+    J.x = (mat_in){x, ldx};
+    J.out = (mat_out){out, ldo};
     J.stats_out = stats;
-    run_rows(ctx, &J, 0, R, norm_fwd_task);
+    set_mem(&J.run, R, D, 2);
+    run_rows(ctx, &J.run, norm_fwd_task, &J);
 }
 
-/* Norm backward. a = dout, b = x, stats_in, o = dx, dparams. */
 /* row r's group g resolved from q0 (norm_q0) and its saved statistics */
-static inline sn_rnorm norm_row_q(const job *J, const sn_rnorm *q0, int64_t r, int64_t g) {
+static inline sn_rnorm norm_row_q(const norm_job *J, const sn_rnorm *q0, int64_t r, int64_t g) {
     sn_rnorm q = *q0;
-    if (J->stats_in) norm_get(&q, J->n->kind, J->stats_in + r * J->spr, J->ng, g);
+    if (J->stats) norm_get(&q, J->n->kind, J->stats + r * J->spr, J->ng, g);
     return q;
 }
 
 /* the whole backward of rows [lo, hi), one visit each; parameter gradients accumulated into the
  * block pg (the params layout) unless it is NULL */
-static void norm_bwd_rows(const job *J, int64_t lo, int64_t hi, float *pg) {
-    const sn_rnorm dp = pg ? sn_k_resolve(J->n, J->W, pg, 0, 0) : (sn_rnorm){0};
+static void norm_bwd_rows(const norm_job *J, int64_t lo, int64_t hi, float *pg) {
+    const sn_kern *K = J->run.K;
+    const int64_t W = J->W, ng = J->ng;
+    const int acc = J->acc;
+    const mat_in dout_m = J->dout, x_m = J->x;
+    const mat_out dx_m = J->dx;
+    const sn_rnorm dp = pg ? sn_k_resolve(J->n, W, pg, 0, 0) : (sn_rnorm){0};
     float *const dg = (float *)dp.gamma, *const db = (float *)dp.beta;
     const sn_rnorm q0 = norm_q0(J);
     /* short segments in pairs, as the forward (norm_fwd_task) */
-    const int pairs = J->W <= NORM_PAIR_MAX_W;
+    const int pairs = W <= NORM_PAIR_MAX_W;
     sn_rnorm q[2];
     const float *dout[2], *v[2];
     float *dv[2];
     int n = 0;
     for (int64_t r = lo; r < hi; r++) {
-        for (int64_t g = 0; g < J->ng; g++) {
+        for (int64_t g = 0; g < ng; g++) {
             q[n] = norm_row_q(J, &q0, r, g);
-            dout[n] = J->a + r * J->lda + g * J->W;
-            v[n] = J->b + r * J->ldb + g * J->W;
-            dv[n] = J->o + r * J->ldo + g * J->W;
+            dout[n] = in_row(dout_m, r) + g * W;
+            v[n] = in_row(x_m, r) + g * W;
+            dv[n] = out_row(dx_m, r) + g * W;
             if (!pairs) {
-                J->K->norm_bwd(&q[0], dout[0], v[0], J->W, dv[0], J->acc, dg, db);
+                K->norm_bwd(&q[0], dout[0], v[0], W, dv[0], acc, dg, db);
             } else if (++n == 2) {
-                J->K->norm_bwd2(q, dout, v, J->W, dv, J->acc, dg, db);
+                K->norm_bwd2(q, dout, v, W, dv, acc, dg, db);
                 n = 0;
             }
         }
     }
-    if (n) J->K->norm_bwd(&q[0], dout[0], v[0], J->W, dv[0], J->acc, dg, db);
+    if (n) K->norm_bwd(&q[0], dout[0], v[0], W, dv[0], acc, dg, db);
 }
 
 static void norm_bwd_dx_task(void *arg, int64_t i) {
-    const job *J = arg;
-    ROWS_OF_TASK(J, i, lo, hi);
+    const norm_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
     norm_bwd_rows(J, lo, hi, NULL);
 }
 
 static void norm_bwd_chunk_task(void *arg, int64_t i) {
-    const job *J = arg;
+    const norm_job *J = arg;
     int64_t lo, hi;
-    float *s = pg_chunk(J, i, &lo, &hi);
+    float *s = pg_chunk(&J->run, i, &lo, &hi);
     norm_bwd_rows(J, lo, hi, s);
 }
 
 /* rows too wide for one slot: each chunk's parameter gradients in column blocks (the same sums,
  * column by column), then its input gradients */
-static void norm_bwd_wide(job *J) {
-    const sn_rnorm dp = sn_k_resolve(J->n, J->W, J->dparams, 0, 0);
+static void norm_bwd_wide(void *arg) {
+    const norm_job *J = arg;
+    const job *P = &J->run;
+    const sn_rnorm dp = sn_k_resolve(J->n, J->W, P->dparams, 0, 0);
     float *dst[2] = {(float *)dp.gamma, (float *)dp.beta};
-    const int64_t per = dst[1] ? 2 : 1, bw = J->nbuf / per / COL_QUANTUM * COL_QUANTUM;
+    const int64_t per = dst[1] ? 2 : 1, bw = P->nbuf / per / COL_QUANTUM * COL_QUANTUM;
     const sn_rnorm q0 = norm_q0(J);
-    for (int64_t lo = 0; lo < J->R; lo += J->C) {
-        const int64_t hi = lo + J->C < J->R ? lo + J->C : J->R;
+    for (int64_t lo = 0; lo < P->R; lo += P->C) {
+        const int64_t hi = lo + P->C < P->R ? lo + P->C : P->R;
         for (int64_t j0 = 0; j0 < J->W; j0 += bw) {
             const int64_t n = J->W - j0 < bw ? J->W - j0 : bw;
-            float *p[2] = {J->buf, dst[1] ? J->buf + bw : NULL};
-            memset(J->buf, 0, (size_t)(per * bw) * sizeof(float));
+            float *p[2] = {P->buf, dst[1] ? P->buf + bw : NULL};
+            memset(P->buf, 0, (size_t)(per * bw) * sizeof(float));
             for (int64_t r = lo; r < hi; r++)
                 for (int64_t g = 0; g < J->ng; g++) {
                     const sn_rnorm q = norm_row_q(J, &q0, r, g);
                     const int64_t c = g * J->W + j0;
-                    J->K->norm_pg(&q, J->a + r * J->lda + c, J->b + r * J->ldb + c, n, p[0], p[1]);
+                    P->K->norm_pg(&q, in_row(J->dout, r) + c, in_row(J->x, r) + c, n, p[0],
+                                  p[1]);
                 }
             for (int k = 0; k < 2; k++)
                 if (dst[k])
@@ -446,80 +483,94 @@ static void norm_bwd_wide(job *J) {
 void sn_d_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *dout,
                    int64_t lddo, const float *x, int64_t ldx, const float *params,
                    const float *stats, float *dx, int64_t lddx, float *dparams, int acc) {
-    job J;
-    norm_job(&J, ctx, n, R, D);
-    J.a = dout;
-    J.lda = lddo;
-    J.b = x;
-    J.ldb = ldx;
-    J.params = params;
-    J.stats_in = stats;
-    J.o = dx;
-    J.ldo = lddx;
+    norm_job J = norm_job_of(ctx, n, R, D, params);
+    J.dout = (mat_in){dout, lddo};
+    J.x = (mat_in){x, ldx};
+    J.stats = stats;
+    J.dx = (mat_out){dx, lddx};
     J.acc = acc;
-    J.dparams = dparams;
-    set_mem(&J, R, D, 3 + acc);
+    set_mem(&J.run, R, D, 3 + acc);
     if (!dparams || n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE) {
-        run_rows(ctx, &J, 0, R, norm_bwd_dx_task);
+        run_rows(ctx, &J.run, norm_bwd_dx_task, &J);
         return;
     }
-    J.npg = n->affine == SN_AFFINE_SCALE_SHIFT ? 2 * J.W : J.W;
-    pg_run(ctx, &J, R, norm_bwd_chunk_task, norm_bwd_wide);
+    J.run.dparams = dparams;
+    J.run.npg = n->affine == SN_AFFINE_SCALE_SHIFT ? 2 * J.W : J.W;
+    pg_run(ctx, &J.run, &J, norm_bwd_chunk_task, norm_bwd_wide);
 }
 
 
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
-static void fuse_job(job *J, const sn_ctx *ctx, const sn_fuse *f, int64_t D) {
-    memset(J, 0, sizeof *J);
-    J->K = sn_ctx_kern(ctx);
+/* A fuse call: the forward reads x and y and writes u (unless u.p is NULL), h and stats_out
+ * (unless NULL); the backward reads dh, du (du.p NULL: zero), x, y and stats, writes or
+ * accumulates (accx, accy) dx and dy, and accumulates the parameter gradients into run.dparams
+ * unless NULL. */
+typedef struct fuse_job {
+    job run; /* first: the tasks get the fuse_job */
+    const sn_fuse *f;
+    sn_fuse_layout L;
+    int64_t spr; /* stats per row */
+    const float *params;
+    sn_rfuse F0; /* the three norms resolved once per call (m = 0, r = 1), see fuse_F0 */
+    mat_in x, y;
+    mat_out u, h;       /* forward */
+    float *stats_out;   /* forward */
+    mat_in dh, du;      /* backward */
+    const float *stats; /* backward: the forward's stats_out */
+    mat_out dx, dy;     /* backward */
+    int accx, accy;     /* backward: dx += and dy += instead of = */
+} fuse_job;
+
+/* the fuse call's job, with F0: the parts of every row's sn_rfuse that do not depend on the
+ * row (set_mem first: F0 takes nt) */
+static void fuse_job_init(fuse_job *J, const sn_fuse *f, const float *params) {
+    const int64_t D = J->run.D;
     J->f = f;
-    J->D = D;
     J->L = sn_k_fuse_layout(f, D);
     sn_fuse_query(f, D, NULL, &J->spr);
-}
-
-/* J->F0: the parts of every row's sn_rfuse that do not depend on the row (after params, nt) */
-static void fuse_F0(job *J) {
-    const float *P = J->params;
+    J->params = params;
+    const float *P = params;
     memset(&J->F0, 0, sizeof J->F0);
-    J->F0.X = sn_k_resolve(&J->f->x, J->D, P ? P + J->L.px : NULL, 0.0f, 1.0f);
-    J->F0.Y = sn_k_resolve(&J->f->y, J->D, P ? P + J->L.py : NULL, 0.0f, 1.0f);
-    J->F0.O = sn_k_resolve(&J->f->out, J->D, P ? P + J->L.po : NULL, 0.0f, 1.0f);
-    J->F0.nt = J->nt;
+    J->F0.X = sn_k_resolve(&f->x, D, P ? P + J->L.px : NULL, 0.0f, 1.0f);
+    J->F0.Y = sn_k_resolve(&f->y, D, P ? P + J->L.py : NULL, 0.0f, 1.0f);
+    J->F0.O = sn_k_resolve(&f->out, D, P ? P + J->L.po : NULL, 0.0f, 1.0f);
+    J->F0.nt = J->run.nt;
 }
 
-
-
-/* a = x, b = y, o = u (may be NULL), p = h, stats_out */
 static void fuse_fwd_task(void *arg, int64_t i) {
-    const job *J = arg;
+    const fuse_job *J = arg;
+    const job *P = &J->run;
+    const sn_kern *K = P->K;
     const sn_fuse *f = J->f;
     const sn_fuse_layout *L = &J->L;
-    ROWS_OF_TASK(J, i, lo, hi);
-    const int two = sn_k_fuse2_ok(f, J->D);
-    const int near = !J->pf;
-    const int64_t rend = J->r0 + J->nrows;
+    const int64_t D = P->D;
+    int64_t lo, hi;
+    task_rows(P, i, &lo, &hi);
+    const int two = sn_k_fuse2_ok(f, D);
+    const int near = !P->pf;
+    const int64_t rend = P->R;
     for (int64_t r = lo; r < hi; r++) {
-        const float *x = J->a + r * J->lda, *y = J->b + r * J->ldb;
-        float *h = J->p + r * J->ldp;
+        const float *x = in_row(J->x, r), *y = in_row(J->y, r);
+        float *h = out_row(J->h, r);
+        float *u = J->u.p ? out_row(J->u, r) : NULL;
         float mx, rx, my, ry, mo, ro;
         const int pair = two && r + 1 < hi;
         for (int64_t q = r + PF_NEAR; near && q <= r + PF_NEAR + pair && q < rend; q++) {
-            prefetch_near(J->p + q * J->ldp, J->D);
-            if (J->o) prefetch_near(J->o + q * J->ldo, J->D);
+            prefetch_near(out_row(J->h, q), D);
+            if (J->u.p) prefetch_near(out_row(J->u, q), D);
         }
-        for (int64_t q = r + PF_AHEAD; J->pf && q <= r + PF_AHEAD + pair && q < rend; q++) {
-            prefetch_row(J->a + q * J->lda, J->D);
-            prefetch_row(J->b + q * J->ldb, J->D);
+        for (int64_t q = r + PF_AHEAD; P->pf && q <= r + PF_AHEAD + pair && q < rend; q++) {
+            prefetch_row(in_row(J->x, q), D);
+            prefetch_row(in_row(J->y, q), D);
         }
         if (pair) { /* two rows interleaved, the same bits as two rows one by one */
-            const float *const xs[2] = {x, x + J->lda}, *const ys[2] = {y, y + J->ldb};
-            float *const us[2] = {J->o ? J->o + r * J->ldo : NULL,
-                                  J->o ? J->o + (r + 1) * J->ldo : NULL};
-            float *const hs[2] = {h, h + J->ldp};
+            const float *const xs[2] = {x, in_row(J->x, r + 1)};
+            const float *const ys[2] = {y, in_row(J->y, r + 1)};
+            float *const us[2] = {u, J->u.p ? out_row(J->u, r + 1) : NULL};
+            float *const hs[2] = {h, out_row(J->h, r + 1)};
             float st2[2][6];
-            J->K->fuse_fwd2(&J->F0, f, J->D, xs, ys, us, hs, st2);
+            K->fuse_fwd2(&J->F0, f, D, xs, ys, us, hs, st2);
             for (int q = 0; q < 2 && J->stats_out; q++) {
                 float *st = J->stats_out + (r + q) * J->spr;
                 norm_put(f->x.kind, st + L->sx, 1, 0, st2[q][0], st2[q][1]);
@@ -530,19 +581,19 @@ static void fuse_fwd_task(void *arg, int64_t i) {
             continue;
         }
         sn_rfuse F = J->F0;
-        J->K->stats2(&f->x, x, &f->y, y, J->D, &mx, &rx, &my, &ry);
+        K->stats2(&f->x, x, &f->y, y, D, &mx, &rx, &my, &ry);
         sn_k_set_stats(&F.X, f->x.kind, mx, rx);
         sn_k_set_stats(&F.Y, f->y.kind, my, ry);
         /* s = N_x(x) + N_y(y) on the stack (or in h for wide rows), then h = N_out(s) */
         float sbuf[FUSE_STACK_MAX];
-        float *sp = J->D <= FUSE_STACK_MAX ? sbuf : h;
-        J->K->fuse_s(&F, J->D, x, y, J->o ? J->o + r * J->ldo : NULL, sp, &f->out, &mo, &ro);
+        float *sp = D <= FUSE_STACK_MAX ? sbuf : h;
+        K->fuse_s(&F, D, x, y, u, sp, &f->out, &mo, &ro);
         if (f->out.kind != SN_NORM_IDENTITY) {
             sn_k_set_stats(&F.O, f->out.kind, mo, ro);
-            F.O.nt = J->nt;
-            J->K->norm_row(&F.O, sp, J->D, h);
+            F.O.nt = P->nt;
+            K->norm_row(&F.O, sp, D, h);
         } else if (sp != h) {
-            memcpy(h, sp, (size_t)J->D * sizeof(float));
+            memcpy(h, sp, (size_t)D * sizeof(float));
         }
         if (J->stats_out) {
             float *st = J->stats_out + r * J->spr;
@@ -556,162 +607,167 @@ static void fuse_fwd_task(void *arg, int64_t i) {
 void sn_d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const float *x,
                    int64_t ldx, const float *y, int64_t ldy, const float *params, float *u,
                    int64_t ldu, float *h, int64_t ldh, float *stats) {
-    job J;
-    fuse_job(&J, ctx, f, D);
-    J.a = x;
-    J.lda = ldx;
-    J.b = y;
-    J.ldb = ldy;
-    J.params = params;
-    J.o = u;
-    J.ldo = ldu;
-    J.p = h;
-    J.ldp = ldh;
+    fuse_job J;
+    memset(&J, 0, sizeof J);
+    J.run = job_of(ctx, R, D);
+    set_mem(&J.run, R, D, u ? 4 : 3);
+    fuse_job_init(&J, f, params);
+    J.x = (mat_in){x, ldx};
+    J.y = (mat_in){y, ldy};
+    J.u = (mat_out){u, ldu};
+    J.h = (mat_out){h, ldh};
     J.stats_out = stats;
-    set_mem(&J, R, D, u ? 4 : 3);
-    fuse_F0(&J);
-    run_rows(ctx, &J, 0, R, fuse_fwd_task);
+    run_rows(ctx, &J.run, fuse_fwd_task, &J);
 }
 
-/* Fuse backward. a = dh, b = du (may be NULL), c = x, d = y, stats_in, o = dx, p = dy. */
+/* the backward's input rows of row r */
 typedef struct frow {
     const float *dh, *du, *x, *y;
 } frow;
 
-static frow fuse_row(const job *J, int64_t r) {
-    frow w = {J->a + r * J->lda, J->b ? J->b + r * J->ldb : NULL, J->c + r * J->ldc,
-              J->d + r * J->ldd};
+static frow fuse_row(const fuse_job *J, int64_t r) {
+    frow w = {in_row(J->dh, r), J->du.p ? in_row(J->du, r) : NULL, in_row(J->x, r),
+              in_row(J->y, r)};
     return w;
 }
 
-
 /* row r's sn_rfuse into *F: J->F0 with the row's saved statistics, the reductions zeroed */
-static void fuse_row_F(const job *J, int64_t r, sn_rfuse *F) {
+static void fuse_row_F(const fuse_job *J, int64_t r, sn_rfuse *F) {
     *F = J->F0;
-    if (J->stats_in) {
-        const float *st = J->stats_in + r * J->spr;
+    if (J->stats) {
+        const float *st = J->stats + r * J->spr;
         norm_get(&F->X, J->f->x.kind, st + J->L.sx, 1, 0);
         norm_get(&F->Y, J->f->y.kind, st + J->L.sy, 1, 0);
         norm_get(&F->O, J->f->out.kind, st + J->L.so, 1, 0);
     }
 }
 
-/* Beyond L2 (J->pf), the kernel working on row r prefetches row r + PF_AHEAD (of rend rows):
- * the SIMD kernels spread the prefetches over their second sweep, so that the misses overlap
- * the arithmetic. Issued here at once before each call, they stalled it, and compute and memory
- * took turns (at 4096 x 768: 6.6 -> 4.8 ms for the backward with parameter gradients). */
-static void fuse_row_pf(const job *J, int64_t q, int64_t rend, sn_rfuse *F) {
-    if (!J->pf || q >= rend) return;
+/* Beyond L2 (pf), the kernel working on row r prefetches row r + PF_AHEAD: the SIMD kernels
+ * spread the prefetches over their second sweep, so that the misses overlap the arithmetic
+ * (issued here at once before each call, they stalled it: docs/performance.md, "Measurements
+ * behind the code"). */
+static void fuse_row_pf(const fuse_job *J, int64_t q, sn_rfuse *F) {
+    if (!J->run.pf || q >= J->run.R) return;
     const frow n = fuse_row(J, q);
     int k = 0;
     F->pf[k++] = n.dh;
     if (n.du) F->pf[k++] = n.du;
     F->pf[k++] = n.x;
     F->pf[k++] = n.y;
-    if (J->accy) F->pf[k++] = J->p + q * J->ldp;
-    if (J->acc) F->pf[k++] = J->o + q * J->ldo;
+    if (J->accy) F->pf[k++] = out_row(J->dy, q);
+    if (J->accx) F->pf[k++] = out_row(J->dx, q);
     F->npf = k;
 }
 
 /* the whole backward of rows [lo, hi), one visit each; parameter gradients accumulated into the
  * block pg (the params layout) unless it is NULL */
-static void fuse_bwd_rows(const job *J, int64_t lo, int64_t hi, float *pg) {
-    const sn_dfuse dp = sn_k_fuse_dparams(J->f, &J->L, J->D, pg);
-    const int64_t rend = J->R ? J->R : J->r0 + J->nrows;
+static void fuse_bwd_rows(const fuse_job *J, int64_t lo, int64_t hi, float *pg) {
+    const job *P = &J->run;
+    const sn_kern *K = P->K;
+    const int64_t D = P->D;
+    const sn_dfuse dp = sn_k_fuse_dparams(J->f, &J->L, D, pg);
+    const int64_t rend = P->R;
     sn_rfuse F[2];
     for (int64_t r = lo; r < hi; r++) {
         const int pair = pg && r + 1 < hi;
-        for (int64_t q = r + PF_NEAR; !J->pf && q <= r + PF_NEAR + pair && q < rend; q++) {
+        for (int64_t q = r + PF_NEAR; !P->pf && q <= r + PF_NEAR + pair && q < rend; q++) {
             const frow n = fuse_row(J, q);
-            prefetch_near(n.x, J->D);
-            prefetch_near(n.y, J->D);
-            if (!J->acc && !n.du) prefetch_near(J->o + q * J->ldo, J->D); /* written, not read */
-            if (!J->accy) prefetch_near(J->p + q * J->ldp, J->D);
+            prefetch_near(n.x, D);
+            prefetch_near(n.y, D);
+            if (!J->accx && !n.du) prefetch_near(out_row(J->dx, q), D); /* written, not read */
+            if (!J->accy) prefetch_near(out_row(J->dy, q), D);
         }
         fuse_row_F(J, r, &F[0]);
-        fuse_row_pf(J, r + PF_AHEAD, rend, &F[0]);
+        fuse_row_pf(J, r + PF_AHEAD, &F[0]);
         const frow w = fuse_row(J, r);
         if (pair) { /* two rows per load and store of the parameter gradients */
             fuse_row_F(J, r + 1, &F[1]);
-            fuse_row_pf(J, r + 1 + PF_AHEAD, rend, &F[1]);
+            fuse_row_pf(J, r + 1 + PF_AHEAD, &F[1]);
             const frow v = fuse_row(J, r + 1);
             const float *const dh[2] = {w.dh, v.dh}, *const du[2] = {w.du, v.du};
             const float *const x[2] = {w.x, v.x}, *const y[2] = {w.y, v.y};
-            float *const dx[2] = {J->o + r * J->ldo, J->o + (r + 1) * J->ldo};
-            float *const dy[2] = {J->p + r * J->ldp, J->p + (r + 1) * J->ldp};
-            J->K->fuse_bwd2(F, J->D, dh, du, x, y, dx, dy, J->acc, J->accy, &dp);
+            float *const dx[2] = {out_row(J->dx, r), out_row(J->dx, r + 1)};
+            float *const dy[2] = {out_row(J->dy, r), out_row(J->dy, r + 1)};
+            K->fuse_bwd2(F, D, dh, du, x, y, dx, dy, J->accx, J->accy, &dp);
             r++;
             continue;
         }
-        J->K->fuse_bwd(&F[0], J->D, w.dh, w.du, w.x, w.y, J->o + r * J->ldo, J->p + r * J->ldp,
-                       J->acc, J->accy, pg ? &dp : NULL);
+        K->fuse_bwd(&F[0], D, w.dh, w.du, w.x, w.y, out_row(J->dx, r), out_row(J->dy, r),
+                    J->accx, J->accy, pg ? &dp : NULL);
     }
 }
 
 static void fuse_bwd_all_task(void *arg, int64_t i) {
-    const job *J = arg;
-    ROWS_OF_TASK(J, i, lo, hi);
+    const fuse_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
     fuse_bwd_rows(J, lo, hi, NULL);
 }
 
 static void fuse_bwd_chunk_task(void *arg, int64_t i) {
-    const job *J = arg;
+    const fuse_job *J = arg;
     int64_t lo, hi;
-    float *s = pg_chunk(J, i, &lo, &hi);
+    float *s = pg_chunk(&J->run, i, &lo, &hi);
     fuse_bwd_rows(J, lo, hi, s);
 }
 
 static const float *off(const float *p, int64_t j) { return p ? p + j : NULL; }
 
+/* row r's sn_rfuse with the reductions saved in o (fuse_bwd_wide) */
+static void fuse_row_F_red(const fuse_job *J, int64_t r, const float *o, sn_rfuse *F) {
+    fuse_row_F(J, r, F);
+    F->oa = o[0], F->ob = o[1], F->xa = o[2], F->xb = o[3], F->ya = o[4], F->yb = o[5];
+}
+
 /* rows too wide for one slot: per chunk, the row reductions, then the parameter gradients in
  * column blocks (fuse_pg is elementwise: the same sums, column by column), then the input
  * gradients from the saved reductions (fuse_bwd is fuse_red + fuse_pg + fuse_dx bit for bit) */
-static void fuse_bwd_wide(job *J) {
-    const sn_dfuse d = sn_k_fuse_dparams(J->f, &J->L, J->D, J->dparams);
+static void fuse_bwd_wide(void *arg) {
+    const fuse_job *J = arg;
+    const job *P = &J->run;
+    const sn_kern *K = P->K;
+    const int64_t D = P->D;
+    const sn_dfuse d = sn_k_fuse_dparams(J->f, &J->L, D, P->dparams);
     float *dst[6] = {d.gx, d.bx, d.gy, d.by, d.go, d.bo};
     int64_t per = 0;
     for (int k = 0; k < 6; k++) per += dst[k] != NULL;
-    const int64_t bw = J->nbuf / per / COL_QUANTUM * COL_QUANTUM;
+    const int64_t bw = P->nbuf / per / COL_QUANTUM * COL_QUANTUM;
     float red[PG_CHUNK_MAX * 6];
-    for (int64_t lo = 0; lo < J->R; lo += J->C) {
-        const int64_t hi = lo + J->C < J->R ? lo + J->C : J->R;
+    for (int64_t lo = 0; lo < P->R; lo += P->C) {
+        const int64_t hi = lo + P->C < P->R ? lo + P->C : P->R;
         sn_rfuse F[1];
         for (int64_t r = lo; r < hi; r++) {
             fuse_row_F(J, r, &F[0]);
             const frow w = fuse_row(J, r);
-            J->K->fuse_red(F, J->D, w.dh, w.du, w.x, w.y);
+            K->fuse_red(F, D, w.dh, w.du, w.x, w.y);
             float *o = red + (r - lo) * 6;
             o[0] = F->oa, o[1] = F->ob, o[2] = F->xa, o[3] = F->xb, o[4] = F->ya, o[5] = F->yb;
         }
-        for (int64_t j0 = 0; j0 < J->D; j0 += bw) {
-            const int64_t n = J->D - j0 < bw ? J->D - j0 : bw;
+        for (int64_t j0 = 0; j0 < D; j0 += bw) {
+            const int64_t n = D - j0 < bw ? D - j0 : bw;
             float *p[6];
-            for (int k = 0, q = 0; k < 6; k++) p[k] = dst[k] ? J->buf + (q++) * bw : NULL;
-            memset(J->buf, 0, (size_t)(per * bw) * sizeof(float));
+            for (int k = 0, q = 0; k < 6; k++) p[k] = dst[k] ? P->buf + (q++) * bw : NULL;
+            memset(P->buf, 0, (size_t)(per * bw) * sizeof(float));
             const sn_dfuse dp = {p[0], p[1], p[2], p[3], p[4], p[5]};
             for (int64_t r = lo; r < hi; r++) {
-                fuse_row_F(J, r, &F[0]);
-                const float *o = red + (r - lo) * 6;
-                F->oa = o[0], F->ob = o[1], F->xa = o[2], F->xb = o[3], F->ya = o[4], F->yb = o[5];
+                fuse_row_F_red(J, r, red + (r - lo) * 6, &F[0]);
                 sn_rnorm *ns[3] = {&F->X, &F->Y, &F->O};
                 for (int k = 0; k < 3; k++) {
                     ns[k]->gamma = off(ns[k]->gamma, j0);
                     ns[k]->beta = off(ns[k]->beta, j0);
                 }
                 const frow w = fuse_row(J, r);
-                J->K->fuse_pg(F, n, w.dh + j0, off(w.du, j0), w.x + j0, w.y + j0, &dp);
+                K->fuse_pg(F, n, w.dh + j0, off(w.du, j0), w.x + j0, w.y + j0, &dp);
             }
             for (int k = 0; k < 6; k++)
                 if (dst[k])
                     for (int64_t j = 0; j < n; j++) dst[k][j0 + j] += p[k][j];
         }
         for (int64_t r = lo; r < hi; r++) {
-            fuse_row_F(J, r, &F[0]);
-            const float *o = red + (r - lo) * 6;
-            F->oa = o[0], F->ob = o[1], F->xa = o[2], F->xb = o[3], F->ya = o[4], F->yb = o[5];
+            fuse_row_F_red(J, r, red + (r - lo) * 6, &F[0]);
             const frow w = fuse_row(J, r);
-            J->K->fuse_dx(F, J->D, w.dh, w.du, w.x, w.y, J->o + r * J->ldo, J->p + r * J->ldp,
-                          J->acc, J->accy);
+            K->fuse_dx(F, D, w.dh, w.du, w.x, w.y, out_row(J->dx, r), out_row(J->dy, r), J->accx,
+                       J->accy);
         }
     }
 }
@@ -721,115 +777,125 @@ void sn_d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
                    const float *y, int64_t ldy, const float *params, const float *stats,
                    float *dx, int64_t lddx, float *dy, int64_t lddy, float *dparams,
                    uint32_t flags) {
-    job J;
-    fuse_job(&J, ctx, f, D);
-    J.a = dh;
-    J.lda = lddh;
-    J.b = du;
-    J.ldb = lddu;
-    J.c = x;
-    J.ldc = ldx;
-    J.d = y;
-    J.ldd = ldy;
-    J.params = params;
-    J.stats_in = stats;
-    J.o = dx;
-    J.ldo = lddx;
-    J.p = dy;
-    J.ldp = lddy;
-    J.dparams = dparams;
-    J.acc = (flags & SN_ACCUMULATE) != 0;
+    fuse_job J;
+    memset(&J, 0, sizeof J);
+    J.run = job_of(ctx, R, D);
+    J.accx = (flags & SN_ACCUMULATE) != 0;
     J.accy = (flags & SN_ACCUMULATE_Y) != 0;
-    set_mem(&J, R, D, 5 + (du != NULL) + J.acc + J.accy);
-    fuse_F0(&J);
-    if (dparams) sn_fuse_query(f, D, &J.npg, NULL);
-    if (!dparams || J.npg == 0) {
-        run_rows(ctx, &J, 0, R, fuse_bwd_all_task);
+    set_mem(&J.run, R, D, 5 + (du != NULL) + J.accx + J.accy);
+    fuse_job_init(&J, f, params);
+    J.dh = (mat_in){dh, lddh};
+    J.du = (mat_in){du, lddu};
+    J.x = (mat_in){x, ldx};
+    J.y = (mat_in){y, ldy};
+    J.stats = stats;
+    J.dx = (mat_out){dx, lddx};
+    J.dy = (mat_out){dy, lddy};
+    int64_t npg = 0;
+    if (dparams) sn_fuse_query(f, D, &npg, NULL);
+    if (npg == 0) {
+        run_rows(ctx, &J.run, fuse_bwd_all_task, &J);
         return;
     }
-    pg_run(ctx, &J, R, fuse_bwd_chunk_task, fuse_bwd_wide);
+    J.run.dparams = dparams;
+    J.run.npg = npg;
+    pg_run(ctx, &J.run, &J, fuse_bwd_chunk_task, fuse_bwd_wide);
 }
 
 
 /* ---- elementwise --------------------------------------------------------------------------- */
 
-/* a = z, b = u, c = y, o = xo, p = yo */
+/* xo = u + z / c, yo = y + z */
+typedef struct apply_job {
+    job run; /* first: the tasks get the apply_job */
+    float c;
+    mat_in z, u, y;
+    mat_out xo, yo;
+} apply_job;
+
 static void apply_task(void *arg, int64_t i) {
-    const job *J = arg;
-    ROWS_OF_TASK(J, i, lo, hi);
+    const apply_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
     for (int64_t r = lo; r < hi; r++)
-        J->K->apply(J->a + r * J->lda, J->b + r * J->ldb, J->c + r * J->ldc, J->cc,
-                    J->o + r * J->ldo, J->p + r * J->ldp, J->D, J->nt);
+        J->run.K->apply(in_row(J->z, r), in_row(J->u, r), in_row(J->y, r), J->c,
+                        out_row(J->xo, r), out_row(J->yo, r), J->run.D, J->run.nt);
 }
 
 void sn_d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *z, int64_t ldz,
                 const float *u, int64_t ldu, const float *y, int64_t ldy, float *xo, int64_t ldxo,
                 float *yo, int64_t ldyo) {
-    job J;
-    memset(&J, 0, sizeof J);
-    J.K = sn_ctx_kern(ctx);
-    set_mem(&J, R, D, 5);
-    J.D = D;
-    J.cc = c;
-    J.a = z, J.lda = ldz, J.b = u, J.ldb = ldu, J.c = y, J.ldc = ldy;
-    J.o = xo, J.ldo = ldxo, J.p = yo, J.ldp = ldyo;
-    run_rows(ctx, &J, 0, R, apply_task);
+    apply_job J = {job_of(ctx, R, D), c, {z, ldz}, {u, ldu}, {y, ldy}, {xo, ldxo}, {yo, ldyo}};
+    set_mem(&J.run, R, D, 5);
+    run_rows(ctx, &J.run, apply_task, &J);
 }
 
-/* a, b, o */
+/* out = (+= with acc) a + b / c */
+typedef struct add_div_job {
+    job run; /* first: the tasks get the add_div_job */
+    float c;
+    mat_in a, b;
+    mat_out out;
+    int acc;
+} add_div_job;
+
 static void add_div_task(void *arg, int64_t i) {
-    const job *J = arg;
-    ROWS_OF_TASK(J, i, lo, hi);
+    const add_div_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
     for (int64_t r = lo; r < hi; r++)
-        J->K->add_div(J->a + r * J->lda, J->b + r * J->ldb, J->cc, J->o + r * J->ldo, J->D,
-                      J->acc, J->nt);
+        J->run.K->add_div(in_row(J->a, r), in_row(J->b, r), J->c, out_row(J->out, r), J->run.D,
+                          J->acc, J->run.nt);
 }
 
 void sn_d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda,
                   const float *b, int64_t ldb, float c, float *out, int64_t ldo, int acc) {
-    job J;
-    memset(&J, 0, sizeof J);
-    J.K = sn_ctx_kern(ctx);
-    set_mem(&J, R, D, 3 + acc);
-    J.D = D;
-    J.cc = c;
-    J.acc = acc;
-    J.a = a, J.lda = lda, J.b = b, J.ldb = ldb, J.o = out, J.ldo = ldo;
-    run_rows(ctx, &J, 0, R, add_div_task);
+    add_div_job J = {job_of(ctx, R, D), c, {a, lda}, {b, ldb}, {out, ldo}, acc};
+    set_mem(&J.run, R, D, 3 + acc);
+    run_rows(ctx, &J.run, add_div_task, &J);
 }
 
-/* a, b, o: o = cc * a + b */
+/* out = alpha * a + b */
+typedef struct axpy_job {
+    job run; /* first: the tasks get the axpy_job */
+    float alpha;
+    mat_in a, b;
+    mat_out out;
+} axpy_job;
+
 static void axpy_task(void *arg, int64_t i) {
-    const job *J = arg;
-    ROWS_OF_TASK(J, i, lo, hi);
+    const axpy_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
     for (int64_t r = lo; r < hi; r++)
-        J->K->axpy(J->a + r * J->lda, J->b + r * J->ldb, J->cc, J->o + r * J->ldo, J->D, J->nt);
+        J->run.K->axpy(in_row(J->a, r), in_row(J->b, r), J->alpha, out_row(J->out, r), J->run.D,
+                       J->run.nt);
 }
 
 void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float *a, int64_t lda,
                const float *b, int64_t ldb, float *out, int64_t ldo) {
-    job J;
-    memset(&J, 0, sizeof J);
-    J.K = sn_ctx_kern(ctx);
-    set_mem(&J, R, D, 3);
-    J.D = D;
-    J.cc = alpha;
-    J.a = a, J.lda = lda, J.b = b, J.ldb = ldb, J.o = out, J.ldo = ldo;
-    run_rows(ctx, &J, 0, R, axpy_task);
+    axpy_job J = {job_of(ctx, R, D), alpha, {a, lda}, {b, ldb}, {out, ldo}};
+    set_mem(&J.run, R, D, 3);
+    run_rows(ctx, &J.run, axpy_task, &J);
 }
 
+/* out = a */
+typedef struct copy_job {
+    job run; /* first: the tasks get the copy_job */
+    mat_in a;
+    mat_out out;
+} copy_job;
+
 static void copy_task(void *arg, int64_t i) {
-    const job *J = arg;
-    ROWS_OF_TASK(J, i, lo, hi);
+    const copy_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
     for (int64_t r = lo; r < hi; r++)
-        memmove(J->o + r * J->ldo, J->a + r * J->lda, (size_t)J->D * sizeof(float));
+        memmove(out_row(J->out, r), in_row(J->a, r), (size_t)J->run.D * sizeof(float));
 }
 
 void sn_d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float *out,
                int64_t ldo) {
-    job J;
-    memset(&J, 0, sizeof J);
-    J.D = D;
-    J.a = a, J.lda = lda, J.o = out, J.ldo = ldo;
-    run_rows(ctx, &J, 0, R, copy_task);
+    copy_job J = {job_of(ctx, R, D), {a, lda}, {out, ldo}};
+    run_rows(ctx, &J.run, copy_task, &J);
 }

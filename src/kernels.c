@@ -184,17 +184,19 @@ static void norm_red(const sn_rnorm *q, const float *dout, const float *v, int64
 
 static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
                     float *dgamma, float *dbeta) {
+    const float m = q->m, r = q->r; /* locals: the stores below cannot change them */
     if (dgamma)
-        for (int64_t j = 0; j < n; j++) dgamma[j] += dout[j] * ((v[j] - q->m) * q->r);
+        for (int64_t j = 0; j < n; j++) dgamma[j] += dout[j] * ((v[j] - m) * r);
     if (dbeta)
         for (int64_t j = 0; j < n; j++) dbeta[j] += dout[j];
 }
 
 static void norm_dx(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float sa,
                     float sb, float *dv, int acc) {
+    const sn_rnorm Q = *q; /* a local copy: the stores below cannot change it */
     for (int64_t j = 0; j < W; j++) {
-        float xh = (v[j] - q->m) * q->r, g = gam(q->gamma, j) * dout[j];
-        float d = q->r * (g - sa - xh * sb);
+        float xh = (v[j] - Q.m) * Q.r, g = gam(Q.gamma, j) * dout[j];
+        float d = Q.r * (g - sa - xh * sb);
         dv[j] = acc ? dv[j] + d : d;
     }
 }

@@ -17,6 +17,11 @@
 
 #include "kernels.h"
 
+/* The column sweeps. They stay macros that take their loop body (a few statements calling the
+ * inline steps below): each copy of the body sees t and k as constants, so a full step has no
+ * mask test and each accumulator set stays its own register, and the summation order of every
+ * reduction is written once (see docs/performance.md, "Kernel source: what stays a macro"). */
+
 /* Runs BODY for the columns [0, n) in steps of VW; BODY sees j (first column), t (1 on the
  * partial last step) and m (its mask). The body is the variadic part, so it may hold commas. */
 #define COLS(n, ...)                                                                              \
@@ -141,44 +146,44 @@
     } while (0)
 
 /* The helpers are forced inline: each is a few instructions inside the row loops, and in a
- * large translation unit the compiler's inlining budget can run out (XS_OF and fuse_red_xy left
- * out of line made the fuse backward 10% slower). */
+ * large translation unit the compiler's inlining budget can run out and leave some out of line
+ * (docs/performance.md, "Measurements behind the code"). */
 #if defined(__GNUC__)
 #define KINLINE static inline __attribute__((always_inline))
 #else
 #define KINLINE static inline
 #endif
 
-KINLINE V LD(const float *p, int t, M m) { return t ? vldm(p, m) : vld(p); }
-KINLINE void ST(float *p, V v, int t, M m) {
+KINLINE V load(const float *p, int t, M m) { return t ? vldm(p, m) : vld(p); }
+KINLINE void store(float *p, V v, int t, M m) {
     if (t)
         vstm(p, m, v);
     else
         vst(p, v);
 }
-/* a final output: a streaming store when allowed and the address is aligned, else ST */
-KINLINE void STO(float *p, V v, int t, M m, int nt) {
+/* a final output: a streaming store when allowed and the address is aligned, else store */
+KINLINE void store_out(float *p, V v, int t, M m, int nt) {
     if (nt && !t && ((uintptr_t)p & (VW * sizeof(float) - 1)) == 0)
         vstream(p, v);
     else
-        ST(p, v, t, m);
+        store(p, v, t, m);
 }
 
 /* the lanes a partial step leaves off contribute 0 to reductions */
-KINLINE V KEEP(V v, int t, M m) { return t ? vmaskz(m, v) : v; }
+KINLINE V keep(V v, int t, M m) { return t ? vmaskz(m, v) : v; }
 /* ... and so do the xhat-like operands of b += g * xhat: the off lanes load 0, so their xhat
  * is (0 - m) * r, an infinity when |m * r| > FLT_MAX (a constant row of 1e37 with eps 1e-5),
  * and g kept at 0 there would still add 0 * inf = NaN. Zeroing both makes each off lane add
  * +0 * +0: the full steps are untouched (t = 0) and finite rows keep their value. */
-KINLINE V GAM(const float *g, int64_t j, int t, M m) {
-    return g ? LD(g + j, t, m) : vset1(1.0f);
+KINLINE V gamma_at(const float *g, int64_t j, int t, M m) {
+    return g ? load(g + j, t, m) : vset1(1.0f);
 }
-KINLINE V BET(const float *b, int64_t j, int t, M m) {
-    return b ? LD(b + j, t, m) : vset1(0.0f);
+KINLINE V beta_at(const float *b, int64_t j, int t, M m) {
+    return b ? load(b + j, t, m) : vset1(0.0f);
 }
 
 /* 1 when m is +0 (bits), e.g. RMSNorm: v - m is then exactly v, so the subtraction can go */
-KINLINE int ZERO_M(const sn_rnorm *q) {
+KINLINE int zero_m(const sn_rnorm *q) {
     union {
         float f;
         uint32_t u;
@@ -186,16 +191,16 @@ KINLINE int ZERO_M(const sn_rnorm *q) {
     return b.u == 0u;
 }
 /* xhat = (v - m) * r */
-KINLINE V XHATS(const sn_rnorm *q, V v) { return vmul(vsub(v, vset1(q->m)), vset1(q->r)); }
+KINLINE V xhat_sub(const sn_rnorm *q, V v) { return vmul(vsub(v, vset1(q->m)), vset1(q->r)); }
 /* the same, without the subtraction when m is +0, which never changes a bit (v - (+0) is v for
- * every v); the one-norm loops are unswitched on ZERO_M. The fuse kernels, whose loops hold up
- * to six of them, use XHATS: a test per vector costs more there than the subtraction. */
-KINLINE V XHAT(const sn_rnorm *q, V v) {
-    return ZERO_M(q) ? vmul(v, vset1(q->r)) : XHATS(q, v);
+ * every v); the one-norm loops are unswitched on zero_m. The fuse kernels, whose loops hold up
+ * to six of them, use xhat_sub: a test per vector costs more there than the subtraction. */
+KINLINE V xhat(const sn_rnorm *q, V v) {
+    return zero_m(q) ? vmul(v, vset1(q->r)) : xhat_sub(q, v);
 }
 /* gamma * xhat + beta */
-KINLINE V NRM(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
-    return vfma(GAM(q->gamma, j, t, m), xh, BET(q->beta, j, t, m));
+KINLINE V scale_shift(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
+    return vfma(gamma_at(q->gamma, j, t, m), xh, beta_at(q->beta, j, t, m));
 }
 
 /* ---- statistics ---------------------------------------------------------------------------- */
@@ -206,7 +211,7 @@ KINLINE float hsum4(const V a[4]) { return hsum(vadd(vadd(a[0], a[1]), vadd(a[2]
 
 static float vsum(const float *v, int64_t n) {
     V a[4] = ZERO4;
-    RCOLS4(n, { a[k] = vadd(a[k], KEEP(LD(v + j, t, m), t, m)); });
+    RCOLS4(n, { a[k] = vadd(a[k], keep(load(v + j, t, m), t, m)); });
     return hsum4(a);
 }
 
@@ -215,12 +220,12 @@ static float vsum_sqdev(const float *v, int64_t n, float mean) {
     const V mu = vset1(mean);
     if (mean == 0.0f && !signbit(mean)) /* v - (+0) is exactly v (RMSNorm) */
         RCOLS4(n, {
-            V d = KEEP(LD(v + j, t, m), t, m);
+            V d = keep(load(v + j, t, m), t, m);
             a[k] = vfma(d, d, a[k]);
         });
     else
         RCOLS4(n, {
-            V d = KEEP(vsub(LD(v + j, t, m), mu), t, m);
+            V d = keep(vsub(load(v + j, t, m), mu), t, m);
             a[k] = vfma(d, d, a[k]);
         });
     return hsum4(a);
@@ -250,16 +255,14 @@ __attribute__((noinline)) static void norm_row(const sn_rnorm *q, const float *v
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
     const int nt = q->nt;
-    COLS(W, { STO(out + j, NRM(q, XHAT(q, LD(v + j, t, m)), j, t, m), t, m, nt); });
+    COLS(W, { store_out(out + j, scale_shift(q, xhat(q, load(v + j, t, m)), j, t, m), t, m, nt); });
     if (nt) vfence();
 }
 
 /* The forward of one row: stats, then norm_row with the row's statistics in q0 (resolved with
- * m = 0, r = 1); the same arithmetic, so the same bits, as the two. Calling both from here
- * rather than from the driver made an RMSNorm forward at 4096 x 768 28% faster (A/B in one
- * process, quiet machine; LayerNorm and cache-resident sizes unchanged). With the two inlined
- * into this function instead, the LayerNorm forward at that size was 15-27% slower: they stay
- * separate functions. */
+ * m = 0, r = 1); the same arithmetic, so the same bits, as the two. Both are called from here
+ * rather than from the driver, and stay separate (noinline) functions: each was measurably
+ * faster than the alternative (docs/performance.md, "Measurements behind the code"). */
 static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64_t W,
                      float *out, float *m, float *r) {
     stats(n, v, W, m, r);
@@ -268,13 +271,40 @@ static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64
     norm_row(&q, v, W, out);
 }
 
-/* the reduction step of a norm backward: g = gamma * dout, a += g, b += g * xhat */
-#define NORM_RED_STEP                                                                             \
-    V xh = XHAT(q, LD(v + j, t, m));                                                              \
-    V d = LD(dout + j, t, m);                                                                     \
-    V g = KEEP(vmul(GAM(q->gamma, j, t, m), d), t, m);                                            \
-    a[k] = vadd(a[k], g);                                                                         \
-    b[k] = vfma(g, KEEP(xh, t, m), b[k])
+/* The reduction step of a norm backward at column j: g = gamma * dout, *a += g,
+ * *b += g * xhat; returns xhat and dout for the parameter gradients. */
+typedef struct xhd {
+    V xh, d;
+} xhd;
+KINLINE xhd norm_red_step(const sn_rnorm *q, const float *dout, const float *v, int64_t j, int t,
+                          M m, V *a, V *b) {
+    xhd r;
+    r.xh = xhat(q, load(v + j, t, m));
+    r.d = load(dout + j, t, m);
+    const V g = keep(vmul(gamma_at(q->gamma, j, t, m), r.d), t, m);
+    *a = vadd(*a, g);
+    *b = vfma(g, keep(r.xh, t, m), *b);
+    return r;
+}
+
+/* The same for two segments with the same gamma (norm_bwd2), gamma loaded once. */
+typedef struct xhd2 {
+    V xh0, d0, xh1, d1;
+} xhd2;
+KINLINE xhd2 norm_red2_step(const sn_rnorm *q0, const sn_rnorm *q1, const float *dout0,
+                            const float *dout1, const float *v0, const float *v1, int64_t j,
+                            int t, M m, V *a0, V *b0, V *a1, V *b1) {
+    xhd2 r;
+    r.xh0 = xhat(q0, load(v0 + j, t, m)), r.d0 = load(dout0 + j, t, m);
+    r.xh1 = xhat(q1, load(v1 + j, t, m)), r.d1 = load(dout1 + j, t, m);
+    const V gm = gamma_at(q0->gamma, j, t, m);
+    const V g0 = keep(vmul(gm, r.d0), t, m), g1 = keep(vmul(gm, r.d1), t, m);
+    *a0 = vadd(*a0, g0);
+    *b0 = vfma(g0, keep(r.xh0, t, m), *b0);
+    *a1 = vadd(*a1, g1);
+    *b1 = vfma(g1, keep(r.xh1, t, m), *b1);
+    return r;
+}
 
 static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
                     float *dgamma, float *dbeta) {
@@ -282,17 +312,17 @@ static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_
     q = &Q_;
     if (dgamma && dbeta)
         COLS(n, {
-            V d = LD(dout + j, t, m);
-            ST(dgamma + j, vfma(d, XHAT(q, LD(v + j, t, m)), LD(dgamma + j, t, m)), t, m);
-            ST(dbeta + j, vadd(LD(dbeta + j, t, m), d), t, m);
+            V d = load(dout + j, t, m);
+            store(dgamma + j, vfma(d, xhat(q, load(v + j, t, m)), load(dgamma + j, t, m)), t, m);
+            store(dbeta + j, vadd(load(dbeta + j, t, m), d), t, m);
         });
     else if (dgamma)
         COLS(n, {
-            V d = LD(dout + j, t, m);
-            ST(dgamma + j, vfma(d, XHAT(q, LD(v + j, t, m)), LD(dgamma + j, t, m)), t, m);
+            V d = load(dout + j, t, m);
+            store(dgamma + j, vfma(d, xhat(q, load(v + j, t, m)), load(dgamma + j, t, m)), t, m);
         });
     else if (dbeta)
-        COLS(n, { ST(dbeta + j, vadd(LD(dbeta + j, t, m), LD(dout + j, t, m)), t, m); });
+        COLS(n, { store(dbeta + j, vadd(load(dbeta + j, t, m), load(dout + j, t, m)), t, m); });
 }
 
 static void norm_dx(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float sa,
@@ -302,16 +332,16 @@ static void norm_dx(const sn_rnorm *q, const float *dout, const float *v, int64_
     const V r = vset1(q->r), va = vset1(sa), vb = vset1(sb);
     if (acc)
         COLS(W, {
-            V xh = XHAT(q, LD(v + j, t, m));
-            V g = vmul(GAM(q->gamma, j, t, m), LD(dout + j, t, m));
+            V xh = xhat(q, load(v + j, t, m));
+            V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));
             V d = vmul(r, vfnma(xh, vb, vsub(g, va)));
-            ST(dv + j, vadd(LD(dv + j, t, m), d), t, m);
+            store(dv + j, vadd(load(dv + j, t, m), d), t, m);
         });
     else
         COLS(W, {
-            V xh = XHAT(q, LD(v + j, t, m));
-            V g = vmul(GAM(q->gamma, j, t, m), LD(dout + j, t, m));
-            STO(dv + j, vmul(r, vfnma(xh, vb, vsub(g, va))), t, m, q->nt);
+            V xh = xhat(q, load(v + j, t, m));
+            V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));
+            store_out(dv + j, vmul(r, vfnma(xh, vb, vsub(g, va))), t, m, q->nt);
         });
     if (q->nt && !acc) vfence();
 }
@@ -325,25 +355,24 @@ static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64
     V a[4] = ZERO4, b[4] = ZERO4;
     if (dgamma && dbeta)
         RCOLS4(W, {
-            NORM_RED_STEP;
-            ST(dgamma + j, vfma(d, xh, LD(dgamma + j, t, m)), t, m);
-            ST(dbeta + j, vadd(LD(dbeta + j, t, m), d), t, m);
+            const xhd s = norm_red_step(q, dout, v, j, t, m, &a[k], &b[k]);
+            store(dgamma + j, vfma(s.d, s.xh, load(dgamma + j, t, m)), t, m);
+            store(dbeta + j, vadd(load(dbeta + j, t, m), s.d), t, m);
         });
     else if (dgamma) /* RMSNorm and LayerNorm without beta */
         RCOLS4(W, {
-            NORM_RED_STEP;
-            ST(dgamma + j, vfma(d, xh, LD(dgamma + j, t, m)), t, m);
+            const xhd s = norm_red_step(q, dout, v, j, t, m, &a[k], &b[k]);
+            store(dgamma + j, vfma(s.d, s.xh, load(dgamma + j, t, m)), t, m);
         });
     else if (dbeta)
         RCOLS4(W, {
-            NORM_RED_STEP;
-            ST(dbeta + j, vadd(LD(dbeta + j, t, m), d), t, m);
+            const xhd s = norm_red_step(q, dout, v, j, t, m, &a[k], &b[k]);
+            store(dbeta + j, vadd(load(dbeta + j, t, m), s.d), t, m);
         });
     else
-        RCOLS4(W, { NORM_RED_STEP; });
+        RCOLS4(W, { norm_red_step(q, dout, v, j, t, m, &a[k], &b[k]); });
     norm_dx(q, dout, v, W, q->ca * hsum4(a) / (float)W, q->cb * hsum4(b) / (float)W, dv, acc);
 }
-#undef NORM_RED_STEP
 
 /* norm_bwd of two row segments of one call (the same gamma, beta and W), bitwise the same as
  * norm_bwd on segment 0 then segment 1: the two segments' reductions in the same sweep, so that
@@ -355,34 +384,30 @@ static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float
     const float *const dout0 = dout2[0], *const dout1 = dout2[1], *const v0 = v2[0],
                        *const v1 = v2[1];
     V a0[4] = ZERO4, b0[4] = ZERO4, a1[4] = ZERO4, b1[4] = ZERO4;
-#define RED2_STEP                                                                                 \
-    const V xh0 = XHAT(&Q0, LD(v0 + j, t, m)), d0 = LD(dout0 + j, t, m);                          \
-    const V xh1 = XHAT(&Q1, LD(v1 + j, t, m)), d1 = LD(dout1 + j, t, m);                          \
-    const V gm = GAM(Q0.gamma, j, t, m);                                                          \
-    const V g0 = KEEP(vmul(gm, d0), t, m), g1 = KEEP(vmul(gm, d1), t, m);                         \
-    a0[k] = vadd(a0[k], g0);                                                                      \
-    b0[k] = vfma(g0, KEEP(xh0, t, m), b0[k]);                                                     \
-    a1[k] = vadd(a1[k], g1);                                                                      \
-    b1[k] = vfma(g1, KEEP(xh1, t, m), b1[k])
     if (dgamma && dbeta)
         RCOLS4(W, {
-            RED2_STEP;
-            ST(dgamma + j, vfma(d1, xh1, vfma(d0, xh0, LD(dgamma + j, t, m))), t, m);
-            ST(dbeta + j, vadd(vadd(LD(dbeta + j, t, m), d0), d1), t, m);
+            const xhd2 s = norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k],
+                                          &b0[k], &a1[k], &b1[k]);
+            store(dgamma + j, vfma(s.d1, s.xh1, vfma(s.d0, s.xh0, load(dgamma + j, t, m))), t, m);
+            store(dbeta + j, vadd(vadd(load(dbeta + j, t, m), s.d0), s.d1), t, m);
         });
     else if (dgamma)
         RCOLS4(W, {
-            RED2_STEP;
-            ST(dgamma + j, vfma(d1, xh1, vfma(d0, xh0, LD(dgamma + j, t, m))), t, m);
+            const xhd2 s = norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k],
+                                          &b0[k], &a1[k], &b1[k]);
+            store(dgamma + j, vfma(s.d1, s.xh1, vfma(s.d0, s.xh0, load(dgamma + j, t, m))), t, m);
         });
     else if (dbeta)
         RCOLS4(W, {
-            RED2_STEP;
-            ST(dbeta + j, vadd(vadd(LD(dbeta + j, t, m), d0), d1), t, m);
+            const xhd2 s = norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k],
+                                          &b0[k], &a1[k], &b1[k]);
+            store(dbeta + j, vadd(vadd(load(dbeta + j, t, m), s.d0), s.d1), t, m);
         });
     else
-        RCOLS4(W, { RED2_STEP; });
-#undef RED2_STEP
+        RCOLS4(W, {
+            norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k], &b0[k], &a1[k],
+                           &b1[k]);
+        });
     norm_dx(&Q0, dout0, v0, W, Q0.ca * hsum4(a0) / (float)W, Q0.cb * hsum4(b0) / (float)W,
             dv2[0], acc);
     norm_dx(&Q1, dout1, v1, W, Q1.ca * hsum4(a1) / (float)W, Q1.cb * hsum4(b1) / (float)W,
@@ -411,8 +436,8 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
     if (la && lb) {
         V a[4] = ZERO4, b[4] = ZERO4;
         RCOLS4(W, {
-            a[k] = vadd(a[k], KEEP(LD(va + j, t, m), t, m));
-            b[k] = vadd(b[k], KEEP(LD(vb + j, t, m), t, m));
+            a[k] = vadd(a[k], keep(load(va + j, t, m), t, m));
+            b[k] = vadd(b[k], keep(load(vb + j, t, m), t, m));
         });
         mua = hsum4(a) / (float)W;
         mub = hsum4(b) / (float)W;
@@ -424,8 +449,8 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
     V a[4] = ZERO4, b[4] = ZERO4;
     const V ca = vset1(mua), cb = vset1(mub);
     RCOLS4(W, {
-        V da = KEEP(vsub(LD(va + j, t, m), ca), t, m);
-        V db = KEEP(vsub(LD(vb + j, t, m), cb), t, m);
+        V da = keep(vsub(load(va + j, t, m), ca), t, m);
+        V db = keep(vsub(load(vb + j, t, m), cb), t, m);
         a[k] = vfma(da, da, a[k]);
         b[k] = vfma(db, db, b[k]);
     });
@@ -438,10 +463,20 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
 }
 
 /* s = N_x(x) + N_y(y) */
-KINLINE V S_OF(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float *y,
-                     int64_t j, int t, M m, V *ux) {
-    *ux = NRM(X, XHATS(X, LD(x + j, t, m)), j, t, m);
-    return vadd(*ux, NRM(Y, XHATS(Y, LD(y + j, t, m)), j, t, m));
+KINLINE V s_of(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float *y,
+               int64_t j, int t, M m, V *ux) {
+    *ux = scale_shift(X, xhat_sub(X, load(x + j, t, m)), j, t, m);
+    return vadd(*ux, scale_shift(Y, xhat_sub(Y, load(y + j, t, m)), j, t, m));
+}
+
+/* s at column j, stored into h, and u = N_x(x) when u is non-NULL */
+KINLINE V fuse_s_step(const sn_rfuse *F, const float *x, const float *y, float *u, float *h,
+                      int64_t j, int t, M m) {
+    V ux;
+    const V s = s_of(&F->X, &F->Y, x, y, j, t, m, &ux);
+    if (u) store_out(u + j, ux, t, m, F->nt);
+    store(h + j, s, t, m);
+    return s;
 }
 
 /* u (if non-NULL) and h = s; the first sweep of N_out's statistics rides along (the same
@@ -453,24 +488,19 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
     V a[4] = ZERO4;
     const int ln = no->kind == SN_NORM_LAYERNORM, rms = no->kind == SN_NORM_RMSNORM;
     const V zero = vset1(0.0f);
-#define FUSE_S_STEP                                                                               \
-    V ux, s = S_OF(&F->X, &F->Y, x, y, j, t, m, &ux);                                             \
-    if (u) STO(u + j, ux, t, m, F->nt);                                                           \
-    ST(h + j, s, t, m)
     if (ln)
         RCOLS4(D, {
-            FUSE_S_STEP;
-            a[k] = vadd(a[k], KEEP(s, t, m));
+            const V s = fuse_s_step(F, x, y, u, h, j, t, m);
+            a[k] = vadd(a[k], keep(s, t, m));
         });
     else if (rms)
         RCOLS4(D, {
-            FUSE_S_STEP;
-            V d = KEEP(vsub(s, zero), t, m);
+            const V s = fuse_s_step(F, x, y, u, h, j, t, m);
+            V d = keep(vsub(s, zero), t, m);
             a[k] = vfma(d, d, a[k]);
         });
     else
-        COLS(D, { FUSE_S_STEP; });
-#undef FUSE_S_STEP
+        COLS(D, { fuse_s_step(F, x, y, u, h, j, t, m); });
     if (u && F->nt) vfence();
     *mo = 0.0f;
     *ro = 1.0f;
@@ -485,6 +515,17 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
     sn_k_stats_guard(no, h, D, mo, ro);
 }
 
+/* fuse_fwd2's stores at column j: u0 and u1 when set (both or neither), s into the stack rows */
+KINLINE void store_s2(float *u0, float *u1, V ux0, V ux1, float *s0p, float *s1p, V s0, V s1,
+                      int nt, int64_t j, int t, M m) {
+    if (u0) {
+        store_out(u0 + j, ux0, t, m, nt);
+        store_out(u1 + j, ux1, t, m, nt);
+    }
+    store(s0p + j, s0, t, m);
+    store(s1p + j, s1, t, m);
+}
+
 /* The whole forward of two rows (see kernels.h): per row the arithmetic of stats2, fuse_s and
  * norm_row on the same values (the same accumulators and order), so the same bits; the two
  * rows' steps are interleaved, so that one row's statistics chain (sums, horizontal sums,
@@ -492,8 +533,8 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
  * so the sums of squares subtract it unconditionally, as stats2 does. The accumulators and
  * resolved norms are separate locals per row, so that they stay in registers. */
 KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
-                           const float *const x[2], const float *const y[2], float *const u[2],
-                           float *const h[2], float st[2][6]) {
+                            const float *const x[2], const float *const y[2], float *const u[2],
+                            float *const h[2], float st[2][6]) {
     const sn_norm nx = f->x, ny = f->y, no = f->out;
     const int lxy = nx.kind == SN_NORM_LAYERNORM, lo = no.kind == SN_NORM_LAYERNORM;
     const int nt = F0->nt;
@@ -507,10 +548,10 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
     if (lxy) {
         V ax0[4] = ZERO4, ax1[4] = ZERO4, ay0[4] = ZERO4, ay1[4] = ZERO4;
         RCOLS4(D, {
-            ax0[k] = vadd(ax0[k], KEEP(LD(x0 + j, t, m), t, m));
-            ay0[k] = vadd(ay0[k], KEEP(LD(y0 + j, t, m), t, m));
-            ax1[k] = vadd(ax1[k], KEEP(LD(x1 + j, t, m), t, m));
-            ay1[k] = vadd(ay1[k], KEEP(LD(y1 + j, t, m), t, m));
+            ax0[k] = vadd(ax0[k], keep(load(x0 + j, t, m), t, m));
+            ay0[k] = vadd(ay0[k], keep(load(y0 + j, t, m), t, m));
+            ax1[k] = vadd(ax1[k], keep(load(x1 + j, t, m), t, m));
+            ay1[k] = vadd(ay1[k], keep(load(y1 + j, t, m), t, m));
         });
         mx0 = hsum4(ax0) / fD;
         my0 = hsum4(ay0) / fD;
@@ -521,10 +562,10 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
         V ax0[4] = ZERO4, ax1[4] = ZERO4, ay0[4] = ZERO4, ay1[4] = ZERO4;
         const V cx0 = vset1(mx0), cx1 = vset1(mx1), cy0 = vset1(my0), cy1 = vset1(my1);
         RCOLS4(D, {
-            V dx0 = KEEP(vsub(LD(x0 + j, t, m), cx0), t, m);
-            V dy0 = KEEP(vsub(LD(y0 + j, t, m), cy0), t, m);
-            V dx1 = KEEP(vsub(LD(x1 + j, t, m), cx1), t, m);
-            V dy1 = KEEP(vsub(LD(y1 + j, t, m), cy1), t, m);
+            V dx0 = keep(vsub(load(x0 + j, t, m), cx0), t, m);
+            V dy0 = keep(vsub(load(y0 + j, t, m), cy0), t, m);
+            V dx1 = keep(vsub(load(x1 + j, t, m), cx1), t, m);
+            V dy1 = keep(vsub(load(y1 + j, t, m), cy1), t, m);
             ax0[k] = vfma(dx0, dx0, ax0[k]);
             ay0[k] = vfma(dy0, dy0, ay0[k]);
             ax1[k] = vfma(dx1, dx1, ax1[k]);
@@ -549,37 +590,33 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
     {
         V a0[4] = ZERO4, a1[4] = ZERO4;
         const V zero = vset1(0.0f);
-#define S_STEP                                                                                    \
-    V ux0, s0 = S_OF(&X0, &Y0, x0, y0, j, t, m, &ux0);                                            \
-    V ux1, s1 = S_OF(&X1, &Y1, x1, y1, j, t, m, &ux1);                                            \
-    if (u0) {                                                                                     \
-        STO(u0 + j, ux0, t, m, nt);                                                               \
-        STO(u1 + j, ux1, t, m, nt);                                                               \
-    }                                                                                             \
-    ST(s0p + j, s0, t, m);                                                                        \
-    ST(s1p + j, s1, t, m);
         if (lo)
             RCOLS4(D, {
-                S_STEP
-                a0[k] = vadd(a0[k], KEEP(s0, t, m));
-                a1[k] = vadd(a1[k], KEEP(s1, t, m));
+                V ux0, ux1;
+                const V s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);
+                const V s1 = s_of(&X1, &Y1, x1, y1, j, t, m, &ux1);
+                store_s2(u0, u1, ux0, ux1, s0p, s1p, s0, s1, nt, j, t, m);
+                a0[k] = vadd(a0[k], keep(s0, t, m));
+                a1[k] = vadd(a1[k], keep(s1, t, m));
             });
         else
             RCOLS4(D, {
-                S_STEP
-                V d0 = KEEP(vsub(s0, zero), t, m), d1 = KEEP(vsub(s1, zero), t, m);
+                V ux0, ux1;
+                const V s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);
+                const V s1 = s_of(&X1, &Y1, x1, y1, j, t, m, &ux1);
+                store_s2(u0, u1, ux0, ux1, s0p, s1p, s0, s1, nt, j, t, m);
+                V d0 = keep(vsub(s0, zero), t, m), d1 = keep(vsub(s1, zero), t, m);
                 a0[k] = vfma(d0, d0, a0[k]);
                 a1[k] = vfma(d1, d1, a1[k]);
             });
-#undef S_STEP
         if (lo) {
             mo0 = hsum4(a0) / fD;
             mo1 = hsum4(a1) / fD;
             V b0[4] = ZERO4, b1[4] = ZERO4;
             const V mu0 = vset1(mo0), mu1 = vset1(mo1);
             RCOLS4(D, {
-                V d0 = KEEP(vsub(LD(s0p + j, t, m), mu0), t, m);
-                V d1 = KEEP(vsub(LD(s1p + j, t, m), mu1), t, m);
+                V d0 = keep(vsub(load(s0p + j, t, m), mu0), t, m);
+                V d1 = keep(vsub(load(s1p + j, t, m), mu1), t, m);
                 b0[k] = vfma(d0, d0, b0[k]);
                 b1[k] = vfma(d1, d1, b1[k]);
             });
@@ -596,8 +633,8 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
     /* h = N_out(s) (norm_row) */
     float *const h0 = h[0], *const h1 = h[1];
     COLS(D, {
-        STO(h0 + j, NRM(&O0, XHATS(&O0, LD(s0p + j, t, m)), j, t, m), t, m, nt);
-        STO(h1 + j, NRM(&O1, XHATS(&O1, LD(s1p + j, t, m)), j, t, m), t, m, nt);
+        store_out(h0 + j, scale_shift(&O0, xhat_sub(&O0, load(s0p + j, t, m)), j, t, m), t, m, nt);
+        store_out(h1 + j, scale_shift(&O1, xhat_sub(&O1, load(s1p + j, t, m)), j, t, m), t, m, nt);
     });
     if (nt) vfence();
     st[0][0] = mx0, st[0][1] = rx0, st[0][2] = my0, st[0][3] = ry0, st[0][4] = mo0;
@@ -620,48 +657,52 @@ static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const flo
  *   xx, yy   xhat of x and y;  xs = xhat_out of s = N_x(x) + N_y(y) (the forward's arithmetic)
  *   ds       = r_out * (gamma_out * dh - oa - xs * ob)
  *   dt       = du + ds;  gx = gamma_x * dt;  gy = gamma_y * ds */
-KINLINE V XS_OF(const sn_rfuse *F, V xx, V yy, int64_t j, int t, M m) {
-    return XHATS(&F->O, vadd(NRM(&F->X, xx, j, t, m), NRM(&F->Y, yy, j, t, m)));
+KINLINE V xs_of(const sn_rfuse *F, V xx, V yy, int64_t j, int t, M m) {
+    return xhat_sub(&F->O, vadd(scale_shift(&F->X, xx, j, t, m), scale_shift(&F->Y, yy, j, t, m)));
 }
-KINLINE V DS_OF(const sn_rfuse *F, V xs, V dh, int64_t j, int t, M m) {
-    const V g = vfms(GAM(F->O.gamma, j, t, m), dh, vset1(F->oa));
+KINLINE V ds_of(const sn_rfuse *F, V xs, V dh, int64_t j, int t, M m) {
+    const V g = vfms(gamma_at(F->O.gamma, j, t, m), dh, vset1(F->oa));
     return vmul(vset1(F->O.r), vfnma(xs, vset1(F->ob), g));
 }
-KINLINE V DT_OF(const float *du, V ds, int64_t j, int t, M m) {
-    return du ? vadd(LD(du + j, t, m), ds) : ds;
+KINLINE V dt_of(const float *du, V ds, int64_t j, int t, M m) {
+    return du ? vadd(load(du + j, t, m), ds) : ds;
 }
 
 typedef struct belem {
     V xx, yy, xs, ds, dt, gx, gy, dh;
 } belem;
 
-KINLINE belem BELEM(const sn_rfuse *F, int64_t j, int t, M m, const float *dh,
-                          const float *du, const float *x, const float *y) {
+KINLINE belem belem_of(const sn_rfuse *F, int64_t j, int t, M m, const float *dh,
+                       const float *du, const float *x, const float *y) {
     belem e;
-    e.xx = XHATS(&F->X, LD(x + j, t, m));
-    e.yy = XHATS(&F->Y, LD(y + j, t, m));
-    e.xs = XS_OF(F, e.xx, e.yy, j, t, m);
-    e.dh = LD(dh + j, t, m);
-    e.ds = DS_OF(F, e.xs, e.dh, j, t, m);
-    e.dt = DT_OF(du, e.ds, j, t, m);
-    e.gx = vmul(GAM(F->X.gamma, j, t, m), e.dt);
-    e.gy = vmul(GAM(F->Y.gamma, j, t, m), e.ds);
+    e.xx = xhat_sub(&F->X, load(x + j, t, m));
+    e.yy = xhat_sub(&F->Y, load(y + j, t, m));
+    e.xs = xs_of(F, e.xx, e.yy, j, t, m);
+    e.dh = load(dh + j, t, m);
+    e.ds = ds_of(F, e.xs, e.dh, j, t, m);
+    e.dt = dt_of(du, e.ds, j, t, m);
+    e.gx = vmul(gamma_at(F->X.gamma, j, t, m), e.dt);
+    e.gy = vmul(gamma_at(F->Y.gamma, j, t, m), e.ds);
     return e;
 }
 
-/* pass 1 of the reductions: N_out's, from g = gamma_out * dh and xs */
-#define FUSE_RED1_STEP(xs)                                                                        \
-    V g = KEEP(vmul(GAM(F->O.gamma, j, t, m), LD(dh + j, t, m)), t, m);                           \
-    a[k] = vadd(a[k], g);                                                                         \
-    b[k] = vfma(g, KEEP(xs, t, m), b[k])
+/* pass 1 of the reductions at column j: N_out's into *a, *b, from g = gamma_out * dh and
+ * xs = xs_of(xx, yy) */
+KINLINE void fuse_red1_step(const sn_rfuse *F, const float *dh, V xx, V yy, int64_t j, int t,
+                            M m, V *a, V *b) {
+    const V g = keep(vmul(gamma_at(F->O.gamma, j, t, m), load(dh + j, t, m)), t, m);
+    *a = vadd(*a, g);
+    *b = vfma(g, keep(xs_of(F, xx, yy, j, t, m), t, m), *b);
+}
 
-/* pass 2: N_x's over dt and N_y's over ds */
-#define FUSE_RED2_STEP(e)                                                                         \
-    V gx_ = KEEP((e).gx, t, m), gy_ = KEEP((e).gy, t, m);                                         \
-    ax[k] = vadd(ax[k], gx_);                                                                     \
-    bx[k] = vfma(gx_, KEEP((e).xx, t, m), bx[k]);                                                 \
-    ay[k] = vadd(ay[k], gy_);                                                                     \
-    by[k] = vfma(gy_, KEEP((e).yy, t, m), by[k])
+/* pass 2: N_x's over dt into *ax, *bx and N_y's over ds into *ay, *by */
+KINLINE void fuse_red2_step(const belem *e, int t, M m, V *ax, V *bx, V *ay, V *by) {
+    const V gx = keep(e->gx, t, m), gy = keep(e->gy, t, m);
+    *ax = vadd(*ax, gx);
+    *bx = vfma(gx, keep(e->xx, t, m), *bx);
+    *ay = vadd(*ay, gy);
+    *by = vfma(gy, keep(e->yy, t, m), *by);
+}
 
 KINLINE void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
     F->oa = F->O.ca * hsum2(a) / (float)D;
@@ -669,7 +710,7 @@ KINLINE void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
 }
 
 KINLINE void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2],
-                               const V by[2], int64_t D) {
+                         const V by[2], int64_t D) {
     const float fD = (float)D;
     F->xa = F->X.ca * hsum2(ax) / fD;
     F->xb = F->X.cb * hsum2(bx) / fD;
@@ -681,34 +722,34 @@ static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, c
                      const float *y) {
     V a[2] = ZERO2, b[2] = ZERO2;
     RCOLS2(D, {
-        V xx = XHATS(&F->X, LD(x + j, t, m)), yy = XHATS(&F->Y, LD(y + j, t, m));
-        FUSE_RED1_STEP(XS_OF(F, xx, yy, j, t, m));
+        V xx = xhat_sub(&F->X, load(x + j, t, m)), yy = xhat_sub(&F->Y, load(y + j, t, m));
+        fuse_red1_step(F, dh, xx, yy, j, t, m, &a[k], &b[k]);
     });
     fuse_red_out(F, a, b, D);
     V ax[2] = ZERO2, bx[2] = ZERO2, ay[2] = ZERO2, by[2] = ZERO2;
     RCOLS2(D, {
-        belem e = BELEM(F, j, t, m, dh, du, x, y);
-        FUSE_RED2_STEP(e);
+        belem e = belem_of(F, j, t, m, dh, du, x, y);
+        fuse_red2_step(&e, t, m, &ax[k], &bx[k], &ay[k], &by[k]);
     });
     fuse_red_xy(F, ax, bx, ay, by, D);
 }
 
-KINLINE void ACC(float *p, V v, int t, M m) {
-    if (p) ST(p, vadd(LD(p, t, m), v), t, m);
+KINLINE void acc_add(float *p, V v, int t, M m) {
+    if (p) store(p, vadd(load(p, t, m), v), t, m);
 }
-KINLINE void ACC_FMA(float *p, V a, V b, int t, M m) {
-    if (p) ST(p, vfma(a, b, LD(p, t, m)), t, m);
+KINLINE void acc_fma(float *p, V a, V b, int t, M m) {
+    if (p) store(p, vfma(a, b, load(p, t, m)), t, m);
 }
-KINLINE float *AT(float *p, int64_t j) { return p ? p + j : NULL; }
+KINLINE float *at(float *p, int64_t j) { return p ? p + j : NULL; }
 
 /* the parameter gradients of one step */
-KINLINE void FUSE_PG_STEP(const sn_dfuse *dp, const belem *e, int64_t j, int t, M m) {
-    ACC_FMA(AT(dp->go, j), e->dh, e->xs, t, m);
-    ACC(AT(dp->bo, j), e->dh, t, m);
-    ACC_FMA(AT(dp->gx, j), e->dt, e->xx, t, m);
-    ACC(AT(dp->bx, j), e->dt, t, m);
-    ACC_FMA(AT(dp->gy, j), e->ds, e->yy, t, m);
-    ACC(AT(dp->by, j), e->ds, t, m);
+KINLINE void fuse_pg_step(const sn_dfuse *dp, const belem *e, int64_t j, int t, M m) {
+    acc_fma(at(dp->go, j), e->dh, e->xs, t, m);
+    acc_add(at(dp->bo, j), e->dh, t, m);
+    acc_fma(at(dp->gx, j), e->dt, e->xx, t, m);
+    acc_add(at(dp->bx, j), e->dt, t, m);
+    acc_fma(at(dp->gy, j), e->ds, e->yy, t, m);
+    acc_add(at(dp->by, j), e->ds, t, m);
 }
 
 static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *du,
@@ -718,34 +759,34 @@ static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *
     const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
     F = &F_;
     COLS(n, {
-        belem e = BELEM(F, j, t, m, dh, du, x, y);
-        FUSE_PG_STEP(dp, &e, j, t, m);
+        belem e = belem_of(F, j, t, m, dh, du, x, y);
+        fuse_pg_step(dp, &e, j, t, m);
     });
 }
 
 /* the input gradients of one step from xx, yy, gx, gy */
-KINLINE void FUSE_DX_STEP(const sn_rfuse *F, V xx, V yy, V gx, V gy, float *dx, float *dy,
-                                int accx, int accy, int64_t j, int t, M m) {
+KINLINE void fuse_dx_step(const sn_rfuse *F, V xx, V yy, V gx, V gy, float *dx, float *dy,
+                          int accx, int accy, int64_t j, int t, M m) {
     V ddx = vmul(vset1(F->X.r), vfnma(xx, vset1(F->xb), vsub(gx, vset1(F->xa))));
     V ddy = vmul(vset1(F->Y.r), vfnma(yy, vset1(F->yb), vsub(gy, vset1(F->ya))));
     if (accx)
-        ST(dx + j, vadd(LD(dx + j, t, m), ddx), t, m);
+        store(dx + j, vadd(load(dx + j, t, m), ddx), t, m);
     else
-        STO(dx + j, ddx, t, m, F->nt);
+        store_out(dx + j, ddx, t, m, F->nt);
     if (accy)
-        ST(dy + j, vadd(LD(dy + j, t, m), ddy), t, m);
+        store(dy + j, vadd(load(dy + j, t, m), ddy), t, m);
     else
-        STO(dy + j, ddy, t, m, F->nt);
+        store_out(dy + j, ddy, t, m, F->nt);
 }
 
 static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *du,
                     const float *x, const float *y, float *dx, float *dy, int accx, int accy) {
     const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
     F = &F_;
-    /* du is read (inside BELEM) before dx is written: dx may be du */
+    /* du is read (inside belem_of) before dx is written: dx may be du */
     COLS(D, {
-        belem e = BELEM(F, j, t, m, dh, du, x, y);
-        FUSE_DX_STEP(F, e.xx, e.yy, e.gx, e.gy, dx, dy, accx, accy, j, t, m);
+        belem e = belem_of(F, j, t, m, dh, du, x, y);
+        fuse_dx_step(F, e.xx, e.yy, e.gx, e.gy, dx, dy, accx, accy, j, t, m);
     });
     if (F->nt) vfence();
 }
@@ -757,158 +798,178 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
  * the same values). Rows wider than FUSE_ROW_MAX take those. */
 #define FUSE_ROW_MAX 1024
 
-/* The steps below name each row's values with the row's digit q (F0, x0, a0, ...; F1, x1, ...):
- * separate locals per row, so that they stay in registers. */
+/* One row of fuse_bwd and fuse_bwd2: its norms and reductions (a local copy of its sn_rfuse:
+ * the stores cannot alias it), its rows, its two stack rows and its accumulators. A local
+ * struct per row, reached only by the inline steps below, so that its fields stay in
+ * registers. */
+typedef struct brow {
+    sn_rfuse F;
+    const float *dh, *du, *x, *y;
+    float *dx, *dy;
+    float *bs, *bg;               /* stack rows of FUSE_ROW_MAX + VW floats */
+    V a[2], b[2];                 /* pass 1: N_out's reductions */
+    V ax[2], bx[2], ay[2], by[2]; /* pass 2: N_x's and N_y's */
+} brow;
 
-/* the rows row q's sn_rfuse asks to prefetch (pf), a line each per 64 bytes of columns: every
- * step with AVX-512, every step of set 0 (two steps) with AVX2 */
+KINLINE void brow_init(brow *w, const sn_rfuse *F, const float *dh, const float *du,
+                       const float *x, const float *y, float *dx, float *dy, float *bs,
+                       float *bg) {
+    w->F = *F;
+    w->dh = dh, w->du = du, w->x = x, w->y = y, w->dx = dx, w->dy = dy;
+    w->bs = bs, w->bg = bg;
+    for (int k = 0; k < 2; k++) {
+        w->a[k] = w->b[k] = vset1(0.0f);
+        w->ax[k] = w->bx[k] = w->ay[k] = w->by[k] = vset1(0.0f);
+    }
+}
+
+/* pass 1 at column j (accumulator set k): N_out's reductions, xs kept in bs */
+KINLINE void fuse_p1(brow *w, int64_t j, int t, M m, int k) {
+    const V xx = xhat_sub(&w->F.X, load(w->x + j, t, m));
+    const V yy = xhat_sub(&w->F.Y, load(w->y + j, t, m));
+    const V xs = xs_of(&w->F, xx, yy, j, t, m);
+    vst(w->bs + j, xs); /* the stack rows are padded: whole vectors */
+    const V g = keep(vmul(gamma_at(w->F.O.gamma, j, t, m), load(w->dh + j, t, m)), t, m);
+    w->a[k] = vadd(w->a[k], g); /* fuse_red1_step's arithmetic, xs already at hand */
+    w->b[k] = vfma(g, keep(xs, t, m), w->b[k]);
+}
+
+/* pass 2 at column j: the quantities of the step (returned), the reductions of N_x and N_y;
+ * gx replaces xs in bs, gy goes to bg. First the rows the row's sn_rfuse asks to prefetch
+ * (pf), a line each per 64 bytes of columns: every step with AVX-512, every step of set 0
+ * (two steps) with AVX2. */
+KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
 #if defined(__GNUC__)
-#define FUSE_PF(q)                                                                                \
-    if (VW >= 16 || k == 0)                                                                       \
-        for (int i_ = 0; i_ < F##q.npf; i_++) __builtin_prefetch(F##q.pf[i_] + j, 0, 2);
-#else
-#define FUSE_PF(q)
+    if (VW >= 16 || k == 0)
+        for (int i = 0; i < w->F.npf; i++) __builtin_prefetch(w->F.pf[i] + j, 0, 2);
 #endif
+    belem e;
+    e.xx = xhat_sub(&w->F.X, load(w->x + j, t, m));
+    e.yy = xhat_sub(&w->F.Y, load(w->y + j, t, m));
+    e.xs = vld(w->bs + j);
+    e.dh = load(w->dh + j, t, m);
+    e.ds = ds_of(&w->F, e.xs, e.dh, j, t, m);
+    e.dt = dt_of(w->du, e.ds, j, t, m);
+    e.gx = vmul(gamma_at(w->F.X.gamma, j, t, m), e.dt);
+    e.gy = vmul(gamma_at(w->F.Y.gamma, j, t, m), e.ds);
+    fuse_red2_step(&e, t, m, &w->ax[k], &w->bx[k], &w->ay[k], &w->by[k]);
+    vst(w->bs + j, e.gx);
+    vst(w->bg + j, e.gy);
+    return e;
+}
 
-/* pass 1 of row q: N_out's reductions, xs kept in bs */
-#define FUSE_P1(q)                                                                                \
-    {                                                                                             \
-        V xx = XHATS(&F##q.X, LD(x##q + j, t, m)), yy = XHATS(&F##q.Y, LD(y##q + j, t, m));       \
-        V xs = XS_OF(&F##q, xx, yy, j, t, m);                                                     \
-        vst(bs##q + j, xs); /* the stack rows are padded: whole vectors */                        \
-        V g = KEEP(vmul(GAM(F##q.O.gamma, j, t, m), LD(dh##q + j, t, m)), t, m);                  \
-        a##q[k] = vadd(a##q[k], g);                                                               \
-        b##q[k] = vfma(g, KEEP(xs, t, m), b##q[k]);                                               \
-    }
-
-/* pass 2 of row q: the quantities e##q, the reductions of N_x and N_y */
-#define FUSE_P2(q)                                                                                \
-    belem e##q;                                                                                   \
-    {                                                                                             \
-        FUSE_PF(q)                                                                                \
-        e##q.xx = XHATS(&F##q.X, LD(x##q + j, t, m));                                             \
-        e##q.yy = XHATS(&F##q.Y, LD(y##q + j, t, m));                                             \
-        e##q.xs = vld(bs##q + j);                                                                 \
-        e##q.dh = LD(dh##q + j, t, m);                                                            \
-        e##q.ds = DS_OF(&F##q, e##q.xs, e##q.dh, j, t, m);                                        \
-        e##q.dt = DT_OF(du##q, e##q.ds, j, t, m);                                                 \
-        e##q.gx = vmul(GAM(F##q.X.gamma, j, t, m), e##q.dt);                                      \
-        e##q.gy = vmul(GAM(F##q.Y.gamma, j, t, m), e##q.ds);                                      \
-        V gx_ = KEEP(e##q.gx, t, m), gy_ = KEEP(e##q.gy, t, m);                                   \
-        ax##q[k] = vadd(ax##q[k], gx_);                                                           \
-        bx##q[k] = vfma(gx_, KEEP(e##q.xx, t, m), bx##q[k]);                                      \
-        ay##q[k] = vadd(ay##q[k], gy_);                                                           \
-        by##q[k] = vfma(gy_, KEEP(e##q.yy, t, m), by##q[k]);                                      \
-        vst(bs##q + j, e##q.gx);                                                                  \
-        vst(bg##q + j, e##q.gy);                                                                  \
-    }
-
-/* pass 3 of row q: the input gradients */
-#define FUSE_P3(q)                                                                                \
-    FUSE_DX_STEP(&F##q, XHATS(&F##q.X, LD(x##q + j, t, m)), XHATS(&F##q.Y, LD(y##q + j, t, m)),   \
-                 vld(bs##q + j), vld(bg##q + j), dx##q, dy##q, accx, accy, j, t, m)
+/* pass 3 at column j: the input gradients */
+KINLINE void fuse_p3(const brow *w, int accx, int accy, int64_t j, int t, M m) {
+    const V xx = xhat_sub(&w->F.X, load(w->x + j, t, m));
+    const V yy = xhat_sub(&w->F.Y, load(w->y + j, t, m));
+    fuse_dx_step(&w->F, xx, yy, vld(w->bs + j), vld(w->bg + j), w->dx, w->dy, accx, accy, j, t,
+                 m);
+}
 
 /* a parameter-gradient vector of rows 0 and 1: p = (p + v0) + v1, or p = fma(a1, b1,
  * fma(a0, b0, p)): the same bits as two row-by-row updates, one load and store of p */
-KINLINE void ACC2(float *p, V v0, V v1, int t, M m) {
-    if (p) ST(p, vadd(vadd(LD(p, t, m), v0), v1), t, m);
+KINLINE void acc_add2(float *p, V v0, V v1, int t, M m) {
+    if (p) store(p, vadd(vadd(load(p, t, m), v0), v1), t, m);
 }
-KINLINE void ACC_FMA2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
-    if (p) ST(p, vfma(a1, b1, vfma(a0, b0, LD(p, t, m))), t, m);
+KINLINE void acc_fma2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
+    if (p) store(p, vfma(a1, b1, vfma(a0, b0, load(p, t, m))), t, m);
 }
 
-static void fuse_bwd(sn_rfuse *F1, int64_t D, const float *dh1, const float *du1,
-                     const float *x1, const float *y1, float *dx1, float *dy1, int accx, int accy,
+static void fuse_bwd(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
+                     const float *y, float *dx, float *dy, int accx, int accy,
                      const sn_dfuse *dp) {
     if (D > FUSE_ROW_MAX) {
-        sn_k_prefetch_rows(F1, D);
-        fuse_red(F1, D, dh1, du1, x1, y1);
-        if (dp) fuse_pg(F1, D, dh1, du1, x1, y1, dp);
-        fuse_dx(F1, D, dh1, du1, x1, y1, dx1, dy1, accx, accy);
+        sn_k_prefetch_rows(F, D);
+        fuse_red(F, D, dh, du, x, y);
+        if (dp) fuse_pg(F, D, dh, du, x, y, dp);
+        fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);
         return;
     }
-    sn_rfuse F0 = *F1; /* a local copy: the stores below cannot alias it */
-    const float *const dh0 = dh1, *const du0 = du1, *const x0 = x1, *const y0 = y1;
-    float *const dx0 = dx1, *const dy0 = dy1;
-    float bs_[FUSE_ROW_MAX + VW], bg_[FUSE_ROW_MAX + VW];
-    float *const bs0 = bs_, *const bg0 = bg_;
-    V a0[2] = ZERO2, b0[2] = ZERO2;
-    RCOLS2(D, FUSE_P1(0));
-    fuse_red_out(&F0, a0, b0, D);
-    V ax0[2] = ZERO2, bx0[2] = ZERO2, ay0[2] = ZERO2, by0[2] = ZERO2;
+    float bs[FUSE_ROW_MAX + VW], bg[FUSE_ROW_MAX + VW];
+    brow w;
+    brow_init(&w, F, dh, du, x, y, dx, dy, bs, bg);
+    RCOLS2(D, { fuse_p1(&w, j, t, m, k); });
+    fuse_red_out(&w.F, w.a, w.b, D);
     RCOLS2(D, {
-        FUSE_P2(0);
-        if (dp) FUSE_PG_STEP(dp, &e0, j, t, m);
+        const belem e = fuse_p2(&w, j, t, m, k);
+        if (dp) fuse_pg_step(dp, &e, j, t, m);
     });
-    fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);
-    if (F0.nt) /* rows from memory: in the order of the streams */
-        COLS(D, FUSE_P3(0););
+    fuse_red_xy(&w.F, w.ax, w.bx, w.ay, w.by, D);
+    if (w.F.nt) /* rows from memory: in the order of the streams */
+        COLS(D, { fuse_p3(&w, accx, accy, j, t, m); });
     else /* rows in the caches: pass 2's last columns first */
-        COLS_DOWN(D, FUSE_P3(0););
-    if (F0.nt) vfence();
+        COLS_DOWN(D, { fuse_p3(&w, accx, accy, j, t, m); });
+    if (w.F.nt) vfence();
+}
+
+/* The three passes of fuse_bwd on rows w0 and w1, each parameter-gradient vector loaded once
+ * for both (row 0's contribution first). */
+KINLINE void fuse_bwd2_passes(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp, int accx,
+                              int accy) {
+    RCOLS2(D, {
+        fuse_p1(w0, j, t, m, k);
+        fuse_p1(w1, j, t, m, k);
+    });
+    fuse_red_out(&w0->F, w0->a, w0->b, D);
+    fuse_red_out(&w1->F, w1->a, w1->b, D);
+    RCOLS2(D, {
+        const belem e0 = fuse_p2(w0, j, t, m, k);
+        const belem e1 = fuse_p2(w1, j, t, m, k);
+        acc_fma2(at(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);
+        acc_add2(at(dp->bo, j), e0.dh, e1.dh, t, m);
+        acc_fma2(at(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);
+        acc_add2(at(dp->bx, j), e0.dt, e1.dt, t, m);
+        acc_fma2(at(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);
+        acc_add2(at(dp->by, j), e0.ds, e1.ds, t, m);
+    });
+    fuse_red_xy(&w0->F, w0->ax, w0->bx, w0->ay, w0->by, D);
+    fuse_red_xy(&w1->F, w1->ax, w1->bx, w1->ay, w1->by, D);
+    if (w0->F.nt)
+        COLS(D, {
+            fuse_p3(w0, accx, accy, j, t, m);
+            fuse_p3(w1, accx, accy, j, t, m);
+        });
+    else
+        COLS_DOWN(D, {
+            fuse_p3(w0, accx, accy, j, t, m);
+            fuse_p3(w1, accx, accy, j, t, m);
+        });
 }
 
 /* Two consecutive rows of one call (the same parameters) with parameter gradients: each row's
  * arithmetic is fuse_bwd's, and each parameter-gradient vector gets row 0's then row 1's
  * contribution while loaded once. */
 KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
-                           const float *const du[2], const float *const x[2],
-                           const float *const y[2], float *const dx[2], float *const dy[2],
-                           int accx, int accy, const sn_dfuse *dp2) {
+                            const float *const du[2], const float *const x[2],
+                            const float *const y[2], float *const dx[2], float *const dy[2],
+                            int accx, int accy, const sn_dfuse *dp2) {
     if (D > FUSE_ROW_MAX || !dp2) {
         for (int q = 0; q < 2; q++)
             fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp2);
         return;
     }
-    sn_rfuse F0 = F2[0], F1 = F2[1]; /* local copies: the stores below cannot alias them */
     const sn_dfuse dp_ = *dp2, *dp = &dp_;
+    float bs[2][FUSE_ROW_MAX + VW], bg[2][FUSE_ROW_MAX + VW];
+    brow w0, w1;
+    brow_init(&w0, &F2[0], dh[0], du[0], x[0], y[0], dx[0], dy[0], bs[0], bg[0]);
+    brow_init(&w1, &F2[1], dh[1], du[1], x[1], y[1], dx[1], dy[1], bs[1], bg[1]);
+    const sn_rfuse *F0 = &w0.F;
     /* both rows have the fuse's parameters: say so, so that each vector is loaded once */
-    F1.X.gamma = F0.X.gamma, F1.X.beta = F0.X.beta;
-    F1.Y.gamma = F0.Y.gamma, F1.Y.beta = F0.Y.beta;
-    F1.O.gamma = F0.O.gamma, F1.O.beta = F0.O.beta;
-    const float *const dh0 = dh[0], *const du0 = du[0], *const x0 = x[0], *const y0 = y[0];
-    const float *const dh1 = dh[1], *const du1 = du[1], *const x1 = x[1], *const y1 = y[1];
-    float *const dx0 = dx[0], *const dy0 = dy[0], *const dx1 = dx[1], *const dy1 = dy[1];
-    float bs_[2][FUSE_ROW_MAX + VW], bg_[2][FUSE_ROW_MAX + VW];
-    float *const bs0 = bs_[0], *const bs1 = bs_[1], *const bg0 = bg_[0], *const bg1 = bg_[1];
-#define FUSE_BWD2_BODY                                                                            \
-    {                                                                                             \
-        V a0[2] = ZERO2, b0[2] = ZERO2, a1[2] = ZERO2, b1[2] = ZERO2;                             \
-        RCOLS2(D, FUSE_P1(0) FUSE_P1(1));                                                         \
-        fuse_red_out(&F0, a0, b0, D);                                                             \
-        fuse_red_out(&F1, a1, b1, D);                                                             \
-        V ax0[2] = ZERO2, bx0[2] = ZERO2, ay0[2] = ZERO2, by0[2] = ZERO2;                         \
-        V ax1[2] = ZERO2, bx1[2] = ZERO2, ay1[2] = ZERO2, by1[2] = ZERO2;                         \
-        RCOLS2(D, {                                                                               \
-            FUSE_P2(0);                                                                           \
-            FUSE_P2(1);                                                                           \
-            ACC_FMA2(AT(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);                            \
-            ACC2(AT(dp->bo, j), e0.dh, e1.dh, t, m);                                              \
-            ACC_FMA2(AT(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);                            \
-            ACC2(AT(dp->bx, j), e0.dt, e1.dt, t, m);                                              \
-            ACC_FMA2(AT(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);                            \
-            ACC2(AT(dp->by, j), e0.ds, e1.ds, t, m);                                              \
-        });                                                                                       \
-        fuse_red_xy(&F0, ax0, bx0, ay0, by0, D);                                                  \
-        fuse_red_xy(&F1, ax1, bx1, ay1, by1, D);                                                  \
-        if (F0.nt)                                                                                \
-            COLS(D, FUSE_P3(0); FUSE_P3(1););                                                     \
-        else                                                                                      \
-            COLS_DOWN(D, FUSE_P3(0); FUSE_P3(1););                                                \
-    }
+    w1.F.X.gamma = F0->X.gamma, w1.F.X.beta = F0->X.beta;
+    w1.F.Y.gamma = F0->Y.gamma, w1.F.Y.beta = F0->Y.beta;
+    w1.F.O.gamma = F0->O.gamma, w1.F.O.beta = F0->O.beta;
     /* versions in which the compiler knows which parameter pointers are NULL (LayerNorm with
      * gamma and beta, RMSNorm with gamma: no per-vector tests) */
-    const int g3 = F0.X.gamma && F0.Y.gamma && F0.O.gamma && dp->gx && dp->gy && dp->go;
-    const int b3 = F0.X.beta && F0.Y.beta && F0.O.beta && dp->bx && dp->by && dp->bo;
-    const int nb3 = !F0.X.beta && !F0.Y.beta && !F0.O.beta && !dp->bx && !dp->by && !dp->bo;
+    const int g3 = F0->X.gamma && F0->Y.gamma && F0->O.gamma && dp->gx && dp->gy && dp->go;
+    const int b3 = F0->X.beta && F0->Y.beta && F0->O.beta && dp->bx && dp->by && dp->bo;
+    const int nb3 = !F0->X.beta && !F0->Y.beta && !F0->O.beta && !dp->bx && !dp->by && !dp->bo;
     if (g3 && b3)
-        FUSE_BWD2_BODY
+        fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
     else if (g3 && nb3)
-        FUSE_BWD2_BODY
+        fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
     else
-        FUSE_BWD2_BODY
-#undef FUSE_BWD2_BODY
-    if (F0.nt) vfence();
+        fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
+    if (F0->nt) vfence();
 }
 static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
                       const float *const du[2], const float *const x[2],
@@ -919,10 +980,6 @@ static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
     else
         fuse_bwd2_body(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
 }
-#undef FUSE_PF
-#undef FUSE_P1
-#undef FUSE_P2
-#undef FUSE_P3
 
 /* ---- elementwise --------------------------------------------------------------------------- */
 
@@ -931,11 +988,13 @@ static void add_div(const float *a, const float *b, float c, float *out, int64_t
     const V vc = vset1(c);
     if (acc)
         COLS(D, {
-            V r = vadd(LD(a + j, t, m), vdiv(LD(b + j, t, m), vc));
-            ST(out + j, vadd(LD(out + j, t, m), r), t, m);
+            V r = vadd(load(a + j, t, m), vdiv(load(b + j, t, m), vc));
+            store(out + j, vadd(load(out + j, t, m), r), t, m);
         });
     else
-        COLS(D, { STO(out + j, vadd(LD(a + j, t, m), vdiv(LD(b + j, t, m), vc)), t, m, nt); });
+        COLS(D, {
+            store_out(out + j, vadd(load(a + j, t, m), vdiv(load(b + j, t, m), vc)), t, m, nt);
+        });
     if (nt && !acc) vfence();
 }
 
@@ -943,16 +1002,16 @@ static void apply(const float *z, const float *u, const float *y, float c, float
                   int64_t D, int nt) {
     const V vc = vset1(c);
     COLS(D, {
-        V zj = LD(z + j, t, m);
-        STO(xo + j, vadd(LD(u + j, t, m), vdiv(zj, vc)), t, m, nt);
-        STO(yo + j, vadd(LD(y + j, t, m), zj), t, m, nt);
+        V zj = load(z + j, t, m);
+        store_out(xo + j, vadd(load(u + j, t, m), vdiv(zj, vc)), t, m, nt);
+        store_out(yo + j, vadd(load(y + j, t, m), zj), t, m, nt);
     });
     if (nt) vfence();
 }
 
 static void axpy(const float *a, const float *b, float alpha, float *out, int64_t D, int nt) {
     const V va = vset1(alpha);
-    COLS(D, { STO(out + j, vfma(va, LD(a + j, t, m), LD(b + j, t, m)), t, m, nt); });
+    COLS(D, { store_out(out + j, vfma(va, load(a + j, t, m), load(b + j, t, m)), t, m, nt); });
     if (nt) vfence();
 }
 
