@@ -12,7 +12,14 @@
 #   5. the CMake project tests/hardening/consumer/ finds the installation with
 #      find_package(siamesenorm) (the installed siamesenormConfig.cmake) and builds the same
 #      two programs against siamesenorm::siamesenorm and siamesenorm::siamesenorm_static;
-#      all four run and check their result.
+#      all four run and check their result;
+#   6. the README's private-prefix recipe (every sh block between <!-- install-private -->
+#      and <!-- /install-private -->) runs as it stands, with sh -eu, in a fresh copy of the
+#      source tree, with HOME in the temporary directory and no PKG_CONFIG_* or
+#      LD_LIBRARY_PATH inherited: its build directory has only the library's targets
+#      (-Dtests=false -Dexamples=false -Dpython=false -Dbench=false), both consumers (the
+#      LD_LIBRARY_PATH one and the rpath one) load the copy installed under HOME, and the
+#      second install (meson configure -Dprefix=) lands under the new prefix.
 # Usage: check-install.sh BUILD_DIR SOURCE_DIR VERSION
 #        (CC / CXX: the C / C++ compiler commands, possibly several words; default cc / c++)
 set -eu
@@ -156,5 +163,44 @@ if [ -f "$consumer_src/consumer.c" ]; then
     else
         echo "check-install: cmake or C++ compiler missing: CMake consumer skipped"
     fi
+fi
+
+# 6. The README's private-prefix recipe, literally.
+if command -v meson >/dev/null 2>&1 && command -v ninja >/dev/null 2>&1; then
+    # shellcheck disable=SC2016 # the backquotes in sed patterns are markdown fences
+    sed -n '/<!-- install-private -->/,/<!-- \/install-private -->/p' "$src/README.md" |
+        sed -n '/^```sh$/,/^```$/p' | grep -v '^```' >recipe.sh
+    grep -q 'meson install' recipe.sh || fail "no install-private recipe in README.md"
+    mkdir readme-src home
+    for entry in "$src"/*; do # the source tree without its build directories
+        case ${entry##*/} in build*) continue ;; esac
+        cp -R "$entry" readme-src/
+    done
+    if ! (cd readme-src && env -u PKG_CONFIG_LIBDIR -u PKG_CONFIG_SYSROOT_DIR -u LD_LIBRARY_PATH \
+            PKG_CONFIG_PATH= HOME="$tmp/home" sh -eux ../recipe.sh) >recipe.log 2>&1; then
+        cat recipe.log >&2
+        fail "the README's install-private recipe failed"
+    fi
+    grep -qx "libsiamesenorm $version (header $version)" recipe.log ||
+        { cat recipe.log >&2; fail "the README recipe's programs did not report $version"; }
+    targets=$(meson introspect readme-src/build-lib --targets | grep -o '"name": "[^"]*"' |
+        sed 's/"name": "\(.*\)"/\1/' | sort -u | tr '\n' ' ')
+    [ "$targets" = "siamesenorm sn_kernels_avx2 sn_kernels_avx512 " ] ||
+        [ "$targets" = "siamesenorm " ] || fail "the library-only build has targets: $targets"
+    private_lib=$tmp/home/.local/siamesenorm/lib
+    for exe in sn-minimal sn-minimal-rpath; do
+        [ -x "readme-src/$exe" ] || fail "the README recipe did not build $exe"
+    done
+    LD_LIBRARY_PATH=$private_lib ldd readme-src/sn-minimal |
+        grep -q "libsiamesenorm.so.$major => $private_lib/" ||
+        fail "sn-minimal (LD_LIBRARY_PATH) does not load $private_lib/libsiamesenorm.so.$major"
+    env -u LD_LIBRARY_PATH ldd readme-src/sn-minimal-rpath |
+        grep -q "libsiamesenorm.so.$major => $private_lib/" ||
+        fail "sn-minimal-rpath does not load $private_lib/libsiamesenorm.so.$major by itself"
+    [ -f "$tmp/home/opt/siamesenorm/lib/pkgconfig/siamesenorm.pc" ] ||
+        fail "meson configure -Dprefix= + meson install did not install under the new prefix"
+    echo "README install-private recipe: OK (library-only build: $targets)"
+else
+    echo "check-install: meson or ninja missing: the README's install recipe skipped"
 fi
 echo "check-install: OK"
