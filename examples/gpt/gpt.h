@@ -90,8 +90,8 @@ const char *gpt_init_name(int init);
  * network's norm kind, eps 1e-5), with its own gamma (and beta) of hs entries shared by the
  * heads. Each layer has its own q, k, v norms. */
 typedef enum gpt_qk_norm {
-    GPT_QK_AUTO = 0, /* what the placement defines: QKV for hybridnorm, hybridnorm-star and
-                        siamese-hybrid-pre, NONE for every other placement */
+    GPT_QK_AUTO = 0, /* what the placement defines: QKV for hybridnorm, hybridnorm_star and
+                        siamese_hybrid_pre, NONE for every other placement */
     GPT_QK_NONE = 1, /* plain attention */
     GPT_QK_QK = 2,   /* q and k normalised */
     GPT_QK_QKV = 3   /* q, k and v normalised */
