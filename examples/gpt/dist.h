@@ -23,7 +23,8 @@ typedef struct dist {
     int reduce;     /* dist_reduce of dist_sum_floats */
     float *recv;    /* [size x chunk] the pieces of this rank's chunk, one per rank */
     size_t n_recv;
-    double t_reduce; /* seconds inside dist_sum_floats, summed over the calls */
+    double t_wait;   /* seconds dist_sum_floats waited for the slowest rank (a barrier first) */
+    double t_reduce; /* seconds it then spent reducing, summed over the calls */
     long n_reduce;   /* its calls */
 } dist;
 

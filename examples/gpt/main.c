@@ -376,7 +376,7 @@ static int run_on(const options *op, dist *dd, FILE *info)
     int start_step = t.step, diverged = 0;
     /* the weights' digest: the same on every rank after every step, or the run stops */
     uint64_t digest = dist_digest(t.model.params, t.model.n_params);
-    double reduce_t0 = dd->t_reduce;
+    double reduce_t0 = dd->t_reduce, wait_t0 = dd->t_wait;
     eval_result last = {NAN, -1.0};
     step_result r = {NAN, NAN, 0.0f};
     while (t.step <= steps) {
@@ -472,11 +472,14 @@ static int run_on(const options *op, dist *dd, FILE *info)
     int done = t.step - start_step;
     double step_ms = done ? 1e3 * train_time / done : 0.0;
     double reduce_ms = done ? 1e3 * (dd->t_reduce - reduce_t0) / done : 0.0;
+    double wait_ms = done ? 1e3 * (dd->t_wait - wait_t0) / done : 0.0;
     if (dd->size > 1 && done)
-        fprintf(info, "data parallel | %d ranks | step %.2f ms | gradient reduction (%s, %zu floats) "
-                      "%.3f ms = %.1f%% of the step | digest check %.3f ms | weights identical "
-                      "on every rank after each of %d steps, digest %016llx\n",
-                dd->size, step_ms, dd->reduce == DIST_ALLREDUCE ? "MPI_Allreduce" : "ordered",
+        fprintf(info, "data parallel | %d ranks | step %.2f ms | waiting for the slowest rank "
+                      "%.3f ms | gradient reduction (%s, %zu floats) %.3f ms = %.1f%% of the "
+                      "step | digest check %.3f ms | weights identical on every rank after each "
+                      "of %d steps, digest %016llx\n",
+                dd->size, step_ms, wait_ms,
+                dd->reduce == DIST_ALLREDUCE ? "MPI_Allreduce" : "ordered",
                 t.model.n_params, reduce_ms, 100.0 * reduce_ms / step_ms,
                 1e3 * digest_time / done, done, (unsigned long long)digest);
     if (o.json) {
@@ -484,11 +487,12 @@ static int run_on(const options *op, dist *dd, FILE *info)
         printf("{\"final\":true,\"norm\":\"%s\",\"seed\":%llu,\"isa\":\"%s\","
                "\"config_hash\":\"%016llx\",\"step\":%d,\"val_loss\":%s,\"accuracy\":%s,"
                "\"train_loss\":%s,\"elapsed_s\":%.2f,\"diverged\":%s,\"ranks\":%d,"
-               "\"step_ms\":%.4f,\"reduce_ms\":%.4f,\"digest\":\"%016llx\"}\n",
+               "\"step_ms\":%.4f,\"wait_ms\":%.4f,\"reduce_ms\":%.4f,"
+               "\"digest\":\"%016llx\"}\n",
                gpt_placement_name(c->placement), (unsigned long long)o.seed, isa,
                (unsigned long long)hash, t.step, jnum(last.loss, b1, 32),
                jnum(last.accuracy, b2, 32), jnum(r.loss, b3, 32), elapsed,
-               diverged ? "true" : "false", dd->size, step_ms, reduce_ms,
+               diverged ? "true" : "false", dd->size, step_ms, wait_ms, reduce_ms,
                (unsigned long long)digest);
     }
     if (o.save && !diverged && checkpoint_save(&t, o.save) != 0)
