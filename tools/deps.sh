@@ -5,7 +5,8 @@
 set -eu
 
 packages="meson ninja-build gcc g++ clang pkg-config binutils python3-numpy python3-torch
-python3-cffi libopenblas-dev gnuplot-nox cmake valgrind libclang-rt-dev"
+python3-cffi libopenblas-dev gnuplot-nox cmake valgrind libclang-rt-dev openmpi-bin
+libopenmpi-dev"
 
 missing=
 for p in $packages; do

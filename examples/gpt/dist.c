@@ -30,6 +30,13 @@ uint64_t dist_digest(const float *x, size_t n)
     return r;
 }
 
+/* Started by a launcher: OpenMPI's mpirun, MPICH's Hydra (PMI) or a PMIx launcher. A plain
+ * `sn-gpt-train` never initialises MPI (no singleton start-up cost, no MPI messages). */
+static int launched(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+}
+
 #ifndef SN_GPT_MPI
 
 int dist_available(void) { return 0; }
@@ -39,6 +46,9 @@ int dist_init(dist *d, int *argc, char ***argv)
     (void)argc, (void)argv;
     memset(d, 0, sizeof *d);
     d->size = 1;
+    if (launched())
+        fprintf(stderr, "warning: started by an MPI launcher, but this build has no MPI: every "
+                        "process trains alone (rebuild with libopenmpi-dev installed)\n");
     return 0;
 }
 
@@ -52,13 +62,6 @@ int dist_same_digest(dist *d, uint64_t digest) { return (void)d, (void)digest, 1
 #else
 
 int dist_available(void) { return 1; }
-
-/* Started by a launcher: OpenMPI's mpirun, MPICH's Hydra (PMI) or a PMIx launcher. A plain
- * `sn-gpt-train` never initialises MPI (no singleton start-up cost, no MPI messages). */
-static int launched(void)
-{
-    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
-}
 
 int dist_init(dist *d, int *argc, char ***argv)
 {
