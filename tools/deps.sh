@@ -8,7 +8,7 @@ set -eu
 # into a venv, offline with --no-build-isolation).
 packages="meson ninja-build gcc g++ clang pkg-config binutils python3-numpy python3-torch
 python3-cffi python3-venv python3-pip python3-setuptools libopenblas-dev gnuplot-nox cmake
-valgrind libclang-rt-dev clang-format"
+valgrind libclang-rt-dev clang-format openmpi-bin libopenmpi-dev"
 
 missing=
 for p in $packages; do

@@ -64,6 +64,7 @@ typedef struct options {
     const char *lrs[MAX_GROUPS], *depths[MAX_GROUPS];
     int n_extra;
     char **extra; /* flags after "--", given to every run */
+    arm launcher; /* --launcher: words put before the trainer (argc 0: none) */
 } options;
 
 static void usage(FILE *f)
@@ -86,6 +87,8 @@ static void usage(FILE *f)
             "  --evals N         held-out evaluations per run, for the curves (default 12)\n"
             "  --out DIR         output directory (default sn-compare-out)\n"
             "  --trainer PATH    sn-gpt-train (default: the one beside this program)\n"
+            "  --launcher CMD    run each as CMD sn-gpt-train ..., e.g. 'mpirun -np 2' for\n"
+            "                    data-parallel runs (then --jobs 1 on a 2-core machine)\n"
             "  --no-plot         skip gnuplot\n"
             "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
             "the generated tales corpus, 16 layers, width 64, 300 steps of 16 x 64 tokens.\n"
@@ -178,6 +181,14 @@ static int parse(int argc, char **argv, options *o)
             o->out = v;
         else if (strcmp(a, "--trainer") == 0)
             o->trainer = v;
+        else if (strcmp(a, "--launcher") == 0) {
+            char spec[600];
+            snprintf(spec, sizeof spec, "launcher=%s", v);
+            if (make_arm(&o->launcher, spec, 0) != 0 || o->launcher.argc == 0) {
+                fprintf(stderr, "--launcher %s: expected a command\n", v);
+                return -1;
+            }
+        }
         else if (strcmp(a, "--lrs") == 0) {
             snprintf(lrs_buf, sizeof lrs_buf, "%s", v);
             o->n_lrs = split_list(lrs_buf, o->lrs, MAX_GROUPS);
@@ -323,8 +334,10 @@ static int start(const options *o, const char *trainer, const group *g, run *r)
     snprintf(seed, sizeof seed, "%d", r->seed);
     snprintf(evals, sizeof evals, "%d", o->evals);
     const arm *a = &o->arms[r->arm];
-    char *args[MAX_ARGS + 64 + 256];
+    char *args[2 * MAX_ARGS + 64 + 256];
     int n = 0;
+    for (int i = 0; i < o->launcher.argc; i++)
+        args[n++] = o->launcher.argv[i];
     args[n++] = (char *)trainer;
     for (int i = 0; i < o->n_extra && n < 200; i++)
         args[n++] = o->extra[i];
@@ -359,8 +372,8 @@ static int start(const options *o, const char *trainer, const group *g, run *r)
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
-        execv(trainer, args);
-        fprintf(stderr, "%s: %s\n", trainer, strerror(errno));
+        execvp(args[0], args); /* the trainer's path, or the launcher's name on PATH */
+        fprintf(stderr, "%s: %s\n", args[0], strerror(errno));
         _exit(127);
     }
     close(fds[1]);

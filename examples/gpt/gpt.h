@@ -157,6 +157,8 @@ typedef struct gpt_model {
     const int *tokens; /* of the last forward */
     const int *targets;
     int last_b, n_valid;
+    long loss_count; /* the backward divides the loss gradient by this many targets: those of
+                        the whole global batch under data parallelism (0: n_valid) */
 } gpt_model;
 
 /* --norm names ("pre", "post", "siamese", ...). Returns the sn_placement or -1. */
@@ -241,11 +243,15 @@ void data_row_text(const int *tokens, int T, char *buf);
 
 /* ---- trainer (train.c) -------------------------------------------------------------------- */
 
+struct dist;
+
 typedef struct trainer {
     gpt_model model;
     optim_config opt;
     dataset *data;
-    int batch;
+    int batch;      /* rows of the global batch */
+    int first, rows; /* this rank's share of it: rows first .. first + rows - 1 */
+    struct dist *dist; /* NULL: one process */
     int step; /* steps done */
     uint64_t rng;
     float *mom, *vel;
@@ -263,6 +269,11 @@ typedef struct step_result {
 
 int trainer_create(trainer *t, const gpt_config *cfg, const optim_config *o, dataset *d,
                    int batch, uint64_t seed);
+/* Data-parallel (dist.h): every rank draws the same global batch of `batch` rows and trains on
+ * its share, rank k on rows batch k / P .. batch (k+1) / P - 1 (batch >= P); the gradients are
+ * summed across ranks before the update, so every rank applies the same one. */
+int trainer_create_dist(trainer *t, const gpt_config *cfg, const optim_config *o, dataset *d,
+                        int batch, uint64_t seed, struct dist *dist);
 void trainer_free(trainer *t);
 step_result trainer_step(trainer *t);
 eval_result trainer_eval(trainer *t);

@@ -5,9 +5,11 @@
 #include <time.h>
 
 #include "clock.h"
+#include "dist.h"
 #include "gpt.h"
 
 #define EXIT_DIVERGED 3
+#define EXIT_RANKS_DIFFER 4
 
 typedef struct options {
     gpt_config cfg;
@@ -15,6 +17,7 @@ typedef struct options {
     const char *data, *log, *save, *load;
     int task; /* DATA_TALES, DATA_ADDITION, or DATA_TEXT (with --data) */
     int digits, val_size, batch, eval_every, evals, print_every, json, samples, blas_threads;
+    int reduce; /* dist_reduce */
     double val_frac;
     uint64_t seed;
 } options;
@@ -67,7 +70,12 @@ static void usage(FILE *f)
             "  --samples N         addition: show N held-out problems decoded at the end (4)\n"
             "  --save FILE         checkpoint at the end;  --load FILE resumes from one\n"
             "  --blas-threads N    OpenBLAS threads (default 1)\n"
-            "exit status: 0 done, 1 usage or I/O error, 3 diverged (NaN/Inf loss)\n");
+            "data parallel (MPI%s): mpirun -np P sn-gpt-train ... splits every batch of B rows\n"
+            "  over P ranks; only rank 0 evaluates, prints, logs and saves\n"
+            "  --reduce R          ordered (default: fixed summation order, bitwise\n"
+            "                      reproducible) or allreduce (MPI_Allreduce, for timing)\n"
+            "exit status: 0 done, 1 usage or I/O error, 3 diverged (NaN/Inf loss), 4 the\n"
+            "ranks' weights differ\n", dist_available() ? "" : ": not in this build");
 }
 
 static int parse(int argc, char **argv, options *o)
@@ -134,6 +142,15 @@ static int parse(int argc, char **argv, options *o)
                 o->task = DATA_ADDITION;
             else {
                 fprintf(stderr, "--task %s: expected tales|addition\n", v);
+                return -1;
+            }
+        } else if (OPT("--reduce")) {
+            if (strcmp(v, "ordered") == 0)
+                o->reduce = DIST_ORDERED;
+            else if (strcmp(v, "allreduce") == 0)
+                o->reduce = DIST_ALLREDUCE;
+            else {
+                fprintf(stderr, "--reduce %s: expected ordered|allreduce\n", v);
                 return -1;
             }
         } else if (OPT("--norm-kind")) {
@@ -203,8 +220,8 @@ static void show_samples(trainer *t, int n, FILE *out)
     int T = d->T, V = m->cfg.vocab;
     if (n > d->n_val)
         n = d->n_val;
-    if (n > t->batch)
-        n = t->batch;
+    if (n > t->model.max_b)
+        n = t->model.max_b;
     for (int r = 0; r < n; r++) {
         int *row = t->tokens + (size_t)r * T;
         const int *truth = d->val_tokens + (size_t)r * T;
@@ -275,12 +292,10 @@ static uint64_t config_hash(const options *o, const gpt_config *c, char *buf, si
     return fnv1a64((const unsigned char *)buf, strlen(buf));
 }
 
-int main(int argc, char **argv)
+static int run_on(const options *op, dist *dd, FILE *info)
 {
-    options o;
-    if (parse(argc, argv, &o) != 0)
-        return 1;
-    FILE *info = o.json ? stderr : stdout;
+    options o = *op;
+    int root = dd->rank == 0;
     ops_set_blas_threads(o.blas_threads);
     if (o.load && checkpoint_peek(o.load, &o.cfg) != 0)
         return 1;
@@ -292,7 +307,7 @@ int main(int argc, char **argv)
     if (rc != 0)
         return 1;
     trainer t;
-    if (trainer_create(&t, &o.cfg, &o.opt, &data, o.batch, o.seed) != 0) {
+    if (trainer_create_dist(&t, &o.cfg, &o.opt, &data, o.batch, o.seed, dd) != 0) {
         data_free(&data);
         return 1;
     }
@@ -351,9 +366,17 @@ int main(int argc, char **argv)
                isa, (unsigned long long)hash, config, t.model.n_params, steps);
     if (o.load)
         fprintf(info, "resumed from %s at step %d\n", o.load, t.step);
+    if (dd->size > 1)
+        fprintf(info, "data parallel: %d ranks (MPI), %d or %d rows each of every batch of %d; "
+                      "gradient reduction %s; rank 0 evaluates and logs\n", dd->size,
+                o.batch / dd->size, (o.batch + dd->size - 1) / dd->size, o.batch,
+                dd->reduce == DIST_ALLREDUCE ? "MPI_Allreduce" : "ordered (fixed summation order)");
 
-    double t_start = now_s(), train_time = 0.0;
+    double t_start = now_s(), train_time = 0.0, digest_time = 0.0;
     int start_step = t.step, diverged = 0;
+    /* the weights' digest: the same on every rank after every step, or the run stops */
+    uint64_t digest = dist_digest(t.model.params, t.model.n_params);
+    double reduce_t0 = dd->t_reduce, wait_t0 = dd->t_wait;
     eval_result last = {NAN, -1.0};
     step_result r = {NAN, NAN, 0.0f};
     while (t.step <= steps) {
@@ -363,9 +386,12 @@ int main(int argc, char **argv)
         if (s > start_step && !(isfinite(r.loss) && isfinite(r.grad_norm)))
             diverged = 1;
         if (is_eval && !diverged) {
-            last = trainer_eval(&t);
-            if (!isfinite(last.loss))
-                diverged = 1;
+            if (root) {
+                last = trainer_eval(&t);
+                if (!isfinite(last.loss))
+                    diverged = 1;
+            }
+            dist_bcast_int(dd, &diverged); /* only rank 0 evaluated: the ranks stop together */
         }
         int printed = is_eval || diverged || (o.print_every > 0 && s % o.print_every == 0);
         if (printed) {
@@ -382,6 +408,8 @@ int main(int argc, char **argv)
             if (s > start_step)
                 fprintf(info, " | lr %.2e | gnorm %.3f | %.0f tok/s | eta %s", (double)r.lr,
                         (double)r.grad_norm, tok_s, eta);
+            if (dd->size > 1)
+                fprintf(info, " | digest %016llx", (unsigned long long)digest);
             fprintf(info, "\n");
             fflush(info);
         }
@@ -389,11 +417,11 @@ int main(int argc, char **argv)
             char b1[32], b2[32], b3[32], b4[32];
             printf("{\"step\":%d,\"norm\":\"%s\",\"train_loss\":%s,\"val_loss\":%s,"
                    "\"accuracy\":%s,\"lr\":%.6g,\"grad_norm\":%s,\"tok_per_s\":%.1f,"
-                   "\"elapsed_s\":%.2f,\"diverged\":%s}\n",
+                   "\"elapsed_s\":%.2f,\"diverged\":%s,\"digest\":\"%016llx\"}\n",
                    s, gpt_placement_name(c->placement), jnum(r.loss, b1, 32),
                    jnum(last.loss, b2, 32), jnum(last.accuracy, b3, 32), (double)r.lr,
                    jnum(r.grad_norm, b4, 32), tok_s, now_s() - t_start,
-                   diverged ? "true" : "false");
+                   diverged ? "true" : "false", (unsigned long long)digest);
             fflush(stdout);
         }
         if (csv && s > start_step) {
@@ -409,7 +437,19 @@ int main(int argc, char **argv)
             break;
         double t0 = now_s();
         r = trainer_step(&t);
-        train_time += now_s() - t0;
+        double t1 = now_s();
+        train_time += t1 - t0;
+        digest = dist_digest(t.model.params, t.model.n_params);
+        int same = dist_same_digest(dd, digest);
+        digest_time += now_s() - t1;
+        if (!same) {
+            fprintf(info, "step %d: the ranks' weights differ (rank 0 digest %016llx): stopping\n",
+                    t.step, (unsigned long long)digest);
+            fflush(info);
+            trainer_free(&t);
+            data_free(&data);
+            return EXIT_RANKS_DIFFER;
+        }
     }
     double elapsed = now_s() - t_start;
     if (csv)
@@ -429,19 +469,71 @@ int main(int argc, char **argv)
         if (o.task == DATA_ADDITION && o.samples > 0)
             show_samples(&t, o.samples, info);
     }
+    int done = t.step - start_step;
+    double step_ms = done ? 1e3 * train_time / done : 0.0;
+    double reduce_ms = done ? 1e3 * (dd->t_reduce - reduce_t0) / done : 0.0;
+    double wait_ms = done ? 1e3 * (dd->t_wait - wait_t0) / done : 0.0;
+    if (dd->size > 1 && done)
+        fprintf(info, "data parallel | %d ranks | step %.2f ms | waiting for the slowest rank "
+                      "%.3f ms | gradient reduction (%s, %zu floats) %.3f ms = %.1f%% of the "
+                      "step | digest check %.3f ms | weights identical on every rank after each "
+                      "of %d steps, digest %016llx\n",
+                dd->size, step_ms, wait_ms,
+                dd->reduce == DIST_ALLREDUCE ? "MPI_Allreduce" : "ordered",
+                t.model.n_params, reduce_ms, 100.0 * reduce_ms / step_ms,
+                1e3 * digest_time / done, done, (unsigned long long)digest);
     if (o.json) {
         char b1[32], b2[32], b3[32];
         printf("{\"final\":true,\"norm\":\"%s\",\"seed\":%llu,\"isa\":\"%s\","
                "\"config_hash\":\"%016llx\",\"step\":%d,\"val_loss\":%s,\"accuracy\":%s,"
-               "\"train_loss\":%s,\"elapsed_s\":%.2f,\"diverged\":%s}\n",
+               "\"train_loss\":%s,\"elapsed_s\":%.2f,\"diverged\":%s,\"ranks\":%d,"
+               "\"step_ms\":%.4f,\"wait_ms\":%.4f,\"reduce_ms\":%.4f,"
+               "\"digest\":\"%016llx\"}\n",
                gpt_placement_name(c->placement), (unsigned long long)o.seed, isa,
                (unsigned long long)hash, t.step, jnum(last.loss, b1, 32),
                jnum(last.accuracy, b2, 32), jnum(r.loss, b3, 32), elapsed,
-               diverged ? "true" : "false");
+               diverged ? "true" : "false", dd->size, step_ms, wait_ms, reduce_ms,
+               (unsigned long long)digest);
     }
     if (o.save && !diverged && checkpoint_save(&t, o.save) != 0)
         status = 1;
     trainer_free(&t);
     data_free(&data);
+    return status;
+}
+
+/* The run itself, on every rank; only rank 0 prints, logs and saves (the others' output options
+ * are cleared and info goes to /dev/null). */
+static int run(options o, dist *dd)
+{
+    int root = dd->rank == 0;
+    FILE *quiet = NULL;
+    if (!root) {
+        o.json = 0, o.samples = 0, o.log = NULL, o.save = NULL;
+        quiet = fopen("/dev/null", "w");
+        if (!quiet)
+            return 1;
+    }
+    FILE *info = !root ? quiet : o.json ? stderr : stdout;
+    int status = run_on(&o, dd, info);
+    if (quiet)
+        fclose(quiet);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (parse(argc, argv, &o) != 0)
+        return 1;
+    dist dd;
+    if (dist_init(&dd, &argc, &argv) != 0)
+        return 1;
+    dd.reduce = o.reduce;
+    int status = run(o, &dd);
+    /* a rank that fails alone (an I/O error on rank 0) must not leave the others waiting */
+    if (status != 0 && status != EXIT_DIVERGED)
+        dist_abort(&dd, status);
+    dist_finalize(&dd);
     return status;
 }

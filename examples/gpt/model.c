@@ -398,7 +398,9 @@ void gpt_backward(gpt_model *m)
     if (m->n_valid == 0)
         return;
 
-    crossentropy_backward(m->logits, m->targets, R, V, 1.0f / (float)m->n_valid);
+    /* d(mean loss)/d(logits) = (p - onehot) / N, N the targets of the whole (global) batch */
+    long n = m->loss_count > 0 ? m->loss_count : m->n_valid;
+    crossentropy_backward(m->logits, m->targets, R, V, 1.0f / (float)n);
     matmul_backward(m->dout, m->g[P_HEAD], NULL, m->logits, m->out, m->p[P_HEAD], R, D, V);
     SN_CHECK(sn_net_merge_backward(m->ctx, net, &pass, m->dout, D));
     for (int l = L - 1; l >= 0; l--) {

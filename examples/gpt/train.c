@@ -3,13 +3,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist.h"
 #include "gpt.h"
 
 int trainer_create(trainer *t, const gpt_config *cfg, const optim_config *o, dataset *d,
                    int batch, uint64_t seed)
 {
+    return trainer_create_dist(t, cfg, o, d, batch, seed, NULL);
+}
+
+int trainer_create_dist(trainer *t, const gpt_config *cfg, const optim_config *o, dataset *d,
+                        int batch, uint64_t seed, dist *dist)
+{
     memset(t, 0, sizeof *t);
-    if (gpt_model_create(&t->model, cfg, batch) != 0)
+    int P = dist ? dist->size : 1, k = dist ? dist->rank : 0;
+    if (batch < P) {
+        fprintf(stderr, "--batch %d: fewer rows than the %d ranks\n", batch, P);
+        return -1;
+    }
+    t->first = (int)((long)batch * k / P);
+    t->rows = (int)((long)batch * (k + 1) / P) - t->first;
+    t->dist = dist;
+    /* the model's buffers hold this rank's rows only */
+    if (gpt_model_create(&t->model, cfg, t->rows) != 0)
         return -1;
     t->opt = *o;
     t->data = d;
@@ -42,10 +58,27 @@ void trainer_free(trainer *t)
 step_result trainer_step(trainer *t)
 {
     step_result r;
+    gpt_model *m = &t->model;
+    size_t T = (size_t)m->cfg.ctx;
+    /* every rank draws the whole global batch (the same RNG stream on each: they stay in step)
+     * and trains on its own rows of it */
     data_batch(t->data, &t->rng, t->batch, t->tokens, t->targets);
-    gpt_zero_grad(&t->model);
-    r.loss = gpt_forward(&t->model, t->tokens, t->targets, t->batch);
-    gpt_backward(&t->model);
+    gpt_zero_grad(m);
+    gpt_forward(m, t->tokens + t->first * T, t->targets + t->first * T, t->rows);
+    /* the global batch's mean loss: the ranks' loss sums and target counts, summed in rank
+     * order (one rank: exactly gpt_forward's mean) */
+    double sums[2] = {0.0, (double)m->n_valid};
+    for (size_t i = 0; i < (size_t)t->rows * T; i++)
+        sums[0] += m->losses[i];
+    if (t->dist)
+        dist_sum_doubles(t->dist, sums, 2);
+    m->loss_count = (long)sums[1];
+    r.loss = sums[1] > 0 ? (float)(sums[0] / sums[1]) : NAN;
+    gpt_backward(m);
+    /* each rank's gradient is its rows' share of d(global mean)/dw: their sum is the whole
+     * batch's gradient, the same bytes on every rank */
+    if (t->dist)
+        dist_sum_floats(t->dist, m->grads, m->n_params);
     r.grad_norm = clip_grad(&t->model, t->opt.clip);
     r.lr = lr_at(&t->opt, t->step);
     if (isfinite(r.loss) && isfinite(r.grad_norm))
@@ -61,8 +94,8 @@ eval_result trainer_eval(trainer *t)
     int T = d->T, V = m->cfg.vocab;
     double loss_sum = 0.0;
     long tokens = 0, correct = 0;
-    for (int first = 0; first < d->n_val; first += t->batch) {
-        int b = d->n_val - first < t->batch ? d->n_val - first : t->batch;
+    for (int first = 0; first < d->n_val; first += m->max_b) {
+        int b = d->n_val - first < m->max_b ? d->n_val - first : m->max_b;
         const int *tok = d->val_tokens + (size_t)first * T;
         const int *tgt = d->val_targets + (size_t)first * T;
         float loss = gpt_forward(m, tok, tgt, b);
