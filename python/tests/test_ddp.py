@@ -45,8 +45,9 @@ def make_model(kind, seed):
     model.add_module("head", torch.nn.Linear(D, V))
     # away from gamma 1 / beta 0, so every norm parameter's gradient matters
     with torch.no_grad():
-        for sub in list(model.siamese.sublayers) + [model.siamese.merge]:
-            sub.params.add_(0.1 * torch.randn(sub.params.shape))
+        for name, p in model.siamese.named_parameters():  # the norms' .weight / .bias
+            if ".block." not in name:
+                p.add_(0.1 * torch.randn(p.shape))
     return model
 
 
@@ -121,8 +122,10 @@ class DistributedDataParallelAgrees(unittest.TestCase):
                     p.kill()
             self.assertEqual([p.exitcode for p in procs], [0] * WORLD)
             res = [torch.load(o) for o in outs]
-        norm_names = [n for n in ref_grads if n.startswith("siamese.") and n.endswith(".params")]
-        self.assertEqual(len(norm_names), 5)  # 4 sub-layers and the merge
+        norm_names = [n for n in ref_grads if n.startswith("siamese.") and ".block." not in n]
+        # 4 sub-layers (post, pre, input) and the merge (x, y, final): 15 norms, each a weight
+        # (and a bias for LayerNorm)
+        self.assertEqual(len(norm_names), 15 * (2 if kind == "layernorm" else 1))
         worst = {}
         for name in ref_grads:
             for r in range(WORLD):
