@@ -50,8 +50,7 @@ void base_ln_bwd(float *dinp, float *dw, float *db, const float *dout, const flo
     }
 }
 
-void base_rms_fwd(float *out, float *rstd, const float *inp, const float *w, int64_t N,
-                  int64_t C) {
+void base_rms_fwd(float *out, float *rstd, const float *inp, const float *w, int64_t N, int64_t C) {
     for (int64_t i = 0; i < N; i++) {
         const float *x = inp + i * C;
         float ss = 0.0f;

@@ -16,7 +16,7 @@ void base_rms_fwd(float *out, float *rstd, const float *inp, const float *w, int
 void base_rms_bwd(float *dinp, float *dw, const float *dout, const float *inp, const float *w,
                   const float *rstd, int64_t N, int64_t C);
 /* elementwise helpers for the unfused sub-layer baseline */
-void base_add(float *out, const float *a, const float *b, int64_t n);            /* a + b */
+void base_add(float *out, const float *a, const float *b, int64_t n);                 /* a + b */
 void base_add_scaled(float *out, const float *a, const float *b, float c, int64_t n); /* a+b/c */
 
 /* STREAM kernels: a = b;  a = b + s * c */

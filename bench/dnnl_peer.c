@@ -15,9 +15,9 @@ struct dnnl_peer {
     dnnl_memory_t mem[M_N];
 };
 
-dnnl_peer *dnnl_peer_create(int64_t N, int64_t C, float *src, float *dst, float *mean,
-                            float *var, float *scale, float *shift, float *ddst, float *dsrc,
-                            float *dscale, float *dshift) {
+dnnl_peer *dnnl_peer_create(int64_t N, int64_t C, float *src, float *dst, float *mean, float *var,
+                            float *scale, float *shift, float *ddst, float *dsrc, float *dscale,
+                            float *dshift) {
     dnnl_peer *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     if (dnnl_engine_create(&p->eng, dnnl_cpu, 0) || dnnl_stream_create(&p->str, p->eng, 0))
@@ -30,8 +30,8 @@ dnnl_peer *dnnl_peer_create(int64_t N, int64_t C, float *src, float *dst, float 
         goto fail;
     const unsigned flags = dnnl_use_scale | dnnl_use_shift;
     dnnl_layer_normalization_desc_t fd, bd;
-    if (dnnl_layer_normalization_forward_desc_init(&fd, dnnl_forward_training, &data_md,
-                                                   &stat_md, 1e-5f, flags) ||
+    if (dnnl_layer_normalization_forward_desc_init(&fd, dnnl_forward_training, &data_md, &stat_md,
+                                                   1e-5f, flags) ||
         dnnl_primitive_desc_create(&p->fpd, &fd, NULL, p->eng, NULL) ||
         dnnl_primitive_create(&p->fwd, p->fpd))
         goto fail;
@@ -61,10 +61,10 @@ int dnnl_peer_fwd(dnnl_peer *p) {
 
 int dnnl_peer_bwd(dnnl_peer *p) {
     dnnl_exec_arg_t a[] = {
-        {DNNL_ARG_SRC, p->mem[M_SRC]},         {DNNL_ARG_DIFF_DST, p->mem[M_DDST]},
-        {DNNL_ARG_MEAN, p->mem[M_MEAN]},       {DNNL_ARG_VARIANCE, p->mem[M_VAR]},
-        {DNNL_ARG_SCALE, p->mem[M_SCALE]},     {DNNL_ARG_SHIFT, p->mem[M_SHIFT]},
-        {DNNL_ARG_DIFF_SRC, p->mem[M_DSRC]},   {DNNL_ARG_DIFF_SCALE, p->mem[M_DSCALE]},
+        {DNNL_ARG_SRC, p->mem[M_SRC]},          {DNNL_ARG_DIFF_DST, p->mem[M_DDST]},
+        {DNNL_ARG_MEAN, p->mem[M_MEAN]},        {DNNL_ARG_VARIANCE, p->mem[M_VAR]},
+        {DNNL_ARG_SCALE, p->mem[M_SCALE]},      {DNNL_ARG_SHIFT, p->mem[M_SHIFT]},
+        {DNNL_ARG_DIFF_SRC, p->mem[M_DSRC]},    {DNNL_ARG_DIFF_SCALE, p->mem[M_DSCALE]},
         {DNNL_ARG_DIFF_SHIFT, p->mem[M_DSHIFT]}};
     if (dnnl_primitive_execute(p->bwd, p->str, 9, a)) return -1;
     return dnnl_stream_wait(p->str) ? -1 : 0;

@@ -175,9 +175,8 @@ static void op_fuse_fwd(void *a) {
 /* as in a SiameseNorm sub-layer: du = dx_{i+1}, dy accumulates dy_{i+1} */
 static void op_fuse_bwd(void *a) {
     bench *b = a;
-    sn_fuse_backward(b->ctx, &b->fuse, b->R, b->D, b->dh, b->D, b->du, b->D, b->x, b->D, b->y,
-                     b->D, b->fparams, b->stats, b->dx, b->D, b->dy, b->D, b->fdparams,
-                     SN_ACCUMULATE_Y);
+    sn_fuse_backward(b->ctx, &b->fuse, b->R, b->D, b->dh, b->D, b->du, b->D, b->x, b->D, b->y, b->D,
+                     b->fparams, b->stats, b->dx, b->D, b->dy, b->D, b->fdparams, SN_ACCUMULATE_Y);
 }
 static void op_merge_fwd(void *a) {
     bench *b = a;
@@ -186,8 +185,8 @@ static void op_merge_fwd(void *a) {
 }
 static void op_merge_bwd(void *a) {
     bench *b = a;
-    sn_merge_backward(b->ctx, &b->fuse, b->R, b->D, b->dh, b->D, b->x, b->D, b->y, b->D,
-                      b->fparams, b->stats, b->dx, b->D, b->dy, b->D, b->fdparams, 0);
+    sn_merge_backward(b->ctx, &b->fuse, b->R, b->D, b->dh, b->D, b->x, b->D, b->y, b->D, b->fparams,
+                      b->stats, b->dx, b->D, b->dy, b->D, b->fdparams, 0);
 }
 static void op_apply_fwd(void *a) {
     bench *b = a;
@@ -247,15 +246,15 @@ static void base_sublayer(void *a) {
     bench *b = a;
     const int64_t R = b->R, D = b->D, n = b->n;
     float *P = b->fparams, *G = b->fdparams, *st = b->mean; /* 6 stat vectors of R */
-    base_ln_fwd(b->u, st, st + R, b->x, P, P + D, R, D);              /* u = N_post(x) */
+    base_ln_fwd(b->u, st, st + R, b->x, P, P + D, R, D);    /* u = N_post(x) */
     base_ln_fwd(b->t, st + 2 * R, st + 3 * R, b->y, P + 2 * D, P + 3 * D, R, D);
-    base_add(b->s, b->u, b->t, n);                                    /* s = u + N_pre(y) */
+    base_add(b->s, b->u, b->t, n); /* s = u + N_pre(y) */
     base_ln_fwd(b->h, st + 4 * R, st + 5 * R, b->s, P + 4 * D, P + 5 * D, R, D);
-    base_add_scaled(b->xo, b->u, b->z, b->c, n);                      /* apply */
+    base_add_scaled(b->xo, b->u, b->z, b->c, n); /* apply */
     base_add(b->yo, b->y, b->z, n);
-    base_add_scaled(b->dz, b->dy, b->du, b->c, n);                    /* dz = dxo / c + dyo */
+    base_add_scaled(b->dz, b->dy, b->du, b->c, n); /* dz = dxo / c + dyo */
     base_ln_bwd(b->t, G + 4 * D, G + 5 * D, b->dh, b->s, P + 4 * D, st + 4 * R, st + 5 * R, R, D);
-    base_add(b->s, b->du, b->t, n);                                   /* du + ds */
+    base_add(b->s, b->du, b->t, n); /* du + ds */
     base_ln_bwd(b->dx, G, G + D, b->s, b->x, P, st, st + R, R, D);
     base_ln_bwd(b->s, G + 2 * D, G + 3 * D, b->t, b->y, P + 2 * D, st + 2 * R, st + 3 * R, R, D);
     base_add(b->dy, b->dy, b->s, n);
@@ -288,10 +287,10 @@ static void dnnl_ln_b(void *a) { dnnl_peer_bwd(((bench *)a)->dnnl); }
 typedef struct opdef {
     const char *name;
     void (*fn)(void *);
-    int tensors;              /* R x D operands moved, at the minimum */
-    void (*base)(void *);     /* scalar -Ofast peer or NULL */
-    int dnnl;                 /* 0 none, 1 fwd, 2 bwd, 3 fwd+bwd */
-    void (*floor)(void *);    /* the same minimum traffic as plain loops, or NULL */
+    int tensors;           /* R x D operands moved, at the minimum */
+    void (*base)(void *);  /* scalar -Ofast peer or NULL */
+    int dnnl;              /* 0 none, 1 fwd, 2 bwd, 3 fwd+bwd */
+    void (*floor)(void *); /* the same minimum traffic as plain loops, or NULL */
 } opdef;
 
 static const opdef OPS[] = {
@@ -323,8 +322,8 @@ static void bench_init(bench *b, int64_t R, int64_t D) {
     b->ln = (sn_norm){SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 0, 1e-5f};
     b->rms = (sn_norm){SN_NORM_RMSNORM, SN_AFFINE_SCALE, 0, 1e-5f};
     must(sn_fuse_init(&b->fuse, SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 1e-5f), "fuse_init");
-    float **t[] = {&b->x, &b->y, &b->u, &b->h, &b->z, &b->xo, &b->yo,
-                   &b->dh, &b->du, &b->dx, &b->dy, &b->dz, &b->s, &b->t};
+    float **t[] = {&b->x,  &b->y,  &b->u,  &b->h,  &b->z,  &b->xo, &b->yo,
+                   &b->dh, &b->du, &b->dx, &b->dy, &b->dz, &b->s,  &b->t};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) *t[i] = fbuf(b->n, -1.0f, 1.0f, &seed);
     b->nparams = fbuf(2 * D, 0.5f, 1.5f, &seed);
     b->ndparams = fbuf(2 * D, 0.0f, 0.0f, &seed);
@@ -335,16 +334,17 @@ static void bench_init(bench *b, int64_t R, int64_t D) {
     b->rstd = fbuf(R, 0.0f, 0.0f, &seed);
     b->var = fbuf(R, 0.0f, 0.0f, &seed);
 #ifdef SN_BENCH_DNNL
-    b->dnnl = dnnl_peer_create(R, D, b->x, b->h, b->mean, b->var, b->nparams, b->nparams + D,
-                               b->dh, b->dx, b->ndparams, b->ndparams + D);
+    b->dnnl = dnnl_peer_create(R, D, b->x, b->h, b->mean, b->var, b->nparams, b->nparams + D, b->dh,
+                               b->dx, b->ndparams, b->ndparams + D);
 #endif
     op_fuse_fwd(b); /* valid statistics for the backward passes */
 }
 
 static void bench_free(bench *b) {
-    float *t[] = {b->x,  b->y,  b->u,  b->h,  b->z,  b->xo, b->yo,       b->dh,     b->du,
-                  b->dx, b->dy, b->dz, b->s,  b->t,  b->nparams, b->ndparams, b->fparams,
-                  b->fdparams, b->stats, b->mean, b->rstd, b->var};
+    float *t[] = {b->x,     b->y,    b->u,       b->h,        b->z,       b->xo,
+                  b->yo,    b->dh,   b->du,      b->dx,       b->dy,      b->dz,
+                  b->s,     b->t,    b->nparams, b->ndparams, b->fparams, b->fdparams,
+                  b->stats, b->mean, b->rstd,    b->var};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) free(t[i]);
 #ifdef SN_BENCH_DNNL
     if (b->dnnl) dnnl_peer_destroy(b->dnnl);
@@ -428,9 +428,9 @@ int main(int argc, char **argv) {
         free(s.c);
     }
     if (!json)
-        printf("# %-18s %5s %5s %3s %-6s %9s %9s %7s %6s %6s %9s %9s %11s %11s\n", "op", "R",
-               "D", "thr", "isa", "ms", "best-ms", "GB/s", "%roof", "noise", "vs-scalar",
-               "vs-oneDNN", "floor:lib/sc", "x1thr(best)");
+        printf("# %-18s %5s %5s %3s %-6s %9s %9s %7s %6s %6s %9s %9s %11s %11s\n", "op", "R", "D",
+               "thr", "isa", "ms", "best-ms", "GB/s", "%roof", "noise", "vs-scalar", "vs-oneDNN",
+               "floor:lib/sc", "x1thr(best)");
     int first = 1;
     for (const char *sz = sizes; sz && *sz;) {
         long long R, D;
@@ -474,8 +474,9 @@ int main(int argc, char **argv) {
                 if (op->floor && T == 1) il = nf, fns[nf++] = op->floor;
 #ifdef SN_BENCH_DNNL
                 if (op->dnnl && b.dnnl && T == 1)
-                    id = nf, fns[nf++] = op->dnnl == 1 ? dnnl_ln_f : op->dnnl == 2 ? dnnl_ln_b
-                                                                                 : dnnl_ln_fb;
+                    id = nf, fns[nf++] = op->dnnl == 1   ? dnnl_ln_f
+                                         : op->dnnl == 2 ? dnnl_ln_b
+                                                         : dnnl_ln_fb;
 #endif
                 timing tm[4];
                 measure_n(fns, nf, &b, tm);
@@ -506,8 +507,8 @@ int main(int argc, char **argv) {
                     if (sp > 0) snprintf(vs, sizeof vs, "%.2fx/%.2fx", sp, spb);
                     printf("  %-18s %5lld %5lld %3d %-6s %9.4f %9.4f %7.1f %5.0f%% %5.1f%% %9s "
                            "%9s %11s %11s\n",
-                           op->name, R, D, T, in, t.ms, t.best, gbs, 100 * gbs / bw,
-                           100 * t.noise, vb, vd, vf, vs);
+                           op->name, R, D, T, in, t.ms, t.best, gbs, 100 * gbs / bw, 100 * t.noise,
+                           vb, vd, vf, vs);
                 }
                 fflush(stdout);
             }

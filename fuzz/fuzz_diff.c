@@ -24,20 +24,17 @@
 static sn_ctx *paths[3];
 static int npaths = -1;
 
-static void init_paths(void)
-{
+static void init_paths(void) {
     static const sn_isa isas[3] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
     npaths = 0;
     for (int i = 0; i < 3; i++)
-        if ((paths[npaths] = tu_isa_ctx(isas[i])) != NULL)
-            npaths++;
+        if ((paths[npaths] = tu_isa_ctx(isas[i])) != NULL) npaths++;
 }
 
 /* an edge-biased value of magnitude class mc */
-static float edge_value(fz *f, int mc)
-{
-    static const float mags[] = {1.0f, 1e-3f, 1e3f, 1e18f, 1e24f, 1e30f, 1e37f, 1e38f,
-                                 0x1p127f, 3e38f, 1e-20f, 1e-38f, 1e-45f, 0.5f};
+static float edge_value(fz *f, int mc) {
+    static const float mags[] = {1.0f,  1e-3f,    1e3f,  1e18f,  1e24f,  1e30f,  1e37f,
+                                 1e38f, 0x1p127f, 3e38f, 1e-20f, 1e-38f, 1e-45f, 0.5f};
     const float M = mags[mc];
     int u = fz_pick(f, 8);
     if (u == 0) return M;
@@ -46,9 +43,8 @@ static float edge_value(fz *f, int mc)
 }
 
 /* one row of norm n through the float64 reference (tests/ref64.c): out, dx and the rstd */
-static void ref_norm(const sn_norm *n, int64_t D, const float *x, const float *p,
-                     const float *dout, double *out, double *dx, double *rs)
-{
+static void ref_norm(const sn_norm *n, int64_t D, const float *x, const float *p, const float *dout,
+                     double *out, double *dx, double *rs) {
     double xd[DMAX], pd[2 * DMAX], dd[DMAX], st[2];
     const int64_t np = ref_norm_nparams(n, D);
     for (int64_t j = 0; j < D; j++) xd[j] = x[j], dd[j] = dout[j];
@@ -59,8 +55,7 @@ static void ref_norm(const sn_norm *n, int64_t D, const float *x, const float *p
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (npaths < 0) init_paths();
     fz f = {data, size};
     static const int64_t bases[] = {1, 2, 3, 4, 8, 16, 24, 32, 48, 64};
@@ -77,25 +72,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const int mode = fz_pick(&f, 4), mc = fz_pick(&f, 14);
         const float c = edge_value(&f, mc);
         for (int64_t j = 0; j < D; j++) {
-            float v = mode == 0 ? c                                    /* constant row */
-                      : mode == 1 ? (j % 4 == 0 ? c : -c)              /* {M, -M, -M, -M} */
+            float v = mode == 0   ? c                                   /* constant row */
+                      : mode == 1 ? (j % 4 == 0 ? c : -c)               /* {M, -M, -M, -M} */
                       : mode == 2 ? c + edge_value(&f, fz_pick(&f, 14)) /* offset + noise */
-                                  : edge_value(&f, mc);                /* one magnitude */
+                                  : edge_value(&f, mc);                 /* one magnitude */
             x[r * D + j] = isfinite(v) ? v : c;
             y[r * D + j] = edge_value(&f, fz_pick(&f, 3));
             d[r * D + j] = edge_value(&f, fz_pick(&f, 2) ? 0 : 13);
         }
     }
     for (int64_t k = 0; k < 6 * D; k++) p[k] = 1.0f + 0.25f * edge_value(&f, 13);
-    const sn_norm n = {kind, kind == SN_NORM_LAYERNORM ? SN_AFFINE_SCALE_SHIFT : SN_AFFINE_SCALE,
-                       0, eps};
-    const int64_t np = kind == SN_NORM_LAYERNORM ? 2 * D : D, spr = kind == SN_NORM_LAYERNORM ? 2 : 1;
+    const sn_norm n = {kind, kind == SN_NORM_LAYERNORM ? SN_AFFINE_SCALE_SHIFT : SN_AFFINE_SCALE, 0,
+                       eps};
+    const int64_t np = kind == SN_NORM_LAYERNORM ? 2 * D : D,
+                  spr = kind == SN_NORM_LAYERNORM ? 2 : 1;
     float out[3][RMAX * DMAX], dx[3][RMAX * DMAX], dp[3][2 * DMAX], st[RMAX * 2];
     for (int q = 0; q < npaths; q++) {
         memset(dp[q], 0, sizeof dp[q]);
         CHECK_MSG(sn_norm_forward(paths[q], &n, R, D, x, D, p, out[q], D, st) == SN_OK, "fwd");
         CHECK_MSG(sn_norm_backward(paths[q], &n, R, D, d, D, x, D, p, st, dx[q], D, dp[q], 0) ==
-                      SN_OK, "bwd");
+                      SN_OK,
+                  "bwd");
     }
     for (int64_t r = 0; r < R; r++) {
         const float *xr = x + r * D;
@@ -131,8 +128,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                               out[0][r * D + j]);
                     if (isfinite(rs * gmax) && rs * gmax < 1e30)
                         CHECK_MSG(fabs(g[j] - rdx[j]) <= 1e-3 * rs * gmax + 1e-30,
-                                  "%s: dx[%lld] %g, float64 %g (D %lld, eps %g)", isa,
-                                  (long long)j, g[j], rdx[j], (long long)D, eps);
+                                  "%s: dx[%lld] %g, float64 %g (D %lld, eps %g)", isa, (long long)j,
+                                  g[j], rdx[j], (long long)D, eps);
                 }
             }
         }
@@ -149,11 +146,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(fdp, 0, sizeof fdp);
         CHECK_MSG(sn_fuse_forward(paths[q], &fu, R, D, x, D, y, D, p, u, D, h, D, fst) == SN_OK,
                   "fuse fwd");
-        CHECK_MSG(sn_fuse_backward(paths[q], &fu, R, D, d, D, NULL, D, x, D, y, D, p, fst, fdx,
-                                   D, fdy, D, fdp, 0) == SN_OK, "fuse bwd");
-        ffin[q] = tu_all_finite(u, R * D) && tu_all_finite(h, R * D) &&
-                  tu_all_finite(fdx, R * D) && tu_all_finite(fdy, R * D) &&
-                  tu_all_finite(fdp, fp);
+        CHECK_MSG(sn_fuse_backward(paths[q], &fu, R, D, d, D, NULL, D, x, D, y, D, p, fst, fdx, D,
+                                   fdy, D, fdp, 0) == SN_OK,
+                  "fuse bwd");
+        ffin[q] = tu_all_finite(u, R * D) && tu_all_finite(h, R * D) && tu_all_finite(fdx, R * D) &&
+                  tu_all_finite(fdy, R * D) && tu_all_finite(fdp, fp);
         CHECK_MSG(ffin[q] == ffin[0], "fuse: %s and scalar disagree on finiteness (D %lld, eps %g)",
                   sn_isa_name(sn_ctx_isa(paths[q])), (long long)D, eps);
     }

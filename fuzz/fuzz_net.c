@@ -15,13 +15,10 @@
 
 #define ST(s) (1u << (s))
 
-static void block(int64_t n, const float *h, float *z)
-{
-    for (int64_t k = 0; k < n; k++)
-        z[k] = 0.5f * tanhf(h[k]) + 0.1f * h[k];
+static void block(int64_t n, const float *h, float *z) {
+    for (int64_t k = 0; k < n; k++) z[k] = 0.5f * tanhf(h[k]) + 0.1f * h[k];
 }
-static void block_bwd(int64_t n, const float *h, const float *dz, float *dh)
-{
+static void block_bwd(int64_t n, const float *h, const float *dz, float *dh) {
     for (int64_t k = 0; k < n; k++) {
         float t = tanhf(h[k]);
         dh[k] = dz[k] * (0.5f * (1 - t * t) + 0.1f);
@@ -33,13 +30,13 @@ typedef struct bufs {
 } bufs;
 
 static sn_status pass(const sn_ctx *ctx, const sn_net *net, int64_t R, const float *e, bufs *b,
-                      int64_t np)
-{
+                      int64_t np) {
     int64_t D = net->d, RD = R * D;
     int S = net->n_sublayers;
     sn_status s;
     memset(b->grads, 0, (size_t)np * 4);
-#define T(call) if ((s = (call)) != SN_OK) return s
+#define T(call)                                                                                    \
+    if ((s = (call)) != SN_OK) return s
     const sn_net_pass bufs = {R, b->params, b->acts, b->grads, b->work};
     T(sn_net_split(ctx, net, &bufs, e, D));
     for (int i = 0; i < S; i++) {
@@ -59,8 +56,7 @@ static sn_status pass(const sn_ctx *ctx, const sn_net *net, int64_t R, const flo
     return SN_OK;
 }
 
-static void apply_case(fz *f)
-{
+static void apply_case(fz *f) {
     int c_ok, c_tame;
     float c = fz_positive(f, &c_ok, &c_tame);
     int64_t R = fz_pick(f, 5), D = fz_pick(f, 40);
@@ -84,8 +80,7 @@ static void apply_case(fz *f)
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz f = {data, size};
     if (fz_pick(&f, 8) == 0) {
         apply_case(&f);
@@ -108,7 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (pl < 0 || pl >= SN_PLACEMENT_COUNT) must |= ST(SN_ERR_PLACEMENT);
     if (S < 1 || D < 1) must |= ST(SN_ERR_SHAPE);
     if (kind > 3) must |= ST(SN_ERR_NORM);
-    if (kind >= 2) may |= ST(SN_ERR_NORM); /* identity / scale as the network's norm: library's call */
+    if (kind >= 2)
+        may |= ST(SN_ERR_NORM); /* identity / scale as the network's norm: library's call */
     if (!eps_ok && kind < 2) must |= ST(SN_ERR_EPS);
     if (!eps_ok && kind >= 2) may |= ST(SN_ERR_EPS);
     if (must) {
@@ -117,9 +113,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK_MSG(memcmp(&net, &before, sizeof net) == 0, "sn_net_init changed *net on error");
         return 0;
     }
-    CHECK_MSG(ist == SN_OK || (may & ST(ist)), "sn_net_init status %d on valid arguments", (int)ist);
-    if (ist != SN_OK)
-        return 0;
+    CHECK_MSG(ist == SN_OK || (may & ST(ist)), "sn_net_init status %d on valid arguments",
+              (int)ist);
+    if (ist != SN_OK) return 0;
     CHECK_MSG(sn_net_check(&net) == SN_OK, "sn_net_init's result fails sn_net_check");
 
     /* mutate the description */
@@ -179,8 +175,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     else
         CHECK_MSG(cst == SN_OK || (cmay & ST(cst)), "sn_net_check %d on a valid net (m %d)",
                   (int)cst, m);
-    if (cst != SN_OK)
-        return 0;
+    if (cst != SN_OK) return 0;
 
     int64_t np = -1, apr = -1, wpr = -1;
     CHECK_MSG(sn_net_sizes(&net, &np, &apr, &wpr) == SN_OK && np >= 0 && apr >= D && wpr >= D,
@@ -190,8 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sn_norm nn;
             int64_t off = -1, nparams = 0;
             sn_status s = sn_net_norm_at(&net, i, j, &nn, &off);
-            if (s == SN_ERR_INDEX)
-                break;
+            if (s == SN_ERR_INDEX) break;
             CHECK_MSG(s == SN_OK, "sn_net_norm_at(%d, %d) = %d", i, j, (int)s);
             CHECK_MSG(sn_norm_query(&nn, D, &nparams, NULL) == SN_OK, "norm_at gave a bad norm");
             CHECK_MSG(off >= 0 && off + nparams <= np, "norm (%d, %d) at %lld + %lld outside %lld",
@@ -218,7 +212,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (tame) {
         CHECK_MSG(tu_all_finite(b.out, RD) && tu_all_finite(b.h, S * RD), "non-finite forward");
         if (S <= 2 && eps >= 1e-3f)
-            CHECK_MSG(tu_all_finite(b.de, RD) && tu_all_finite(b.grads, np), "non-finite gradients");
+            CHECK_MSG(tu_all_finite(b.de, RD) && tu_all_finite(b.grads, np),
+                      "non-finite gradients");
     }
     /* determinism: the same path through the hook (ctx 4 is the default path + hook) or NULL */
     const sn_ctx *other = ctx == fz_ctx(0) ? fz_ctx(4) : ctx == fz_ctx(4) ? fz_ctx(0) : NULL;
@@ -231,7 +226,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   "NULL context and the parallel-for hook disagree");
     }
     free(e);
-    for (int i = 0; i < 11; i++)
-        free(pb[i]), free(pb2[i]);
+    for (int i = 0; i < 11; i++) free(pb[i]), free(pb2[i]);
     return 0;
 }

@@ -13,8 +13,7 @@
 #define ST(s) (1u << (s))
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fz f = {data, size};
     sn_norm n;
     n.kind = fz_pick(&f, 6) - (fz_u8(&f) == 255); /* 0..5, sometimes -1 */
@@ -45,20 +44,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int group_ok = n.group >= 0 && (n.group == 0 || D <= 0 || D % n.group == 0);
     int has_params = kind_ok && n.kind != SN_NORM_IDENTITY && n.affine != SN_AFFINE_NONE;
     int64_t np = has_params && W > 0 ? (n.affine == SN_AFFINE_SCALE_SHIFT ? 2 * W : W) : 0;
-    int64_t spr = W > 0 && D > 0 && kind_ok
-                      ? (n.kind == SN_NORM_LAYERNORM ? 2 * (D / W) : n.kind == SN_NORM_RMSNORM ? D / W : 0)
-                      : 0;
+    int64_t spr = W > 0 && D > 0 && kind_ok ? (n.kind == SN_NORM_LAYERNORM ? 2 * (D / W)
+                                               : n.kind == SN_NORM_RMSNORM ? D / W
+                                                                           : 0)
+                                            : 0;
     unsigned must = 0, may = 0;
-    if (!kind_ok || !affine_ok)
-        must |= ST(SN_ERR_NORM);
-    if (!group_ok)
-        (stat_kind ? &must : &may)[0] |= ST(SN_ERR_GROUP);
-    if (!eps_ok && stat_kind)
-        must |= ST(SN_ERR_EPS);
-    if (!eps_ok && !stat_kind)
-        may |= ST(SN_ERR_EPS);
-    if (n.group != 0 && !stat_kind)
-        may |= ST(SN_ERR_GROUP) | ST(SN_ERR_NORM);
+    if (!kind_ok || !affine_ok) must |= ST(SN_ERR_NORM);
+    if (!group_ok) (stat_kind ? &must : &may)[0] |= ST(SN_ERR_GROUP);
+    if (!eps_ok && stat_kind) must |= ST(SN_ERR_EPS);
+    if (!eps_ok && !stat_kind) may |= ST(SN_ERR_EPS);
+    if (n.group != 0 && !stat_kind) may |= ST(SN_ERR_GROUP) | ST(SN_ERR_NORM);
 
     /* sn_norm_query */
     int64_t qp = -7, qs = -7;
@@ -67,8 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (qmust == 0) {
         CHECK_MSG(qst == SN_OK || (may & ST(qst)), "query status %d", (int)qst);
         if (qst == SN_OK)
-            CHECK_MSG(qp == np && qs == spr, "query sizes %lld %lld, want %lld %lld",
-                      (long long)qp, (long long)qs, (long long)np, (long long)spr);
+            CHECK_MSG(qp == np && qs == spr, "query sizes %lld %lld, want %lld %lld", (long long)qp,
+                      (long long)qs, (long long)np, (long long)spr);
     } else {
         CHECK_MSG(qst != SN_OK && ((qmust | may) & ST(qst)), "query status %d, must %#x", (int)qst,
                   qmust);
@@ -77,14 +72,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* buffers: x, params, out, stats, dout, dx, dparams */
     int64_t Rp = R > 0 ? R : 1, Dp = D > 0 ? D : 1;
-    int64_t sx = fz_span(Rp, Dp, ld[0] > 0 ? ld[0] : Dp), so = fz_span(Rp, Dp, ld[1] > 0 ? ld[1] : Dp);
-    int64_t sdo = fz_span(Rp, Dp, ld[2] > 0 ? ld[2] : Dp), sdx = fz_span(Rp, Dp, ld[3] > 0 ? ld[3] : Dp);
+    int64_t sx = fz_span(Rp, Dp, ld[0] > 0 ? ld[0] : Dp),
+            so = fz_span(Rp, Dp, ld[1] > 0 ? ld[1] : Dp);
+    int64_t sdo = fz_span(Rp, Dp, ld[2] > 0 ? ld[2] : Dp),
+            sdx = fz_span(Rp, Dp, ld[3] > 0 ? ld[3] : Dp);
     int64_t sp = np, sst = Rp * spr;
     int64_t spans[7] = {sx, sp, so, sst, sdo, sdx, sp};
     float *b[7], *arena = NULL;
     int64_t total = 0;
-    for (int i = 0; i < 7; i++)
-        total += spans[i];
+    for (int i = 0; i < 7; i++) total += spans[i];
     if (arena_mode) {
         arena = fz_buf(total, &f, wild);
         for (int i = 0; i < 7; i++) {
@@ -92,8 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             b[i] = arena + (int64_t)(fz_u32(&f) % (uint32_t)(room > 0 ? room : 1));
         }
     } else {
-        for (int i = 0; i < 7; i++)
-            b[i] = fz_buf(spans[i], &f, wild);
+        for (int i = 0; i < 7; i++) b[i] = fz_buf(spans[i], &f, wild);
     }
     for (int64_t k = 0; k < sp && !arena_mode; k++) /* gamma, beta tame unless wild */
         b[1][k] = fz_value(&f, wild) * 0.5f;
@@ -109,22 +104,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* forward */
     unsigned fmust = must;
-    if (R <= 0 || D <= 0)
-        fmust |= ST(SN_ERR_SHAPE);
-    if (D > 0 && (ld[0] < D || ld[1] < D))
-        fmust |= ST(SN_ERR_STRIDE);
-    if (!x || !out || (!params && np > 0))
-        fmust |= ST(SN_ERR_NULL);
-    fz_view fv[4] = {{x, sx, ld[0], 0}, {params, sp, 0, 0}, {out, so, ld[1], 1}, {stats, sst, 0, 1}};
+    if (R <= 0 || D <= 0) fmust |= ST(SN_ERR_SHAPE);
+    if (D > 0 && (ld[0] < D || ld[1] < D)) fmust |= ST(SN_ERR_STRIDE);
+    if (!x || !out || (!params && np > 0)) fmust |= ST(SN_ERR_NULL);
+    fz_view fv[4] = {
+        {x, sx, ld[0], 0}, {params, sp, 0, 0}, {out, so, ld[1], 1}, {stats, sst, 0, 1}};
     static const unsigned char fallow[8][8] = {{0, 0, 1}};
-    if (fmust == 0 && fz_forbidden_overlap(fv, 4, fallow))
-        fmust |= ST(SN_ERR_ALIAS);
-    else if (fz_forbidden_overlap(fv, 4, fallow))
-        may |= ST(SN_ERR_ALIAS);
+    if (fmust == 0 && fz_forbidden_overlap(fv, 4, fallow)) fmust |= ST(SN_ERR_ALIAS);
+    else if (fz_forbidden_overlap(fv, 4, fallow)) may |= ST(SN_ERR_ALIAS);
     float *snap = tu_falloc(total + 1);
     float *snap_o = tu_falloc(so + sst + 1);
-    if (arena_mode)
-        memcpy(snap, arena, (size_t)total * 4);
+    if (arena_mode) memcpy(snap, arena, (size_t)total * 4);
     else {
         if (out) memcpy(snap_o, out, (size_t)so * 4);
         if (stats) memcpy(snap_o + so, stats, (size_t)sst * 4);
@@ -147,19 +137,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int tame = !wild && !arena_mode && eps_tame;
     if (st == SN_OK && tame) {
         for (int64_t r = 0; r < R; r++)
-            CHECK_MSG(tu_all_finite(out + r * ld[1], D), "non-finite output, row %lld", (long long)r);
+            CHECK_MSG(tu_all_finite(out + r * ld[1], D), "non-finite output, row %lld",
+                      (long long)r);
         CHECK_MSG(!stats || tu_all_finite(stats, R * spr), "non-finite stats");
     }
 
     /* backward (with the forward's stats when it succeeded) */
     if (st == SN_OK && stats && !arena_mode && !inplace) {
         unsigned bmust = 0;
-        if (flags & ~3u)
-            bmust |= ST(SN_ERR_FLAGS);
-        if (flags & 2u)
-            may |= ST(SN_ERR_FLAGS);
-        if (D > 0 && (ld[2] < D || ld[3] < D))
-            bmust |= ST(SN_ERR_STRIDE);
+        if (flags & ~3u) bmust |= ST(SN_ERR_FLAGS);
+        if (flags & 2u) may |= ST(SN_ERR_FLAGS);
+        if (D > 0 && (ld[2] < D || ld[3] < D)) bmust |= ST(SN_ERR_STRIDE);
         float *snap_dx = tu_falloc(sdx + sp + 1);
         memcpy(snap_dx, dx, (size_t)sdx * 4);
         if (dparams) memcpy(snap_dx + sdx, dparams, (size_t)sp * 4);
@@ -176,16 +164,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (bst == SN_OK && tame) {
             for (int64_t r = 0; r < R; r++)
-                CHECK_MSG(tu_all_finite(dx + r * ld[3], D), "non-finite dx, row %lld", (long long)r);
+                CHECK_MSG(tu_all_finite(dx + r * ld[3], D), "non-finite dx, row %lld",
+                          (long long)r);
             CHECK_MSG(!dparams || tu_all_finite(dparams, sp), "non-finite dparams");
         }
         free(snap_dx);
     }
     free(snap), free(snap_o);
-    if (arena_mode)
-        free(arena);
+    if (arena_mode) free(arena);
     else
-        for (int i = 0; i < 7; i++)
-            free(b[i]);
+        for (int i = 0; i < 7; i++) free(b[i]);
     return 0;
 }

@@ -101,18 +101,18 @@ SN_API const char *sn_version_string(void);
 
 typedef enum sn_status {
     SN_OK = 0,
-    SN_ERR_NULL = 1,        /* a required pointer argument is NULL */
-    SN_ERR_SHAPE = 2,       /* R, D or the number of sub-layers is <= 0 or too large */
-    SN_ERR_STRIDE = 3,      /* a row stride is smaller than D */
-    SN_ERR_EPS = 4,         /* eps is <= 0, NaN or infinite */
-    SN_ERR_SCALE = 5,       /* a residual scale c is <= 0, NaN or infinite */
-    SN_ERR_ALIAS = 6,       /* a written buffer overlaps another buffer in a forbidden way */
-    SN_ERR_PLACEMENT = 7,   /* unknown placement */
-    SN_ERR_NORM = 8,        /* unknown norm kind or affine mode, or one not allowed here */
-    SN_ERR_GROUP = 9,       /* group size is negative or does not divide D */
-    SN_ERR_FLAGS = 10,      /* unknown bits in a flags argument */
-    SN_ERR_INDEX = 11,      /* sub-layer (or norm) index out of range */
-    SN_ERR_CONFIG = 12,     /* inconsistent configuration (e.g. nonzero reserved words) */
+    SN_ERR_NULL = 1,         /* a required pointer argument is NULL */
+    SN_ERR_SHAPE = 2,        /* R, D or the number of sub-layers is <= 0 or too large */
+    SN_ERR_STRIDE = 3,       /* a row stride is smaller than D */
+    SN_ERR_EPS = 4,          /* eps is <= 0, NaN or infinite */
+    SN_ERR_SCALE = 5,        /* a residual scale c is <= 0, NaN or infinite */
+    SN_ERR_ALIAS = 6,        /* a written buffer overlaps another buffer in a forbidden way */
+    SN_ERR_PLACEMENT = 7,    /* unknown placement */
+    SN_ERR_NORM = 8,         /* unknown norm kind or affine mode, or one not allowed here */
+    SN_ERR_GROUP = 9,        /* group size is negative or does not divide D */
+    SN_ERR_FLAGS = 10,       /* unknown bits in a flags argument */
+    SN_ERR_INDEX = 11,       /* sub-layer (or norm) index out of range */
+    SN_ERR_CONFIG = 12,      /* inconsistent configuration (e.g. nonzero reserved words) */
     SN_ERR_UNSUPPORTED = 13, /* the request is valid but not available in this build/CPU */
     SN_ERR_NOMEM = 14,       /* sn_ctx_create could not allocate */
     SN_ERR_NONFINITE = 15,   /* checked mode: an input holds a NaN or an infinity */
@@ -124,8 +124,9 @@ typedef enum sn_status {
 SN_API const char *sn_status_string(sn_status status);
 
 /* Flags for backward passes. */
-#define SN_ACCUMULATE 1u   /* add the (first) input gradient into its buffer instead of writing it */
-#define SN_ACCUMULATE_Y 2u /* sn_fuse_backward / sn_merge_backward: add into dy instead of writing;
+#define SN_ACCUMULATE 1u /* add the (first) input gradient into its buffer instead of writing it */
+#define SN_ACCUMULATE_Y                                                                            \
+    2u /* sn_fuse_backward / sn_merge_backward: add into dy instead of writing;
                               SN_ERR_FLAGS for every other call */
 
 /* ---- context ------------------------------------------------------------------------------ */
@@ -213,8 +214,7 @@ SN_API sn_status sn_ctx_set_threads(sn_ctx *ctx, int n);
  * nothing (a faulty hook cannot make the library touch memory outside the call's buffers;
  * the work of indices it skipped is simply not done). */
 typedef void (*sn_task_fn)(void *task_arg, int64_t i);
-typedef void (*sn_parallel_for_fn)(void *user, int64_t n_tasks, sn_task_fn task,
-                                   void *task_arg);
+typedef void (*sn_parallel_for_fn)(void *user, int64_t n_tasks, sn_task_fn task, void *task_arg);
 
 /* Makes calls with ctx run their parallel parts through fn (see sn_parallel_for_fn), split
  * into about n pieces (n: the width of the caller's pool, 1..SN_MAX_THREADS). Stops the
@@ -263,7 +263,7 @@ SN_API sn_status sn_ctx_set_scratch(sn_ctx *ctx, void *buf, size_t bytes);
  * SN_ERR_NONFINITE before writing anything. sn_ctx_nonfinite_row then names where: the
  * smallest row index holding one in any input matrix, or SN_NONFINITE_PARAMS when only the
  * parameters hold one. The scan reads every input once more. */
-#define SN_NONFINITE_NONE (-1)   /* the last checked call found nothing (or none ran) */
+#define SN_NONFINITE_NONE   (-1) /* the last checked call found nothing (or none ran) */
 #define SN_NONFINITE_PARAMS (-2) /* ... found one in the parameter block only */
 
 /* Turns checked mode on (on != 0) or off for the calls made with ctx, and clears the record
@@ -279,8 +279,7 @@ SN_API int64_t sn_ctx_nonfinite_row(const sn_ctx *ctx);
 
 /* Scans x [R x D, ldx] (read) and writes to *row the first row holding a NaN or an infinity,
  * or SN_NONFINITE_NONE. Needs no context. Errors: SN_ERR_SHAPE, SN_ERR_NULL, SN_ERR_STRIDE. */
-SN_API sn_status sn_find_nonfinite(int64_t R, int64_t D, const float *x, int64_t ldx,
-                                   int64_t *row);
+SN_API sn_status sn_find_nonfinite(int64_t R, int64_t D, const float *x, int64_t ldx, int64_t *row);
 
 /* ---- norms -------------------------------------------------------------------------------- */
 
@@ -356,8 +355,8 @@ SN_API sn_status sn_norm_forward(const sn_ctx *ctx, const sn_norm *n, int64_t R,
  * Errors: as sn_norm_forward, plus SN_ERR_FLAGS. */
 SN_API sn_status sn_norm_backward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
                                   const float *dout, int64_t lddo, const float *x, int64_t ldx,
-                                  const float *params, const float *stats, float *dx,
-                                  int64_t lddx, float *dparams, uint32_t flags);
+                                  const float *params, const float *stats, float *dx, int64_t lddx,
+                                  float *dparams, uint32_t flags);
 
 /* ---- dual-stream fuse and merge ----------------------------------------------------------- */
 
@@ -396,8 +395,8 @@ SN_API sn_status sn_fuse_init_params(const sn_fuse *f, int64_t D, float *params)
  *         SN_ERR_ALIAS. */
 SN_API sn_status sn_fuse_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
                                  const float *x, int64_t ldx, const float *y, int64_t ldy,
-                                 const float *params, float *u, int64_t ldu, float *h,
-                                 int64_t ldh, float *stats);
+                                 const float *params, float *u, int64_t ldu, float *h, int64_t ldh,
+                                 float *stats);
 
 /* Fuse backward. Given dh (gradient of h) and du (gradient reaching u through the residual
  * path, NULL meaning zero):
@@ -415,9 +414,8 @@ SN_API sn_status sn_fuse_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R,
 SN_API sn_status sn_fuse_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
                                   const float *dh, int64_t lddh, const float *du, int64_t lddu,
                                   const float *x, int64_t ldx, const float *y, int64_t ldy,
-                                  const float *params, const float *stats, float *dx,
-                                  int64_t lddx, float *dy, int64_t lddy, float *dparams,
-                                  uint32_t flags);
+                                  const float *params, const float *stats, float *dx, int64_t lddx,
+                                  float *dy, int64_t lddy, float *dparams, uint32_t flags);
 
 /* Merge forward: out = N_out(N_x(x) + N_y(y)) — sn_fuse_forward without u. */
 SN_API sn_status sn_merge_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
@@ -438,18 +436,17 @@ SN_API sn_status sn_merge_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t 
  *   reads   z, u, y [R x D each]; writes xo, yo. xo may alias u, yo may alias y.
  *   c > 0 and finite.
  * Errors: SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE, SN_ERR_SCALE, SN_ERR_ALIAS. */
-SN_API sn_status sn_apply_forward(const sn_ctx *ctx, int64_t R, int64_t D, float c,
-                                  const float *z, int64_t ldz, const float *u, int64_t ldu,
-                                  const float *y, int64_t ldy, float *xo, int64_t ldxo,
-                                  float *yo, int64_t ldyo);
+SN_API sn_status sn_apply_forward(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *z,
+                                  int64_t ldz, const float *u, int64_t ldu, const float *y,
+                                  int64_t ldy, float *xo, int64_t ldxo, float *yo, int64_t ldyo);
 
 /* Backward of sn_apply_forward: dz = dxo / c + dyo (written, or accumulated with
  * SN_ACCUMULATE). The gradients of u and y are dxo and dyo themselves: nothing to compute.
  * dz may alias dxo or dyo (not with SN_ACCUMULATE).
  * Errors: as sn_apply_forward, plus SN_ERR_FLAGS. */
 SN_API sn_status sn_apply_backward(const sn_ctx *ctx, int64_t R, int64_t D, float c,
-                                   const float *dxo, int64_t lddxo, const float *dyo,
-                                   int64_t lddyo, float *dz, int64_t lddz, uint32_t flags);
+                                   const float *dxo, int64_t lddxo, const float *dyo, int64_t lddyo,
+                                   float *dz, int64_t lddz, uint32_t flags);
 
 /* Split at the start of the network: x = e, y = e (copies). x may alias e; y may not alias x.
  * Errors: SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE, SN_ERR_ALIAS. */
@@ -702,9 +699,8 @@ SN_API sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net,
  * SN_ACCUMULATE). Pre-Norm dz = dx_{i+1}; SiameseNorm dz = dx_{i+1} / c_i + dy_{i+1};
  * placements with a norm after the block (Post-Norm, DeepNorm, paper form, Peri-LN) first take
  * the stream gradient back through it, accumulating its parameter gradients. */
-SN_API sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net,
-                                      const sn_net_pass *pass, int32_t i, float *dz, int64_t lddz,
-                                      uint32_t flags);
+SN_API sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
+                                      int32_t i, float *dz, int64_t lddz, uint32_t flags);
 
 /* Takes the block-input gradient dh [R x D, lddh] (read) of sub-layer i back into the stream
  * gradients in work (now those of x_i, y_i) and accumulates sub-layer i's norm gradients. */
@@ -745,15 +741,14 @@ SN_API sn_status sn_net_infer_sizes(const sn_net *net, int64_t *state_per_row);
 
 /* As sn_net_split / sn_net_enter / sn_net_exit / sn_net_merge, on the inference state. Same
  * order rule, same errors (SN_ERR_NULL also for a NULL state). */
-SN_API sn_status sn_net_infer_split(const sn_ctx *ctx, const sn_net *net,
-                                    const sn_net_infer *inf, const float *e, int64_t lde);
-SN_API sn_status sn_net_infer_enter(const sn_ctx *ctx, const sn_net *net,
-                                    const sn_net_infer *inf, int32_t i, float *h, int64_t ldh);
-SN_API sn_status sn_net_infer_exit(const sn_ctx *ctx, const sn_net *net,
-                                   const sn_net_infer *inf, int32_t i, const float *z,
-                                   int64_t ldz);
-SN_API sn_status sn_net_infer_merge(const sn_ctx *ctx, const sn_net *net,
-                                    const sn_net_infer *inf, float *out, int64_t ldo);
+SN_API sn_status sn_net_infer_split(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
+                                    const float *e, int64_t lde);
+SN_API sn_status sn_net_infer_enter(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
+                                    int32_t i, float *h, int64_t ldh);
+SN_API sn_status sn_net_infer_exit(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
+                                   int32_t i, const float *z, int64_t ldz);
+SN_API sn_status sn_net_infer_merge(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
+                                    float *out, int64_t ldo);
 
 #ifdef __cplusplus
 }

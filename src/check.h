@@ -30,10 +30,10 @@ int64_t sn_norm_spr(const sn_norm *n, int64_t D);
 /* One buffer of a call, for the aliasing check. A matrix view spans (R-1)*ld + D floats; a
  * plain vector has ld = 0 and spans n floats. */
 typedef struct sn_buf {
-    const void *p;    /* NULL buffers are skipped */
-    int64_t nfloats;  /* floats spanned from p */
-    int64_t ld;       /* row stride, 0 for vectors */
-    int writes;       /* the call writes this buffer */
+    const void *p;     /* NULL buffers are skipped */
+    int64_t nfloats;   /* floats spanned from p */
+    int64_t ld;        /* row stride, 0 for vectors */
+    int writes;        /* the call writes this buffer */
     unsigned alias_ok; /* bit j set: may alias buffer j exactly (same pointer and stride) */
 } sn_buf;
 

@@ -18,15 +18,15 @@
 #include "parallel.h"
 
 struct sn_ctx {
-    sn_isa isa;             /* never SN_ISA_AUTO: resolved when set */
-    int width;              /* threads or hook pieces, >= 1 */
-    sn_pool *pool;          /* built-in workers (width > 1, no hook) */
-    sn_parallel_for_fn fn;  /* caller's hook, or NULL */
+    sn_isa isa;            /* never SN_ISA_AUTO: resolved when set */
+    int width;             /* threads or hook pieces, >= 1 */
+    sn_pool *pool;         /* built-in workers (width > 1, no hook) */
+    sn_parallel_for_fn fn; /* caller's hook, or NULL */
     void *user;
-    void *scratch;          /* caller's scratch (sn_ctx_set_scratch), or NULL */
+    void *scratch; /* caller's scratch (sn_ctx_set_scratch), or NULL */
     size_t scratch_bytes;
-    int check_finite;       /* checked mode (sn_ctx_set_check_finite) */
-    sn_ctx_report *report;  /* what calls found (see ctx.h); never NULL */
+    int check_finite;      /* checked mode (sn_ctx_set_check_finite) */
+    sn_ctx_report *report; /* what calls found (see ctx.h); never NULL */
 };
 
 static sn_isa isa_from_env(void) {

@@ -159,9 +159,9 @@ static void task_rows(const job *J, int64_t i, int64_t *lo, int64_t *hi) {
  * bounded stack buffer. Threads take chunks in super-blocks of as many slots as fit, then fold
  * them (columns split over threads). Without room for two slots the call runs on the calling
  * thread; without room for one (very wide rows), chunks are done in column blocks. */
-#define PG_CHUNK_ELEMS 16384
-#define PG_CHUNK_MAX 256
-#define PG_STACK_FLOATS 16384 /* 64 KiB */
+#define PG_CHUNK_ELEMS      16384
+#define PG_CHUNK_MAX        256
+#define PG_STACK_FLOATS     16384 /* 64 KiB */
 #define PG_SLOTS_PER_THREAD 8
 
 static int64_t pg_chunk_rows(int64_t D) {
@@ -363,10 +363,8 @@ static void norm_fwd_task(void *arg, int64_t i) {
     int waiting = 0;
     for (int64_t r = lo; r < hi; r++)
         for (int64_t g = 0; g < J->ng; g++) {
-            if (waiting)
-                norm_fwd_seg2(J, &q0, pr, pg, r, g);
-            else
-                pr = r, pg = g;
+            if (waiting) norm_fwd_seg2(J, &q0, pr, pg, r, g);
+            else pr = r, pg = g;
             waiting = !waiting;
         }
     if (waiting) norm_fwd_seg(J, &q0, pr, pg);
@@ -469,8 +467,7 @@ static void norm_bwd_wide(void *arg) {
                 for (int64_t g = 0; g < J->ng; g++) {
                     const sn_rnorm q = norm_row_q(J, &q0, r, g);
                     const int64_t c = g * J->W + j0;
-                    P->K->norm_pg(&q, in_row(J->dout, r) + c, in_row(J->x, r) + c, n, p[0],
-                                  p[1]);
+                    P->K->norm_pg(&q, in_row(J->dout, r) + c, in_row(J->x, r) + c, n, p[0], p[1]);
                 }
             for (int k = 0; k < 2; k++)
                 if (dst[k])
@@ -498,7 +495,6 @@ void sn_d_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, co
     J.run.npg = n->affine == SN_AFFINE_SCALE_SHIFT ? 2 * J.W : J.W;
     pg_run(ctx, &J.run, &J, norm_bwd_chunk_task, norm_bwd_wide);
 }
-
 
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
@@ -692,8 +688,8 @@ static void fuse_bwd_rows(const fuse_job *J, int64_t lo, int64_t hi, float *pg) 
             r++;
             continue;
         }
-        K->fuse_bwd(&F[0], D, w.dh, w.du, w.x, w.y, out_row(J->dx, r), out_row(J->dy, r),
-                    J->accx, J->accy, pg ? &dp : NULL);
+        K->fuse_bwd(&F[0], D, w.dh, w.du, w.x, w.y, out_row(J->dx, r), out_row(J->dy, r), J->accx,
+                    J->accy, pg ? &dp : NULL);
     }
 }
 
@@ -774,9 +770,8 @@ static void fuse_bwd_wide(void *arg) {
 
 void sn_d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const float *dh,
                    int64_t lddh, const float *du, int64_t lddu, const float *x, int64_t ldx,
-                   const float *y, int64_t ldy, const float *params, const float *stats,
-                   float *dx, int64_t lddx, float *dy, int64_t lddy, float *dparams,
-                   uint32_t flags) {
+                   const float *y, int64_t ldy, const float *params, const float *stats, float *dx,
+                   int64_t lddx, float *dy, int64_t lddy, float *dparams, uint32_t flags) {
     fuse_job J;
     memset(&J, 0, sizeof J);
     J.run = job_of(ctx, R, D);
@@ -802,7 +797,6 @@ void sn_d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
     pg_run(ctx, &J.run, &J, fuse_bwd_chunk_task, fuse_bwd_wide);
 }
 
-
 /* ---- elementwise --------------------------------------------------------------------------- */
 
 /* xo = u + z / c, yo = y + z */
@@ -818,8 +812,8 @@ static void apply_task(void *arg, int64_t i) {
     int64_t lo, hi;
     task_rows(&J->run, i, &lo, &hi);
     for (int64_t r = lo; r < hi; r++)
-        J->run.K->apply(in_row(J->z, r), in_row(J->u, r), in_row(J->y, r), J->c,
-                        out_row(J->xo, r), out_row(J->yo, r), J->run.D, J->run.nt);
+        J->run.K->apply(in_row(J->z, r), in_row(J->u, r), in_row(J->y, r), J->c, out_row(J->xo, r),
+                        out_row(J->yo, r), J->run.D, J->run.nt);
 }
 
 void sn_d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *z, int64_t ldz,

@@ -24,9 +24,8 @@ void sn_d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
 /* Fuse backward (see sn_fuse_backward); du may be NULL, dx may equal du. */
 void sn_d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const float *dh,
                    int64_t lddh, const float *du, int64_t lddu, const float *x, int64_t ldx,
-                   const float *y, int64_t ldy, const float *params, const float *stats,
-                   float *dx, int64_t lddx, float *dy, int64_t lddy, float *dparams,
-                   uint32_t flags);
+                   const float *y, int64_t ldy, const float *params, const float *stats, float *dx,
+                   int64_t lddx, float *dy, int64_t lddy, float *dparams, uint32_t flags);
 
 /* Shared block apply: xo = u + z / c, yo = y + z, reading z once. xo may equal u, yo y. */
 void sn_d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *z, int64_t ldz,

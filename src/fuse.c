@@ -18,8 +18,8 @@ sn_status sn_fuse_query(const sn_fuse *f, int64_t D, int64_t *n_params, int64_t 
     if (st == SN_OK) st = sn_check_fuse(f, D);
     if (st != SN_OK) return st;
     if (n_params)
-        *n_params = sn_norm_nparams(&f->x, D) + sn_norm_nparams(&f->y, D) +
-                    sn_norm_nparams(&f->out, D);
+        *n_params =
+            sn_norm_nparams(&f->x, D) + sn_norm_nparams(&f->y, D) + sn_norm_nparams(&f->out, D);
     if (stats_per_row)
         *stats_per_row = sn_norm_spr(&f->x, D) + sn_norm_spr(&f->y, D) + sn_norm_spr(&f->out, D);
     return SN_OK;
@@ -41,10 +41,9 @@ sn_status sn_fuse_init_params(const sn_fuse *f, int64_t D, float *params) {
     return SN_OK;
 }
 
-sn_status sn_fuse_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
-                          const float *x, int64_t ldx, const float *y, int64_t ldy,
-                          const float *params, float *u, int64_t ldu, float *h, int64_t ldh,
-                          float *stats) {
+sn_status sn_fuse_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const float *x,
+                          int64_t ldx, const float *y, int64_t ldy, const float *params, float *u,
+                          int64_t ldu, float *h, int64_t ldh, float *stats) {
     if (!f) return SN_ERR_NULL;
     sn_status st = sn_check_dims(R, D);
     if (st == SN_OK) st = sn_check_fuse(f, D);
@@ -58,7 +57,7 @@ sn_status sn_fuse_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_
     if (np > 0 && !params) return SN_ERR_NULL;
     const sn_buf bufs[] = {
         sn_mat_buf(x, R, D, ldx, 0, 0), sn_mat_buf(y, R, D, ldy, 0, 0),
-        sn_vec_buf(params, np, 0),       sn_mat_buf(u, R, D, ldu, 1, 0),
+        sn_vec_buf(params, np, 0),      sn_mat_buf(u, R, D, ldu, 1, 0),
         sn_mat_buf(h, R, D, ldh, 1, 0), sn_vec_buf(stats, R * spr, 1),
     };
     st = sn_check_alias(bufs, 6);
@@ -123,9 +122,9 @@ sn_status sn_merge_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64
 
 sn_status sn_merge_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
                             const float *dout, int64_t lddo, const float *x, int64_t ldx,
-                            const float *y, int64_t ldy, const float *params,
-                            const float *stats, float *dx, int64_t lddx, float *dy, int64_t lddy,
-                            float *dparams, uint32_t flags) {
+                            const float *y, int64_t ldy, const float *params, const float *stats,
+                            float *dx, int64_t lddx, float *dy, int64_t lddy, float *dparams,
+                            uint32_t flags) {
     return sn_fuse_backward(ctx, f, R, D, dout, lddo, NULL, 0, x, ldx, y, ldy, params, stats, dx,
                             lddx, dy, lddy, dparams, flags);
 }

@@ -68,8 +68,7 @@ sn_fuse_layout sn_k_fuse_layout(const sn_fuse *f, int64_t D) {
     return L;
 }
 
-sn_dfuse sn_k_fuse_dparams(const sn_fuse *f, const sn_fuse_layout *L, int64_t D,
-                           float *dparams) {
+sn_dfuse sn_k_fuse_dparams(const sn_fuse *f, const sn_fuse_layout *L, int64_t D, float *dparams) {
     sn_dfuse d = {NULL, NULL, NULL, NULL, NULL, NULL};
     if (!dparams) return d;
     sn_rnorm X = sn_k_resolve(&f->x, D, dparams + L->px, 0, 0);
@@ -154,8 +153,8 @@ static void norm_row(const sn_rnorm *q, const float *v, int64_t W, float *out) {
     for (int64_t j = 0; j < W; j++) out[j] = nrm(q, v, j);
 }
 
-static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64_t W,
-                     float *out, float *m, float *r) {
+static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64_t W, float *out,
+                     float *m, float *r) {
     stats(n, v, W, m, r);
     sn_rnorm q = *q0;
     sn_k_set_stats(&q, n->kind, *m, *r);
@@ -182,8 +181,8 @@ static void norm_red(const sn_rnorm *q, const float *dout, const float *v, int64
     *sb = q->cb * (lanes_sum(b) + tb) / (float)W;
 }
 
-static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
-                    float *dgamma, float *dbeta) {
+static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n, float *dgamma,
+                    float *dbeta) {
     const float m = q->m, r = q->r; /* locals: the stores below cannot change them */
     if (dgamma)
         for (int64_t j = 0; j < n; j++) dgamma[j] += dout[j] * ((v[j] - m) * r);
@@ -223,8 +222,8 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
     stats(nb, vb, W, mb, rb);
 }
 
-static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u,
-                   float *h, const sn_norm *no, float *mo, float *ro) {
+static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u, float *h,
+                   const sn_norm *no, float *mo, float *ro) {
     for (int64_t j = 0; j < D; j++) {
         float ux = nrm(&F->X, x, j);
         if (u) u[j] = ux;
@@ -249,13 +248,13 @@ static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const flo
 }
 
 /* The recomputation shared by the backward pieces: one column j of a row. */
-#define FUSE_BWD_ELEM(j)                                                                          \
-    float xx = (x[j] - X->m) * X->r, yy = (y[j] - Y->m) * Y->r;                                   \
-    float s = (gam(X->gamma, j) * xx + bet(X->beta, j)) +                                         \
-              (gam(Y->gamma, j) * yy + bet(Y->beta, j));                                          \
-    float xs = (s - O->m) * O->r;                                                                 \
-    float ds = O->r * (gam(O->gamma, j) * dh[j] - F->oa - xs * F->ob);                            \
-    float dt = (du ? du[j] : 0.0f) + ds;                                                          \
+#define FUSE_BWD_ELEM(j)                                                                           \
+    float xx = (x[j] - X->m) * X->r, yy = (y[j] - Y->m) * Y->r;                                    \
+    float s =                                                                                      \
+        (gam(X->gamma, j) * xx + bet(X->beta, j)) + (gam(Y->gamma, j) * yy + bet(Y->beta, j));     \
+    float xs = (s - O->m) * O->r;                                                                  \
+    float ds = O->r * (gam(O->gamma, j) * dh[j] - F->oa - xs * F->ob);                             \
+    float dt = (du ? du[j] : 0.0f) + ds;                                                           \
     float gx = gam(X->gamma, j) * dt, gy = gam(Y->gamma, j) * ds
 
 static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
@@ -305,8 +304,8 @@ static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, c
     F->yb = Y->cb * (lanes_sum(by) + tby) / fD;
 }
 
-static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *du,
-                    const float *x, const float *y, const sn_dfuse *dp) {
+static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *du, const float *x,
+                    const float *y, const sn_dfuse *dp) {
     const sn_rnorm *X = &F->X, *Y = &F->Y, *O = &F->O;
     for (int64_t j = 0; j < n; j++) {
         FUSE_BWD_ELEM(j);
@@ -321,8 +320,8 @@ static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *
     }
 }
 
-static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *du,
-                    const float *x, const float *y, float *dx, float *dy, int accx, int accy) {
+static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
+                    const float *y, float *dx, float *dy, int accx, int accy) {
     const sn_rnorm *X = &F->X, *Y = &F->Y, *O = &F->O;
     /* du[j] is read before dx[j] is written: dx may be du */
     for (int64_t j = 0; j < D; j++) {
@@ -336,18 +335,16 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 #undef FUSE_BWD_ELEM
 
 static void fuse_bwd(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
-                     const float *y, float *dx, float *dy, int accx, int accy,
-                     const sn_dfuse *dp) {
+                     const float *y, float *dx, float *dy, int accx, int accy, const sn_dfuse *dp) {
     sn_k_prefetch_rows(F, D);
     fuse_red(F, D, dh, du, x, y);
     if (dp) fuse_pg(F, D, dh, du, x, y, dp);
     fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);
 }
 
-static void fuse_bwd2(sn_rfuse F[2], int64_t D, const float *const dh[2],
-                      const float *const du[2], const float *const x[2],
-                      const float *const y[2], float *const dx[2], float *const dy[2], int accx,
-                      int accy, const sn_dfuse *dp) {
+static void fuse_bwd2(sn_rfuse F[2], int64_t D, const float *const dh[2], const float *const du[2],
+                      const float *const x[2], const float *const y[2], float *const dx[2],
+                      float *const dy[2], int accx, int accy, const sn_dfuse *dp) {
     for (int q = 0; q < 2; q++)
         fuse_bwd(&F[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp);
 }

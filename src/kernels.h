@@ -84,8 +84,8 @@ typedef struct sn_kern {
     void (*norm_fwd)(const sn_norm *n, const sn_rnorm *q0, const float *v, int64_t W, float *out,
                      float *m, float *r);
     /* dgamma += dout * xhat, dbeta += dout over n columns (either may be NULL) */
-    void (*norm_pg)(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
-                    float *dgamma, float *dbeta);
+    void (*norm_pg)(const sn_rnorm *q, const float *dout, const float *v, int64_t n, float *dgamma,
+                    float *dbeta);
     /* the whole backward of one row: with sa = ca * mean(g), sb = cb * mean(g * xhat) over
      * the W columns, dv = (+= with acc) r * (g - sa - xhat * sb), and dgamma, dbeta (either may
      * be NULL) get bitwise norm_pg's contribution; dv does not depend on whether they are
@@ -94,8 +94,8 @@ typedef struct sn_kern {
                      int acc, float *dgamma, float *dbeta);
     /* norm_bwd of two row segments of one call (arrays of two; the same gamma, beta and W),
      * bitwise the same as norm_bwd on segment 0 then segment 1 */
-    void (*norm_bwd2)(const sn_rnorm *q, const float *const *dout, const float *const *v,
-                      int64_t W, float *const *dv, int acc, float *dgamma, float *dbeta);
+    void (*norm_bwd2)(const sn_rnorm *q, const float *const *dout, const float *const *v, int64_t W,
+                      float *const *dv, int acc, float *dgamma, float *dbeta);
     /* the statistics of two rows at once (norms na over va, nb over vb; as norm_fwd's): each
      * row's bitwise the same whatever the other row and its norm, and as norm_fwd's */
     void (*stats2)(const sn_norm *na, const float *va, const sn_norm *nb, const float *vb,
@@ -103,8 +103,8 @@ typedef struct sn_kern {
     /* fuse forward of one row: *F holds N_x and N_y resolved; writes u (if non-NULL) and
      * h = s = N_x(x) + N_y(y), and N_out's (no's) statistics of s into *mo, *ro, bitwise the
      * same as stats2 on h; then the caller normalises h */
-    void (*fuse_s)(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u,
-                   float *h, const sn_norm *no, float *mo, float *ro);
+    void (*fuse_s)(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u, float *h,
+                   const sn_norm *no, float *mo, float *ro);
     /* the whole fuse forward of two rows of one call (arrays of two; u[0] and u[1] both NULL or
      * both set), for a fuse whose N_x and N_y are both LayerNorm or both RMSNorm and whose N_out
      * is LayerNorm or RMSNorm, with D <= SN_FUSE2_MAX: writes u, h and st[q] = {mx, rx, my, ry,
@@ -118,24 +118,22 @@ typedef struct sn_kern {
     void (*fuse_red)(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
                      const float *y);
     /* parameter gradients over n columns (pointers already offset to the first column) */
-    void (*fuse_pg)(const sn_rfuse *F, int64_t n, const float *dh, const float *du,
-                    const float *x, const float *y, const sn_dfuse *dp);
+    void (*fuse_pg)(const sn_rfuse *F, int64_t n, const float *dh, const float *du, const float *x,
+                    const float *y, const sn_dfuse *dp);
     /* input gradients; dx may equal du */
-    void (*fuse_dx)(const sn_rfuse *F, int64_t D, const float *dh, const float *du,
-                    const float *x, const float *y, float *dx, float *dy, int accx, int accy);
+    void (*fuse_dx)(const sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
+                    const float *y, float *dx, float *dy, int accx, int accy);
     /* the whole backward of one row: fuse_red, fuse_pg (dp NULL: skipped), fuse_dx, bitwise the
      * same as those three; dx may equal du. The reductions may be left out of *F (the SIMD
      * paths compute them in a local copy). */
     void (*fuse_bwd)(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
-                     const float *y, float *dx, float *dy, int accx, int accy,
-                     const sn_dfuse *dp);
+                     const float *y, float *dx, float *dy, int accx, int accy, const sn_dfuse *dp);
     /* fuse_bwd of two consecutive rows (arrays of two) of one call, so with the same gamma and
      * beta pointers, bitwise the same as fuse_bwd on row 0 then row 1 (the parameter gradients
      * get row 0's contribution, then row 1's) */
-    void (*fuse_bwd2)(sn_rfuse F[2], int64_t D, const float *const dh[2],
-                      const float *const du[2], const float *const x[2],
-                      const float *const y[2], float *const dx[2], float *const dy[2], int accx,
-                      int accy, const sn_dfuse *dp);
+    void (*fuse_bwd2)(sn_rfuse F[2], int64_t D, const float *const dh[2], const float *const du[2],
+                      const float *const x[2], const float *const y[2], float *const dx[2],
+                      float *const dy[2], int accx, int accy, const sn_dfuse *dp);
     /* out = (+= with acc) a + b / c; out may equal a or b when !acc */
     void (*add_div)(const float *a, const float *b, float c, float *out, int64_t D, int acc,
                     int nt);
@@ -188,8 +186,7 @@ typedef struct sn_fuse_layout {
 sn_fuse_layout sn_k_fuse_layout(const sn_fuse *f, int64_t D);
 
 /* The parameter-gradient destinations of a fuse inside dparams (NULL: all NULL). */
-sn_dfuse sn_k_fuse_dparams(const sn_fuse *f, const sn_fuse_layout *L, int64_t D,
-                           float *dparams);
+sn_dfuse sn_k_fuse_dparams(const sn_fuse *f, const sn_fuse_layout *L, int64_t D, float *dparams);
 
 /* Rows whose fp32 statistics overflow (|values| beyond about 1e18, where a sum of squares
  * exceeds FLT_MAX: rstd would be 0 and the output beta) are rare and never in a healthy

@@ -1,12 +1,13 @@
 /* AVX2 + FMA row kernels: the vector primitives for kernels_simd.h, 8 float lanes. This file
  * alone is compiled with -mavx2 -mfma; it runs only after CPUID says so (cpu.c). */
-#if defined(__AVX2__) && defined(__FMA__) /* compiled with its -m flags (src/meson.build); else empty */
+#if defined(__AVX2__) &&                                                                           \
+    defined(__FMA__) /* compiled with its -m flags (src/meson.build); else empty */
 #include <immintrin.h>
 
 typedef __m256 V;
 typedef __m256i M;
-#define VW 8
-#define MFULL _mm256_set1_epi32(-1)
+#define VW            8
+#define MFULL         _mm256_set1_epi32(-1)
 #define SN_KERN_TABLE sn_kern_avx2
 
 static inline V vld(const float *p) { return _mm256_loadu_ps(p); }

@@ -1,13 +1,14 @@
 /* AVX-512F row kernels: the vector primitives for kernels_simd.h, 16 float lanes with opmask
  * tails. This file alone is compiled with -mavx512f (and -mavx2 -mfma); it runs only after
  * CPUID and XCR0 say so (cpu.c). */
-#if defined(__AVX512F__) && defined(__FMA__) /* compiled with its -m flags (src/meson.build); else empty */
+#if defined(__AVX512F__) &&                                                                        \
+    defined(__FMA__) /* compiled with its -m flags (src/meson.build); else empty */
 #include <immintrin.h>
 
 typedef __m512 V;
 typedef __mmask16 M;
-#define VW 16
-#define MFULL ((__mmask16)0xffff)
+#define VW            16
+#define MFULL         ((__mmask16)0xffff)
 #define SN_KERN_TABLE sn_kern_avx512
 
 static inline V vld(const float *p) { return _mm512_loadu_ps(p); }

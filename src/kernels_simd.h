@@ -24,71 +24,71 @@
 
 /* Runs BODY for the columns [0, n) in steps of VW; BODY sees j (first column), t (1 on the
  * partial last step) and m (its mask). The body is the variadic part, so it may hold commas. */
-#define COLS(n, ...)                                                                              \
-    do {                                                                                          \
-        int64_t j = 0;                                                                            \
-        for (; j + VW <= (n); j += VW) {                                                          \
-            const int t = 0;                                                                      \
-            const M m = MFULL;                                                                    \
-            __VA_ARGS__                                                                           \
-        }                                                                                         \
-        if (j < (n)) {                                                                            \
-            const int t = 1;                                                                      \
-            const M m = mask_n((int)((n) - j));                                                   \
-            __VA_ARGS__                                                                           \
-        }                                                                                         \
+#define COLS(n, ...)                                                                               \
+    do {                                                                                           \
+        int64_t j = 0;                                                                             \
+        for (; j + VW <= (n); j += VW) {                                                           \
+            const int t = 0;                                                                       \
+            const M m = MFULL;                                                                     \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+        if (j < (n)) {                                                                             \
+            const int t = 1;                                                                       \
+            const M m = mask_n((int)((n)-j));                                                      \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
     } while (0)
 
 /* Like COLS, from the last column to the first (the partial step first): for an elementwise
  * sweep that follows a forward sweep over the same rows, so that it starts on the columns the
  * forward sweep left in L1. Only for bodies without reductions (the order of the columns then
  * changes no bit). */
-#define COLS_DOWN(n, ...)                                                                         \
-    do {                                                                                          \
-        int64_t j = (n) / VW * VW;                                                                \
-        if (j < (n)) {                                                                            \
-            const int t = 1;                                                                      \
-            const M m = mask_n((int)((n) - j));                                                   \
-            __VA_ARGS__                                                                           \
-        }                                                                                         \
-        while (j > 0) {                                                                           \
-            j -= VW;                                                                              \
-            const int t = 0;                                                                      \
-            const M m = MFULL;                                                                    \
-            __VA_ARGS__                                                                           \
-        }                                                                                         \
+#define COLS_DOWN(n, ...)                                                                          \
+    do {                                                                                           \
+        int64_t j = (n) / VW * VW;                                                                 \
+        if (j < (n)) {                                                                             \
+            const int t = 1;                                                                       \
+            const M m = mask_n((int)((n)-j));                                                      \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+        while (j > 0) {                                                                            \
+            j -= VW;                                                                               \
+            const int t = 0;                                                                       \
+            const M m = MFULL;                                                                     \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
     } while (0)
 
 /* Like COLS for reductions: full vectors alternate between two accumulator sets (k = 0, 1)
  * to halve the dependency chains; the partial last step uses set k = 1. Every reduction of a
  * path uses this one pattern, so a sum is the same bits wherever it is computed. */
-#define RCOLS2(n, ...)                                                                            \
-    do {                                                                                          \
-        int64_t j = 0;                                                                            \
-        const int t = 0;                                                                          \
-        const M m = MFULL;                                                                        \
-        for (; j + 2 * VW <= (n); j += 2 * VW) {                                                  \
-            {                                                                                     \
-                const int k = 0;                                                                  \
-                __VA_ARGS__                                                                       \
-            }                                                                                     \
-            {                                                                                     \
-                const int k = 1;                                                                  \
-                j += VW;                                                                          \
-                __VA_ARGS__                                                                       \
-                j -= VW;                                                                          \
-            }                                                                                     \
-        }                                                                                         \
-        if (j + VW <= (n)) {                                                                      \
-            const int k = 0;                                                                      \
-            __VA_ARGS__                                                                           \
-            j += VW;                                                                              \
-        }                                                                                         \
-        if (j < (n)) {                                                                            \
-            const int k = 1, t = 1;                                                               \
-            const M m = mask_n((int)((n) - j));                                                   \
-            __VA_ARGS__                                                                           \
-        }                                                                                         \
+#define RCOLS2(n, ...)                                                                             \
+    do {                                                                                           \
+        int64_t j = 0;                                                                             \
+        const int t = 0;                                                                           \
+        const M m = MFULL;                                                                         \
+        for (; j + 2 * VW <= (n); j += 2 * VW) {                                                   \
+            {                                                                                      \
+                const int k = 0;                                                                   \
+                __VA_ARGS__                                                                        \
+            }                                                                                      \
+            {                                                                                      \
+                const int k = 1;                                                                   \
+                j += VW;                                                                           \
+                __VA_ARGS__                                                                        \
+                j -= VW;                                                                           \
+            }                                                                                      \
+        }                                                                                          \
+        if (j + VW <= (n)) {                                                                       \
+            const int k = 0;                                                                       \
+            __VA_ARGS__                                                                            \
+            j += VW;                                                                               \
+        }                                                                                          \
+        if (j < (n)) {                                                                             \
+            const int k = 1, t = 1;                                                                \
+            const M m = mask_n((int)((n)-j));                                                      \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
     } while (0)
 
 /* Like RCOLS2 with four accumulator sets (k = 0..3), for the reductions whose chain is the
@@ -96,53 +96,53 @@
  * the leftover full vectors take sets 0, 1, 2 in turn and the partial last step set 3. Every
  * statistic of a path (stats, stats2, the fuse forward's N_out) uses this one pattern, and so
  * does norm_bwd. */
-#define RCOLS4(n, ...)                                                                            \
-    do {                                                                                          \
-        int64_t j = 0;                                                                            \
-        const int t = 0;                                                                          \
-        const M m = MFULL;                                                                        \
-        for (; j + 4 * VW <= (n); j += 4 * VW) {                                                  \
-            {                                                                                     \
-                const int k = 0;                                                                  \
-                __VA_ARGS__                                                                       \
-            }                                                                                     \
-            j += VW;                                                                              \
-            {                                                                                     \
-                const int k = 1;                                                                  \
-                __VA_ARGS__                                                                       \
-            }                                                                                     \
-            j += VW;                                                                              \
-            {                                                                                     \
-                const int k = 2;                                                                  \
-                __VA_ARGS__                                                                       \
-            }                                                                                     \
-            j += VW;                                                                              \
-            {                                                                                     \
-                const int k = 3;                                                                  \
-                __VA_ARGS__                                                                       \
-            }                                                                                     \
-            j -= 3 * VW;                                                                          \
-        }                                                                                         \
-        if (j + VW <= (n)) {                                                                      \
-            const int k = 0;                                                                      \
-            __VA_ARGS__                                                                           \
-            j += VW;                                                                              \
-        }                                                                                         \
-        if (j + VW <= (n)) {                                                                      \
-            const int k = 1;                                                                      \
-            __VA_ARGS__                                                                           \
-            j += VW;                                                                              \
-        }                                                                                         \
-        if (j + VW <= (n)) {                                                                      \
-            const int k = 2;                                                                      \
-            __VA_ARGS__                                                                           \
-            j += VW;                                                                              \
-        }                                                                                         \
-        if (j < (n)) {                                                                            \
-            const int k = 3, t = 1;                                                               \
-            const M m = mask_n((int)((n) - j));                                                   \
-            __VA_ARGS__                                                                           \
-        }                                                                                         \
+#define RCOLS4(n, ...)                                                                             \
+    do {                                                                                           \
+        int64_t j = 0;                                                                             \
+        const int t = 0;                                                                           \
+        const M m = MFULL;                                                                         \
+        for (; j + 4 * VW <= (n); j += 4 * VW) {                                                   \
+            {                                                                                      \
+                const int k = 0;                                                                   \
+                __VA_ARGS__                                                                        \
+            }                                                                                      \
+            j += VW;                                                                               \
+            {                                                                                      \
+                const int k = 1;                                                                   \
+                __VA_ARGS__                                                                        \
+            }                                                                                      \
+            j += VW;                                                                               \
+            {                                                                                      \
+                const int k = 2;                                                                   \
+                __VA_ARGS__                                                                        \
+            }                                                                                      \
+            j += VW;                                                                               \
+            {                                                                                      \
+                const int k = 3;                                                                   \
+                __VA_ARGS__                                                                        \
+            }                                                                                      \
+            j -= 3 * VW;                                                                           \
+        }                                                                                          \
+        if (j + VW <= (n)) {                                                                       \
+            const int k = 0;                                                                       \
+            __VA_ARGS__                                                                            \
+            j += VW;                                                                               \
+        }                                                                                          \
+        if (j + VW <= (n)) {                                                                       \
+            const int k = 1;                                                                       \
+            __VA_ARGS__                                                                            \
+            j += VW;                                                                               \
+        }                                                                                          \
+        if (j + VW <= (n)) {                                                                       \
+            const int k = 2;                                                                       \
+            __VA_ARGS__                                                                            \
+            j += VW;                                                                               \
+        }                                                                                          \
+        if (j < (n)) {                                                                             \
+            const int k = 3, t = 1;                                                                \
+            const M m = mask_n((int)((n)-j));                                                      \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
     } while (0)
 
 /* The helpers are forced inline: each is a few instructions inside the row loops, and in a
@@ -156,17 +156,13 @@
 
 KINLINE V load(const float *p, int t, M m) { return t ? vldm(p, m) : vld(p); }
 KINLINE void store(float *p, V v, int t, M m) {
-    if (t)
-        vstm(p, m, v);
-    else
-        vst(p, v);
+    if (t) vstm(p, m, v);
+    else vst(p, v);
 }
 /* a final output: a streaming store when allowed and the address is aligned, else store */
 KINLINE void store_out(float *p, V v, int t, M m, int nt) {
-    if (nt && !t && ((uintptr_t)p & (VW * sizeof(float) - 1)) == 0)
-        vstream(p, v);
-    else
-        store(p, v, t, m);
+    if (nt && !t && ((uintptr_t)p & (VW * sizeof(float) - 1)) == 0) vstream(p, v);
+    else store(p, v, t, m);
 }
 
 /* the lanes a partial step leaves off contribute 0 to reductions */
@@ -195,9 +191,7 @@ KINLINE V xhat_sub(const sn_rnorm *q, V v) { return vmul(vsub(v, vset1(q->m)), v
 /* the same, without the subtraction when m is +0, which never changes a bit (v - (+0) is v for
  * every v); the one-norm loops are unswitched on zero_m. The fuse kernels, whose loops hold up
  * to six of them, use xhat_sub: a test per vector costs more there than the subtraction. */
-KINLINE V xhat(const sn_rnorm *q, V v) {
-    return zero_m(q) ? vmul(v, vset1(q->r)) : xhat_sub(q, v);
-}
+KINLINE V xhat(const sn_rnorm *q, V v) { return zero_m(q) ? vmul(v, vset1(q->r)) : xhat_sub(q, v); }
 /* gamma * xhat + beta */
 KINLINE V scale_shift(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
     return vfma(gamma_at(q->gamma, j, t, m), xh, beta_at(q->beta, j, t, m));
@@ -207,7 +201,8 @@ KINLINE V scale_shift(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
 
 KINLINE float hsum2(const V a[2]) { return hsum(vadd(a[0], a[1])); }
 KINLINE float hsum4(const V a[4]) { return hsum(vadd(vadd(a[0], a[1]), vadd(a[2], a[3]))); }
-#define ZERO4 {vset1(0.0f), vset1(0.0f), vset1(0.0f), vset1(0.0f)}
+#define ZERO4                                                                                      \
+    { vset1(0.0f), vset1(0.0f), vset1(0.0f), vset1(0.0f) }
 
 static float vsum(const float *v, int64_t n) {
     V a[4] = ZERO4;
@@ -263,8 +258,8 @@ __attribute__((noinline)) static void norm_row(const sn_rnorm *q, const float *v
  * m = 0, r = 1); the same arithmetic, so the same bits, as the two. Both are called from here
  * rather than from the driver, and stay separate (noinline) functions: each was measurably
  * faster than the alternative (docs/performance.md, "Measurements behind the code"). */
-static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64_t W,
-                     float *out, float *m, float *r) {
+static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64_t W, float *out,
+                     float *m, float *r) {
     stats(n, v, W, m, r);
     sn_rnorm q = *q0;
     sn_k_set_stats(&q, n->kind, *m, *r);
@@ -292,8 +287,8 @@ typedef struct xhd2 {
     V xh0, d0, xh1, d1;
 } xhd2;
 KINLINE xhd2 norm_red2_step(const sn_rnorm *q0, const sn_rnorm *q1, const float *dout0,
-                            const float *dout1, const float *v0, const float *v1, int64_t j,
-                            int t, M m, V *a0, V *b0, V *a1, V *b1) {
+                            const float *dout1, const float *v0, const float *v1, int64_t j, int t,
+                            M m, V *a0, V *b0, V *a1, V *b1) {
     xhd2 r;
     r.xh0 = xhat(q0, load(v0 + j, t, m)), r.d0 = load(dout0 + j, t, m);
     r.xh1 = xhat(q1, load(v1 + j, t, m)), r.d1 = load(dout1 + j, t, m);
@@ -306,8 +301,8 @@ KINLINE xhd2 norm_red2_step(const sn_rnorm *q0, const sn_rnorm *q1, const float 
     return r;
 }
 
-static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n,
-                    float *dgamma, float *dbeta) {
+static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n, float *dgamma,
+                    float *dbeta) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
     if (dgamma && dbeta)
@@ -369,8 +364,7 @@ static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64
             const xhd s = norm_red_step(q, dout, v, j, t, m, &a[k], &b[k]);
             store(dbeta + j, vadd(load(dbeta + j, t, m), s.d), t, m);
         });
-    else
-        RCOLS4(W, { norm_red_step(q, dout, v, j, t, m, &a[k], &b[k]); });
+    else RCOLS4(W, { norm_red_step(q, dout, v, j, t, m, &a[k], &b[k]); });
     norm_dx(q, dout, v, W, q->ca * hsum4(a) / (float)W, q->cb * hsum4(b) / (float)W, dv, acc);
 }
 
@@ -386,37 +380,37 @@ static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float
     V a0[4] = ZERO4, b0[4] = ZERO4, a1[4] = ZERO4, b1[4] = ZERO4;
     if (dgamma && dbeta)
         RCOLS4(W, {
-            const xhd2 s = norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k],
-                                          &b0[k], &a1[k], &b1[k]);
+            const xhd2 s = norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k], &b0[k],
+                                          &a1[k], &b1[k]);
             store(dgamma + j, vfma(s.d1, s.xh1, vfma(s.d0, s.xh0, load(dgamma + j, t, m))), t, m);
             store(dbeta + j, vadd(vadd(load(dbeta + j, t, m), s.d0), s.d1), t, m);
         });
     else if (dgamma)
         RCOLS4(W, {
-            const xhd2 s = norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k],
-                                          &b0[k], &a1[k], &b1[k]);
+            const xhd2 s = norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k], &b0[k],
+                                          &a1[k], &b1[k]);
             store(dgamma + j, vfma(s.d1, s.xh1, vfma(s.d0, s.xh0, load(dgamma + j, t, m))), t, m);
         });
     else if (dbeta)
         RCOLS4(W, {
-            const xhd2 s = norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k],
-                                          &b0[k], &a1[k], &b1[k]);
+            const xhd2 s = norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k], &b0[k],
+                                          &a1[k], &b1[k]);
             store(dbeta + j, vadd(vadd(load(dbeta + j, t, m), s.d0), s.d1), t, m);
         });
     else
         RCOLS4(W, {
-            norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k], &b0[k], &a1[k],
-                           &b1[k]);
+            norm_red2_step(&Q0, &Q1, dout0, dout1, v0, v1, j, t, m, &a0[k], &b0[k], &a1[k], &b1[k]);
         });
-    norm_dx(&Q0, dout0, v0, W, Q0.ca * hsum4(a0) / (float)W, Q0.cb * hsum4(b0) / (float)W,
-            dv2[0], acc);
-    norm_dx(&Q1, dout1, v1, W, Q1.ca * hsum4(a1) / (float)W, Q1.cb * hsum4(b1) / (float)W,
-            dv2[1], acc);
+    norm_dx(&Q0, dout0, v0, W, Q0.ca * hsum4(a0) / (float)W, Q0.cb * hsum4(b0) / (float)W, dv2[0],
+            acc);
+    norm_dx(&Q1, dout1, v1, W, Q1.ca * hsum4(a1) / (float)W, Q1.cb * hsum4(b1) / (float)W, dv2[1],
+            acc);
 }
 
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
-#define ZERO2 {vset1(0.0f), vset1(0.0f)}
+#define ZERO2                                                                                      \
+    { vset1(0.0f), vset1(0.0f) }
 
 static int has_rstd(const sn_norm *n) {
     return n->kind == SN_NORM_LAYERNORM || n->kind == SN_NORM_RMSNORM;
@@ -463,8 +457,8 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
 }
 
 /* s = N_x(x) + N_y(y) */
-KINLINE V s_of(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float *y,
-               int64_t j, int t, M m, V *ux) {
+KINLINE V s_of(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float *y, int64_t j,
+               int t, M m, V *ux) {
     *ux = scale_shift(X, xhat_sub(X, load(x + j, t, m)), j, t, m);
     return vadd(*ux, scale_shift(Y, xhat_sub(Y, load(y + j, t, m)), j, t, m));
 }
@@ -481,8 +475,8 @@ KINLINE V fuse_s_step(const sn_rfuse *F, const float *x, const float *y, float *
 
 /* u (if non-NULL) and h = s; the first sweep of N_out's statistics rides along (the same
  * accumulators and order as vsum / vsum_sqdev over h) */
-static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u,
-                   float *h, const sn_norm *no, float *mo, float *ro) {
+static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u, float *h,
+                   const sn_norm *no, float *mo, float *ro) {
     const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
     F = &F_;
     V a[4] = ZERO4;
@@ -499,8 +493,7 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
             V d = keep(vsub(s, zero), t, m);
             a[k] = vfma(d, d, a[k]);
         });
-    else
-        COLS(D, { fuse_s_step(F, x, y, u, h, j, t, m); });
+    else COLS(D, { fuse_s_step(F, x, y, u, h, j, t, m); });
     if (u && F->nt) vfence();
     *mo = 0.0f;
     *ro = 1.0f;
@@ -647,10 +640,8 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
 static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
                       const float *const y[2], float *const u[2], float *const h[2],
                       float st[2][6]) {
-    if (D == 4 * VW)
-        fuse_fwd2_body(F0, f, 4 * VW, x, y, u, h, st);
-    else
-        fuse_fwd2_body(F0, f, D, x, y, u, h, st);
+    if (D == 4 * VW) fuse_fwd2_body(F0, f, 4 * VW, x, y, u, h, st);
+    else fuse_fwd2_body(F0, f, D, x, y, u, h, st);
 }
 
 /* The quantities of a fuse backward, each with its one definition:
@@ -672,8 +663,8 @@ typedef struct belem {
     V xx, yy, xs, ds, dt, gx, gy, dh;
 } belem;
 
-KINLINE belem belem_of(const sn_rfuse *F, int64_t j, int t, M m, const float *dh,
-                       const float *du, const float *x, const float *y) {
+KINLINE belem belem_of(const sn_rfuse *F, int64_t j, int t, M m, const float *dh, const float *du,
+                       const float *x, const float *y) {
     belem e;
     e.xx = xhat_sub(&F->X, load(x + j, t, m));
     e.yy = xhat_sub(&F->Y, load(y + j, t, m));
@@ -688,8 +679,8 @@ KINLINE belem belem_of(const sn_rfuse *F, int64_t j, int t, M m, const float *dh
 
 /* pass 1 of the reductions at column j: N_out's into *a, *b, from g = gamma_out * dh and
  * xs = xs_of(xx, yy) */
-KINLINE void fuse_red1_step(const sn_rfuse *F, const float *dh, V xx, V yy, int64_t j, int t,
-                            M m, V *a, V *b) {
+KINLINE void fuse_red1_step(const sn_rfuse *F, const float *dh, V xx, V yy, int64_t j, int t, M m,
+                            V *a, V *b) {
     const V g = keep(vmul(gamma_at(F->O.gamma, j, t, m), load(dh + j, t, m)), t, m);
     *a = vadd(*a, g);
     *b = vfma(g, keep(xs_of(F, xx, yy, j, t, m), t, m), *b);
@@ -709,8 +700,8 @@ KINLINE void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
     F->ob = F->O.cb * hsum2(b) / (float)D;
 }
 
-KINLINE void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2],
-                         const V by[2], int64_t D) {
+KINLINE void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2], const V by[2],
+                         int64_t D) {
     const float fD = (float)D;
     F->xa = F->X.ca * hsum2(ax) / fD;
     F->xb = F->X.cb * hsum2(bx) / fD;
@@ -752,8 +743,8 @@ KINLINE void fuse_pg_step(const sn_dfuse *dp, const belem *e, int64_t j, int t, 
     acc_add(at(dp->by, j), e->ds, t, m);
 }
 
-static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *du,
-                    const float *x, const float *y, const sn_dfuse *dp) {
+static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *du, const float *x,
+                    const float *y, const sn_dfuse *dp) {
     const sn_dfuse dp_ = *dp;
     dp = &dp_;
     const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
@@ -765,22 +756,18 @@ static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *
 }
 
 /* the input gradients of one step from xx, yy, gx, gy */
-KINLINE void fuse_dx_step(const sn_rfuse *F, V xx, V yy, V gx, V gy, float *dx, float *dy,
-                          int accx, int accy, int64_t j, int t, M m) {
+KINLINE void fuse_dx_step(const sn_rfuse *F, V xx, V yy, V gx, V gy, float *dx, float *dy, int accx,
+                          int accy, int64_t j, int t, M m) {
     V ddx = vmul(vset1(F->X.r), vfnma(xx, vset1(F->xb), vsub(gx, vset1(F->xa))));
     V ddy = vmul(vset1(F->Y.r), vfnma(yy, vset1(F->yb), vsub(gy, vset1(F->ya))));
-    if (accx)
-        store(dx + j, vadd(load(dx + j, t, m), ddx), t, m);
-    else
-        store_out(dx + j, ddx, t, m, F->nt);
-    if (accy)
-        store(dy + j, vadd(load(dy + j, t, m), ddy), t, m);
-    else
-        store_out(dy + j, ddy, t, m, F->nt);
+    if (accx) store(dx + j, vadd(load(dx + j, t, m), ddx), t, m);
+    else store_out(dx + j, ddx, t, m, F->nt);
+    if (accy) store(dy + j, vadd(load(dy + j, t, m), ddy), t, m);
+    else store_out(dy + j, ddy, t, m, F->nt);
 }
 
-static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *du,
-                    const float *x, const float *y, float *dx, float *dy, int accx, int accy) {
+static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
+                    const float *y, float *dx, float *dy, int accx, int accy) {
     const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
     F = &F_;
     /* du is read (inside belem_of) before dx is written: dx may be du */
@@ -811,9 +798,8 @@ typedef struct brow {
     V ax[2], bx[2], ay[2], by[2]; /* pass 2: N_x's and N_y's */
 } brow;
 
-KINLINE void brow_init(brow *w, const sn_rfuse *F, const float *dh, const float *du,
-                       const float *x, const float *y, float *dx, float *dy, float *bs,
-                       float *bg) {
+KINLINE void brow_init(brow *w, const sn_rfuse *F, const float *dh, const float *du, const float *x,
+                       const float *y, float *dx, float *dy, float *bs, float *bg) {
     w->F = *F;
     w->dh = dh, w->du = du, w->x = x, w->y = y, w->dx = dx, w->dy = dy;
     w->bs = bs, w->bg = bg;
@@ -862,8 +848,7 @@ KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
 KINLINE void fuse_p3(const brow *w, int accx, int accy, int64_t j, int t, M m) {
     const V xx = xhat_sub(&w->F.X, load(w->x + j, t, m));
     const V yy = xhat_sub(&w->F.Y, load(w->y + j, t, m));
-    fuse_dx_step(&w->F, xx, yy, vld(w->bs + j), vld(w->bg + j), w->dx, w->dy, accx, accy, j, t,
-                 m);
+    fuse_dx_step(&w->F, xx, yy, vld(w->bs + j), vld(w->bg + j), w->dx, w->dy, accx, accy, j, t, m);
 }
 
 /* a parameter-gradient vector of rows 0 and 1: p = (p + v0) + v1, or p = fma(a1, b1,
@@ -876,8 +861,7 @@ KINLINE void acc_fma2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
 }
 
 static void fuse_bwd(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
-                     const float *y, float *dx, float *dy, int accx, int accy,
-                     const sn_dfuse *dp) {
+                     const float *y, float *dx, float *dy, int accx, int accy, const sn_dfuse *dp) {
     if (D > FUSE_ROW_MAX) {
         sn_k_prefetch_rows(F, D);
         fuse_red(F, D, dh, du, x, y);
@@ -963,22 +947,16 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
     const int g3 = F0->X.gamma && F0->Y.gamma && F0->O.gamma && dp->gx && dp->gy && dp->go;
     const int b3 = F0->X.beta && F0->Y.beta && F0->O.beta && dp->bx && dp->by && dp->bo;
     const int nb3 = !F0->X.beta && !F0->Y.beta && !F0->O.beta && !dp->bx && !dp->by && !dp->bo;
-    if (g3 && b3)
-        fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
-    else if (g3 && nb3)
-        fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
-    else
-        fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
+    if (g3 && b3) fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
+    else if (g3 && nb3) fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
+    else fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
     if (F0->nt) vfence();
 }
-static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2],
-                      const float *const du[2], const float *const x[2],
-                      const float *const y[2], float *const dx[2], float *const dy[2], int accx,
-                      int accy, const sn_dfuse *dp) {
-    if (D == 4 * VW)
-        fuse_bwd2_body(F2, 4 * VW, dh, du, x, y, dx, dy, accx, accy, dp);
-    else
-        fuse_bwd2_body(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
+static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2], const float *const du[2],
+                      const float *const x[2], const float *const y[2], float *const dx[2],
+                      float *const dy[2], int accx, int accy, const sn_dfuse *dp) {
+    if (D == 4 * VW) fuse_bwd2_body(F2, 4 * VW, dh, du, x, y, dx, dy, accx, accy, dp);
+    else fuse_bwd2_body(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
 }
 
 /* ---- elementwise --------------------------------------------------------------------------- */

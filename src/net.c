@@ -34,15 +34,15 @@ enum { MERGE_NONE, MERGE_NORM, MERGE_FUSE };
  * multiplies them). */
 typedef struct stage {
     int op;
-    int nn;            /* number of norms */
-    sn_norm n[3];      /* in parameter (and norm_at) order */
-    int64_t p;         /* parameter offset */
-    int64_t np;        /* parameter count */
-    int64_t xin, yin;  /* slots of x_i, y_i */
+    int nn;           /* number of norms */
+    sn_norm n[3];     /* in parameter (and norm_at) order */
+    int64_t p;        /* parameter offset */
+    int64_t np;       /* parameter count */
+    int64_t xin, yin; /* slots of x_i, y_i */
     int64_t xout, yout;
-    int64_t aux;       /* t (OP_POST, OP_SIAMP) or z (OP_PERI) slot, -1 if none */
-    int64_t st;        /* first stats plane, in floats per row from the start of the planes */
-    float c;           /* z scale c_i (SiameseNorm) or alpha (OP_POST) */
+    int64_t aux; /* t (OP_POST, OP_SIAMP) or z (OP_PERI) slot, -1 if none */
+    int64_t st;  /* first stats plane, in floats per row from the start of the planes */
+    float c;     /* z scale c_i (SiameseNorm) or alpha (OP_POST) */
 } stage;
 
 /* A validated description with its global sizes. */
@@ -50,15 +50,15 @@ typedef struct netl {
     const sn_net *net;
     int placement;
     int64_t S, D;
-    int merge;        /* MERGE_* */
-    int split_norm;   /* 1: x_0 = N_emb(e) (Peri-LN) */
-    int two;          /* two streams */
-    int64_t np;       /* total parameters */
+    int merge;      /* MERGE_* */
+    int split_norm; /* 1: x_0 = N_emb(e) (Peri-LN) */
+    int two;        /* two streams */
+    int64_t np;     /* total parameters */
     int64_t nslots;
-    int64_t spr;      /* statistics floats per row, all planes */
+    int64_t spr; /* statistics floats per row, all planes */
     int64_t wslots;
-    int64_t max_spr;  /* the most statistics floats per row of any one stage (inference) */
-    int any_aux;      /* some stage keeps a temporary slot (inference needs one) */
+    int64_t max_spr; /* the most statistics floats per row of any one stage (inference) */
+    int any_aux;     /* some stage keeps a temporary slot (inference needs one) */
 } netl;
 
 static int two_streams(int placement) {
@@ -99,8 +99,7 @@ sn_status sn_net_check(const sn_net *net) {
         for (int32_t i = 0; i < net->n_sublayers; i++)
             if (sn_check_scale(net->scales[i]) != SN_OK) return SN_ERR_SCALE;
         break;
-    default:
-        return SN_ERR_CONFIG;
+    default: return SN_ERR_CONFIG;
     }
     return SN_OK;
 }
@@ -134,7 +133,8 @@ static float scale_of(const sn_net *net, int64_t i) {
     if (!two_streams(p) && p != SN_PLACEMENT_DEEPNORM) return 1.0f;
     if (net->scale_rule == SN_SCALE_NONE) return 1.0f;
     if (net->scale_rule == SN_SCALE_EXPLICIT) return net->scales[i];
-    if (p == SN_PLACEMENT_DEEPNORM) return (float)pow(2.0 * (double)n_layers(net->n_sublayers), 0.25);
+    if (p == SN_PLACEMENT_DEEPNORM)
+        return (float)pow(2.0 * (double)n_layers(net->n_sublayers), 0.25);
     return sqrtf((float)(2 * (i / 2 + 1)));
 }
 
@@ -156,7 +156,8 @@ static void sublayer_kind(const sn_net *net, int64_t i, stage *s) {
         s->n[1] = N;
         break;
     case SN_PLACEMENT_MIX_LN: {
-        int64_t n_post = (int64_t)floor((double)net->mix_fraction * (double)n_layers(net->n_sublayers));
+        int64_t n_post =
+            (int64_t)floor((double)net->mix_fraction * (double)n_layers(net->n_sublayers));
         s->op = layer < n_post ? OP_POST : OP_PRE;
         break;
     }
@@ -274,8 +275,8 @@ static void layout(netl *L, int64_t want, stage *out) {
         L->np = p + s.np + norms_params(&sp, D);
         L->spr = spr + norms_spr(&s, D) + norms_spr(&sp, D);
         L->nslots = slot;
-        const int64_t ends = norms_spr(&s, D) > norms_spr(&sp, D) ? norms_spr(&s, D)
-                                                                   : norms_spr(&sp, D);
+        const int64_t ends =
+            norms_spr(&s, D) > norms_spr(&sp, D) ? norms_spr(&s, D) : norms_spr(&sp, D);
         if (ends > L->max_spr) L->max_spr = ends;
     }
     *out = s;
@@ -372,14 +373,12 @@ sn_status sn_net_init_gain(const sn_net *net, float *gain) {
     sn_status st = resolve(net, &L);
     if (st != SN_OK) return st;
     if (!gain) return SN_ERR_NULL;
-    *gain = L.placement == SN_PLACEMENT_DEEPNORM
-                ? (float)pow(8.0 * (double)n_layers(L.S), -0.25)
-                : 1.0f;
+    *gain = L.placement == SN_PLACEMENT_DEEPNORM ? (float)pow(8.0 * (double)n_layers(L.S), -0.25)
+                                                 : 1.0f;
     return SN_OK;
 }
 
-sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm *norm,
-                         int64_t *offset) {
+sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm *norm, int64_t *offset) {
     netl L;
     sn_status st = resolve(net, &L);
     if (st != SN_OK) return st;
@@ -443,12 +442,12 @@ enum { AT_SPLIT, AT_SUB, AT_MERGE }; /* the stage it works on */
 
 /* One pass call, as begin() validates it: direction, stage, and the caller's matrix. */
 typedef struct call {
-    int dir;        /* FWD, BWD or INFER */
-    int at;         /* AT_SPLIT, AT_SUB (sub-layer i) or AT_MERGE */
-    int32_t i;      /* the sub-layer, for AT_SUB */
+    int dir;          /* FWD, BWD or INFER */
+    int at;           /* AT_SPLIT, AT_SUB (sub-layer i) or AT_MERGE */
+    int32_t i;        /* the sub-layer, for AT_SUB */
     const float *mat; /* the caller's R x D matrix, row stride ld */
     int64_t ld;
-    int mat_written;  /* the call writes mat (else reads it) */
+    int mat_written; /* the call writes mat (else reads it) */
     uint32_t flags;
     uint32_t allowed; /* the flags this call knows */
 } call;
@@ -519,8 +518,8 @@ static sn_status begin(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *
 }
 
 /* begin() for an inference call: its buffers as a pass whose acts is the state. */
-static sn_status begin_infer(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *q,
-                             call *c, pass *P) {
+static sn_status begin_infer(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *q, call *c,
+                             pass *P) {
     c->dir = INFER;
     if (net && !q) return SN_ERR_NULL;
     const sn_net_pass p = {q ? q->rows : 0, q ? q->params : NULL, q ? q->state : NULL, NULL, NULL};
@@ -574,8 +573,8 @@ static void split_fwd(const sn_ctx *ctx, const pass *P, const float *e, int64_t 
     const int64_t R = P->R, D = P->L.D;
     sn_d_copy(ctx, R, D, e, lde, slot(P, P->s.xin), D);
     if (P->L.split_norm)
-        sn_d_norm_fwd(ctx, &P->s.n[0], R, D, slot(P, P->s.xin), D, par(P, 0), slot(P, P->s.xout),
-                      D, plane(P, 0));
+        sn_d_norm_fwd(ctx, &P->s.n[0], R, D, slot(P, P->s.xin), D, par(P, 0), slot(P, P->s.xout), D,
+                      plane(P, 0));
     if (P->infer && P->L.two) /* training's y_0 shares x_0's slot; the state updates y in place */
         sn_d_copy(ctx, R, D, e, lde, slot(P, P->s.yout), D);
 }
@@ -588,12 +587,8 @@ static void enter_fwd(const sn_ctx *ctx, const pass *P, float *h, int64_t ldh) {
     sn_fuse f;
     switch (s->op) {
     case OP_PRE:
-    case OP_PERI:
-        sn_d_norm_fwd(ctx, &s->n[0], R, D, x, D, par(P, 0), h, ldh, plane(P, 0));
-        break;
-    case OP_POST:
-        sn_d_copy(ctx, R, D, x, D, h, ldh);
-        break;
+    case OP_PERI: sn_d_norm_fwd(ctx, &s->n[0], R, D, x, D, par(P, 0), h, ldh, plane(P, 0)); break;
+    case OP_POST: sn_d_copy(ctx, R, D, x, D, h, ldh); break;
     case OP_HMLP: /* u into x_{i+1}'s slot, where exit(i) completes it; h = u */
         sn_d_norm_fwd(ctx, &s->n[0], R, D, x, D, par(P, 0), slot(P, s->xout), D, plane(P, 0));
         sn_d_copy(ctx, R, D, slot(P, s->xout), D, h, ldh);
@@ -611,9 +606,7 @@ static void exit_fwd(const sn_ctx *ctx, const pass *P, const float *z, int64_t l
     const int64_t R = P->R, D = P->L.D;
     float *x = slot(P, s->xin), *xo = slot(P, s->xout);
     switch (s->op) {
-    case OP_PRE:
-        sn_d_add_div(ctx, R, D, x, D, z, ldz, 1.0f, xo, D, 0);
-        break;
+    case OP_PRE: sn_d_add_div(ctx, R, D, x, D, z, ldz, 1.0f, xo, D, 0); break;
     case OP_POST: /* t = alpha * x + z, x' = N(t) */
         sn_d_axpy(ctx, R, D, s->c, x, D, z, ldz, slot(P, s->aux), D);
         sn_d_norm_fwd(ctx, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
@@ -623,16 +616,12 @@ static void exit_fwd(const sn_ctx *ctx, const pass *P, const float *z, int64_t l
         sn_d_norm_fwd(ctx, &s->n[1], R, D, slot(P, s->aux), D, par(P, 1), xo, D, plane(P, 1));
         sn_d_add_div(ctx, R, D, xo, D, x, D, 1.0f, xo, D, 0);
         break;
-    case OP_HMLP: /* xo holds u */
-        sn_d_add_div(ctx, R, D, xo, D, z, ldz, 1.0f, xo, D, 0);
-        break;
+    case OP_HMLP: /* xo holds u */ sn_d_add_div(ctx, R, D, xo, D, z, ldz, 1.0f, xo, D, 0); break;
     case OP_SIAM: /* xo holds u */
-        sn_d_apply(ctx, R, D, s->c, z, ldz, xo, D, slot(P, s->yin), D, xo, D, slot(P, s->yout),
-                   D);
+        sn_d_apply(ctx, R, D, s->c, z, ldz, xo, D, slot(P, s->yin), D, xo, D, slot(P, s->yout), D);
         break;
     case OP_SIAMX:
-        sn_d_apply(ctx, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, xo, D, slot(P, s->yout),
-                   D);
+        sn_d_apply(ctx, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, xo, D, slot(P, s->yout), D);
         break;
     default: /* OP_SIAMP: t = x + z/c, x' = N_post(t) */
         sn_d_apply(ctx, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, slot(P, s->aux), D,
@@ -648,9 +637,7 @@ static void merge_fwd(const sn_ctx *ctx, const pass *P, float *out, int64_t ldo)
     int first;
     sn_fuse f;
     switch (P->L.merge) {
-    case MERGE_NONE:
-        sn_d_copy(ctx, R, D, x, D, out, ldo);
-        break;
+    case MERGE_NONE: sn_d_copy(ctx, R, D, x, D, out, ldo); break;
     case MERGE_NORM:
         sn_d_norm_fwd(ctx, &P->s.n[0], R, D, x, D, par(P, 0), out, ldo, plane(P, 0));
         break;
@@ -742,12 +729,10 @@ sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
     int first;
     sn_fuse f;
     switch (P.L.merge) {
-    case MERGE_NONE:
-        sn_d_copy(ctx, R, D, dout, lddo, dxw(&P), D);
-        break;
+    case MERGE_NONE: sn_d_copy(ctx, R, D, dout, lddo, dxw(&P), D); break;
     case MERGE_NORM:
-        sn_d_norm_bwd(ctx, &P.s.n[0], R, D, dout, lddo, x, D, par(&P, 0), plane(&P, 0), dxw(&P),
-                      D, grd(&P, 0), 0);
+        sn_d_norm_bwd(ctx, &P.s.n[0], R, D, dout, lddo, x, D, par(&P, 0), plane(&P, 0), dxw(&P), D,
+                      grd(&P, 0), 0);
         break;
     default:
         f = fuse_of(&P, &first);
@@ -761,8 +746,14 @@ sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
 sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
                                int32_t i, float *dz, int64_t lddz, uint32_t flags) {
     pass P;
-    const call c = {.dir = BWD, .at = AT_SUB, .i = i, .mat = dz, .ld = lddz, .mat_written = 1,
-                    .flags = flags, .allowed = SN_ACCUMULATE};
+    const call c = {.dir = BWD,
+                    .at = AT_SUB,
+                    .i = i,
+                    .mat = dz,
+                    .ld = lddz,
+                    .mat_written = 1,
+                    .flags = flags,
+                    .allowed = SN_ACCUMULATE};
     sn_status st = begin(ctx, net, bufs, &c, &P);
     if (st != SN_OK) return st;
     const stage *s = &P.s;
@@ -771,29 +762,24 @@ sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_ne
     float *dx = dxw(&P);
     switch (s->op) {
     case OP_PERI: /* dz = N_out backward of dx_{i+1} */
-        sn_d_norm_bwd(ctx, &s->n[1], R, D, dx, D, slot(&P, s->aux), D, par(&P, 1), plane(&P, 1),
-                      dz, lddz, grd(&P, 1), acc);
+        sn_d_norm_bwd(ctx, &s->n[1], R, D, dx, D, slot(&P, s->aux), D, par(&P, 1), plane(&P, 1), dz,
+                      lddz, grd(&P, 1), acc);
         return SN_OK;
     case OP_SIAM:
-    case OP_SIAMX:
-        sn_d_add_div(ctx, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc);
-        return SN_OK;
+    case OP_SIAMX: sn_d_add_div(ctx, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc); return SN_OK;
     case OP_SIAMP: /* dt = N_post backward of dx_{i+1}, in place; dz = dt / c + dy */
-        sn_d_norm_bwd(ctx, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0), plane(&P, 0),
-                      dx, D, grd(&P, 0), 0);
+        sn_d_norm_bwd(ctx, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0), plane(&P, 0), dx,
+                      D, grd(&P, 0), 0);
         sn_d_add_div(ctx, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc);
         return SN_OK;
     case OP_POST: /* dt = N backward of dx_{i+1}, in place; dz = dt */
-        sn_d_norm_bwd(ctx, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0), plane(&P, 0),
-                      dx, D, grd(&P, 0), 0);
+        sn_d_norm_bwd(ctx, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0), plane(&P, 0), dx,
+                      D, grd(&P, 0), 0);
         break;
-    default: /* OP_PRE, OP_HMLP: dz = dx_{i+1} */
-        break;
+    default: /* OP_PRE, OP_HMLP: dz = dx_{i+1} */ break;
     }
-    if (acc)
-        sn_d_add_div(ctx, R, D, dz, lddz, dx, D, 1.0f, dz, lddz, 0);
-    else
-        sn_d_copy(ctx, R, D, dx, D, dz, lddz);
+    if (acc) sn_d_add_div(ctx, R, D, dz, lddz, dx, D, 1.0f, dz, lddz, 0);
+    else sn_d_copy(ctx, R, D, dx, D, dz, lddz);
     return SN_OK;
 }
 
@@ -820,15 +806,14 @@ sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
         break;
     case OP_HMLP: /* dx_i = N backward of (dx' + dh) */
         sn_d_add_div(ctx, R, D, dx, D, dh, lddh, 1.0f, dx, D, 0);
-        sn_d_norm_bwd(ctx, &s->n[0], R, D, dx, D, x, D, par(&P, 0), plane(&P, 0), dx, D,
-                      grd(&P, 0), 0);
+        sn_d_norm_bwd(ctx, &s->n[0], R, D, dx, D, x, D, par(&P, 0), plane(&P, 0), dx, D, grd(&P, 0),
+                      0);
         break;
     default:
         f = fuse_of(&P, &first);
         if (s->op == OP_SIAM) /* dx_i = N_post backward of (dx' + ds), in place */
-            sn_d_fuse_bwd(ctx, &f, R, D, dh, lddh, dx, D, x, D, slot(&P, s->yin), D,
-                          par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
-                          SN_ACCUMULATE_Y);
+            sn_d_fuse_bwd(ctx, &f, R, D, dh, lddh, dx, D, x, D, slot(&P, s->yin), D, par(&P, first),
+                          plane(&P, first), dx, D, dyw(&P), D, grd(&P, first), SN_ACCUMULATE_Y);
         else /* the residual bypasses N_x: dx_i = dx' + N_x backward of ds */
             sn_d_fuse_bwd(ctx, &f, R, D, dh, lddh, NULL, 0, x, D, slot(&P, s->yin), D,
                           par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
@@ -841,20 +826,22 @@ sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
 sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
                                 float *de, int64_t ldde, uint32_t flags) {
     pass P;
-    const call c = {.dir = BWD, .at = AT_SPLIT, .mat = de, .ld = ldde, .mat_written = 1,
-                    .flags = flags, .allowed = SN_ACCUMULATE};
+    const call c = {.dir = BWD,
+                    .at = AT_SPLIT,
+                    .mat = de,
+                    .ld = ldde,
+                    .mat_written = 1,
+                    .flags = flags,
+                    .allowed = SN_ACCUMULATE};
     sn_status st = begin(ctx, net, bufs, &c, &P);
     if (st != SN_OK) return st;
     const int64_t R = P.R, D = P.L.D;
     const int acc = (flags & SN_ACCUMULATE) != 0;
-    if (P.L.two)
-        sn_d_add_div(ctx, R, D, dxw(&P), D, dyw(&P), D, 1.0f, de, ldde, acc);
+    if (P.L.two) sn_d_add_div(ctx, R, D, dxw(&P), D, dyw(&P), D, 1.0f, de, ldde, acc);
     else if (P.L.split_norm)
         sn_d_norm_bwd(ctx, &P.s.n[0], R, D, dxw(&P), D, slot(&P, 0), D, par(&P, 0), plane(&P, 0),
                       de, ldde, grd(&P, 0), acc);
-    else if (acc)
-        sn_d_add_div(ctx, R, D, de, ldde, dxw(&P), D, 1.0f, de, ldde, 0);
-    else
-        sn_d_copy(ctx, R, D, dxw(&P), D, de, ldde);
+    else if (acc) sn_d_add_div(ctx, R, D, de, ldde, dxw(&P), D, 1.0f, de, ldde, 0);
+    else sn_d_copy(ctx, R, D, dxw(&P), D, de, ldde);
     return SN_OK;
 }

@@ -24,9 +24,8 @@ sn_status sn_norm_init_params(const sn_norm *n, int64_t D, float *params) {
     return SN_OK;
 }
 
-sn_status sn_norm_forward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
-                          const float *x, int64_t ldx, const float *params, float *out,
-                          int64_t ldo, float *stats) {
+sn_status sn_norm_forward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *x,
+                          int64_t ldx, const float *params, float *out, int64_t ldo, float *stats) {
     if (!n) return SN_ERR_NULL;
     sn_status st = sn_check_dims(R, D);
     if (st == SN_OK) st = sn_check_norm(n, D, 1);

@@ -27,13 +27,13 @@
 struct sn_pool {
     pthread_mutex_t mu;
     pthread_cond_t wake;
-    pthread_cond_t finished;  /* the last claimed task of a run has finished */
+    pthread_cond_t finished; /* the last claimed task of a run has finished */
     int n_workers, started, quit;
-    int waiting;              /* the caller sleeps on `finished` (under mu) */
-    atomic_uint gen;          /* generation of the current run (0: none yet) */
-    atomic_ullong claim;      /* gen << 32 | next task index */
-    atomic_llong done;        /* tasks of the current run finished */
-    atomic_llong n_tasks;     /* tasks of the current run */
+    int waiting;          /* the caller sleeps on `finished` (under mu) */
+    atomic_uint gen;      /* generation of the current run (0: none yet) */
+    atomic_ullong claim;  /* gen << 32 | next task index */
+    atomic_llong done;    /* tasks of the current run finished */
+    atomic_llong n_tasks; /* tasks of the current run */
     sn_task_fn task;
     void *arg;
     pthread_t tid[SN_MAX_THREADS];

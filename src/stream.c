@@ -20,8 +20,8 @@ sn_status sn_apply_forward(const sn_ctx *ctx, int64_t R, int64_t D, float c, con
     if (st == SN_OK) st = sn_check_scale(c);
     if (st != SN_OK) return st;
     const sn_buf bufs[] = {
-        sn_mat_buf(z, R, D, ldz, 0, 0),     sn_mat_buf(u, R, D, ldu, 0, 0),
-        sn_mat_buf(y, R, D, ldy, 0, 0),     sn_mat_buf(xo, R, D, ldxo, 1, 1u << 1),
+        sn_mat_buf(z, R, D, ldz, 0, 0),         sn_mat_buf(u, R, D, ldu, 0, 0),
+        sn_mat_buf(y, R, D, ldy, 0, 0),         sn_mat_buf(xo, R, D, ldxo, 1, 1u << 1),
         sn_mat_buf(yo, R, D, ldyo, 1, 1u << 2),
     };
     st = sn_check_alias(bufs, 5);
@@ -32,8 +32,8 @@ sn_status sn_apply_forward(const sn_ctx *ctx, int64_t R, int64_t D, float c, con
 }
 
 sn_status sn_apply_backward(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *dxo,
-                            int64_t lddxo, const float *dyo, int64_t lddyo, float *dz,
-                            int64_t lddz, uint32_t flags) {
+                            int64_t lddxo, const float *dyo, int64_t lddyo, float *dz, int64_t lddz,
+                            uint32_t flags) {
     const float *p[] = {dxo, dyo, dz};
     const int64_t ld[] = {lddxo, lddyo, lddz};
     sn_status st = check_views(R, D, p, ld, 3);
@@ -72,8 +72,8 @@ sn_status sn_split_forward(const sn_ctx *ctx, int64_t R, int64_t D, const float 
     return SN_OK;
 }
 
-sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, const float *dx,
-                            int64_t lddx, const float *dy, int64_t lddy, float *de, int64_t ldde,
+sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, const float *dx, int64_t lddx,
+                            const float *dy, int64_t lddy, float *de, int64_t ldde,
                             uint32_t flags) {
     const float *p[] = {dx, dy, de};
     const int64_t ld[] = {lddx, lddy, ldde};

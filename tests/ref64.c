@@ -8,26 +8,20 @@
 
 int64_t ref_norm_width(const sn_norm *n, int64_t D) { return n->group > 0 ? n->group : D; }
 
-int64_t ref_norm_nparams(const sn_norm *n, int64_t D)
-{
-    if (n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE)
-        return 0;
+int64_t ref_norm_nparams(const sn_norm *n, int64_t D) {
+    if (n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE) return 0;
     return (n->affine == SN_AFFINE_SCALE_SHIFT ? 2 : 1) * ref_norm_width(n, D);
 }
 
-int64_t ref_norm_nstats(const sn_norm *n, int64_t D)
-{
+int64_t ref_norm_nstats(const sn_norm *n, int64_t D) {
     int64_t groups = D / ref_norm_width(n, D);
-    if (n->kind == SN_NORM_LAYERNORM)
-        return 2 * groups;
-    if (n->kind == SN_NORM_RMSNORM)
-        return groups;
+    if (n->kind == SN_NORM_LAYERNORM) return 2 * groups;
+    if (n->kind == SN_NORM_RMSNORM) return groups;
     return 0;
 }
 
 void ref_norm_fwd(const sn_norm *n, int64_t R, int64_t D, const double *x, int64_t ldx,
-                  const double *p, double *out, int64_t ldo, double *stats)
-{
+                  const double *p, double *out, int64_t ldo, double *stats) {
     const int64_t W = ref_norm_width(n, D), G = D / W, ns = ref_norm_nstats(n, D);
     const int has_gamma = n->kind != SN_NORM_IDENTITY && n->affine != SN_AFFINE_NONE;
     const int has_beta = has_gamma && n->affine == SN_AFFINE_SCALE_SHIFT;
@@ -36,8 +30,7 @@ void ref_norm_fwd(const sn_norm *n, int64_t R, int64_t D, const double *x, int64
         const double *xr = x + r * ldx;
         double *orow = out + r * ldo;
         if (n->kind == SN_NORM_IDENTITY) {
-            for (int64_t j = 0; j < D; j++)
-                orow[j] = xr[j];
+            for (int64_t j = 0; j < D; j++) orow[j] = xr[j];
             continue;
         }
         if (n->kind == SN_NORM_SCALE) { /* gamma * v + beta, no statistics */
@@ -50,12 +43,10 @@ void ref_norm_fwd(const sn_norm *n, int64_t R, int64_t D, const double *x, int64
             double *o = orow + g * W;
             double mu = 0.0, ms = 0.0;
             if (n->kind == SN_NORM_LAYERNORM) {
-                for (int64_t j = 0; j < W; j++)
-                    mu += v[j];
+                for (int64_t j = 0; j < W; j++) mu += v[j];
                 mu /= (double)W;
             }
-            for (int64_t j = 0; j < W; j++)
-                ms += (v[j] - mu) * (v[j] - mu);
+            for (int64_t j = 0; j < W; j++) ms += (v[j] - mu) * (v[j] - mu);
             ms /= (double)W; /* LayerNorm: biased variance; RMSNorm: mean square (mu = 0) */
             const double rstd = 1.0 / sqrt(ms + eps);
             if (stats) {
@@ -77,8 +68,7 @@ void ref_norm_fwd(const sn_norm *n, int64_t R, int64_t D, const double *x, int64
 }
 
 void ref_norm_bwd(const sn_norm *n, int64_t R, int64_t D, const double *dout, int64_t ldd,
-                  const double *x, int64_t ldx, const double *p, double *dx, int64_t lddx)
-{
+                  const double *x, int64_t ldx, const double *p, double *dx, int64_t lddx) {
     const int64_t W = ref_norm_width(n, D), G = D / W;
     const int has_gamma = n->kind != SN_NORM_IDENTITY && n->affine != SN_AFFINE_NONE;
     const double eps = (double)n->eps;
@@ -86,20 +76,17 @@ void ref_norm_bwd(const sn_norm *n, int64_t R, int64_t D, const double *dout, in
         const double *xr = x + r * ldx, *dr = dout + r * ldd;
         double *o = dx + r * lddx;
         if (n->kind == SN_NORM_IDENTITY || n->kind == SN_NORM_SCALE) {
-            for (int64_t j = 0; j < D; j++)
-                o[j] = (has_gamma ? p[j % W] : 1.0) * dr[j];
+            for (int64_t j = 0; j < D; j++) o[j] = (has_gamma ? p[j % W] : 1.0) * dr[j];
             continue;
         }
         for (int64_t g = 0; g < G; g++) {
             const double *v = xr + g * W, *d = dr + g * W;
             double mu = 0.0, ms = 0.0, mg = 0.0, mgx = 0.0;
             if (n->kind == SN_NORM_LAYERNORM) {
-                for (int64_t j = 0; j < W; j++)
-                    mu += v[j];
+                for (int64_t j = 0; j < W; j++) mu += v[j];
                 mu /= (double)W;
             }
-            for (int64_t j = 0; j < W; j++)
-                ms += (v[j] - mu) * (v[j] - mu);
+            for (int64_t j = 0; j < W; j++) ms += (v[j] - mu) * (v[j] - mu);
             ms /= (double)W;
             const double rstd = 1.0 / sqrt(ms + eps);
             for (int64_t j = 0; j < W; j++) {
@@ -109,8 +96,7 @@ void ref_norm_bwd(const sn_norm *n, int64_t R, int64_t D, const double *dout, in
             }
             mg /= (double)W;
             mgx /= (double)W;
-            if (n->kind != SN_NORM_LAYERNORM)
-                mg = 0.0;
+            if (n->kind != SN_NORM_LAYERNORM) mg = 0.0;
             for (int64_t j = 0; j < W; j++) {
                 const double gj = (has_gamma ? p[j] : 1.0) * d[j], xhat = (v[j] - mu) * rstd;
                 o[g * W + j] = rstd * (gj - mg - xhat * mgx);
@@ -119,35 +105,30 @@ void ref_norm_bwd(const sn_norm *n, int64_t R, int64_t D, const double *dout, in
     }
 }
 
-int64_t ref_fuse_nparams(const sn_fuse *f, int64_t D)
-{
+int64_t ref_fuse_nparams(const sn_fuse *f, int64_t D) {
     return ref_norm_nparams(&f->x, D) + ref_norm_nparams(&f->y, D) + ref_norm_nparams(&f->out, D);
 }
 
 void ref_fuse_fwd(const sn_fuse *f, int64_t R, int64_t D, const double *x, int64_t ldx,
-                  const double *y, int64_t ldy, const double *p, double *u, int64_t ldu,
-                  double *h, int64_t ldh)
-{
+                  const double *y, int64_t ldy, const double *p, double *u, int64_t ldu, double *h,
+                  int64_t ldh) {
     double *uu = (double *)malloc((size_t)(R * D) * sizeof(double));
     double *ny = (double *)malloc((size_t)(R * D) * sizeof(double));
     const double *px = p, *py = p + ref_norm_nparams(&f->x, D);
     const double *po = py + ref_norm_nparams(&f->y, D);
     ref_norm_fwd(&f->x, R, D, x, ldx, px, uu, D, NULL);
     ref_norm_fwd(&f->y, R, D, y, ldy, py, ny, D, NULL);
-    for (int64_t k = 0; k < R * D; k++)
-        ny[k] += uu[k]; /* s = u + N_y(y) */
+    for (int64_t k = 0; k < R * D; k++) ny[k] += uu[k]; /* s = u + N_y(y) */
     ref_norm_fwd(&f->out, R, D, ny, D, po, h, ldh, NULL);
     if (u)
-        for (int64_t r = 0; r < R; r++)
-            memcpy(u + r * ldu, uu + r * D, (size_t)D * sizeof(double));
+        for (int64_t r = 0; r < R; r++) memcpy(u + r * ldu, uu + r * D, (size_t)D * sizeof(double));
     free(uu);
     free(ny);
 }
 
 void ref_apply_fwd(int64_t R, int64_t D, double c, const double *z, int64_t ldz, const double *u,
-                   int64_t ldu, const double *y, int64_t ldy, double *xo, int64_t ldxo,
-                   double *yo, int64_t ldyo)
-{
+                   int64_t ldu, const double *y, int64_t ldy, double *xo, int64_t ldxo, double *yo,
+                   int64_t ldyo) {
     for (int64_t r = 0; r < R; r++)
         for (int64_t j = 0; j < D; j++) {
             double zz = z[r * ldz + j];
@@ -160,35 +141,29 @@ double ref_default_scale(int i) { return sqrt(2.0 * (double)(i / 2 + 1)); }
 
 static int ref_layers(int S) { return (S + 1) / 2; } /* L = ceil(S/2) */
 
-static int is_family(int p)
-{
+static int is_family(int p) {
     return p == SN_PLACEMENT_SIAMESE || p == SN_PLACEMENT_SIAMESE_PAPER ||
            p == SN_PLACEMENT_SIAMESE_HYBRID_PRE;
 }
 
 /* Mix-LN: sub-layer i is Post-Norm when its layer is among the first floor(f * L) */
-static int mix_is_post(const ref_net *net, int i)
-{
+static int mix_is_post(const ref_net *net, int i) {
     return (double)(i / 2) < floor(net->mix_fraction * (double)ref_layers(net->S));
 }
 
-void ref_net_layout(ref_net *net)
-{
+void ref_net_layout(ref_net *net) {
     const sn_norm N = net->norm, IN = net->input_norm;
     const sn_norm ID = {SN_NORM_IDENTITY, SN_AFFINE_NONE, 0, N.eps};
     const sn_norm C1 = {SN_NORM_SCALE, SN_AFFINE_SCALE, 0, N.eps};
     const int S = net->S, p = net->placement;
-    for (int k = 0; k < S + 2; k++)
-        net->nn[k] = 0;
+    for (int k = 0; k < S + 2; k++) net->nn[k] = 0;
 #define SET(st, ...)                                                                               \
     do {                                                                                           \
         const sn_norm l_[] = {__VA_ARGS__};                                                        \
         net->nn[REF_ST(st)] = (int)(sizeof l_ / sizeof l_[0]);                                     \
-        for (int q_ = 0; q_ < net->nn[REF_ST(st)]; q_++)                                           \
-            net->nd[REF_ST(st)][q_] = l_[q_];                                                      \
+        for (int q_ = 0; q_ < net->nn[REF_ST(st)]; q_++) net->nd[REF_ST(st)][q_] = l_[q_];         \
     } while (0)
-    if (p == SN_PLACEMENT_PERI_LN)
-        SET(-1, N); /* N_emb */
+    if (p == SN_PLACEMENT_PERI_LN) SET(-1, N); /* N_emb */
     for (int i = 0; i < S; i++) {
         switch (p) {
         case SN_PLACEMENT_SIAMESE:
@@ -196,29 +171,21 @@ void ref_net_layout(ref_net *net)
             SET(i, N, N, IN); /* N_post, N_pre, N_in */
             break;
         case SN_PLACEMENT_SIAMESE_HYBRID_PRE:
-            if (i % 2 == 0)
-                SET(i, C1, N); /* c1, N_pre */
-            else
-                SET(i, N, N, IN);
+            if (i % 2 == 0) SET(i, C1, N); /* c1, N_pre */
+            else SET(i, N, N, IN);
             break;
         case SN_PLACEMENT_PERI_LN:
             SET(i, N, N); /* N_in, N_out */
             break;
         case SN_PLACEMENT_HYBRIDNORM:
-            if (i % 2 == 0)
-                SET(i, ID);
-            else
-                SET(i, N);
+            if (i % 2 == 0) SET(i, ID);
+            else SET(i, N);
             break;
         case SN_PLACEMENT_HYBRIDNORM_STAR:
-            if (i % 2 == 0 && i >= 2)
-                SET(i, ID);
-            else
-                SET(i, N);
+            if (i % 2 == 0 && i >= 2) SET(i, ID);
+            else SET(i, N);
             break;
-        default: /* Pre-Norm, Post-Norm, DeepNorm, Mix-LN */
-            SET(i, N);
-            break;
+        default: /* Pre-Norm, Post-Norm, DeepNorm, Mix-LN */ SET(i, N); break;
         }
     }
     switch (p) {
@@ -230,19 +197,15 @@ void ref_net_layout(ref_net *net)
         SET(S, ID, N, ID); /* out = x + N_f(y) */
         break;
     case SN_PLACEMENT_POST_NORM:
-    case SN_PLACEMENT_DEEPNORM:
-        break;
-    default:
-        SET(S, N);
-        break;
+    case SN_PLACEMENT_DEEPNORM: break;
+    default: SET(S, N); break;
     }
 #undef SET
     const double L = (double)ref_layers(S);
     for (int i = 0; i < S; i++) {
         double c = 1.0;
         if (is_family(p) || p == SN_PLACEMENT_DEEPNORM) {
-            if (net->scale_rule == SN_SCALE_EXPLICIT)
-                c = (double)net->scales_in[i];
+            if (net->scale_rule == SN_SCALE_EXPLICIT) c = (double)net->scales_in[i];
             else if (net->scale_rule == SN_SCALE_DEFAULT)
                 c = p == SN_PLACEMENT_DEEPNORM ? pow(2.0 * L, 0.25) : ref_default_scale(i);
         }
@@ -250,16 +213,13 @@ void ref_net_layout(ref_net *net)
     }
 }
 
-double ref_net_init_gain(const ref_net *net)
-{
+double ref_net_init_gain(const ref_net *net) {
     return net->placement == SN_PLACEMENT_DEEPNORM ? pow(8.0 * (double)ref_layers(net->S), -0.25)
                                                    : 1.0;
 }
 
-void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde,
-                 const double *params, ref_block_fn block, void *bctx, double *out, int64_t ldo,
-                 double *hs)
-{
+void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde, const double *params,
+                 ref_block_fn block, void *bctx, double *out, int64_t ldo, double *hs) {
     const int64_t D = net->D, n = R * D;
     const int S = net->S, p = net->placement;
     const size_t bytes = (size_t)n * sizeof(double);
@@ -269,8 +229,8 @@ void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde,
     double *w = (double *)malloc(bytes);
 /* v_out = norm j of stage st applied to v_in (contiguous R x D) */
 #define NRM(st, j, vin, vout)                                                                      \
-    ref_norm_fwd(&net->nd[REF_ST(st)][j], R, D, vin, D, params + net->off[REF_ST(st)][j], vout,  \
-                 D, NULL)
+    ref_norm_fwd(&net->nd[REF_ST(st)][j], R, D, vin, D, params + net->off[REF_ST(st)][j], vout, D, \
+                 NULL)
     for (int64_t r = 0; r < R; r++)
         for (int64_t j = 0; j < D; j++)
             x[r * D + j] = y[r * D + j] = e[r * lde + j]; /* x_0 = y_0 = e */
@@ -291,8 +251,7 @@ void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde,
         case SN_PLACEMENT_PRE_NORM: /* h = N_i(x), x += z */
             NRM(i, 0, x, h);
             block(bctx, i, R, D, h, z);
-            for (int64_t k = 0; k < n; k++)
-                x[k] += z[k];
+            for (int64_t k = 0; k < n; k++) x[k] += z[k];
             break;
         case SN_PLACEMENT_POST_NORM: /* h = x, x = N_i(x + z) */
         case SN_PLACEMENT_DEEPNORM:  /* h = x, x = N_i(alpha x + z) */
@@ -305,8 +264,7 @@ void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde,
         case SN_PLACEMENT_SIAMESE: /* u = N_post(x), h = N_in(u + N_pre(y)), x = u + z/c, y += z */
             NRM(i, 0, x, u);
             NRM(i, 1, y, t);
-            for (int64_t k = 0; k < n; k++)
-                t[k] += u[k];
+            for (int64_t k = 0; k < n; k++) t[k] += u[k];
             NRM(i, 2, t, h);
             block(bctx, i, R, D, h, z);
             for (int64_t k = 0; k < n; k++) {
@@ -316,8 +274,7 @@ void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde,
             break;
         case SN_PLACEMENT_SIAMESE_PAPER: /* h = N_in(x + N_pre(y)), x = N_post(x + z/c), y += z */
             NRM(i, 1, y, t);
-            for (int64_t k = 0; k < n; k++)
-                t[k] += x[k];
+            for (int64_t k = 0; k < n; k++) t[k] += x[k];
             NRM(i, 2, t, h);
             block(bctx, i, R, D, h, z);
             for (int64_t k = 0; k < n; k++) {
@@ -329,8 +286,7 @@ void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde,
         case SN_PLACEMENT_SIAMESE_HYBRID_PRE: /* attention: h = c1 x + N_pre(y), x += z/c, y += z */
             NRM(i, 0, x, u);
             NRM(i, 1, y, t);
-            for (int64_t k = 0; k < n; k++)
-                h[k] = u[k] + t[k];
+            for (int64_t k = 0; k < n; k++) h[k] = u[k] + t[k];
             block(bctx, i, R, D, h, z);
             for (int64_t k = 0; k < n; k++) {
                 x[k] = x[k] + z[k] / c;
@@ -341,35 +297,29 @@ void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde,
             NRM(i, 0, x, h);
             block(bctx, i, R, D, h, z);
             NRM(i, 1, z, t);
-            for (int64_t k = 0; k < n; k++)
-                x[k] += t[k];
+            for (int64_t k = 0; k < n; k++) x[k] += t[k];
             break;
         case SN_PLACEMENT_HYBRIDNORM: /* attention: h = x, x += z; MLP: u = N(x), h = u, x = u + z */
             if (i % 2 == 0) {
                 memcpy(h, x, bytes);
                 block(bctx, i, R, D, h, z);
-                for (int64_t k = 0; k < n; k++)
-                    x[k] += z[k];
+                for (int64_t k = 0; k < n; k++) x[k] += z[k];
             } else {
                 NRM(i, 0, x, u);
                 memcpy(h, u, bytes);
                 block(bctx, i, R, D, h, z);
-                for (int64_t k = 0; k < n; k++)
-                    x[k] = u[k] + z[k];
+                for (int64_t k = 0; k < n; k++) x[k] = u[k] + z[k];
             }
             break;
-        default:
-            abort();
+        default: abort();
         }
-        if (hs)
-            memcpy(hs + (int64_t)i * n, h, bytes);
+        if (hs) memcpy(hs + (int64_t)i * n, h, bytes);
     }
 
     if (net->nn[REF_ST(S)] == 3) { /* out = N_f(N_a(x_S) + N_b(y_S)) (paper: identities) */
         NRM(S, 0, x, u);
         NRM(S, 1, y, t);
-        for (int64_t k = 0; k < n; k++)
-            t[k] += u[k];
+        for (int64_t k = 0; k < n; k++) t[k] += u[k];
         NRM(S, 2, t, w);
     } else if (net->nn[REF_ST(S)] == 1) { /* out = N_f(x_S) */
         NRM(S, 0, x, w);
@@ -377,7 +327,6 @@ void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde,
         memcpy(w, x, bytes);
     }
 #undef NRM
-    for (int64_t r = 0; r < R; r++)
-        memcpy(out + r * ldo, w + r * D, (size_t)D * sizeof(double));
+    for (int64_t r = 0; r < R; r++) memcpy(out + r * ldo, w + r * D, (size_t)D * sizeof(double));
     free(x), free(y), free(u), free(t), free(h), free(z), free(w);
 }

@@ -32,16 +32,16 @@ void ref_norm_bwd(const sn_norm *n, int64_t R, int64_t D, const double *dout, in
 
 /* u = N_x(x), s = u + N_y(y), h = N_out(s). u may be NULL. p = [N_x | N_y | N_out]. */
 void ref_fuse_fwd(const sn_fuse *f, int64_t R, int64_t D, const double *x, int64_t ldx,
-                  const double *y, int64_t ldy, const double *p, double *u, int64_t ldu,
-                  double *h, int64_t ldh);
+                  const double *y, int64_t ldy, const double *p, double *u, int64_t ldu, double *h,
+                  int64_t ldh);
 
 /* Parameter count of a fuse block. */
 int64_t ref_fuse_nparams(const sn_fuse *f, int64_t D);
 
 /* xo = u + z / c, yo = y + z. */
 void ref_apply_fwd(int64_t R, int64_t D, double c, const double *z, int64_t ldz, const double *u,
-                   int64_t ldu, const double *y, int64_t ldy, double *xo, int64_t ldxo,
-                   double *yo, int64_t ldyo);
+                   int64_t ldu, const double *y, int64_t ldy, double *xo, int64_t ldxo, double *yo,
+                   int64_t ldyo);
 
 /* The default residual scale of sub-layer i: sqrt(2 * (floor(i / 2) + 1)). */
 double ref_default_scale(int i);
@@ -86,8 +86,7 @@ double ref_net_init_gain(const ref_net *net);
 
 /* Runs the network forward on e [R x D, lde]: out [R x D, ldo]. hs (may be NULL) receives every
  * block input h_i as S consecutive R x D contiguous matrices. */
-void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde,
-                 const double *params, ref_block_fn block, void *bctx, double *out, int64_t ldo,
-                 double *hs);
+void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde, const double *params,
+                 ref_block_fn block, void *bctx, double *out, int64_t ldo, double *hs);
 
 #endif /* SN_REF64_H */

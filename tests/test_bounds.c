@@ -8,15 +8,21 @@
  *   defect 11  misaligned float pointers are SN_ERR_ALIGN, with no output byte changed. */
 #include "testutil.h"
 
-static void scratch_bytes(void)
-{
+static void scratch_bytes(void) {
     sn_ctx *ctx = NULL;
     CHECK_OK(sn_ctx_create(&ctx));
     for (int c = 0; c < 2; c++) {
         const sn_ctx *q = c ? ctx : NULL;
         size_t prev = 0;
-        const int64_t Ds[] = {1, 768, (int64_t)1 << 40, (int64_t)1 << 50, (int64_t)1 << 52,
-                              (int64_t)1 << 58, INT64_MAX / 6, INT64_MAX / 6 + 1, INT64_MAX - 1,
+        const int64_t Ds[] = {1,
+                              768,
+                              (int64_t)1 << 40,
+                              (int64_t)1 << 50,
+                              (int64_t)1 << 52,
+                              (int64_t)1 << 58,
+                              INT64_MAX / 6,
+                              INT64_MAX / 6 + 1,
+                              INT64_MAX - 1,
                               INT64_MAX};
         for (size_t k = 0; k < sizeof Ds / sizeof Ds[0]; k++) {
             size_t b = sn_scratch_bytes(q, Ds[k]);
@@ -30,14 +36,12 @@ static void scratch_bytes(void)
     sn_ctx_destroy(ctx);
 }
 
-static void dummy_hook(void *user, int64_t n, sn_task_fn task, void *arg)
-{
+static void dummy_hook(void *user, int64_t n, sn_task_fn task, void *arg) {
     (void)user;
     for (int64_t i = 0; i < n; i++) task(arg, i);
 }
 
-static void scratch_bytes_wide(void)
-{
+static void scratch_bytes_wide(void) {
     sn_ctx *ctx = NULL;
     CHECK_OK(sn_ctx_create(&ctx));
     CHECK_OK(sn_ctx_set_parallel_for(ctx, dummy_hook, NULL, 256));
@@ -50,8 +54,7 @@ static void scratch_bytes_wide(void)
     sn_ctx_destroy(ctx);
 }
 
-static void scales_alias(void)
-{
+static void scales_alias(void) {
     const int S = 4;
     const int64_t D = 8, R = 2;
     sn_net net;
@@ -68,7 +71,8 @@ static void scales_alias(void)
     net.scales = acts + 3;
     CHECK_OK(sn_net_check(&net));
     memcpy(sv, acts, (size_t)(R * apr) * sizeof(float));
-    CHECK_STATUS(sn_net_split(NULL, &net, &(sn_net_pass){R, p, acts, NULL, NULL}, e, D), SN_ERR_ALIAS);
+    CHECK_STATUS(sn_net_split(NULL, &net, &(sn_net_pass){R, p, acts, NULL, NULL}, e, D),
+                 SN_ERR_ALIAS);
     CHECK(memcmp(sv, acts, (size_t)(R * apr) * sizeof(float)) == 0);
     /* scales inside h: sn_net_enter writes h */
     float own[4] = {1.0f, 1.0f, 1.0f, 1.0f};
@@ -77,15 +81,15 @@ static void scales_alias(void)
     for (int64_t k = 0; k < R * D; k++) h[k] = 2.0f;
     net.scales = h + 1;
     memcpy(sv, h, (size_t)(R * D) * sizeof(float));
-    CHECK_STATUS(sn_net_enter(NULL, &net, &(sn_net_pass){R, p, acts, NULL, NULL}, 0, h, D), SN_ERR_ALIAS);
+    CHECK_STATUS(sn_net_enter(NULL, &net, &(sn_net_pass){R, p, acts, NULL, NULL}, 0, h, D),
+                 SN_ERR_ALIAS);
     CHECK(memcmp(sv, h, (size_t)(R * D) * sizeof(float)) == 0);
     net.scales = own;
     CHECK_OK(sn_net_enter(NULL, &net, &(sn_net_pass){R, p, acts, NULL, NULL}, 0, h, D));
     free(p), free(acts), free(h), free(e), free(sv);
 }
 
-static void alignment(void)
-{
+static void alignment(void) {
     const int64_t R = 2, D = 8;
     sn_norm n = {SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 0, 1e-5f};
     float *xb = tu_falloc(R * D + 2), *ob = tu_falloc(R * D + 2), *pb = tu_falloc(2 * D + 2),
@@ -115,8 +119,7 @@ static void alignment(void)
     free(xb), free(ob), free(pb), free(sb);
 }
 
-int main(void)
-{
+int main(void) {
     scratch_bytes();
     scratch_bytes_wide();
     scales_alias();

@@ -28,8 +28,8 @@ static int64_t nstats_of(const sn_norm *n, int64_t D) {
     return spr;
 }
 
-static void same(const char *what, const char *isa, const char *kinds, int64_t D,
-                 const float *a, const float *b, int64_t n) {
+static void same(const char *what, const char *isa, const char *kinds, int64_t D, const float *a,
+                 const float *b, int64_t n) {
     int64_t bad = 0;
     for (int64_t k = 0; k < n; k++) bad += memcmp(&a[k], &b[k], sizeof(float)) != 0;
     CHECK_MSG(bad == 0, "%s %s D=%lld: %s differs from the norm's in %lld of %lld floats", isa,

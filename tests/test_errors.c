@@ -19,16 +19,13 @@
 static float arena[AR], snap[AR];
 
 /* canary-fill the arena and remember it */
-static void arm(void)
-{
+static void arm(void) {
     tu_canary_fill(arena, AR);
     memcpy(snap, arena, sizeof arena);
 }
-static int64_t damage(void)
-{
+static int64_t damage(void) {
     int64_t bad = 0;
-    for (int64_t k = 0; k < AR; k++)
-        bad += memcmp(&arena[k], &snap[k], sizeof(float)) != 0;
+    for (int64_t k = 0; k < AR; k++) bad += memcmp(&arena[k], &snap[k], sizeof(float)) != 0;
     return bad;
 }
 
@@ -61,7 +58,7 @@ static int64_t damage(void)
         CHECK_OK(call);                                                                            \
     } while (0)
 
-#define B(k) (arena + (k) * 1024) /* 1024-float regions of the arena */
+#define B(k) (arena + (k)*1024) /* 1024-float regions of the arena */
 
 static const float NAN_F = NAN, INF_F = INFINITY;
 static const sn_norm LN = {SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 0, 1e-5f};
@@ -89,8 +86,7 @@ static const badnorm bad_norms[] = {
 
 /* ------------------------------------------------------------------------------------------- */
 
-static void test_norm_api(void)
-{
+static void test_norm_api(void) {
     const int64_t R = 3, D = 6, ld = 8;
     float *x = B(0), *p = B(1), *out = B(2), *st = B(3), *dout = B(4), *dx = B(5), *dp = B(6);
     int64_t np = -5, ns = -6;
@@ -114,8 +110,7 @@ static void test_norm_api(void)
     QBAD(&LN, 0, SN_ERR_SHAPE);
     QBAD(&LN, -3, SN_ERR_SHAPE);
     QBAD(&LN, INT64_MAX, SN_ERR_SHAPE); /* 2 * D parameters do not fit */
-    for (int k = 0; k < N_BAD_NORMS; k++)
-        QBAD(&bad_norms[k].n, D, bad_norms[k].st);
+    for (int k = 0; k < N_BAD_NORMS; k++) QBAD(&bad_norms[k].n, D, bad_norms[k].st);
     {
         sn_norm g = LN;
         g.group = -2;
@@ -229,8 +224,7 @@ static void test_norm_api(void)
     BAD(sn_norm_backward(NULL, &LN, R, D, dout, ld, x, ld, p, st, dout, ld + 2, dp, 0),
         SN_ERR_ALIAS);
     BAD(sn_norm_backward(NULL, &LN, R, D, dout, ld, x, ld, p, st, x, ld, dp, 0), SN_ERR_ALIAS);
-    BAD(sn_norm_backward(NULL, &LN, R, D, dout, ld, x, ld, p, st, st + 1, ld, dp, 0),
-        SN_ERR_ALIAS);
+    BAD(sn_norm_backward(NULL, &LN, R, D, dout, ld, x, ld, p, st, st + 1, ld, dp, 0), SN_ERR_ALIAS);
     BAD(sn_norm_backward(NULL, &LN, R, D, dout, ld, x, ld, p, st, dx, ld, p + 1, 0), SN_ERR_ALIAS);
     BAD(sn_norm_backward(NULL, &LN, R, D, dout, ld, x, ld, p, st, dx, ld, dx + ld, 0),
         SN_ERR_ALIAS);
@@ -241,8 +235,7 @@ static void test_norm_api(void)
 
 /* ------------------------------------------------------------------------------------------- */
 
-static void test_fuse_api(void)
-{
+static void test_fuse_api(void) {
     const int64_t R = 3, D = 5, ld = 7;
     float *x = B(0), *y = B(1), *p = B(2), *u = B(3), *h = B(4), *st = B(5), *dh = B(6);
     float *du = B(7), *dx = B(8), *dy = B(9), *dp = B(10);
@@ -255,7 +248,7 @@ static void test_fuse_api(void)
         memset(&f0, 0xA5, sizeof f0);                                                              \
         sn_fuse f1_ = f0;                                                                          \
         CHECK_STATUS(sn_fuse_init(&f0, (sn_norm_kind)(kind), (sn_affine)(aff), eps), expected);    \
-        CHECK_MSG(memcmp(&f0, &f1_, sizeof f0) == 0, "sn_fuse_init wrote *f on error");           \
+        CHECK_MSG(memcmp(&f0, &f1_, sizeof f0) == 0, "sn_fuse_init wrote *f on error");            \
     } while (0)
     CHECK_STATUS(sn_fuse_init(NULL, SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 1e-5f), SN_ERR_NULL);
     FI_BAD(4, 0, 1e-5f, SN_ERR_NORM);
@@ -302,16 +295,14 @@ static void test_fuse_api(void)
     FQ_BAD(NULL, D, SN_ERR_NULL);
     FQ_BAD(&f, 0, SN_ERR_SHAPE);
     FQ_BAD(&f, -1, SN_ERR_SHAPE);
-    for (int k = 0; k < nbf; k++)
-        FQ_BAD(&bf[k], D, bs[k]);
+    for (int k = 0; k < nbf; k++) FQ_BAD(&bf[k], D, bs[k]);
 
     /* sn_fuse_init_params */
     GOOD(sn_fuse_init_params(&f, D, p));
     BAD(sn_fuse_init_params(NULL, D, p), SN_ERR_NULL);
     BAD(sn_fuse_init_params(&f, D, NULL), SN_ERR_NULL);
     BAD(sn_fuse_init_params(&f, 0, p), SN_ERR_SHAPE);
-    for (int k = 0; k < nbf; k++)
-        BAD(sn_fuse_init_params(&bf[k], D, p), bs[k]);
+    for (int k = 0; k < nbf; k++) BAD(sn_fuse_init_params(&bf[k], D, p), bs[k]);
 
     /* sn_fuse_forward */
     GOOD(sn_fuse_forward(NULL, &f, R, D, x, ld, y, ld, p, u, ld, h, ld, st));
@@ -402,11 +393,9 @@ static void test_fuse_api(void)
     BAD(FB(&f, R, D, dh, ld, du, ld, x, ld, y, ld, p, st, dx, ld, du, ld, dp, 0), SN_ERR_ALIAS);
     BAD(FB(&f, R, D, dh, ld, du, ld, x, ld, y, ld, p, st, dx, ld, dh, ld, dp, 0), SN_ERR_ALIAS);
     BAD(FB(&f, R, D, dh, ld, du, ld, x, ld, y, ld, p, st, dx, ld, y, ld, dp, 0), SN_ERR_ALIAS);
-    BAD(FB(&f, R, D, dh, ld, du, ld, x, ld, y, ld, p, st, dx, ld, dx + 2, ld, dp, 0),
-        SN_ERR_ALIAS);
+    BAD(FB(&f, R, D, dh, ld, du, ld, x, ld, y, ld, p, st, dx, ld, dx + 2, ld, dp, 0), SN_ERR_ALIAS);
     BAD(FB(&f, R, D, dh, ld, du, ld, x, ld, y, ld, p, st, dx, ld, dy, ld, p + 1, 0), SN_ERR_ALIAS);
-    BAD(FB(&f, R, D, dh, ld, du, ld, x, ld, y, ld, p, st, dx, ld, dy, ld, dy + 3, 0),
-        SN_ERR_ALIAS);
+    BAD(FB(&f, R, D, dh, ld, du, ld, x, ld, y, ld, p, st, dx, ld, dy, ld, dy + 3, 0), SN_ERR_ALIAS);
     BAD(FB(&f, R, D, dh, ld, du, ld, x, ld, y, ld, p, st, dx, ld, dy, ld, st, 0), SN_ERR_ALIAS);
 
     /* sn_merge_backward */
@@ -437,15 +426,14 @@ static void test_fuse_api(void)
 
 /* ------------------------------------------------------------------------------------------- */
 
-static void test_stream_api(void)
-{
+static void test_stream_api(void) {
     const int64_t R = 4, D = 3, ld = 5;
     float *z = B(0), *u = B(1), *y = B(2), *xo = B(3), *yo = B(4);
     static const float bad_c[] = {0.0f, -0.0f, -1.0f, NAN, INFINITY, -INFINITY, -FLT_MIN};
     /* sn_apply_forward */
 #define AF(...) sn_apply_forward(NULL, __VA_ARGS__)
     GOOD(AF(R, D, 2.0f, z, ld, u, ld, y, ld, xo, ld, yo, ld));
-    GOOD(AF(R, D, 2.0f, z, ld, u, ld, y, ld, u, ld, y, ld)); /* in place */
+    GOOD(AF(R, D, 2.0f, z, ld, u, ld, y, ld, u, ld, y, ld));      /* in place */
     GOOD(AF(R, D, FLT_MIN, z, ld, u, ld, y, ld, xo, ld, yo, ld)); /* tiny but > 0 */
     BAD(AF(R, D, 2.0f, NULL, ld, u, ld, y, ld, xo, ld, yo, ld), SN_ERR_NULL);
     BAD(AF(R, D, 2.0f, z, ld, NULL, ld, y, ld, xo, ld, yo, ld), SN_ERR_NULL);
@@ -550,8 +538,7 @@ typedef struct badnet {
     const char *what;
 } badnet;
 
-static int make_bad_nets(const sn_net *good, badnet *out, const float *bad_scales)
-{
+static int make_bad_nets(const sn_net *good, badnet *out, const float *bad_scales) {
     int n = 0;
 #define ADD(expr, status, text)                                                                    \
     do {                                                                                           \
@@ -605,13 +592,12 @@ static int make_bad_nets(const sn_net *good, badnet *out, const float *bad_scale
     return n;
 }
 
-static void test_net_api(void)
-{
+static void test_net_api(void) {
     const int S = 2;
     const int64_t D = 5, R = 3, ld = 7;
     static const float good_scales[2] = {1.5f, 0.5f};
-    static const float bad_scales[12] = {0.0f,  1.0f, 1.0f, -2.0f, NAN, 1.0f,
-                                         1.0f,  INFINITY, -0.0f, 1.0f, 1.0f, 1.0f};
+    static const float bad_scales[12] = {0.0f, 1.0f,     1.0f,  -2.0f, NAN,  1.0f,
+                                         1.0f, INFINITY, -0.0f, 1.0f,  1.0f, 1.0f};
     sn_net good, tmp;
 
     /* sn_net_init: *net unchanged on error */
@@ -621,7 +607,7 @@ static void test_net_api(void)
         sn_net t0_ = tmp;                                                                          \
         CHECK_STATUS(sn_net_init(&tmp, (sn_placement)(pl), s_, d_, (sn_norm_kind)(kind), eps),     \
                      expected);                                                                    \
-        CHECK_MSG(memcmp(&tmp, &t0_, sizeof tmp) == 0, "sn_net_init wrote *net on error");        \
+        CHECK_MSG(memcmp(&tmp, &t0_, sizeof tmp) == 0, "sn_net_init wrote *net on error");         \
     } while (0)
     CHECK_STATUS(sn_net_init(NULL, SN_PLACEMENT_SIAMESE, S, D, SN_NORM_LAYERNORM, 1e-5f),
                  SN_ERR_NULL);
@@ -663,12 +649,10 @@ static void test_net_api(void)
              * ignore them, so only check them there */
             /* input_norm is only used by the SiameseNorm family, scales also by DeepNorm: other
              * placements may ignore them, so only check them there */
-            if (strstr(bn[k].what, "input norm") && !family)
-                continue;
-            if (strstr(bn[k].what, "explicit") && !family && pl != SN_PLACEMENT_DEEPNORM)
-                continue;
-            CHECK_MSG(sn_net_check(q) == want, "placement %d, %s: sn_net_check -> %d, want %d",
-                      pl, bn[k].what, (int)sn_net_check(q), (int)want);
+            if (strstr(bn[k].what, "input norm") && !family) continue;
+            if (strstr(bn[k].what, "explicit") && !family && pl != SN_PLACEMENT_DEEPNORM) continue;
+            CHECK_MSG(sn_net_check(q) == want, "placement %d, %s: sn_net_check -> %d, want %d", pl,
+                      bn[k].what, (int)sn_net_check(q), (int)want);
             int64_t a = -9, b = -9, c = -9;
             CHECK_MSG(sn_net_sizes(q, &a, &b, &c) == want && a == -9 && b == -9 && c == -9,
                       "placement %d, %s: sn_net_sizes status/outputs", pl, bn[k].what);
@@ -688,24 +672,32 @@ static void test_net_api(void)
             BAD(sn_net_init_params(q, params), want);
             BAD(sn_net_split(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, e, ld), want);
             BAD(sn_net_merge(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, out, ld), want);
-            BAD(sn_net_merge_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, dout, ld), want);
+            BAD(sn_net_merge_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, dout,
+                                      ld),
+                want);
             /* with S <= 0 sub-layer 0 does not exist either: SN_ERR_INDEX is as right as
              * SN_ERR_SHAPE there (two defects); the memory must be untouched all the same */
             if (q->n_sublayers <= 0 && want == SN_ERR_SHAPE)
                 want = SN_ERR_INDEX, alt = SN_ERR_SHAPE;
-            BADALT(sn_net_enter(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, ld), want, alt);
-            BADALT(sn_net_exit(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, ld), want, alt);
-            BADALT(sn_net_exit_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, ld, 0), want,
-                   alt);
-            BADALT(sn_net_enter_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, 0, dh, ld), want,
-                   alt);
-            BAD(sn_net_split_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, de, ld, 0), bn[k].st);
+            BADALT(sn_net_enter(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, ld),
+                   want, alt);
+            BADALT(sn_net_exit(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, ld),
+                   want, alt);
+            BADALT(sn_net_exit_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, 0,
+                                        dz, ld, 0),
+                   want, alt);
+            BADALT(sn_net_enter_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, 0,
+                                         dh, ld),
+                   want, alt);
+            BAD(sn_net_split_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, de, ld,
+                                      0),
+                bn[k].st);
         }
 
         /* sn_net_scale */
         float cval = -9.0f;
         CHECK_OK(sn_net_scale(&good, S - 1, &cval));
-        CHECK_MSG(family                      ? fabsf(cval - 1.41421356f) < 1e-6f
+        CHECK_MSG(family                        ? fabsf(cval - 1.41421356f) < 1e-6f
                   : pl == SN_PLACEMENT_DEEPNORM ? fabsf(cval - 1.18920712f) < 1e-6f /* (2L)^1/4 */
                                                 : cval == 1.0f,
                   "placement %d: sn_net_scale(S - 1) = %.9g", pl, (double)cval);
@@ -750,7 +742,7 @@ static void test_net_api(void)
                 CHECK_STATUS(sn_net_norm_at(&good, S, 0, &nd, &off), SN_ERR_INDEX);
             if (pl != SN_PLACEMENT_PERI_LN)
                 if (!family && pl != SN_PLACEMENT_PERI_LN)
-                CHECK_STATUS(sn_net_norm_at(&good, 0, 1, &nd, &off), SN_ERR_INDEX);
+                    CHECK_STATUS(sn_net_norm_at(&good, 0, 1, &nd, &off), SN_ERR_INDEX);
             CHECK(off == -9);
         }
         /* sn_net_init_params */
@@ -761,110 +753,232 @@ static void test_net_api(void)
         /* sn_net_split */
         const sn_net *g = &good;
         GOOD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, e, ld));
-        BAD(sn_net_split(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, e, ld), SN_ERR_NULL);
-        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, NULL, ld), SN_ERR_NULL);
+        BAD(sn_net_split(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, e, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, NULL, ld),
+            SN_ERR_NULL);
         BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, e, ld), SN_ERR_NULL);
-        BAD(sn_net_split(NULL, g, &(sn_net_pass){0, params, acts, NULL, NULL}, e, ld), SN_ERR_SHAPE);
-        BAD(sn_net_split(NULL, g, &(sn_net_pass){-1, params, acts, NULL, NULL}, e, ld), SN_ERR_SHAPE);
-        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, e, D - 1), SN_ERR_STRIDE);
-        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, acts + 3, ld), SN_ERR_ALIAS);
-        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, params, NULL, NULL}, e, ld), SN_ERR_ALIAS);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){0, params, acts, NULL, NULL}, e, ld),
+            SN_ERR_SHAPE);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){-1, params, acts, NULL, NULL}, e, ld),
+            SN_ERR_SHAPE);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, e, D - 1),
+            SN_ERR_STRIDE);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, acts + 3, ld),
+            SN_ERR_ALIAS);
+        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, params, NULL, NULL}, e, ld),
+            SN_ERR_ALIAS);
         /* sn_net_enter */
         GOOD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, ld));
-        BAD(sn_net_enter(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, ld), SN_ERR_NULL);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, NULL, acts, NULL, NULL}, 0, h, ld), SN_ERR_NULL);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, 0, h, ld), SN_ERR_NULL);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, NULL, ld), SN_ERR_NULL);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, -1, h, ld), SN_ERR_INDEX);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, S, h, ld), SN_ERR_INDEX);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){0, params, acts, NULL, NULL}, 0, h, ld), SN_ERR_SHAPE);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, 2), SN_ERR_STRIDE);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, acts + 1, ld), SN_ERR_ALIAS);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, params, ld), SN_ERR_ALIAS);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, params, NULL, NULL}, 0, h, ld), SN_ERR_ALIAS);
+        BAD(sn_net_enter(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, NULL, acts, NULL, NULL}, 0, h, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, 0, h, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, NULL, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, -1, h, ld),
+            SN_ERR_INDEX);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, S, h, ld),
+            SN_ERR_INDEX);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){0, params, acts, NULL, NULL}, 0, h, ld),
+            SN_ERR_SHAPE);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, 2),
+            SN_ERR_STRIDE);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, acts + 1, ld),
+            SN_ERR_ALIAS);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, params, ld),
+            SN_ERR_ALIAS);
+        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, params, NULL, NULL}, 0, h, ld),
+            SN_ERR_ALIAS);
         /* sn_net_exit */
         GOOD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, ld));
-        BAD(sn_net_exit(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, ld), SN_ERR_NULL);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, NULL, ld), SN_ERR_NULL);
+        BAD(sn_net_exit(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, NULL, ld),
+            SN_ERR_NULL);
         BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, NULL, acts, NULL, NULL}, 0, z, ld), SN_ERR_NULL);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, 0, z, ld), SN_ERR_NULL);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, -1, z, ld), SN_ERR_INDEX);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, S, z, ld), SN_ERR_INDEX);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){-3, params, acts, NULL, NULL}, 0, z, ld), SN_ERR_SHAPE);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, 4), SN_ERR_STRIDE);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, acts, ld), SN_ERR_ALIAS);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, acts + 2, acts, NULL, NULL}, 0, z, ld), SN_ERR_ALIAS);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, 0, z, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, -1, z, ld),
+            SN_ERR_INDEX);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, S, z, ld),
+            SN_ERR_INDEX);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){-3, params, acts, NULL, NULL}, 0, z, ld),
+            SN_ERR_SHAPE);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, 4),
+            SN_ERR_STRIDE);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, acts, ld),
+            SN_ERR_ALIAS);
+        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, acts + 2, acts, NULL, NULL}, 0, z, ld),
+            SN_ERR_ALIAS);
         /* sn_net_merge */
         GOOD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, out, ld));
-        BAD(sn_net_merge(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, out, ld), SN_ERR_NULL);
+        BAD(sn_net_merge(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, out, ld),
+            SN_ERR_NULL);
         BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, NULL, acts, NULL, NULL}, out, ld), SN_ERR_NULL);
-        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, out, ld), SN_ERR_NULL);
-        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, NULL, ld), SN_ERR_NULL);
-        BAD(sn_net_merge(NULL, g, &(sn_net_pass){0, params, acts, NULL, NULL}, out, ld), SN_ERR_SHAPE);
-        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, out, 1), SN_ERR_STRIDE);
-        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, acts + 4, ld), SN_ERR_ALIAS);
-        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, params, ld), SN_ERR_ALIAS);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, out, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, NULL, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){0, params, acts, NULL, NULL}, out, ld),
+            SN_ERR_SHAPE);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, out, 1),
+            SN_ERR_STRIDE);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, acts + 4, ld),
+            SN_ERR_ALIAS);
+        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, params, ld),
+            SN_ERR_ALIAS);
         /* sn_net_merge_backward */
-        GOOD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, dout, ld));
-        BAD(sn_net_merge_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, dout, ld), SN_ERR_NULL);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, NULL, ld), SN_ERR_NULL);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, NULL, acts, grads, work}, dout, ld), SN_ERR_NULL);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, NULL, grads, work}, dout, ld), SN_ERR_NULL);
-        GOOD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, NULL, work}, dout, ld)); /* NULL grads: skip them */
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, dout, ld), SN_ERR_NULL);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){-1, params, acts, grads, work}, dout, ld), SN_ERR_SHAPE);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, dout, 3), SN_ERR_STRIDE);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, work + 1, ld), SN_ERR_ALIAS);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, grads, ld), SN_ERR_ALIAS);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, params, work}, dout, ld), SN_ERR_ALIAS);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, acts}, dout, ld), SN_ERR_ALIAS);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, work + 1, work}, dout, ld), SN_ERR_ALIAS);
+        GOOD(
+            sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, dout, ld));
+        BAD(sn_net_merge_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, dout,
+                                  ld),
+            SN_ERR_NULL);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, NULL, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, NULL, acts, grads, work}, dout, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, NULL, grads, work}, dout, ld),
+            SN_ERR_NULL);
+        GOOD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, NULL, work}, dout,
+                                   ld)); /* NULL grads: skip them */
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, dout, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){-1, params, acts, grads, work}, dout, ld),
+            SN_ERR_SHAPE);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, dout, 3),
+            SN_ERR_STRIDE);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, work + 1,
+                                  ld),
+            SN_ERR_ALIAS);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, grads, ld),
+            SN_ERR_ALIAS);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, params, work}, dout, ld),
+            SN_ERR_ALIAS);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, acts}, dout, ld),
+            SN_ERR_ALIAS);
+        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, work + 1, work}, dout,
+                                  ld),
+            SN_ERR_ALIAS);
         /* sn_net_exit_backward */
-        GOOD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S - 1, dz, ld, 0));
-        BAD(sn_net_exit_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, ld, 0), SN_ERR_NULL);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, NULL, acts, grads, work}, 0, dz, ld, 0), SN_ERR_NULL);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, NULL, grads, work}, 0, dz, ld, 0), SN_ERR_NULL);
-        GOOD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, NULL, work}, 0, dz, ld, 0));
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, 0, dz, ld, 0), SN_ERR_NULL);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, NULL, ld, 0), SN_ERR_NULL);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, -1, dz, ld, 0), SN_ERR_INDEX);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S, dz, ld, 0), SN_ERR_INDEX);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){0, params, acts, grads, work}, 0, dz, ld, 0), SN_ERR_SHAPE);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, 4, 0), SN_ERR_STRIDE);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, ld, 2u), SN_ERR_FLAGS);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, ld, 4u), SN_ERR_FLAGS);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, work + 2, ld, 0), SN_ERR_ALIAS);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, grads, ld, 0), SN_ERR_ALIAS);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, acts, ld, 0), SN_ERR_ALIAS);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, grads}, 0, dz, ld, 0), SN_ERR_ALIAS);
+        GOOD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S - 1, dz,
+                                  ld, 0));
+        BAD(sn_net_exit_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, 0, dz,
+                                 ld, 0),
+            SN_ERR_NULL);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, NULL, acts, grads, work}, 0, dz, ld, 0),
+            SN_ERR_NULL);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, NULL, grads, work}, 0, dz, ld,
+                                 0),
+            SN_ERR_NULL);
+        GOOD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, NULL, work}, 0, dz, ld,
+                                  0));
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, 0, dz, ld,
+                                 0),
+            SN_ERR_NULL);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, NULL, ld,
+                                 0),
+            SN_ERR_NULL);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, -1, dz, ld,
+                                 0),
+            SN_ERR_INDEX);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S, dz, ld,
+                                 0),
+            SN_ERR_INDEX);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){0, params, acts, grads, work}, 0, dz, ld,
+                                 0),
+            SN_ERR_SHAPE);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, 4,
+                                 0),
+            SN_ERR_STRIDE);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, ld,
+                                 2u),
+            SN_ERR_FLAGS);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, ld,
+                                 4u),
+            SN_ERR_FLAGS);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, work + 2,
+                                 ld, 0),
+            SN_ERR_ALIAS);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, grads,
+                                 ld, 0),
+            SN_ERR_ALIAS);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, acts, ld,
+                                 0),
+            SN_ERR_ALIAS);
+        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, grads}, 0, dz, ld,
+                                 0),
+            SN_ERR_ALIAS);
         /* sn_net_enter_backward */
-        GOOD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S - 1, dh, ld));
-        BAD(sn_net_enter_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, 0, dh, ld), SN_ERR_NULL);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, NULL, ld), SN_ERR_NULL);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, NULL, acts, grads, work}, 0, dh, ld), SN_ERR_NULL);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, NULL, grads, work}, 0, dh, ld), SN_ERR_NULL);
-        GOOD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, NULL, work}, 0, dh, ld));
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, 0, dh, ld), SN_ERR_NULL);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, -1, dh, ld), SN_ERR_INDEX);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S, dh, ld), SN_ERR_INDEX);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){-1, params, acts, grads, work}, 0, dh, ld), SN_ERR_SHAPE);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dh, 0), SN_ERR_STRIDE);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, work, ld), SN_ERR_ALIAS);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, acts + 1}, 0, dh, ld), SN_ERR_ALIAS);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, params, work}, 0, dh, ld), SN_ERR_ALIAS);
+        GOOD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S - 1, dh,
+                                   ld));
+        BAD(sn_net_enter_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, 0, dh,
+                                  ld),
+            SN_ERR_NULL);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, NULL,
+                                  ld),
+            SN_ERR_NULL);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, NULL, acts, grads, work}, 0, dh, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, NULL, grads, work}, 0, dh, ld),
+            SN_ERR_NULL);
+        GOOD(
+            sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, NULL, work}, 0, dh, ld));
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, 0, dh, ld),
+            SN_ERR_NULL);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, -1, dh,
+                                  ld),
+            SN_ERR_INDEX);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S, dh, ld),
+            SN_ERR_INDEX);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){-1, params, acts, grads, work}, 0, dh,
+                                  ld),
+            SN_ERR_SHAPE);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dh, 0),
+            SN_ERR_STRIDE);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, work,
+                                  ld),
+            SN_ERR_ALIAS);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, acts + 1}, 0, dh,
+                                  ld),
+            SN_ERR_ALIAS);
+        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, params, work}, 0, dh,
+                                  ld),
+            SN_ERR_ALIAS);
         /* sn_net_split_backward */
-        GOOD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld, 0));
-        GOOD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld, SN_ACCUMULATE));
-        BAD(sn_net_split_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, de, ld, 0), SN_ERR_NULL);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, NULL, ld, 0), SN_ERR_NULL);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, de, ld, 0), SN_ERR_NULL);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){0, params, acts, grads, work}, de, ld, 0), SN_ERR_SHAPE);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, 2, 0), SN_ERR_STRIDE);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld, 2u), SN_ERR_FLAGS);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld, 0x10u), SN_ERR_FLAGS);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, work + 1, ld, 0), SN_ERR_ALIAS);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, acts, ld, 0), SN_ERR_ALIAS);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, params + 1, ld, 0), SN_ERR_ALIAS);
+        GOOD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld,
+                                   0));
+        GOOD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld,
+                                   SN_ACCUMULATE));
+        BAD(sn_net_split_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, de, ld,
+                                  0),
+            SN_ERR_NULL);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, NULL, ld,
+                                  0),
+            SN_ERR_NULL);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, de, ld, 0),
+            SN_ERR_NULL);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){0, params, acts, grads, work}, de, ld, 0),
+            SN_ERR_SHAPE);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, 2, 0),
+            SN_ERR_STRIDE);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld,
+                                  2u),
+            SN_ERR_FLAGS);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld,
+                                  0x10u),
+            SN_ERR_FLAGS);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, work + 1,
+                                  ld, 0),
+            SN_ERR_ALIAS);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, acts, ld,
+                                  0),
+            SN_ERR_ALIAS);
+        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, params + 1,
+                                  ld, 0),
+            SN_ERR_ALIAS);
         /* a NULL sn_net_pass */
         BAD(sn_net_split(NULL, g, NULL, e, ld), SN_ERR_NULL);
         BAD(sn_net_enter(NULL, g, NULL, 0, h, ld), SN_ERR_NULL);
@@ -913,23 +1027,18 @@ static void test_net_api(void)
     }
 }
 
-
 /* ------------------------------------------------------------------------------------------- */
 
-static void dummy_pfor(void *user, int64_t n_tasks, sn_task_fn task, void *task_arg)
-{
+static void dummy_pfor(void *user, int64_t n_tasks, sn_task_fn task, void *task_arg) {
     (void)user;
-    for (int64_t i = 0; i < n_tasks; i++)
-        task(task_arg, i);
+    for (int64_t i = 0; i < n_tasks; i++) task(task_arg, i);
 }
 
-static void test_ctx_api(void)
-{
+static void test_ctx_api(void) {
     sn_ctx *ctx = NULL;
     CHECK_STATUS(sn_ctx_create(NULL), SN_ERR_NULL);
     CHECK_OK(sn_ctx_create(&ctx));
-    if (!ctx)
-        return;
+    if (!ctx) return;
     /* kernel paths */
     CHECK(sn_isa_available(SN_ISA_AUTO) == 1 && sn_isa_available(SN_ISA_SCALAR) == 1);
     CHECK(sn_isa_available((sn_isa)4) == 0 && sn_isa_available((sn_isa)-1) == 0);
@@ -972,8 +1081,7 @@ static void test_ctx_api(void)
     CHECK_STATUS(sn_ctx_set_parallel_for(NULL, dummy_pfor, NULL, 2), SN_ERR_NULL);
     CHECK_STATUS(sn_ctx_set_parallel_for(ctx, dummy_pfor, NULL, 0), SN_ERR_CONFIG);
     CHECK_STATUS(sn_ctx_set_parallel_for(ctx, dummy_pfor, NULL, -3), SN_ERR_CONFIG);
-    CHECK_STATUS(sn_ctx_set_parallel_for(ctx, dummy_pfor, NULL, SN_MAX_THREADS + 1),
-                 SN_ERR_CONFIG);
+    CHECK_STATUS(sn_ctx_set_parallel_for(ctx, dummy_pfor, NULL, SN_MAX_THREADS + 1), SN_ERR_CONFIG);
     CHECK(sn_ctx_threads(ctx) == 1);
     CHECK_OK(sn_ctx_set_parallel_for(ctx, dummy_pfor, NULL, 3));
     CHECK(sn_ctx_threads(ctx) == 3);
@@ -983,8 +1091,7 @@ static void test_ctx_api(void)
     sn_ctx_destroy(NULL);
 }
 
-int main(void)
-{
+int main(void) {
     test_ctx_api();
     test_norm_api();
     test_fuse_api();

@@ -118,14 +118,16 @@ static void test_net(sn_ctx *ctx) {
     const int bad[] = {3};
     fill(&g, z, D, bad, 1, (float)INFINITY);
     memcpy(snap, acts, (size_t)(R * apr) * sizeof(float));
-    CHECK_STATUS(sn_net_exit(ctx, &net, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, D), SN_ERR_NONFINITE);
+    CHECK_STATUS(sn_net_exit(ctx, &net, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, D),
+                 SN_ERR_NONFINITE);
     CHECK(sn_ctx_nonfinite_row(ctx) == 3);
     CHECK(memcmp(snap, acts, (size_t)(R * apr) * sizeof(float)) == 0);
     /* the output buffer of enter is not an input: a NaN already in h is no error */
     h[0] = nan_f();
     CHECK_OK(sn_net_enter(ctx, &net, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, D));
     params[0] = nan_f();
-    CHECK_STATUS(sn_net_enter(ctx, &net, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, D), SN_ERR_NONFINITE);
+    CHECK_STATUS(sn_net_enter(ctx, &net, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, D),
+                 SN_ERR_NONFINITE);
     CHECK(sn_ctx_nonfinite_row(ctx) == SN_NONFINITE_PARAMS);
     CHECK_OK(sn_ctx_set_check_finite(ctx, 0));
     free(params), free(acts), free(e), free(h), free(z), free(snap);

@@ -27,8 +27,7 @@ typedef struct fuse_loss {
     double *u, *h;
 } fuse_loss;
 
-static double fuse_loss_eval(void *vc)
-{
+static double fuse_loss_eval(void *vc) {
     fuse_loss *c = (fuse_loss *)vc;
     int64_t r0 = c->row >= 0 ? c->row : 0, nr = c->row >= 0 ? 1 : c->R, D = c->D;
     ref_fuse_fwd(c->f, nr, D, c->x + r0 * D, D, c->y + r0 * D, D, c->p, c->u, D, c->h, D);
@@ -38,8 +37,7 @@ static double fuse_loss_eval(void *vc)
     return L;
 }
 
-static char *fuse_name(const sn_fuse *f, int64_t R, int64_t D)
-{
+static char *fuse_name(const sn_fuse *f, int64_t R, int64_t D) {
     static char buf[128];
     static const char *k[] = {"LN", "RMS", "ID"}, *a[] = {"ss", "s", "n"};
     snprintf(buf, sizeof buf, "[%s/%s %s/%s %s/%s eps %g] R=%lld D=%lld", k[f->x.kind],
@@ -52,13 +50,12 @@ static char *fuse_name(const sn_fuse *f, int64_t R, int64_t D)
 typedef struct samples {
     int64_t n_in, n_p;
     int64_t *in, *p;
-    double *fdx, *fdy, *fdp;        /* L = h term + u term */
+    double *fdx, *fdy, *fdp;       /* L = h term + u term */
     double *fdx_h, *fdy_h, *fdp_h; /* L = h term only */
 } samples;
 
 static double err_view_at(const float *a, int64_t lda, const int64_t *idx, const double *fd,
-                          int64_t n, int64_t D, const float *pre, double flo)
-{
+                          int64_t n, int64_t D, const float *pre, double flo) {
     double *v = tu_dalloc(n), e;
     for (int64_t k = 0; k < n; k++) {
         int64_t o = (idx[k] / D) * lda + idx[k] % D;
@@ -69,18 +66,15 @@ static double err_view_at(const float *a, int64_t lda, const int64_t *idx, const
     return e;
 }
 
-static double err_params(const float *dp, const float *pre, const samples *s, const double *fd)
-{
+static double err_params(const float *dp, const float *pre, const samples *s, const double *fd) {
     double *v = tu_dalloc(s->n_p + 1), e;
-    for (int64_t k = 0; k < s->n_p; k++)
-        v[k] = (double)dp[s->p[k]] - (double)pre[s->p[k]];
+    for (int64_t k = 0; k < s->n_p; k++) v[k] = (double)dp[s->p[k]] - (double)pre[s->p[k]];
     e = tu_err_dd(v, fd, s->n_p, 1.0);
     free(v);
     return e;
 }
 
-static void check_fuse(const sn_fuse *f, int64_t R, int64_t D, int64_t pad, uint64_t seed)
-{
+static void check_fuse(const sn_fuse *f, int64_t R, int64_t D, int64_t pad, uint64_t seed) {
     char label[256];
     tu_rng g = {seed};
     const char *name = fuse_name(f, R, D);
@@ -139,12 +133,10 @@ static void check_fuse(const sn_fuse *f, int64_t R, int64_t D, int64_t pad, uint
            *sto = tu_dalloc(R * nso + 1);
     tu_to_double(x, R, D, ldx, xd, D), tu_to_double(y, R, D, ldy, yd, D);
     tu_to_double(dh, R, D, lddh, whd, D), tu_to_double(du, R, D, lddu, wud, D);
-    for (int64_t k = 0; k < np; k++)
-        pd[k] = p[k];
+    for (int64_t k = 0; k < np; k++) pd[k] = p[k];
     ref_norm_fwd(&f->x, R, D, xd, D, pd, ud, D, stx);
     ref_norm_fwd(&f->y, R, D, yd, D, pd + npx, sd, D, sty);
-    for (int64_t k = 0; k < R * D; k++)
-        sd[k] += ud[k];
+    for (int64_t k = 0; k < R * D; k++) sd[k] += ud[k];
     ref_norm_fwd(&f->out, R, D, sd, D, pd + npx + npy, hd, D, sto);
 
     /* ---- forward ---- */
@@ -161,13 +153,10 @@ static void check_fuse(const sn_fuse *f, int64_t R, int64_t D, int64_t pad, uint
     snprintf(label, sizeof label, "fuse stats %s", nm);
     {
         double e = 0, e1;
-        if (nsx)
-            e1 = tu_stats_err(f->x.kind, 1, R, st, ns, stx, nsx), e = e1 > e ? e1 : e;
-        if (nsy)
-            e1 = tu_stats_err(f->y.kind, 1, R, st + nsx, ns, sty, nsy), e = e1 > e ? e1 : e;
+        if (nsx) e1 = tu_stats_err(f->x.kind, 1, R, st, ns, stx, nsx), e = e1 > e ? e1 : e;
+        if (nsy) e1 = tu_stats_err(f->y.kind, 1, R, st + nsx, ns, sty, nsy), e = e1 > e ? e1 : e;
         if (nso)
-            e1 = tu_stats_err(f->out.kind, 1, R, st + nsx + nsy, ns, sto, nso),
-            e = e1 > e ? e1 : e;
+            e1 = tu_stats_err(f->out.kind, 1, R, st + nsx + nsy, ns, sto, nso), e = e1 > e ? e1 : e;
         CHECK_ERR(label, e, TOL_FWD);
     }
     /* inference: u NULL, stats NULL */
@@ -183,7 +172,8 @@ static void check_fuse(const sn_fuse *f, int64_t R, int64_t D, int64_t pad, uint
     CHECK_OK(sn_merge_forward(g_ctx, f, R, D, x, ldx, y, ldy, np ? p : NULL, mo, ldh, mst));
     snprintf(label, sizeof label, "merge fwd %s", nm);
     CHECK_ERR(label, tu_err_view(mo, ldh, hd, D, R, D, 1e-3), TOL_FWD);
-    CHECK_MSG(tu_padding_damage(mo, R, D, ldh) == 0 && tu_guard_damage(mst, R * ns, R * ns + 8) == 0,
+    CHECK_MSG(tu_padding_damage(mo, R, D, ldh) == 0 &&
+                  tu_guard_damage(mst, R * ns, R * ns + 8) == 0,
               "%s: merge wrote outside its buffers", nm);
 
     /* ---- finite differences ---- */
@@ -226,10 +216,8 @@ static void check_fuse(const sn_fuse *f, int64_t R, int64_t D, int64_t pad, uint
                 uint32_t flags = flagsets[fl];
                 tu_canary_fill(dx, R * lddx), tu_canary_fill(dy, R * lddy);
                 tu_canary_fill(dp, np + 8);
-                if (flags & SN_ACCUMULATE)
-                    tu_fill_view(&g, dx, R, D, lddx, -1, 1);
-                if (flags & SN_ACCUMULATE_Y)
-                    tu_fill_view(&g, dy, R, D, lddy, -1, 1);
+                if (flags & SN_ACCUMULATE) tu_fill_view(&g, dx, R, D, lddx, -1, 1);
+                if (flags & SN_ACCUMULATE_Y) tu_fill_view(&g, dy, R, D, lddy, -1, 1);
                 tu_fill(&g, dp, np, -0.5, 0.5);
                 memcpy(dx0, dx, (size_t)(R * lddx) * sizeof(float));
                 memcpy(dy0, dy, (size_t)(R * lddy) * sizeof(float));
@@ -237,11 +225,11 @@ static void check_fuse(const sn_fuse *f, int64_t R, int64_t D, int64_t pad, uint
                 const float *pp = np ? p : NULL;
                 const float *sp = ns ? st : NULL;
                 if (merge)
-                    CHECK_OK(sn_merge_backward(g_ctx, f, R, D, dh, lddh, x, ldx, y, ldy, pp, sp,
-                                               dx, lddx, dy, lddy, np ? dp : NULL, flags));
+                    CHECK_OK(sn_merge_backward(g_ctx, f, R, D, dh, lddh, x, ldx, y, ldy, pp, sp, dx,
+                                               lddx, dy, lddy, np ? dp : NULL, flags));
                 else
-                    CHECK_OK(sn_fuse_backward(g_ctx, f, R, D, dh, lddh, with_du ? du : NULL,
-                                              lddu, x, ldx, y, ldy, pp, sp, dx, lddx, dy, lddy,
+                    CHECK_OK(sn_fuse_backward(g_ctx, f, R, D, dh, lddh, with_du ? du : NULL, lddu,
+                                              x, ldx, y, ldy, pp, sp, dx, lddx, dy, lddy,
                                               np ? dp : NULL, flags));
                 const double *fx = with_du ? s.fdx : s.fdx_h, *fy = with_du ? s.fdy : s.fdy_h;
                 const double *fp = with_du ? s.fdp : s.fdp_h;
@@ -316,8 +304,7 @@ static void check_fuse(const sn_fuse *f, int64_t R, int64_t D, int64_t pad, uint
     free(dyw), free(dpw), free(dpw0);
 }
 
-int main(void)
-{
+int main(void) {
     typedef struct {
         int xk, xa, yk, ya, ok, oa;
     } cfg;
@@ -334,35 +321,35 @@ int main(void)
     static const int64_t Ds[] = {1, 3, 64, 768, 1000};
     const int nc = (int)(sizeof cfgs / sizeof cfgs[0]);
     for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++) {
-    g_ctx = tu_isa_ctx(isa);
-    if (!g_ctx) {
-        printf("kernel path %s not available: skipped\n", sn_isa_name((sn_isa)isa));
-        continue;
-    }
-    printf("kernel path %s\n", sn_isa_name((sn_isa)isa));
-    uint64_t seed = 77;
-    for (int c = 0; c < nc; c++)
-        for (int d = 0; d < 5; d++) {
-            sn_fuse f;
-            float eps = epss[(c + d) % 4];
-            CHECK_OK(sn_fuse_init(&f, SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, eps));
-            CHECK(f.x.kind == 0 && f.y.affine == 0 && f.out.group == 0 && f.out.eps == eps);
-            sn_norm a = {cfgs[c].xk, cfgs[c].xa, 0, eps}, b = {cfgs[c].yk, cfgs[c].ya, 0, eps},
-                    o = {cfgs[c].ok, cfgs[c].oa, 0, eps * 2};
-            f.x = a, f.y = b, f.out = o;
-            int64_t R = Ds[d] >= 768 ? ((c + d) % 2 ? 1 : 7) : ((c + d) % 3 == 0 ? 256 : 7);
-            check_fuse(&f, R, Ds[d], (c + d) % 4 == 0 ? 0 : 1 + (c * 3 + d) % 11, seed++);
+        g_ctx = tu_isa_ctx(isa);
+        if (!g_ctx) {
+            printf("kernel path %s not available: skipped\n", sn_isa_name((sn_isa)isa));
+            continue;
         }
-    /* sn_fuse_init fills the three norms alike */
-    {
-        sn_fuse f;
-        CHECK_OK(sn_fuse_init(&f, SN_NORM_RMSNORM, SN_AFFINE_NONE, 1e-6f));
-        CHECK(f.x.kind == 1 && f.y.kind == 1 && f.out.kind == 1 && f.x.affine == 2 &&
-              f.y.affine == 2 && f.out.affine == 2 && f.x.group == 0 && f.y.group == 0 &&
-              f.out.group == 0 && f.x.eps == 1e-6f && f.y.eps == 1e-6f && f.out.eps == 1e-6f);
-        check_fuse(&f, 7, 64, 3, seed++);
-    }
-    sn_ctx_destroy(g_ctx);
+        printf("kernel path %s\n", sn_isa_name((sn_isa)isa));
+        uint64_t seed = 77;
+        for (int c = 0; c < nc; c++)
+            for (int d = 0; d < 5; d++) {
+                sn_fuse f;
+                float eps = epss[(c + d) % 4];
+                CHECK_OK(sn_fuse_init(&f, SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, eps));
+                CHECK(f.x.kind == 0 && f.y.affine == 0 && f.out.group == 0 && f.out.eps == eps);
+                sn_norm a = {cfgs[c].xk, cfgs[c].xa, 0, eps}, b = {cfgs[c].yk, cfgs[c].ya, 0, eps},
+                        o = {cfgs[c].ok, cfgs[c].oa, 0, eps * 2};
+                f.x = a, f.y = b, f.out = o;
+                int64_t R = Ds[d] >= 768 ? ((c + d) % 2 ? 1 : 7) : ((c + d) % 3 == 0 ? 256 : 7);
+                check_fuse(&f, R, Ds[d], (c + d) % 4 == 0 ? 0 : 1 + (c * 3 + d) % 11, seed++);
+            }
+        /* sn_fuse_init fills the three norms alike */
+        {
+            sn_fuse f;
+            CHECK_OK(sn_fuse_init(&f, SN_NORM_RMSNORM, SN_AFFINE_NONE, 1e-6f));
+            CHECK(f.x.kind == 1 && f.y.kind == 1 && f.out.kind == 1 && f.x.affine == 2 &&
+                  f.y.affine == 2 && f.out.affine == 2 && f.x.group == 0 && f.y.group == 0 &&
+                  f.out.group == 0 && f.x.eps == 1e-6f && f.y.eps == 1e-6f && f.out.eps == 1e-6f);
+            check_fuse(&f, 7, 64, 3, seed++);
+        }
+        sn_ctx_destroy(g_ctx);
     }
     return tu_finish("test_fuse");
 }

@@ -12,8 +12,7 @@
 
 /* Training forward then inference forward of one network; compares h_i and out bitwise. */
 static void compare(const sn_ctx *ctx, sn_placement pl, sn_norm_kind kind, int S, int64_t R,
-                    int64_t D, int64_t ld, const char *path)
-{
+                    int64_t D, int64_t ld, const char *path) {
     sn_net net;
     CHECK_OK(sn_net_init(&net, pl, S, D, kind, 1e-5f));
     int64_t np, apr, spr;
@@ -47,8 +46,8 @@ static void compare(const sn_ctx *ctx, sn_placement pl, sn_norm_kind kind, int S
     for (int i = 0; i < S; i++) {
         CHECK_OK(sn_net_infer_enter(ctx, &net, &inf, i, h2, ld));
         for (int64_t r = 0; r < R; r++)
-            same_h &= memcmp(h2 + r * ld, h1 + ((int64_t)i * R + r) * ld,
-                             (size_t)D * sizeof(float)) == 0;
+            same_h &=
+                memcmp(h2 + r * ld, h1 + ((int64_t)i * R + r) * ld, (size_t)D * sizeof(float)) == 0;
         blk_fwd_f(&b, i, R, h2, ld, z, ld);
         CHECK_OK(sn_net_infer_exit(ctx, &net, &inf, i, z, ld));
     }
@@ -56,19 +55,18 @@ static void compare(const sn_ctx *ctx, sn_placement pl, sn_norm_kind kind, int S
     int same_o = 1;
     for (int64_t r = 0; r < R; r++)
         same_o &= memcmp(o1 + r * ld, o2 + r * ld, (size_t)D * sizeof(float)) == 0;
-    CHECK_MSG(same_h && same_o, "%s %s %s S=%d R=%lld D=%lld ld=%lld: inference %s differs",
-              path, sn_placement_name(pl), kind == SN_NORM_LAYERNORM ? "LN" : "RMS", S,
-              (long long)R, (long long)D, (long long)ld, same_h ? "out" : "h");
+    CHECK_MSG(same_h && same_o, "%s %s %s S=%d R=%lld D=%lld ld=%lld: inference %s differs", path,
+              sn_placement_name(pl), kind == SN_NORM_LAYERNORM ? "LN" : "RMS", S, (long long)R,
+              (long long)D, (long long)ld, same_h ? "out" : "h");
     CHECK_MSG(tu_guard_damage(state, R * spr, R * spr + GUARD) == 0,
-              "%s %s D=%lld: wrote past the state (R * state_per_row)", path,
-              sn_placement_name(pl), (long long)D);
+              "%s %s D=%lld: wrote past the state (R * state_per_row)", path, sn_placement_name(pl),
+              (long long)D);
     free(params), free(acts), free(state), free(e), free(z), free(h1), free(h2), free(o1);
     free(o2), free(b.Wf), free(b.Wd);
 }
 
 /* state_per_row: fixed in S, and as the header states it for two placements. */
-static void sizes(void)
-{
+static void sizes(void) {
     for (int pl = 0; pl < SN_PLACEMENT_COUNT; pl++) {
         sn_net a, b;
         int64_t sa, sb;
@@ -90,8 +88,7 @@ static void sizes(void)
     CHECK_MSG(s == 3 * 100 + 6, "SiameseNorm state %lld, want 3D + 6", (long long)s);
 }
 
-static void names(void)
-{
+static void names(void) {
     for (int pl = 0; pl < SN_PLACEMENT_COUNT; pl++) {
         const char *name = sn_placement_name((sn_placement)pl);
         sn_placement back = (sn_placement)-1;
@@ -111,14 +108,12 @@ static void names(void)
     CHECK_STATUS(sn_placement_from_name("siamese", NULL), SN_ERR_NULL);
 }
 
-int main(void)
-{
+int main(void) {
     const int64_t widths[] = {1, 7, 24, 64, 100};
     const sn_norm_kind kinds[] = {SN_NORM_LAYERNORM, SN_NORM_RMSNORM};
     for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++) {
         sn_ctx *ctx = tu_isa_ctx(isa);
-        if (!ctx)
-            continue;
+        if (!ctx) continue;
         printf("kernel path %s\n", sn_isa_name((sn_isa)isa));
         for (int pl = 0; pl < SN_PLACEMENT_COUNT; pl++)
             for (int w = 0; w < 5; w++)

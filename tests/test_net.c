@@ -36,14 +36,12 @@ typedef struct net_loss {
     blk *b;
 } net_loss;
 
-static double net_loss_eval(void *vc)
-{
+static double net_loss_eval(void *vc) {
     net_loss *c = (net_loss *)vc;
     int64_t D = c->rn->D;
     ref_net_fwd(c->rn, c->R, c->e, D, c->p, blk_fwd_d, c->b, c->out, D, NULL);
     double L = 0.0;
-    for (int64_t k = 0; k < c->R * D; k++)
-        L += c->w[k] * c->out[k];
+    for (int64_t k = 0; k < c->R * D; k++) L += c->w[k] * c->out[k];
     return L;
 }
 
@@ -63,13 +61,11 @@ typedef struct geom {
 static void lib_run(const sn_ctx *ctx, const sn_net *net, const geom *G, const blk *b,
                     const float *e, int64_t lde, const float *params, const float *wout,
                     int64_t lddo, const float *grads_prefill, int accumulate, uint64_t seed,
-                    run *res, const char *label)
-{
+                    run *res, const char *label) {
     const int64_t R = G->R, D = G->D, np = G->np;
     const int S = G->S;
     tu_rng g = {seed};
-    const int64_t ldh = D + 1, ldz = D + 5, ldo = D + 2, lddz = D + 3, lddh = D + 6,
-                  ldde = D + 7;
+    const int64_t ldh = D + 1, ldz = D + 5, ldo = D + 2, lddz = D + 3, lddh = D + 6, ldde = D + 7;
     float *acts = tu_falloc(R * G->apr + GUARD), *work = tu_falloc(R * G->wpr + GUARD);
     float *grads = tu_falloc(np + GUARD);
     tu_canary_fill(acts, R * G->apr + GUARD), tu_canary_fill(work, R * G->wpr + GUARD);
@@ -101,12 +97,12 @@ static void lib_run(const sn_ctx *ctx, const sn_net *net, const geom *G, const b
             tu_fill_view(&g, dz, R, D, lddz, -0.5, 0.5);
             memcpy(q, dz, (size_t)(R * lddz) * sizeof(float));
         }
-        CHECK_OK(sn_net_exit_backward(ctx, net, &pass, i, dz, lddz, accumulate ? SN_ACCUMULATE : 0));
+        CHECK_OK(
+            sn_net_exit_backward(ctx, net, &pass, i, dz, lddz, accumulate ? SN_ACCUMULATE : 0));
         CHECK_MSG(tu_padding_damage(dz, R, D, lddz) == 0, "%s: dz padding (i=%d)", label, i);
         if (accumulate)
             for (int64_t r = 0; r < R; r++)
-                for (int64_t j = 0; j < D; j++)
-                    dz[r * lddz + j] -= q[r * lddz + j];
+                for (int64_t j = 0; j < D; j++) dz[r * lddz + j] -= q[r * lddz + j];
         tu_canary_fill(dh, R * lddh);
         blk_bwd_f(b, i, R, z[i], ldz, dz, lddz, dh, lddh);
         CHECK_OK(sn_net_enter_backward(ctx, net, &pass, i, dh, lddh));
@@ -117,8 +113,7 @@ static void lib_run(const sn_ctx *ctx, const sn_net *net, const geom *G, const b
         memcpy(pre, de, (size_t)(R * ldde) * sizeof(float));
         CHECK_OK(sn_net_split_backward(ctx, net, &pass, de, ldde, SN_ACCUMULATE));
         for (int64_t r = 0; r < R; r++)
-            for (int64_t j = 0; j < D; j++)
-                de[r * ldde + j] -= pre[r * ldde + j];
+            for (int64_t j = 0; j < D; j++) de[r * ldde + j] -= pre[r * ldde + j];
         free(pre);
     } else {
         CHECK_OK(sn_net_split_backward(ctx, net, &pass, de, ldde, 0));
@@ -131,28 +126,22 @@ static void lib_run(const sn_ctx *ctx, const sn_net *net, const geom *G, const b
     CHECK_MSG(tu_guard_damage(grads, np, np + GUARD) == 0, "%s: wrote past grads", label);
     res->out = out, res->de = de, res->grads = grads, res->h = h;
     res->ldh = ldh, res->ldo = ldo, res->ldde = ldde;
-    for (int i = 0; i < S; i++)
-        free(z[i]);
+    for (int i = 0; i < S; i++) free(z[i]);
     free(z), free(acts), free(work), free(dz), free(dh), free(q);
 }
 
-static void run_free(run *r, int S)
-{
-    for (int i = 0; i < S; i++)
-        free(r->h[i]);
+static void run_free(run *r, int S) {
+    for (int i = 0; i < S; i++) free(r->h[i]);
     free(r->h), free(r->out), free(r->de), free(r->grads);
 }
 
-static int norm_eq(const sn_norm *a, const sn_norm *b)
-{
-    return a->kind == b->kind && a->affine == b->affine && a->group == b->group &&
-           a->eps == b->eps;
+static int norm_eq(const sn_norm *a, const sn_norm *b) {
+    return a->kind == b->kind && a->affine == b->affine && a->group == b->group && a->eps == b->eps;
 }
 
 /* Full check of one network description. n_e / n_p: FD samples (0 = all). */
-static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *name,
-                      int64_t n_e, int64_t n_p)
-{
+static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *name, int64_t n_e,
+                      int64_t n_p) {
     char label[200];
     tu_rng g = {seed};
     CHECK_OK(sn_net_check(net));
@@ -194,11 +183,9 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
             sn_norm nd;
             int64_t off = -7;
             sn_status st = sn_net_norm_at(net, i, j, &nd, &off);
-            if (st == SN_ERR_INDEX)
-                break;
+            if (st == SN_ERR_INDEX) break;
             CHECK_OK(st);
-            if (st != SN_OK || j >= 3 || j >= rn.nn[REF_ST(i)])
-                break;
+            if (st != SN_OK || j >= 3 || j >= rn.nn[REF_ST(i)]) break;
             const sn_norm *want = &rn.nd[REF_ST(i)][j];
             /* identity: only the kind matters; SN_NORM_SCALE: eps is ignored */
             int same = want->kind == SN_NORM_IDENTITY ? nd.kind == SN_NORM_IDENTITY
@@ -215,12 +202,10 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
                           name, i, j, (long long)off, (long long)np);
                 if (off >= 0 && off + k <= np)
                     for (int64_t q = off; q < off + k; q++) {
-                        CHECK_MSG(cover[q] == 0, "%s: params overlap at %lld", name,
-                                  (long long)q);
+                        CHECK_MSG(cover[q] == 0, "%s: params overlap at %lld", name, (long long)q);
                         cover[q] = 1;
                     }
-                else
-                    rn.off[REF_ST(i)][j] = 0;
+                else rn.off[REF_ST(i)][j] = 0;
             }
             total += k;
         }
@@ -292,10 +277,8 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
         ip[k] = n_p ? tu_randint(&g, np) : k;
         fdp[k] = tu_fd(net_loss_eval, &L, &pd[ip[k]], 1e-6);
     }
-    for (int64_t k = 0; k < ne; k++)
-        ge[k] = a.de[(ie[k] / D) * a.ldde + ie[k] % D];
-    for (int64_t k = 0; k < npp; k++)
-        gp[k] = a.grads[ip[k]];
+    for (int64_t k = 0; k < ne; k++) ge[k] = a.de[(ie[k] / D) * a.ldde + ie[k] % D];
+    for (int64_t k = 0; k < npp; k++) gp[k] = a.grads[ip[k]];
     snprintf(label, sizeof label, "%s: dL/de", name);
     CHECK_ERR(label, tu_err_dd(ge, fde, ne, 1.0), TOL_BWD);
     snprintf(label, sizeof label, "%s: dL/dparams", name);
@@ -319,10 +302,8 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
     sn_ctx_destroy(ctx);
     /* grads accumulate onto a prefill; SN_ACCUMULATE in exit_backward and split_backward */
     lib_run(g_ctx, net, Gp, &b, e, lde, params, wo, lddo, pre, 1, seed + 1, &ax, name);
-    for (int64_t k = 0; k < ne; k++)
-        ge[k] = ax.de[(ie[k] / D) * ax.ldde + ie[k] % D];
-    for (int64_t k = 0; k < npp; k++)
-        gpa[k] = (double)ax.grads[ip[k]] - (double)pre[ip[k]];
+    for (int64_t k = 0; k < ne; k++) ge[k] = ax.de[(ie[k] / D) * ax.ldde + ie[k] % D];
+    for (int64_t k = 0; k < npp; k++) gpa[k] = (double)ax.grads[ip[k]] - (double)pre[ip[k]];
     snprintf(label, sizeof label, "%s: dL/de (SN_ACCUMULATE)", name);
     CHECK_ERR(label, tu_err_dd(ge, fde, ne, 1.0), TOL_BWD);
     snprintf(label, sizeof label, "%s: dL/dparams (accumulated onto prefill)", name);
@@ -334,8 +315,7 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
     free(ie), free(ip), free(b.Wf), free(b.Wd);
 }
 
-int main(void)
-{
+int main(void) {
     sn_net net;
     uint64_t seed = 4242;
     static const float explicit_c[6] = {0.5f, 1.0f, 2.0f, 3.0f, 0.7f, 1.3f};
@@ -347,103 +327,103 @@ int main(void)
           net.norm.group == 0 && net.norm.eps == 1e-6f);
     CHECK(norm_eq(&net.input_norm, &net.norm) && net.scale_rule == SN_SCALE_DEFAULT &&
           net.flags == 0 && net.scales == NULL);
-    for (int k = 0; k < 7; k++)
-        CHECK(net.reserved[k] == 0);
+    for (int k = 0; k < 7; k++) CHECK(net.reserved[k] == 0);
     CHECK(net.reserved32 == 0 && net.mix_fraction == 0.0f);
     CHECK_OK(sn_net_init(&net, SN_PLACEMENT_PRE_NORM, 6, 16, SN_NORM_LAYERNORM, 1e-5f));
     CHECK(net.norm.kind == SN_NORM_LAYERNORM && net.norm.affine == SN_AFFINE_SCALE_SHIFT);
 
     for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++) {
-    g_ctx = tu_isa_ctx(isa);
-    if (!g_ctx) {
-        printf("kernel path %s not available: skipped\n", sn_isa_name((sn_isa)isa));
-        continue;
-    }
-    printf("kernel path %s\n", sn_isa_name((sn_isa)isa));
-    static const struct {
-        int placement, kind;
-        float eps;
-        const char *name;
-    } basic[] = {
-        {SN_PLACEMENT_PRE_NORM, SN_NORM_LAYERNORM, 1e-5f, "pre-norm LN"},
-        {SN_PLACEMENT_PRE_NORM, SN_NORM_RMSNORM, 1e-6f, "pre-norm RMS"},
-        {SN_PLACEMENT_POST_NORM, SN_NORM_LAYERNORM, 1e-2f, "post-norm LN"},
-        {SN_PLACEMENT_POST_NORM, SN_NORM_RMSNORM, 1e-5f, "post-norm RMS"},
-        {SN_PLACEMENT_SIAMESE, SN_NORM_LAYERNORM, 1e-5f, "siamese LN"},
-        {SN_PLACEMENT_SIAMESE, SN_NORM_RMSNORM, 1e-6f, "siamese RMS"},
-    };
-    for (int k = 0; k < 6; k++) {
-        CHECK_OK(sn_net_init(&net, (sn_placement)basic[k].placement, 6, 16,
-                             (sn_norm_kind)basic[k].kind, basic[k].eps));
-        check_net(&net, 5, seed++, basic[k].name, 0, 0);
-    }
-    /* SiameseNorm variants */
-    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 16, SN_NORM_LAYERNORM, 1e-5f));
-    net.scale_rule = SN_SCALE_NONE;
-    check_net(&net, 5, seed++, "siamese LN c=1", 0, 0);
-    net.scale_rule = SN_SCALE_EXPLICIT, net.scales = explicit_c;
-    check_net(&net, 5, seed++, "siamese LN explicit c", 0, 0);
-    net.scale_rule = SN_SCALE_DEFAULT, net.scales = NULL;
-    net.input_norm.kind = SN_NORM_IDENTITY;
-    check_net(&net, 5, seed++, "siamese LN no input norm", 0, 0);
-    net.input_norm = net.norm, net.input_norm.affine = SN_AFFINE_NONE;
-    check_net(&net, 5, seed++, "siamese LN non-affine input norm", 0, 0);
-    net.norm.affine = SN_AFFINE_SCALE, net.input_norm = net.norm;
-    check_net(&net, 3, seed++, "siamese LN bias-free", 0, 0);
-    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 16, SN_NORM_RMSNORM, 1e-5f));
-    net.norm.affine = SN_AFFINE_SCALE_SHIFT, net.input_norm.affine = SN_AFFINE_NONE;
-    check_net(&net, 5, seed++, "siamese RMS+beta, non-affine input norm", 0, 0);
-    /* other depths and a wider net (sampled FD) */
-    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 1, 8, SN_NORM_LAYERNORM, 1e-5f));
-    check_net(&net, 4, seed++, "siamese LN S=1", 0, 0);
-    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 5, 8, SN_NORM_RMSNORM, 1e-5f));
-    check_net(&net, 4, seed++, "siamese RMS S=5", 0, 0);
-    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_POST_NORM, 1, 8, SN_NORM_LAYERNORM, 1e-5f));
-    check_net(&net, 4, seed++, "post-norm LN S=1", 0, 0);
-    /* the other placements the header documents */
-    static const struct {
-        int placement, kind;
-        const char *name;
-    } more[] = {
-        {SN_PLACEMENT_SIAMESE_PAPER, SN_NORM_LAYERNORM, "siamese paper form LN"},
-        {SN_PLACEMENT_SIAMESE_PAPER, SN_NORM_RMSNORM, "siamese paper form RMS"},
-        {SN_PLACEMENT_SIAMESE_HYBRID_PRE, SN_NORM_LAYERNORM, "hybrid_pre LN"},
-        {SN_PLACEMENT_SIAMESE_HYBRID_PRE, SN_NORM_RMSNORM, "hybrid_pre RMS"},
-        {SN_PLACEMENT_DEEPNORM, SN_NORM_LAYERNORM, "deepnorm LN"},
-        {SN_PLACEMENT_DEEPNORM, SN_NORM_RMSNORM, "deepnorm RMS"},
-        {SN_PLACEMENT_PERI_LN, SN_NORM_LAYERNORM, "peri-ln LN"},
-        {SN_PLACEMENT_PERI_LN, SN_NORM_RMSNORM, "peri-ln RMS"},
-        {SN_PLACEMENT_MIX_LN, SN_NORM_LAYERNORM, "mix-ln LN"},
-        {SN_PLACEMENT_HYBRIDNORM, SN_NORM_LAYERNORM, "hybridnorm LN"},
-        {SN_PLACEMENT_HYBRIDNORM_STAR, SN_NORM_RMSNORM, "hybridnorm* RMS"},
-    };
-    for (size_t k = 0; k < sizeof more / sizeof more[0]; k++) {
-        CHECK_OK(sn_net_init(&net, (sn_placement)more[k].placement, 6, 16,
-                             (sn_norm_kind)more[k].kind, 1e-5f));
-        if (more[k].placement == SN_PLACEMENT_MIX_LN) {
-            CHECK(net.mix_fraction == 0.25f);
-            net.mix_fraction = 0.5f; /* L = 3: floor(0.5 * 3) = 1 Post-Norm layer */
+        g_ctx = tu_isa_ctx(isa);
+        if (!g_ctx) {
+            printf("kernel path %s not available: skipped\n", sn_isa_name((sn_isa)isa));
+            continue;
         }
-        check_net(&net, 5, seed++, more[k].name, 0, 0);
-    }
-    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_MIX_LN, 6, 16, SN_NORM_RMSNORM, 1e-5f));
-    net.mix_fraction = 1.0f;
-    check_net(&net, 5, seed++, "mix-ln RMS all Post-Norm", 0, 0);
-    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_DEEPNORM, 6, 16, SN_NORM_LAYERNORM, 1e-5f));
-    net.scale_rule = SN_SCALE_EXPLICIT, net.scales = explicit_c;
-    check_net(&net, 5, seed++, "deepnorm explicit alpha", 0, 0);
-    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE_PAPER, 5, 16, SN_NORM_LAYERNORM, 1e-5f));
-    net.input_norm.kind = SN_NORM_IDENTITY, net.scale_rule = SN_SCALE_NONE;
-    check_net(&net, 5, seed++, "siamese paper form, no input norm, c=1", 0, 0);
-    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE_HYBRID_PRE, 5, 16, SN_NORM_LAYERNORM, 1e-5f));
-    net.input_norm.affine = SN_AFFINE_NONE;
-    check_net(&net, 5, seed++, "hybrid_pre S=5 non-affine input norm", 0, 0);
+        printf("kernel path %s\n", sn_isa_name((sn_isa)isa));
+        static const struct {
+            int placement, kind;
+            float eps;
+            const char *name;
+        } basic[] = {
+            {SN_PLACEMENT_PRE_NORM, SN_NORM_LAYERNORM, 1e-5f, "pre-norm LN"},
+            {SN_PLACEMENT_PRE_NORM, SN_NORM_RMSNORM, 1e-6f, "pre-norm RMS"},
+            {SN_PLACEMENT_POST_NORM, SN_NORM_LAYERNORM, 1e-2f, "post-norm LN"},
+            {SN_PLACEMENT_POST_NORM, SN_NORM_RMSNORM, 1e-5f, "post-norm RMS"},
+            {SN_PLACEMENT_SIAMESE, SN_NORM_LAYERNORM, 1e-5f, "siamese LN"},
+            {SN_PLACEMENT_SIAMESE, SN_NORM_RMSNORM, 1e-6f, "siamese RMS"},
+        };
+        for (int k = 0; k < 6; k++) {
+            CHECK_OK(sn_net_init(&net, (sn_placement)basic[k].placement, 6, 16,
+                                 (sn_norm_kind)basic[k].kind, basic[k].eps));
+            check_net(&net, 5, seed++, basic[k].name, 0, 0);
+        }
+        /* SiameseNorm variants */
+        CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 16, SN_NORM_LAYERNORM, 1e-5f));
+        net.scale_rule = SN_SCALE_NONE;
+        check_net(&net, 5, seed++, "siamese LN c=1", 0, 0);
+        net.scale_rule = SN_SCALE_EXPLICIT, net.scales = explicit_c;
+        check_net(&net, 5, seed++, "siamese LN explicit c", 0, 0);
+        net.scale_rule = SN_SCALE_DEFAULT, net.scales = NULL;
+        net.input_norm.kind = SN_NORM_IDENTITY;
+        check_net(&net, 5, seed++, "siamese LN no input norm", 0, 0);
+        net.input_norm = net.norm, net.input_norm.affine = SN_AFFINE_NONE;
+        check_net(&net, 5, seed++, "siamese LN non-affine input norm", 0, 0);
+        net.norm.affine = SN_AFFINE_SCALE, net.input_norm = net.norm;
+        check_net(&net, 3, seed++, "siamese LN bias-free", 0, 0);
+        CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 16, SN_NORM_RMSNORM, 1e-5f));
+        net.norm.affine = SN_AFFINE_SCALE_SHIFT, net.input_norm.affine = SN_AFFINE_NONE;
+        check_net(&net, 5, seed++, "siamese RMS+beta, non-affine input norm", 0, 0);
+        /* other depths and a wider net (sampled FD) */
+        CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 1, 8, SN_NORM_LAYERNORM, 1e-5f));
+        check_net(&net, 4, seed++, "siamese LN S=1", 0, 0);
+        CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 5, 8, SN_NORM_RMSNORM, 1e-5f));
+        check_net(&net, 4, seed++, "siamese RMS S=5", 0, 0);
+        CHECK_OK(sn_net_init(&net, SN_PLACEMENT_POST_NORM, 1, 8, SN_NORM_LAYERNORM, 1e-5f));
+        check_net(&net, 4, seed++, "post-norm LN S=1", 0, 0);
+        /* the other placements the header documents */
+        static const struct {
+            int placement, kind;
+            const char *name;
+        } more[] = {
+            {SN_PLACEMENT_SIAMESE_PAPER, SN_NORM_LAYERNORM, "siamese paper form LN"},
+            {SN_PLACEMENT_SIAMESE_PAPER, SN_NORM_RMSNORM, "siamese paper form RMS"},
+            {SN_PLACEMENT_SIAMESE_HYBRID_PRE, SN_NORM_LAYERNORM, "hybrid_pre LN"},
+            {SN_PLACEMENT_SIAMESE_HYBRID_PRE, SN_NORM_RMSNORM, "hybrid_pre RMS"},
+            {SN_PLACEMENT_DEEPNORM, SN_NORM_LAYERNORM, "deepnorm LN"},
+            {SN_PLACEMENT_DEEPNORM, SN_NORM_RMSNORM, "deepnorm RMS"},
+            {SN_PLACEMENT_PERI_LN, SN_NORM_LAYERNORM, "peri-ln LN"},
+            {SN_PLACEMENT_PERI_LN, SN_NORM_RMSNORM, "peri-ln RMS"},
+            {SN_PLACEMENT_MIX_LN, SN_NORM_LAYERNORM, "mix-ln LN"},
+            {SN_PLACEMENT_HYBRIDNORM, SN_NORM_LAYERNORM, "hybridnorm LN"},
+            {SN_PLACEMENT_HYBRIDNORM_STAR, SN_NORM_RMSNORM, "hybridnorm* RMS"},
+        };
+        for (size_t k = 0; k < sizeof more / sizeof more[0]; k++) {
+            CHECK_OK(sn_net_init(&net, (sn_placement)more[k].placement, 6, 16,
+                                 (sn_norm_kind)more[k].kind, 1e-5f));
+            if (more[k].placement == SN_PLACEMENT_MIX_LN) {
+                CHECK(net.mix_fraction == 0.25f);
+                net.mix_fraction = 0.5f; /* L = 3: floor(0.5 * 3) = 1 Post-Norm layer */
+            }
+            check_net(&net, 5, seed++, more[k].name, 0, 0);
+        }
+        CHECK_OK(sn_net_init(&net, SN_PLACEMENT_MIX_LN, 6, 16, SN_NORM_RMSNORM, 1e-5f));
+        net.mix_fraction = 1.0f;
+        check_net(&net, 5, seed++, "mix-ln RMS all Post-Norm", 0, 0);
+        CHECK_OK(sn_net_init(&net, SN_PLACEMENT_DEEPNORM, 6, 16, SN_NORM_LAYERNORM, 1e-5f));
+        net.scale_rule = SN_SCALE_EXPLICIT, net.scales = explicit_c;
+        check_net(&net, 5, seed++, "deepnorm explicit alpha", 0, 0);
+        CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE_PAPER, 5, 16, SN_NORM_LAYERNORM, 1e-5f));
+        net.input_norm.kind = SN_NORM_IDENTITY, net.scale_rule = SN_SCALE_NONE;
+        check_net(&net, 5, seed++, "siamese paper form, no input norm, c=1", 0, 0);
+        CHECK_OK(
+            sn_net_init(&net, SN_PLACEMENT_SIAMESE_HYBRID_PRE, 5, 16, SN_NORM_LAYERNORM, 1e-5f));
+        net.input_norm.affine = SN_AFFINE_NONE;
+        check_net(&net, 5, seed++, "hybrid_pre S=5 non-affine input norm", 0, 0);
 
-    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 64, SN_NORM_LAYERNORM, 1e-6f));
-    check_net(&net, 7, seed++, "siamese LN D=64", 120, 200);
-    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_PRE_NORM, 6, 64, SN_NORM_LAYERNORM, 1e-6f));
-    check_net(&net, 7, seed++, "pre-norm LN D=64", 120, 200);
-    sn_ctx_destroy(g_ctx);
+        CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 64, SN_NORM_LAYERNORM, 1e-6f));
+        check_net(&net, 7, seed++, "siamese LN D=64", 120, 200);
+        CHECK_OK(sn_net_init(&net, SN_PLACEMENT_PRE_NORM, 6, 64, SN_NORM_LAYERNORM, 1e-6f));
+        check_net(&net, 7, seed++, "pre-norm LN D=64", 120, 200);
+        sn_ctx_destroy(g_ctx);
     }
     return tu_finish("test_net");
 }

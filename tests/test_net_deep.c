@@ -10,8 +10,7 @@
 #define S_MAX (1 << 10)
 
 /* gammas 1, betas 0, by the norms sn_net_norm_at lists */
-static void init_by_norm_at(const sn_net *net, float *p)
-{
+static void init_by_norm_at(const sn_net *net, float *p) {
     sn_norm n;
     int64_t off, np;
     for (int32_t i = -1; i <= net->n_sublayers; i++)
@@ -20,15 +19,13 @@ static void init_by_norm_at(const sn_net *net, float *p)
                 sn_norm_init_params(&n, net->d, p + off);
 }
 
-static double now(void)
-{
+static double now(void) {
     struct timespec t;
     timespec_get(&t, TIME_UTC);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void deep_pass(sn_placement pl)
-{
+static void deep_pass(sn_placement pl) {
     const int64_t D = 4, R = 1;
     sn_net net;
     CHECK_OK(sn_net_init(&net, pl, S_MAX, D, SN_NORM_LAYERNORM, 1e-5f));
@@ -73,8 +70,7 @@ static void deep_pass(sn_placement pl)
     free(p), free(q), free(g), free(a), free(w), free(e), free(h), free(o), free(d);
 }
 
-int main(void)
-{
+int main(void) {
     for (int pl = SN_PLACEMENT_PRE_NORM; pl <= SN_PLACEMENT_HYBRIDNORM_STAR; pl++) {
         for (int32_t S = 1; S <= 9; S++) {
             sn_net net;

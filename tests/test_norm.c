@@ -20,8 +20,8 @@
 #include "ref64.h"
 #include "testutil.h"
 
-#define TOL_FWD 2e-5
-#define TOL_BWD 1e-4
+#define TOL_FWD     2e-5
+#define TOL_BWD     1e-4
 #define TOL_BIGMEAN 1e-3
 
 typedef struct norm_loss {
@@ -33,31 +33,27 @@ typedef struct norm_loss {
     double *tmp;
 } norm_loss;
 
-static double norm_loss_eval(void *vctx)
-{
+static double norm_loss_eval(void *vctx) {
     norm_loss *c = (norm_loss *)vctx;
     int64_t r0 = c->row >= 0 ? c->row : 0, nr = c->row >= 0 ? 1 : c->R;
     ref_norm_fwd(c->n, nr, c->D, c->x + r0 * c->D, c->D, c->p, c->tmp, c->D, NULL);
     double L = 0.0;
-    for (int64_t k = 0; k < nr * c->D; k++)
-        L += c->w[r0 * c->D + k] * c->tmp[k];
+    for (int64_t k = 0; k < nr * c->D; k++) L += c->w[r0 * c->D + k] * c->tmp[k];
     return L;
 }
 
-static const char *kind_name(const sn_norm *n)
-{
+static const char *kind_name(const sn_norm *n) {
     static const char *k[] = {"LN", "RMS", "ID", "SCALE"};
     static const char *a[] = {"scale+shift", "scale", "none"};
     static char buf[64];
-    snprintf(buf, sizeof buf, "%s/%s/G%d/eps%g", k[n->kind], n->kind == SN_NORM_IDENTITY ? "-" : a[n->affine],
-             (int)n->group, (double)n->eps);
+    snprintf(buf, sizeof buf, "%s/%s/G%d/eps%g", k[n->kind],
+             n->kind == SN_NORM_IDENTITY ? "-" : a[n->affine], (int)n->group, (double)n->eps);
     return buf;
 }
 
 /* One full check of a norm configuration. offset: added to every row (|mean| >> std test). */
 static void check_norm(const sn_norm *n, int64_t R, int64_t D, int64_t pad, uint64_t seed,
-                       double offset, const sn_ctx *ctx)
-{
+                       double offset, const sn_ctx *ctx) {
     char label[160];
     tu_rng g = {seed};
     const double tol_f = offset != 0.0 ? TOL_BIGMEAN : TOL_FWD;
@@ -99,8 +95,7 @@ static void check_norm(const sn_norm *n, int64_t R, int64_t D, int64_t pad, uint
     double *outd = tu_dalloc(R * D), *statsd = tu_dalloc(R * ns + 1), *tmp = tu_dalloc(R * D);
     tu_to_double(x, R, D, ldx, xd, D);
     tu_to_double(dout, R, D, lddo, wd, D);
-    for (int64_t k = 0; k < np; k++)
-        pd[k] = p[k];
+    for (int64_t k = 0; k < np; k++) pd[k] = p[k];
     ref_norm_fwd(n, R, D, xd, D, pd, outd, D, statsd);
 
     /* ---- forward (training), padding and stats guard ---- */
@@ -108,8 +103,7 @@ static void check_norm(const sn_norm *n, int64_t R, int64_t D, int64_t pad, uint
     tu_canary_fill(out, R * ldo);
     tu_canary_fill(stats, R * ns + 8);
     CHECK_OK(sn_norm_forward(ctx, n, R, D, x, ldx, np ? p : NULL, out, ldo, stats));
-    snprintf(label, sizeof label, "fwd %s R=%lld D=%lld", kind_name(n), (long long)R,
-             (long long)D);
+    snprintf(label, sizeof label, "fwd %s R=%lld D=%lld", kind_name(n), (long long)R, (long long)D);
     CHECK_ERR(label, tu_err_view(out, ldo, outd, D, R, D, 1e-3), tol_f);
     CHECK_MSG(tu_padding_damage(out, R, D, ldo) == 0, "%s: out padding modified", label);
     CHECK_MSG(tu_guard_damage(stats, R * ns, R * ns + 8) == 0, "%s: wrote past stats", label);
@@ -123,8 +117,7 @@ static void check_norm(const sn_norm *n, int64_t R, int64_t D, int64_t pad, uint
             double scale = is_rstd ? fabs(ref) : 1.0 / statsd[k - col + ns / 2 + col % (ns / 2)];
             /* mean: error relative to the row's std (1/rstd), as that is what matters */
             double e = fabs((double)stats[k] - ref) / scale;
-            if (!(e <= emax))
-                emax = e != e ? INFINITY : e;
+            if (!(e <= emax)) emax = e != e ? INFINITY : e;
         }
         snprintf(label, sizeof label, "stats %s R=%lld D=%lld", kind_name(n), (long long)R,
                  (long long)D);
@@ -167,14 +160,11 @@ static void check_norm(const sn_norm *n, int64_t R, int64_t D, int64_t pad, uint
     for (int64_t r = 0; r < R; r++)
         for (int64_t j = 0; j < D; j++) {
             double rstd = 1.0;
-            if (n->kind == SN_NORM_LAYERNORM)
-                rstd = statsd[r * ns + ns / 2 + j / W];
-            else if (n->kind == SN_NORM_RMSNORM)
-                rstd = statsd[r * ns + j / W];
+            if (n->kind == SN_NORM_LAYERNORM) rstd = statsd[r * ns + ns / 2 + j / W];
+            else if (n->kind == SN_NORM_RMSNORM) rstd = statsd[r * ns + j / W];
             double gam = (np ? pd[j % W] : 1.0);
             double t = fabs(rstd * gam * wd[r * D + j]);
-            if (t > dx_floor)
-                dx_floor = t;
+            if (t > dx_floor) dx_floor = t;
         }
     L.row = -1;
     for (int64_t k = 0; k < npc; k++) {
@@ -191,12 +181,9 @@ static void check_norm(const sn_norm *n, int64_t R, int64_t D, int64_t pad, uint
     CHECK_OK(sn_norm_backward(ctx, n, R, D, dout, lddo, x, ldx, np ? p : NULL, ns ? stats : NULL,
                               dx, lddx, np ? dp : NULL, 0));
     double *a_in = tu_dalloc(nin), *a_p = tu_dalloc(npc + 1);
-    for (int64_t k = 0; k < nin; k++)
-        a_in[k] = dx[(in_idx[k] / D) * lddx + in_idx[k] % D];
-    for (int64_t k = 0; k < npc; k++)
-        a_p[k] = (double)dp[p_idx[k]] - (double)dp0[p_idx[k]];
-    snprintf(label, sizeof label, "dx %s R=%lld D=%lld", kind_name(n), (long long)R,
-             (long long)D);
+    for (int64_t k = 0; k < nin; k++) a_in[k] = dx[(in_idx[k] / D) * lddx + in_idx[k] % D];
+    for (int64_t k = 0; k < npc; k++) a_p[k] = (double)dp[p_idx[k]] - (double)dp0[p_idx[k]];
+    snprintf(label, sizeof label, "dx %s R=%lld D=%lld", kind_name(n), (long long)R, (long long)D);
     CHECK_ERR(label, tu_err_dd(a_in, fd_in, nin, dx_floor), tol_b);
     CHECK_MSG(tu_padding_damage(dx, R, D, lddx) == 0, "%s: dx padding modified", label);
     CHECK_MSG(tu_guard_damage(dp, np, np + 8) == 0, "%s: wrote past dparams", label);
@@ -247,8 +234,7 @@ static void check_norm(const sn_norm *n, int64_t R, int64_t D, int64_t pad, uint
     free(dxa), free(dxa0), free(dio), free(dpx);
 }
 
-int main(void)
-{
+int main(void) {
     static const int64_t Ds[] = {1, 3, 64, 768, 1000};
     static const int64_t Rs[] = {1, 7, 256};
     static const float epss[] = {1e-5f, 1e-6f, 1e-2f, 0.5f};
@@ -263,41 +249,42 @@ int main(void)
     };
     int ncfg = (int)(sizeof cfg / sizeof cfg[0]);
     for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++) {
-    sn_ctx *ictx = tu_isa_ctx(isa);
-    if (!ictx) {
-        printf("kernel path %s not available: skipped\n", sn_isa_name((sn_isa)isa));
-        continue;
-    }
-    printf("kernel path %s\n", sn_isa_name((sn_isa)isa));
-    uint64_t seed = 1000;
-    for (int c = 0; c < ncfg; c++)
-        for (int d = 0; d < 5; d++) {
-            /* R = 7 always, plus one more R chosen to cover 1 and 256 across the grid */
-            int64_t Rlist[2] = {7, Rs[(c + d) % 3 == 1 ? 0 : 2]};
-            for (int k = 0; k < 2; k++) {
-                if (k == 1 && Rlist[1] == 256 && Ds[d] >= 768 && c % 2)
-                    Rlist[1] = 1; /* keep the runtime down: half the big shapes use R = 1 */
-                sn_norm n = {cfg[c].kind, cfg[c].affine, 0, epss[(c + d + k) % 4]};
-                check_norm(&n, Rlist[k], Ds[d], (c + d + k) % 3 == 0 ? 0 : 1 + (d * 5 + k) % 17,
-                           seed++, 0.0, ictx);
+        sn_ctx *ictx = tu_isa_ctx(isa);
+        if (!ictx) {
+            printf("kernel path %s not available: skipped\n", sn_isa_name((sn_isa)isa));
+            continue;
+        }
+        printf("kernel path %s\n", sn_isa_name((sn_isa)isa));
+        uint64_t seed = 1000;
+        for (int c = 0; c < ncfg; c++)
+            for (int d = 0; d < 5; d++) {
+                /* R = 7 always, plus one more R chosen to cover 1 and 256 across the grid */
+                int64_t Rlist[2] = {7, Rs[(c + d) % 3 == 1 ? 0 : 2]};
+                for (int k = 0; k < 2; k++) {
+                    if (k == 1 && Rlist[1] == 256 && Ds[d] >= 768 && c % 2)
+                        Rlist[1] = 1; /* keep the runtime down: half the big shapes use R = 1 */
+                    sn_norm n = {cfg[c].kind, cfg[c].affine, 0, epss[(c + d + k) % 4]};
+                    check_norm(&n, Rlist[k], Ds[d], (c + d + k) % 3 == 0 ? 0 : 1 + (d * 5 + k) % 17,
+                               seed++, 0.0, ictx);
+                }
             }
+        /* grouped norms (per-head q/k norm): G divides D; G = 1 (each column alone), G = D */
+        static const struct {
+            int64_t D, G, R;
+        } grp[] = {{64, 16, 7},  {768, 64, 7}, {3, 1, 7},
+                   {1000, 8, 3}, {64, 64, 7},  {1000, 500, 256}};
+        for (int k = 0; k < 6; k++)
+            for (int c = 0; c < ncfg - 1; c++) {
+                sn_norm n = {cfg[c].kind, cfg[c].affine, (int32_t)grp[k].G, epss[(k + c) % 4]};
+                check_norm(&n, grp[k].R, grp[k].D, 1 + k, seed++, 0.0, ictx);
+            }
+        /* |mean| >> std: two-pass statistics */
+        for (int c = 0; c < 2; c++) {
+            sn_norm n = {SN_NORM_LAYERNORM, c ? SN_AFFINE_SCALE : SN_AFFINE_SCALE_SHIFT, 0, 1e-5f};
+            check_norm(&n, 7, 1000, 3, seed++, 1000.0, ictx);
+            check_norm(&n, 7, 64, 0, seed++, -1000.0, ictx);
         }
-    /* grouped norms (per-head q/k norm): G divides D; G = 1 (each column alone), G = D */
-    static const struct {
-        int64_t D, G, R;
-    } grp[] = {{64, 16, 7}, {768, 64, 7}, {3, 1, 7}, {1000, 8, 3}, {64, 64, 7}, {1000, 500, 256}};
-    for (int k = 0; k < 6; k++)
-        for (int c = 0; c < ncfg - 1; c++) {
-            sn_norm n = {cfg[c].kind, cfg[c].affine, (int32_t)grp[k].G, epss[(k + c) % 4]};
-            check_norm(&n, grp[k].R, grp[k].D, 1 + k, seed++, 0.0, ictx);
-        }
-    /* |mean| >> std: two-pass statistics */
-    for (int c = 0; c < 2; c++) {
-        sn_norm n = {SN_NORM_LAYERNORM, c ? SN_AFFINE_SCALE : SN_AFFINE_SCALE_SHIFT, 0, 1e-5f};
-        check_norm(&n, 7, 1000, 3, seed++, 1000.0, ictx);
-        check_norm(&n, 7, 64, 0, seed++, -1000.0, ictx);
-    }
-    sn_ctx_destroy(ictx);
+        sn_ctx_destroy(ictx);
     }
     /* a default context (best path) */
     {

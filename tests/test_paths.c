@@ -46,7 +46,7 @@ typedef struct bufs {
 
 typedef struct op {
     const char *name;
-    int kind; /* 0 norm fwd, 1 norm bwd, 2 fuse fwd, 3 fuse bwd, 4 apply fwd, 5 apply bwd,
+    int kind;    /* 0 norm fwd, 1 norm bwd, 2 fuse fwd, 3 fuse bwd, 4 apply fwd, 5 apply bwd,
                  6 split fwd, 7 split bwd */
     sn_norm n;   /* norm ops; group -1: pick a divisor of D */
     sn_fuse f;   /* fuse ops */
@@ -54,8 +54,10 @@ typedef struct op {
     uint32_t flags;
 } op;
 
-#define NON {0, 0, 0, 0.0f}
-#define NOF {NON, NON, NON}
+#define NON                                                                                        \
+    { 0, 0, 0, 0.0f }
+#define NOF                                                                                        \
+    { NON, NON, NON }
 static const op OPS[] = {
     {"layernorm fwd", 0, {0, 0, 0, 1e-5f}, NOF, 0, 0},
     {"rmsnorm fwd grouped", 0, {1, 1, -1, 1e-5f}, NOF, 0, 0},
@@ -67,10 +69,18 @@ static const op OPS[] = {
     {"scale norm bwd", 1, {3, 0, 0, 1e-5f}, NOF, 0, 0},
     {"fuse fwd layernorm", 2, NON, {{0, 0, 0, 1e-5f}, {0, 0, 0, 1e-5f}, {0, 0, 0, 1e-5f}}, 0, 0},
     {"fuse fwd mixed", 2, NON, {{1, 1, 0, 1e-5f}, {0, 0, 0, 1e-5f}, {2, 0, 0, 1e-5f}}, 0, 0},
-    {"fuse bwd layernorm", 3, NON, {{0, 0, 0, 1e-5f}, {0, 0, 0, 1e-5f}, {0, 0, 0, 1e-5f}}, 1,
+    {"fuse bwd layernorm",
+     3,
+     NON,
+     {{0, 0, 0, 1e-5f}, {0, 0, 0, 1e-5f}, {0, 0, 0, 1e-5f}},
+     1,
      SN_ACCUMULATE_Y},
-    {"fuse bwd rms/non-affine", 3, NON, {{1, 1, 0, 1e-5f}, {1, 1, 0, 1e-5f}, {0, 2, 0, 1e-5f}},
-     1, SN_ACCUMULATE},
+    {"fuse bwd rms/non-affine",
+     3,
+     NON,
+     {{1, 1, 0, 1e-5f}, {1, 1, 0, 1e-5f}, {0, 2, 0, 1e-5f}},
+     1,
+     SN_ACCUMULATE},
     {"merge bwd mixed", 3, NON, {{2, 0, 0, 1e-5f}, {0, 0, 0, 1e-5f}, {1, 1, 0, 1e-5f}}, 0, 0},
     {"apply fwd", 4, {0}, NOF, 0, 0},
     {"apply bwd acc", 5, {0}, NOF, 0, SN_ACCUMULATE},
@@ -112,30 +122,26 @@ static void run(const op *o, sn_ctx *ctx, const shape *s, bufs *b, const float *
         break;
     case 1:
         CHECK_OK(sn_norm_backward(ctx, &n, R, D, in[1], ld, in[0], ld, b->params, stats_ref, out[0],
-                            ld, b->dparams, o->flags));
+                                  ld, b->dparams, o->flags));
         break;
     case 2:
         CHECK_OK(sn_fuse_forward(ctx, &o->f, R, D, in[0], ld, in[2], ld, b->params, out[0], ld,
-                           out[1], ld, b->stats));
+                                 out[1], ld, b->stats));
         break;
     case 3:
         CHECK_OK(sn_fuse_backward(ctx, &o->f, R, D, in[1], ld, o->with_du ? in[3] : NULL, ld, in[0],
-                            ld, in[2], ld, b->params, stats_ref, out[0], ld, out[1], ld,
-                            b->dparams, o->flags));
+                                  ld, in[2], ld, b->params, stats_ref, out[0], ld, out[1], ld,
+                                  b->dparams, o->flags));
         break;
     case 4:
-        CHECK_OK(sn_apply_forward(ctx, R, D, 1.7f, in[1], ld, in[0], ld, in[2], ld, out[0], ld, out[1],
-                            ld));
+        CHECK_OK(sn_apply_forward(ctx, R, D, 1.7f, in[1], ld, in[0], ld, in[2], ld, out[0], ld,
+                                  out[1], ld));
         break;
     case 5:
         CHECK_OK(sn_apply_backward(ctx, R, D, 2.3f, in[1], ld, in[3], ld, out[0], ld, o->flags));
         break;
-    case 6:
-        CHECK_OK(sn_split_forward(ctx, R, D, in[0], ld, out[0], ld, out[1], ld));
-        break;
-    case 7:
-        CHECK_OK(sn_split_backward(ctx, R, D, in[1], ld, in[3], ld, out[0], ld, 0));
-        break;
+    case 6: CHECK_OK(sn_split_forward(ctx, R, D, in[0], ld, out[0], ld, out[1], ld)); break;
+    case 7: CHECK_OK(sn_split_backward(ctx, R, D, in[1], ld, in[3], ld, out[0], ld, 0)); break;
     }
 }
 
@@ -201,10 +207,8 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
     int64_t np = 0, spr = 0;
     sn_norm n = o->n;
     n.group = (int32_t)group_of(o, D);
-    if (o->kind <= 1)
-        CHECK_OK(sn_norm_query(&n, D, &np, &spr));
-    else if (o->kind <= 3)
-        CHECK_OK(sn_fuse_query(&o->f, D, &np, &spr));
+    if (o->kind <= 1) CHECK_OK(sn_norm_query(&n, D, &np, &spr));
+    else if (o->kind <= 3) CHECK_OK(sn_fuse_query(&o->f, D, &np, &spr));
     b.nparams = np;
     b.nstats = o->kind == 0 || o->kind == 2 ? R * spr : 0;
     b.params = alloc_mat(np);
@@ -239,14 +243,14 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
             snapshot(&b, base);
             double e = rel_err(&b, base, ref);
             CHECK_MSG(e <= TOL, "%s R=%lld D=%lld %s vs scalar: rel. error %.3g > %.1g", o->name,
-                     (long long)R, (long long)D, sn_isa_name(cur), e, TOL);
+                      (long long)R, (long long)D, sn_isa_name(cur), e, TOL);
             if (e > worst_err[o - OPS]) worst_err[o - OPS] = e;
             if (cur == sn_ctx_isa(NULL)) { /* NULL context: the best path, 1 thread */
                 run(o, NULL, s, &b, stats_ref);
                 snapshot(&b, got);
                 CHECK_MSG(!memcmp(got, base, (size_t)total * sizeof(float)),
                           "%s R=%lld D=%lld: NULL ctx differs from %s ctx", o->name, (long long)R,
-                         (long long)D, sn_isa_name(cur));
+                          (long long)D, sn_isa_name(cur));
             } else {
                 continue; /* a path without thread variants: its one context is the base */
             }
@@ -255,7 +259,7 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
         snapshot(&b, got);
         CHECK_MSG(!memcmp(got, base, (size_t)total * sizeof(float)),
                   "%s R=%lld D=%lld %s: %d threads not bitwise identical to 1 thread", o->name,
-                 (long long)R, (long long)D, sn_isa_name(cur), sn_ctx_threads(ctx));
+                  (long long)R, (long long)D, sn_isa_name(cur), sn_ctx_threads(ctx));
     }
     free(ref);
     free(base);
@@ -289,12 +293,10 @@ int main(void) {
             CHECK_OK(sn_ctx_create(&c));
             if (!c) return 1;
             CHECK_OK(sn_ctx_set_isa(c, paths[p]));
-            if (v < 3)
-                CHECK_OK(sn_ctx_set_threads(c, v + 1));
+            if (v < 3) CHECK_OK(sn_ctx_set_threads(c, v + 1));
             else if (v == 3 || v == 6)
                 CHECK_OK(sn_ctx_set_parallel_for(c, backwards_hook, NULL, 4));
-            else
-                CHECK_OK(sn_ctx_set_threads(c, v - 2));
+            else CHECK_OK(sn_ctx_set_threads(c, v - 2));
             scratch[nctx] = NULL;
             if (v >= 4) {
                 size_t sb = v == 5 ? 2 * 6 * 768 * sizeof(float) + 64 : sn_scratch_bytes(c, 9000);

@@ -32,8 +32,7 @@ typedef struct netbuf {
 } netbuf;
 
 /* forward of a net through the placement layer; h[i], z[i], out contiguous R x D */
-static void net_forward(const sn_net *net, int64_t R, const float *e, netbuf *nb, const blk *b)
-{
+static void net_forward(const sn_net *net, int64_t R, const float *e, netbuf *nb, const blk *b) {
     const int64_t D = net->d;
     const int S = net->n_sublayers;
     CHECK_OK(sn_net_sizes(net, &nb->np, &nb->apr, &nb->wpr));
@@ -44,31 +43,29 @@ static void net_forward(const sn_net *net, int64_t R, const float *e, netbuf *nb
     CHECK_OK(sn_net_split(g_ctx, net, &(sn_net_pass){R, nb->params, nb->acts, NULL, NULL}, e, D));
     for (int i = 0; i < S; i++) {
         nb->h[i] = tu_falloc(R * D), nb->z[i] = tu_falloc(R * D);
-        CHECK_OK(sn_net_enter(g_ctx, net, &(sn_net_pass){R, nb->params, nb->acts, NULL, NULL}, i, nb->h[i], D));
+        CHECK_OK(sn_net_enter(g_ctx, net, &(sn_net_pass){R, nb->params, nb->acts, NULL, NULL}, i,
+                              nb->h[i], D));
         blk_fwd_f(b, i, R, nb->h[i], D, nb->z[i], D);
-        CHECK_OK(sn_net_exit(g_ctx, net, &(sn_net_pass){R, nb->params, nb->acts, NULL, NULL}, i, nb->z[i], D));
+        CHECK_OK(sn_net_exit(g_ctx, net, &(sn_net_pass){R, nb->params, nb->acts, NULL, NULL}, i,
+                             nb->z[i], D));
     }
-    CHECK_OK(sn_net_merge(g_ctx, net, &(sn_net_pass){R, nb->params, nb->acts, NULL, NULL}, nb->out, D));
+    CHECK_OK(
+        sn_net_merge(g_ctx, net, &(sn_net_pass){R, nb->params, nb->acts, NULL, NULL}, nb->out, D));
 }
 
-static void netbuf_free(netbuf *nb, int S)
-{
-    for (int i = 0; i < S; i++)
-        free(nb->h[i]), free(nb->z[i]);
+static void netbuf_free(netbuf *nb, int S) {
+    for (int i = 0; i < S; i++) free(nb->h[i]), free(nb->z[i]);
     free(nb->h), free(nb->z), free(nb->out), free(nb->acts), free(nb->params);
 }
 
 /* elements where a != b (IEEE ==) */
-static int64_t n_diff(const float *a, const float *b, int64_t n)
-{
+static int64_t n_diff(const float *a, const float *b, int64_t n) {
     int64_t bad = 0;
-    for (int64_t k = 0; k < n; k++)
-        bad += !(a[k] == b[k]);
+    for (int64_t k = 0; k < n; k++) bad += !(a[k] == b[k]);
     return bad;
 }
 
-static const float *norm_params(const sn_net *net, const float *params, int i, int j, sn_norm *n)
-{
+static const float *norm_params(const sn_net *net, const float *params, int i, int j, sn_norm *n) {
     int64_t off = 0;
     CHECK_OK(sn_net_norm_at(net, i, j, n, &off));
     return params + off;
@@ -76,15 +73,13 @@ static const float *norm_params(const sn_net *net, const float *params, int i, i
 
 /* y = N(x) with the library's own norm (NULL params when the norm has none) */
 static void lib_norm(const sn_norm *n, int64_t R, int64_t D, const float *x, const float *p,
-                     float *y)
-{
+                     float *y) {
     CHECK_OK(sn_norm_forward(g_ctx, n, R, D, x, D, ref_norm_nparams(n, D) ? p : NULL, y, D, NULL));
 }
 
 /* Random params, then zero every gamma/beta of norm j_zero in each sub-layer stage (and of the
  * merge's norm j_zero too when zero_merge). */
-static float *make_params(const sn_net *net, tu_rng *g, int j_zero, int zero_merge)
-{
+static float *make_params(const sn_net *net, tu_rng *g, int j_zero, int zero_merge) {
     int64_t np = 0;
     CHECK_OK(sn_net_sizes(net, &np, NULL, NULL));
     float *p = tu_falloc(np + 1);
@@ -92,21 +87,17 @@ static float *make_params(const sn_net *net, tu_rng *g, int j_zero, int zero_mer
     for (int64_t k = 0; k < np; k++)
         p[k] = (float)(p[k] == 1.0f ? tu_unif(g, 0.5, 1.5) : tu_unif(g, -0.3, 0.3));
     for (int i = 0; i <= net->n_sublayers; i++) {
-        if (i == net->n_sublayers && !zero_merge)
-            break;
+        if (i == net->n_sublayers && !zero_merge) break;
         sn_norm n;
         int64_t off;
-        if (sn_net_norm_at(net, i, j_zero, &n, &off) != SN_OK)
-            continue;
-        for (int64_t k = 0; k < ref_norm_nparams(&n, net->d); k++)
-            p[off + k] = 0.0f;
+        if (sn_net_norm_at(net, i, j_zero, &n, &off) != SN_OK) continue;
+        for (int64_t k = 0; k < ref_norm_nparams(&n, net->d); k++) p[off + k] = 0.0f;
     }
     return p;
 }
 
 /* every N_post (and N_a) zero: y stream = Pre-Norm with block input N_in(N_pre(y)) */
-static void post_zero(const sn_net *net, int64_t R, uint64_t seed, const char *name)
-{
+static void post_zero(const sn_net *net, int64_t R, uint64_t seed, const char *name) {
     tu_rng g = {seed};
     const int64_t D = net->d, n = R * D;
     const int S = net->n_sublayers;
@@ -130,8 +121,7 @@ static void post_zero(const sn_net *net, int64_t R, uint64_t seed, const char *n
         CHECK_MSG(bad == 0, "%s, N_post = 0: h[%d] != N_in(N_pre(y_%d)) in %lld of %lld elements",
                   name, i, i, (long long)bad, (long long)n);
         blk_fwd_f(&b, i, R, h, D, z, D);
-        for (int64_t k = 0; k < n; k++)
-            y[k] = y[k] + z[k];
+        for (int64_t k = 0; k < n; k++) y[k] = y[k] + z[k];
     }
     /* merge with N_a = 0: out = N_f(N_b(y_S)) */
     sn_norm nb_, nf;
@@ -175,8 +165,7 @@ static void post_zero(const sn_net *net, int64_t R, uint64_t seed, const char *n
 }
 
 /* every N_pre (and N_b) zero: block input N_in(N_post(x)), x_{i+1} = u_i + z_i / c_i */
-static void pre_zero(const sn_net *net, int64_t R, uint64_t seed, const char *name)
-{
+static void pre_zero(const sn_net *net, int64_t R, uint64_t seed, const char *name) {
     tu_rng g = {seed};
     const int64_t D = net->d, n = R * D;
     const int S = net->n_sublayers;
@@ -257,35 +246,33 @@ static void pre_zero(const sn_net *net, int64_t R, uint64_t seed, const char *na
     free(e), free(x), free(u), free(h), free(z), free(yy), free(yo), free(b.Wf), free(b.Wd);
 }
 
-int main(void)
-{
+int main(void) {
     for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++) {
-    g_ctx = tu_isa_ctx(isa);
-    if (!g_ctx)
-        continue;
-    uint64_t seed = 31337;
-    for (int kind = 0; kind < 2; kind++)
-        for (int in = 0; in < 3; in++)
-            for (int rule = 0; rule < 2; rule++) {
-                sn_net net;
-                char name[96];
-                CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 24, (sn_norm_kind)kind,
-                                     kind ? 1e-6f : 1e-5f));
-                if (kind == 1)
-                    net.norm.affine = rule ? SN_AFFINE_SCALE : SN_AFFINE_SCALE_SHIFT;
-                net.input_norm = net.norm;
-                if (in == 1)
-                    net.input_norm.affine = SN_AFFINE_NONE;
-                if (in == 2)
-                    net.input_norm.kind = SN_NORM_IDENTITY;
-                net.scale_rule = rule ? SN_SCALE_NONE : SN_SCALE_DEFAULT;
-                snprintf(name, sizeof name, "%s, input norm %s, %s", kind ? "RMSNorm" : "LayerNorm",
-                         in == 0 ? "affine" : in == 1 ? "non-affine" : "absent",
-                         rule ? "c = 1" : "default c");
-                post_zero(&net, 9, seed++, name);
-                pre_zero(&net, 9, seed++, name);
-            }
-    sn_ctx_destroy(g_ctx);
+        g_ctx = tu_isa_ctx(isa);
+        if (!g_ctx) continue;
+        uint64_t seed = 31337;
+        for (int kind = 0; kind < 2; kind++)
+            for (int in = 0; in < 3; in++)
+                for (int rule = 0; rule < 2; rule++) {
+                    sn_net net;
+                    char name[96];
+                    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 24, (sn_norm_kind)kind,
+                                         kind ? 1e-6f : 1e-5f));
+                    if (kind == 1) net.norm.affine = rule ? SN_AFFINE_SCALE : SN_AFFINE_SCALE_SHIFT;
+                    net.input_norm = net.norm;
+                    if (in == 1) net.input_norm.affine = SN_AFFINE_NONE;
+                    if (in == 2) net.input_norm.kind = SN_NORM_IDENTITY;
+                    net.scale_rule = rule ? SN_SCALE_NONE : SN_SCALE_DEFAULT;
+                    snprintf(name, sizeof name, "%s, input norm %s, %s",
+                             kind ? "RMSNorm" : "LayerNorm",
+                             in == 0   ? "affine"
+                             : in == 1 ? "non-affine"
+                                       : "absent",
+                             rule ? "c = 1" : "default c");
+                    post_zero(&net, 9, seed++, name);
+                    pre_zero(&net, 9, seed++, name);
+                }
+        sn_ctx_destroy(g_ctx);
     }
     return tu_finish("test_special");
 }

@@ -34,16 +34,14 @@ static double split_loss(void *vc) /* x = y = e (held in z): L = sum(wx * e + wy
 }
 
 static int64_t view_diff(const float *a, int64_t lda, const float *b, int64_t ldb, int64_t R,
-                         int64_t D)
-{
+                         int64_t D) {
     int64_t bad = 0;
     for (int64_t r = 0; r < R; r++)
         bad += memcmp(a + r * lda, b + r * ldb, (size_t)D * sizeof(float)) != 0;
     return bad;
 }
 
-static void check_apply(int64_t R, int64_t D, float c, int64_t pad, uint64_t seed)
-{
+static void check_apply(int64_t R, int64_t D, float c, int64_t pad, uint64_t seed) {
     char label[128];
     tu_rng g = {seed};
     const int64_t ldz = D + pad, ldu = D + 2 * pad, ldy = D + pad + 1, ldxo = D + 3 * pad,
@@ -66,8 +64,7 @@ static void check_apply(int64_t R, int64_t D, float c, int64_t pad, uint64_t see
     CHECK_ERR(label, tu_err_view(xo, ldxo, xod, D, R, D, 1e-3), TOL);
     int64_t bad = 0;
     for (int64_t r = 0; r < R; r++)
-        for (int64_t j = 0; j < D; j++)
-            bad += yo[r * ldyo + j] != y[r * ldy + j] + z[r * ldz + j];
+        for (int64_t j = 0; j < D; j++) bad += yo[r * ldyo + j] != y[r * ldy + j] + z[r * ldz + j];
     CHECK_MSG(bad == 0, "apply fwd: yo != y + z (fp32) in %lld elements (R=%lld D=%lld)",
               (long long)bad, (long long)R, (long long)D);
     CHECK_MSG(tu_padding_damage(xo, R, D, ldxo) == 0 && tu_padding_damage(yo, R, D, ldyo) == 0,
@@ -79,7 +76,8 @@ static void check_apply(int64_t R, int64_t D, float c, int64_t pad, uint64_t see
         memcpy(u2, u, (size_t)(R * ldu) * sizeof(float));
         memcpy(y2, y, (size_t)(R * ldy) * sizeof(float));
         CHECK_OK(sn_apply_forward(NULL, R, D, c, z, ldz, u2, ldu, y2, ldy, u2, ldu, y2, ldy));
-        CHECK_MSG(view_diff(u2, ldu, xo, ldxo, R, D) == 0 && view_diff(y2, ldy, yo, ldyo, R, D) == 0,
+        CHECK_MSG(view_diff(u2, ldu, xo, ldxo, R, D) == 0 &&
+                      view_diff(y2, ldy, yo, ldyo, R, D) == 0,
                   "apply fwd in place differs (R=%lld D=%lld c=%g)", (long long)R, (long long)D,
                   (double)c);
         CHECK_MSG(tu_padding_damage(u2, R, D, ldu) == 0 && tu_padding_damage(y2, R, D, ldy) == 0,
@@ -95,8 +93,7 @@ static void check_apply(int64_t R, int64_t D, float c, int64_t pad, uint64_t see
     tu_fill_view(&g, dxo, R, D, lddxo, -1, 1), tu_fill_view(&g, dyo, R, D, lddyo, -1, 1);
     tu_to_double(dxo, R, D, lddxo, wx, D), tu_to_double(dyo, R, D, lddyo, wy, D);
     lin_loss L = {0, (double)c, zd, ud, yd, wx, wy};
-    for (int64_t k = 0; k < n; k++)
-        L.k = k, fd[k] = tu_fd(apply_loss, &L, &zd[k], 1e-3);
+    for (int64_t k = 0; k < n; k++) L.k = k, fd[k] = tu_fd(apply_loss, &L, &zd[k], 1e-3);
     CHECK_OK(sn_apply_backward(NULL, R, D, c, dxo, lddxo, dyo, lddyo, dz, lddz, 0));
     snprintf(label, sizeof label, "apply bwd dz R=%lld D=%lld c=%g", (long long)R, (long long)D,
              (double)c);
@@ -108,12 +105,11 @@ static void check_apply(int64_t R, int64_t D, float c, int64_t pad, uint64_t see
         tu_canary_fill(dza, R * lddz);
         tu_fill_view(&g, dza, R, D, lddz, -1, 1);
         memcpy(dz0, dza, (size_t)(R * lddz) * sizeof(float));
-        CHECK_OK(sn_apply_backward(NULL, R, D, c, dxo, lddxo, dyo, lddyo, dza, lddz,
-                                   SN_ACCUMULATE));
+        CHECK_OK(
+            sn_apply_backward(NULL, R, D, c, dxo, lddxo, dyo, lddyo, dza, lddz, SN_ACCUMULATE));
         double *acc = tu_dalloc(n);
         for (int64_t r = 0; r < R; r++)
-            for (int64_t j = 0; j < D; j++)
-                acc[r * D + j] = fd[r * D + j] + dz0[r * lddz + j];
+            for (int64_t j = 0; j < D; j++) acc[r * D + j] = fd[r * D + j] + dz0[r * lddz + j];
         snprintf(label, sizeof label, "apply bwd accumulate R=%lld D=%lld c=%g", (long long)R,
                  (long long)D, (double)c);
         CHECK_ERR(label, tu_err_view(dza, lddz, acc, D, R, D, 1e-3), 2 * TOL);
@@ -126,8 +122,7 @@ static void check_apply(int64_t R, int64_t D, float c, int64_t pad, uint64_t see
         memcpy(buf, which ? dyo : dxo, (size_t)(R * (which ? lddyo : lddxo)) * sizeof(float));
         if (which)
             CHECK_OK(sn_apply_backward(NULL, R, D, c, dxo, lddxo, buf, lddyo, buf, lddyo, 0));
-        else
-            CHECK_OK(sn_apply_backward(NULL, R, D, c, buf, lddxo, dyo, lddyo, buf, lddxo, 0));
+        else CHECK_OK(sn_apply_backward(NULL, R, D, c, buf, lddxo, dyo, lddyo, buf, lddxo, 0));
         CHECK_MSG(view_diff(buf, which ? lddyo : lddxo, dz, lddz, R, D) == 0,
                   "apply bwd with dz aliasing %s differs (R=%lld D=%lld)", which ? "dyo" : "dxo",
                   (long long)R, (long long)D);
@@ -152,8 +147,7 @@ static void check_apply(int64_t R, int64_t D, float c, int64_t pad, uint64_t see
         free(e2);
     }
     /* split backward: de = dx + dy, bitwise; FD of L = sum((wx + wy) * e) */
-    for (int64_t k = 0; k < n; k++)
-        L.k = k, fd[k] = tu_fd(split_loss, &L, &zd[k], 1e-3);
+    for (int64_t k = 0; k < n; k++) L.k = k, fd[k] = tu_fd(split_loss, &L, &zd[k], 1e-3);
     float *de = tu_falloc(R * lddz);
     tu_canary_fill(de, R * lddz);
     CHECK_OK(sn_split_backward(NULL, R, D, dxo, lddxo, dyo, lddyo, de, lddz, 0));
@@ -173,8 +167,7 @@ static void check_apply(int64_t R, int64_t D, float c, int64_t pad, uint64_t see
         CHECK_OK(sn_split_backward(NULL, R, D, dxo, lddxo, dyo, lddyo, dea, lddz, SN_ACCUMULATE));
         double *acc = tu_dalloc(n);
         for (int64_t r = 0; r < R; r++)
-            for (int64_t j = 0; j < D; j++)
-                acc[r * D + j] = fd[r * D + j] + dz0[r * lddz + j];
+            for (int64_t j = 0; j < D; j++) acc[r * D + j] = fd[r * D + j] + dz0[r * lddz + j];
         snprintf(label, sizeof label, "split bwd accumulate R=%lld D=%lld", (long long)R,
                  (long long)D);
         CHECK_ERR(label, tu_err_view(dea, lddz, acc, D, R, D, 1e-3), 2 * TOL);
@@ -184,10 +177,8 @@ static void check_apply(int64_t R, int64_t D, float c, int64_t pad, uint64_t see
     for (int which = 0; which < 2; which++) {
         float *buf = tu_falloc(R * (which ? lddyo : lddxo));
         memcpy(buf, which ? dyo : dxo, (size_t)(R * (which ? lddyo : lddxo)) * sizeof(float));
-        if (which)
-            CHECK_OK(sn_split_backward(NULL, R, D, dxo, lddxo, buf, lddyo, buf, lddyo, 0));
-        else
-            CHECK_OK(sn_split_backward(NULL, R, D, buf, lddxo, dyo, lddyo, buf, lddxo, 0));
+        if (which) CHECK_OK(sn_split_backward(NULL, R, D, dxo, lddxo, buf, lddyo, buf, lddyo, 0));
+        else CHECK_OK(sn_split_backward(NULL, R, D, buf, lddxo, dyo, lddyo, buf, lddxo, 0));
         CHECK_MSG(view_diff(buf, which ? lddyo : lddxo, de, lddz, R, D) == 0,
                   "split bwd with de aliasing %s differs", which ? "dy" : "dx");
         free(buf);
@@ -198,16 +189,14 @@ static void check_apply(int64_t R, int64_t D, float c, int64_t pad, uint64_t see
     free(ys), free(de);
 }
 
-int main(void)
-{
+int main(void) {
     static const int64_t Ds[] = {1, 3, 64, 768, 1000};
     static const int64_t Rs[] = {1, 7, 256};
     static const float cs[] = {1.0f, 1.41421356f, 0.37f, 3.5f, 2.0f, 1000.0f, 1e-3f};
     uint64_t seed = 5;
     for (int d = 0; d < 5; d++)
         for (int r = 0; r < 3; r++) {
-            if (Ds[d] >= 768 && Rs[r] == 256)
-                continue;
+            if (Ds[d] >= 768 && Rs[r] == 256) continue;
             check_apply(Rs[r], Ds[d], cs[(d * 3 + r) % 7], (d + r) % 3 ? 1 + d + r : 0, seed++);
         }
     check_apply(256, 1000, 2.4494897f, 5, seed++);

@@ -7,20 +7,15 @@
 #include "block.h"
 #include "testutil.h"
 
-static void pfor_reverse(void *user, int64_t n, sn_task_fn task, void *arg)
-{
+static void pfor_reverse(void *user, int64_t n, sn_task_fn task, void *arg) {
     (void)user;
-    for (int64_t i = n - 1; i >= 0; i--)
-        task(arg, i);
+    for (int64_t i = n - 1; i >= 0; i--) task(arg, i);
 }
 
-static void pfor_interleave(void *user, int64_t n, sn_task_fn task, void *arg)
-{
+static void pfor_interleave(void *user, int64_t n, sn_task_fn task, void *arg) {
     (void)user;
-    for (int64_t i = 1; i < n; i += 2)
-        task(arg, i);
-    for (int64_t i = 0; i < n; i += 2)
-        task(arg, i);
+    for (int64_t i = 1; i < n; i += 2) task(arg, i);
+    for (int64_t i = 0; i < n; i += 2) task(arg, i);
 }
 
 #define R 256
@@ -33,8 +28,7 @@ typedef struct outs {
     int n;
 } outs;
 
-static float *out_new(outs *o, int64_t len)
-{
+static float *out_new(outs *o, int64_t len) {
     float *p = tu_falloc(len);
     tu_canary_fill(p, len);
     o->buf[o->n] = p, o->len[o->n] = len, o->n++;
@@ -44,8 +38,7 @@ static float *out_new(outs *o, int64_t len)
 /* inputs shared by every run */
 static float *X, *Y, *W, *W2, *P;
 
-static void run_prims(const sn_ctx *ctx, outs *o)
-{
+static void run_prims(const sn_ctx *ctx, outs *o) {
     const sn_norm norms[3] = {{SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 0, 1e-5f},
                               {SN_NORM_RMSNORM, SN_AFFINE_SCALE, 0, 1e-6f},
                               {SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 40, 1e-5f}};
@@ -78,8 +71,7 @@ static void run_prims(const sn_ctx *ctx, outs *o)
 }
 
 /* a SiameseNorm network pass: out, de and grads */
-static void run_net(const sn_ctx *ctx, outs *o)
-{
+static void run_net(const sn_ctx *ctx, outs *o) {
     enum { S = 4, DN = 256, RN = 128 };
     sn_net net;
     CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, S, DN, SN_NORM_LAYERNORM, 1e-5f));
@@ -90,8 +82,7 @@ static void run_net(const sn_ctx *ctx, outs *o)
     float *params = tu_falloc(np), *acts = tu_falloc(RN * apr), *work = tu_falloc(RN * wpr);
     float *h[S], *z[S], *dz = tu_falloc(RN * DN), *dh = tu_falloc(RN * DN);
     CHECK_OK(sn_net_init_params(&net, params));
-    for (int64_t k = 0; k < np; k++)
-        params[k] += 0.1f * W[k % N];
+    for (int64_t k = 0; k < np; k++) params[k] += 0.1f * W[k % N];
     o->n = 0;
     float *out = out_new(o, RN * DN), *de = out_new(o, RN * DN), *grads = out_new(o, np);
     memset(grads, 0, (size_t)np * sizeof(float));
@@ -111,20 +102,16 @@ static void run_net(const sn_ctx *ctx, outs *o)
         CHECK_OK(sn_net_enter_backward(ctx, &net, &pass, i, dh, DN));
     }
     CHECK_OK(sn_net_split_backward(ctx, &net, &pass, de, DN, 0));
-    for (int i = 0; i < S; i++)
-        free(z[i]);
+    for (int i = 0; i < S; i++) free(z[i]);
     free(params), free(acts), free(work), free(dz), free(dh), free(b.Wf), free(b.Wd);
 }
 
-static void outs_free(outs *o)
-{
-    for (int k = 0; k < o->n; k++)
-        free(o->buf[k]);
+static void outs_free(outs *o) {
+    for (int k = 0; k < o->n; k++) free(o->buf[k]);
     o->n = 0;
 }
 
-static void compare(const outs *a, const outs *b, const char *what, const char *path)
-{
+static void compare(const outs *a, const outs *b, const char *what, const char *path) {
     CHECK_MSG(a->n == b->n, "%s", what);
     for (int k = 0; k < a->n && k < b->n; k++) {
         int64_t bad = 0;
@@ -135,16 +122,14 @@ static void compare(const outs *a, const outs *b, const char *what, const char *
     }
 }
 
-int main(void)
-{
+int main(void) {
     tu_rng g = {2024};
     X = tu_falloc(N), Y = tu_falloc(N), W = tu_falloc(N), W2 = tu_falloc(N), P = tu_falloc(6 * D);
     tu_fill(&g, X, N, -2, 3), tu_fill(&g, Y, N, -3, 2), tu_fill(&g, W, N, -1, 1);
     tu_fill(&g, W2, N, -1, 1), tu_fill(&g, P, 6 * D, 0.5, 1.5);
     for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++) {
         sn_ctx *base = tu_isa_ctx(isa);
-        if (!base)
-            continue;
+        if (!base) continue;
         const char *path = sn_isa_name((sn_isa)isa);
         for (int part = 0; part < 2; part++) {
             void (*run)(const sn_ctx *, outs *) = part ? run_net : run_prims;

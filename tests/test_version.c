@@ -2,8 +2,7 @@
  * context create/destroy. */
 #include "testutil.h"
 
-int main(void)
-{
+int main(void) {
     char buf[64];
     CHECK(sn_version_number() == (unsigned)SN_VERSION_NUMBER);
     CHECK(sn_version_number() ==
@@ -24,14 +23,14 @@ int main(void)
             CHECK_MSG(strcmp(s[k], "unknown status") != 0, "status %d described as unknown", k);
         for (int j = 0; j < k; j++)
             if (s[k] && s[j])
-                CHECK_MSG(strcmp(s[k], s[j]) != 0, "status %d and %d share the string \"%s\"", j,
-                          k, s[k]);
+                CHECK_MSG(strcmp(s[k], s[j]) != 0, "status %d and %d share the string \"%s\"", j, k,
+                          s[k]);
     }
     static const int unknown[] = {SN_ERR_ALIGN + 1, 17, 99, -1, 1000000, -2147483647 - 1};
     for (size_t k = 0; k < sizeof unknown / sizeof unknown[0]; k++) {
         const char *u = sn_status_string((sn_status)unknown[k]);
-        CHECK_MSG(u != NULL && strcmp(u, "unknown status") == 0, "status %d -> \"%s\"",
-                  unknown[k], u ? u : "(null)");
+        CHECK_MSG(u != NULL && strcmp(u, "unknown status") == 0, "status %d -> \"%s\"", unknown[k],
+                  u ? u : "(null)");
     }
 
     /* contexts */

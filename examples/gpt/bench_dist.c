@@ -8,23 +8,19 @@
 #include "clock.h"
 #include "dist.h"
 
-static int cmp(const void *a, const void *b)
-{
+static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     dist d;
-    if (dist_init(&d, &argc, &argv) != 0)
-        return 1;
+    if (dist_init(&d, &argc, &argv) != 0) return 1;
     size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 828800;
     int reps = argc > 2 ? atoi(argv[2]) : 200;
     float *buf = malloc(n * sizeof(float));
     double *t[2] = {malloc(reps * sizeof(double)), malloc(reps * sizeof(double))};
-    if (!buf || !t[0] || !t[1] || reps < 1)
-        return 1;
+    if (!buf || !t[0] || !t[1] || reps < 1) return 1;
     for (int r = 0; r < reps; r++)
         for (int mode = 0; mode < 2; mode++) {
             for (size_t i = 0; i < n; i++) /* small values: the sums stay finite */

@@ -7,21 +7,16 @@
 #include <stdio.h>
 #include <time.h>
 
-static inline double now_s(void)
-{
+static inline double now_s(void) {
     struct timespec ts;
     timespec_get(&ts, TIME_UTC);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static inline void fmt_duration(double s, char *buf, size_t n)
-{
-    if (s >= 3600)
-        snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-    else if (s >= 60)
-        snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else
-        snprintf(buf, n, "%ds", (int)s);
+static inline void fmt_duration(double s, char *buf, size_t n) {
+    if (s >= 3600) snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    else if (s >= 60) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(buf, n, "%ds", (int)s);
 }
 
 #endif

@@ -21,23 +21,23 @@
 #include "clock.h"
 #include "stats.h"
 
-#define MAX_ARMS 16
-#define MAX_ARGS 48
+#define MAX_ARMS   16
+#define MAX_ARGS   48
 #define MAX_GROUPS 32
-#define MAX_SEEDS 256
-#define MAX_JOBS 64
+#define MAX_SEEDS  256
+#define MAX_JOBS   64
 #define MAX_POINTS 128
-#define LEVEL 0.95
+#define LEVEL      0.95
 
 typedef struct arm {
     char label[64];
-    char text[512];       /* its sn-gpt-train flags, as given */
-    char store[512];      /* the same, cut into words for argv */
+    char text[512];  /* its sn-gpt-train flags, as given */
+    char store[512]; /* the same, cut into words for argv */
     int argc;
     char *argv[MAX_ARGS]; /* the flags, pointing into store */
 } arm;
 
-typedef struct group { /* one cell of the sweep: a learning rate and a depth */
+typedef struct group {  /* one cell of the sweep: a learning rate and a depth */
     const char *lr;     /* NULL: the trainer's default */
     const char *layers; /* NULL: the trainer's default */
 } group;
@@ -67,71 +67,63 @@ typedef struct options {
     arm launcher; /* --launcher: words put before the trainer (argc 0: none) */
 } options;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: sn-gpt-compare [options] [-- sn-gpt-train flags for every run]\n"
-            "Trains K seeds per arm with sn-gpt-train (same data, budget and seeds on every\n"
-            "arm) and compares each arm's final held-out loss with the first arm's, seed by\n"
-            "seed, with a 95%% t interval and a verdict.\n"
-            "  --arms LIST       placements to compare, first is the baseline (default\n"
-            "                    pre_norm,siamese); each becomes --norm NAME\n"
-            "  --arm 'LABEL=FLAGS'  an arm with any sn-gpt-train flags, e.g.\n"
-            "                    --arm 'siamese-c1=--norm siamese --scales none' (repeatable;\n"
-            "                    replaces --arms)\n"
-            "  --seeds K         seeds per arm (default 6), seeds 1..K\n"
-            "  --first-seed S    seeds S..S+K-1 instead\n"
-            "  --lrs LIST        a sweep: compare the arms at each of these peak LRs\n"
-            "  --depths LIST     a sweep: ... at each of these layer counts\n"
-            "  --jobs N          runs at a time (default: the number of online cores)\n"
-            "  --evals N         held-out evaluations per run, for the curves (default 12)\n"
-            "  --out DIR         output directory (default sn-compare-out)\n"
-            "  --trainer PATH    sn-gpt-train (default: the one beside this program)\n"
-            "  --launcher CMD    run each as CMD sn-gpt-train ..., e.g. 'mpirun -np 2' for\n"
-            "                    data-parallel runs (then --jobs 1 on a 2-core machine)\n"
-            "  --no-plot         skip gnuplot\n"
-            "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
-            "the generated tales corpus, 16 layers, width 64, 300 steps of 16 x 64 tokens.\n"
-            "exit status: 0 done (whatever the verdict), 1 usage error or a run failed\n");
+static void usage(FILE *f) {
+    fprintf(f, "usage: sn-gpt-compare [options] [-- sn-gpt-train flags for every run]\n"
+               "Trains K seeds per arm with sn-gpt-train (same data, budget and seeds on every\n"
+               "arm) and compares each arm's final held-out loss with the first arm's, seed by\n"
+               "seed, with a 95%% t interval and a verdict.\n"
+               "  --arms LIST       placements to compare, first is the baseline (default\n"
+               "                    pre_norm,siamese); each becomes --norm NAME\n"
+               "  --arm 'LABEL=FLAGS'  an arm with any sn-gpt-train flags, e.g.\n"
+               "                    --arm 'siamese-c1=--norm siamese --scales none' (repeatable;\n"
+               "                    replaces --arms)\n"
+               "  --seeds K         seeds per arm (default 6), seeds 1..K\n"
+               "  --first-seed S    seeds S..S+K-1 instead\n"
+               "  --lrs LIST        a sweep: compare the arms at each of these peak LRs\n"
+               "  --depths LIST     a sweep: ... at each of these layer counts\n"
+               "  --jobs N          runs at a time (default: the number of online cores)\n"
+               "  --evals N         held-out evaluations per run, for the curves (default 12)\n"
+               "  --out DIR         output directory (default sn-compare-out)\n"
+               "  --trainer PATH    sn-gpt-train (default: the one beside this program)\n"
+               "  --launcher CMD    run each as CMD sn-gpt-train ..., e.g. 'mpirun -np 2' for\n"
+               "                    data-parallel runs (then --jobs 1 on a 2-core machine)\n"
+               "  --no-plot         skip gnuplot\n"
+               "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
+               "the generated tales corpus, 16 layers, width 64, 300 steps of 16 x 64 tokens.\n"
+               "exit status: 0 done (whatever the verdict), 1 usage error or a run failed\n");
 }
 
 /* Splits `list` (comma-separated, modified in place) into out[]; returns the count or -1. */
-static int split_list(char *list, const char **out, int max)
-{
+static int split_list(char *list, const char **out, int max) {
     int n = 0;
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        if (n == max)
-            return -1;
+        if (n == max) return -1;
         out[n++] = tok;
     }
     return n;
 }
 
 /* An arm from "LABEL=FLAGS" (FLAGS split on spaces) or from a placement name. */
-static int make_arm(arm *a, const char *spec, int is_placement)
-{
+static int make_arm(arm *a, const char *spec, int is_placement) {
     memset(a, 0, sizeof *a);
     if (is_placement) {
         snprintf(a->label, sizeof a->label, "%s", spec);
         snprintf(a->text, sizeof a->text, "--norm %s", spec);
     } else {
         const char *eq = strchr(spec, '=');
-        if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof a->label)
-            return -1;
+        if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof a->label) return -1;
         memcpy(a->label, spec, (size_t)(eq - spec));
         snprintf(a->text, sizeof a->text, "%s", eq + 1);
     }
     memcpy(a->store, a->text, sizeof a->store);
     for (char *tok = strtok(a->store, " \t"); tok; tok = strtok(NULL, " \t")) {
-        if (a->argc == MAX_ARGS)
-            return -1;
+        if (a->argc == MAX_ARGS) return -1;
         a->argv[a->argc++] = tok;
     }
     return 0;
 }
 
-static int parse(int argc, char **argv, options *o)
-{
+static int parse(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->out = "sn-compare-out";
     o->seeds = 6, o->first_seed = 1, o->evals = 12, o->plot = 1;
@@ -160,27 +152,19 @@ static int parse(int argc, char **argv, options *o)
             return -1;
         }
         i++;
-        if (strcmp(a, "--arms") == 0)
-            snprintf(arms_buf, sizeof arms_buf, "%s", v);
+        if (strcmp(a, "--arms") == 0) snprintf(arms_buf, sizeof arms_buf, "%s", v);
         else if (strcmp(a, "--arm") == 0) {
             if (o->n_arms == MAX_ARMS || make_arm(&o->arms[o->n_arms++], v, 0) != 0) {
-                fprintf(stderr, "--arm %s: expected LABEL=FLAGS (at most %d arms)\n", v,
-                        MAX_ARMS);
+                fprintf(stderr, "--arm %s: expected LABEL=FLAGS (at most %d arms)\n", v, MAX_ARMS);
                 return -1;
             }
             custom_arms = 1;
-        } else if (strcmp(a, "--seeds") == 0)
-            o->seeds = atoi(v);
-        else if (strcmp(a, "--first-seed") == 0)
-            o->first_seed = atoi(v);
-        else if (strcmp(a, "--jobs") == 0)
-            o->jobs = atoi(v);
-        else if (strcmp(a, "--evals") == 0)
-            o->evals = atoi(v);
-        else if (strcmp(a, "--out") == 0)
-            o->out = v;
-        else if (strcmp(a, "--trainer") == 0)
-            o->trainer = v;
+        } else if (strcmp(a, "--seeds") == 0) o->seeds = atoi(v);
+        else if (strcmp(a, "--first-seed") == 0) o->first_seed = atoi(v);
+        else if (strcmp(a, "--jobs") == 0) o->jobs = atoi(v);
+        else if (strcmp(a, "--evals") == 0) o->evals = atoi(v);
+        else if (strcmp(a, "--out") == 0) o->out = v;
+        else if (strcmp(a, "--trainer") == 0) o->trainer = v;
         else if (strcmp(a, "--launcher") == 0) {
             char spec[600];
             snprintf(spec, sizeof spec, "launcher=%s", v);
@@ -188,8 +172,7 @@ static int parse(int argc, char **argv, options *o)
                 fprintf(stderr, "--launcher %s: expected a command\n", v);
                 return -1;
             }
-        }
-        else if (strcmp(a, "--lrs") == 0) {
+        } else if (strcmp(a, "--lrs") == 0) {
             snprintf(lrs_buf, sizeof lrs_buf, "%s", v);
             o->n_lrs = split_list(lrs_buf, o->lrs, MAX_GROUPS);
         } else if (strcmp(a, "--depths") == 0) {
@@ -203,72 +186,60 @@ static int parse(int argc, char **argv, options *o)
     if (!custom_arms) {
         const char *names[MAX_ARMS];
         int n = split_list(arms_buf, names, MAX_ARMS);
-        for (int k = 0; k < n; k++)
-            make_arm(&o->arms[o->n_arms++], names[k], 1);
+        for (int k = 0; k < n; k++) make_arm(&o->arms[o->n_arms++], names[k], 1);
     }
-    if (o->n_arms < 2 || o->seeds < 2 || o->seeds > MAX_SEEDS || o->first_seed < 0 ||
-        o->jobs < 1 || o->jobs > MAX_JOBS || o->evals < 1 || o->evals >= MAX_POINTS - 1 || o->n_lrs < 0 ||
+    if (o->n_arms < 2 || o->seeds < 2 || o->seeds > MAX_SEEDS || o->first_seed < 0 || o->jobs < 1 ||
+        o->jobs > MAX_JOBS || o->evals < 1 || o->evals >= MAX_POINTS - 1 || o->n_lrs < 0 ||
         o->n_depths < 0 || o->n_lrs * (o->n_depths ? o->n_depths : 1) > MAX_GROUPS) {
-        fprintf(stderr, "need at least 2 arms, 2..%d seeds, --jobs 1..%d, --evals 1..%d, at "
-                        "most %d sweep cells\n", MAX_SEEDS, MAX_JOBS, MAX_POINTS - 2, MAX_GROUPS);
+        fprintf(stderr,
+                "need at least 2 arms, 2..%d seeds, --jobs 1..%d, --evals 1..%d, at "
+                "most %d sweep cells\n",
+                MAX_SEEDS, MAX_JOBS, MAX_POINTS - 2, MAX_GROUPS);
         return -1;
     }
     return 0;
 }
 
 /* sn-gpt-train beside this executable (from /proc/self/exe, else argv[0]). */
-static void default_trainer(const char *argv0, char *buf, size_t n)
-{
+static void default_trainer(const char *argv0, char *buf, size_t n) {
     char self[4096];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len > 0)
-        self[len] = '\0';
-    else
-        snprintf(self, sizeof self, "%s", argv0);
+    if (len > 0) self[len] = '\0';
+    else snprintf(self, sizeof self, "%s", argv0);
     char *slash = strrchr(self, '/');
-    if (slash)
-        snprintf(buf, n, "%.*s/sn-gpt-train", (int)(slash - self), self);
-    else
-        snprintf(buf, n, "sn-gpt-train");
+    if (slash) snprintf(buf, n, "%.*s/sn-gpt-train", (int)(slash - self), self);
+    else snprintf(buf, n, "sn-gpt-train");
 }
 
 /* ---- the runs' JSON lines ----------------------------------------------------------------- */
 
 /* The number after "key": in a JSON line; NAN when absent or null. */
-static double json_num(const char *line, const char *key)
-{
+static double json_num(const char *line, const char *key) {
     char pat[64];
     snprintf(pat, sizeof pat, "\"%s\":", key);
     const char *p = strstr(line, pat);
-    if (!p)
-        return NAN;
+    if (!p) return NAN;
     p += strlen(pat);
-    if (strncmp(p, "null", 4) == 0)
-        return NAN;
+    if (strncmp(p, "null", 4) == 0) return NAN;
     return strtod(p, NULL);
 }
 
-static int json_has(const char *line, const char *key_value)
-{
+static int json_has(const char *line, const char *key_value) {
     return strstr(line, key_value) != NULL;
 }
 
-static void json_str(const char *line, const char *key, char *buf, size_t n)
-{
+static void json_str(const char *line, const char *key, char *buf, size_t n) {
     char pat[64];
     snprintf(pat, sizeof pat, "\"%s\":\"", key);
     const char *p = strstr(line, pat);
     buf[0] = '\0';
-    if (!p)
-        return;
+    if (!p) return;
     p += strlen(pat);
     const char *q = strchr(p, '"');
-    if (q)
-        snprintf(buf, n, "%.*s", (int)(q - p), p);
+    if (q) snprintf(buf, n, "%.*s", (int)(q - p), p);
 }
 
-static void take_line(run *r, const char *line)
-{
+static void take_line(run *r, const char *line) {
     if (json_has(line, "\"start\":true")) {
         r->steps = (int)json_num(line, "steps");
         json_str(line, "isa", r->isa, sizeof r->isa);
@@ -293,14 +264,11 @@ static void take_line(run *r, const char *line)
 }
 
 /* Reads what is available on the run's pipe; returns 0 at end of file. */
-static int pump(run *r)
-{
+static int pump(run *r) {
     char buf[4096];
     ssize_t got = read(r->fd, buf, sizeof buf);
-    if (got < 0 && (errno == EINTR || errno == EAGAIN))
-        return 1;
-    if (got <= 0)
-        return 0;
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) return 1;
+    if (got <= 0) return 0;
     for (ssize_t i = 0; i < got; i++) {
         if (buf[i] == '\n') {
             r->line[r->n_line] = '\0';
@@ -315,18 +283,14 @@ static int pump(run *r)
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-static void run_name(const options *o, const group *g, const run *r, char *buf, size_t n)
-{
+static void run_name(const options *o, const group *g, const run *r, char *buf, size_t n) {
     char cell[96] = "";
-    if (g->lr)
-        snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "lr%s_", g->lr);
-    if (g->layers)
-        snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "L%s_", g->layers);
+    if (g->lr) snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "lr%s_", g->lr);
+    if (g->layers) snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "L%s_", g->layers);
     snprintf(buf, n, "%s%s_s%d", cell, o->arms[r->arm].label, r->seed);
 }
 
-static int start(const options *o, const char *trainer, const group *g, run *r)
-{
+static int start(const options *o, const char *trainer, const group *g, run *r) {
     char name[160], log_csv[512], log_err[512], seed[32], evals[32];
     run_name(o, g, r, name, sizeof name);
     snprintf(log_csv, sizeof log_csv, "%s/logs/%s.csv", o->out, name);
@@ -336,21 +300,15 @@ static int start(const options *o, const char *trainer, const group *g, run *r)
     const arm *a = &o->arms[r->arm];
     char *args[2 * MAX_ARGS + 64 + 256];
     int n = 0;
-    for (int i = 0; i < o->launcher.argc; i++)
-        args[n++] = o->launcher.argv[i];
+    for (int i = 0; i < o->launcher.argc; i++) args[n++] = o->launcher.argv[i];
     args[n++] = (char *)trainer;
-    for (int i = 0; i < o->n_extra && n < 200; i++)
-        args[n++] = o->extra[i];
-    for (int i = 0; i < a->argc; i++)
-        args[n++] = a->argv[i];
-    if (g->lr)
-        args[n++] = "--lr", args[n++] = (char *)g->lr;
-    if (g->layers)
-        args[n++] = "--layers", args[n++] = (char *)g->layers;
-    char *fixed[] = {"--seed", seed, "--evals", evals, "--json", "--print-every", "0",
-                     "--samples", "0", "--log", log_csv, NULL};
-    for (int i = 0; fixed[i]; i++)
-        args[n++] = fixed[i];
+    for (int i = 0; i < o->n_extra && n < 200; i++) args[n++] = o->extra[i];
+    for (int i = 0; i < a->argc; i++) args[n++] = a->argv[i];
+    if (g->lr) args[n++] = "--lr", args[n++] = (char *)g->lr;
+    if (g->layers) args[n++] = "--layers", args[n++] = (char *)g->layers;
+    char *fixed[] = {"--seed", seed,        "--evals", evals,   "--json", "--print-every",
+                     "0",      "--samples", "0",       "--log", log_csv,  NULL};
+    for (int i = 0; fixed[i]; i++) args[n++] = fixed[i];
     args[n] = NULL;
 
     int fds[2];
@@ -367,8 +325,7 @@ static int start(const options *o, const char *trainer, const group *g, run *r)
     }
     if (pid == 0) {
         int err = open(log_err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (err >= 0)
-            dup2(err, 2);
+        if (err >= 0) dup2(err, 2);
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
@@ -384,26 +341,21 @@ static int start(const options *o, const char *trainer, const group *g, run *r)
     return 0;
 }
 
-static void finish(run *r)
-{
+static void finish(run *r) {
     int status = 0;
     close(r->fd);
     waitpid(r->pid, &status, 0);
     r->state = 2;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     /* 0: done; 3: diverged (the trainer's own verdict, with a final line) */
-    if (!r->finished || (code != 0 && code != 3))
-        r->failed = 1;
-    if (code == 3)
-        r->diverged = 1;
+    if (!r->finished || (code != 0 && code != 3)) r->failed = 1;
+    if (code == 3) r->diverged = 1;
 }
 
-static double progress_of(const run *runs, int n, int fallback_steps)
-{
+static double progress_of(const run *runs, int n, int fallback_steps) {
     double done = 0.0;
     for (int i = 0; i < n; i++) {
-        if (runs[i].state == 2)
-            done += 1.0;
+        if (runs[i].state == 2) done += 1.0;
         else if (runs[i].state == 1) {
             int steps = runs[i].steps > 0 ? runs[i].steps : fallback_steps;
             done += steps > 0 ? (double)runs[i].step / steps : 0.0;
@@ -412,15 +364,12 @@ static double progress_of(const run *runs, int n, int fallback_steps)
     return done / n;
 }
 
-static int run_all(const options *o, const char *trainer, const group *groups, run *runs,
-                   int n)
-{
+static int run_all(const options *o, const char *trainer, const group *groups, run *runs, int n) {
     int tty = isatty(1), next = 0, running = 0, finished = 0;
     double t0 = now_s(), last_print = -1e9;
     while (finished < n) {
         while (running < o->jobs && next < n) {
-            if (start(o, trainer, &groups[runs[next].group], &runs[next]) != 0)
-                return -1;
+            if (start(o, trainer, &groups[runs[next].group], &runs[next]) != 0) return -1;
             running++;
             next++;
         }
@@ -438,8 +387,7 @@ static int run_all(const options *o, const char *trainer, const group *groups, r
             return -1;
         }
         for (int k = 0; k < m && ready > 0; k++) {
-            if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
+            if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
             run *r = &runs[idx[k]];
             if (!pump(r)) {
                 finish(r);
@@ -448,50 +396,42 @@ static int run_all(const options *o, const char *trainer, const group *groups, r
                 if (r->failed) {
                     char name[160];
                     run_name(o, &groups[r->group], r, name, sizeof name);
-                    fprintf(stderr, "%srun %s failed: see %s/logs/%s.log\n", tty ? "\n" : "",
-                            name, o->out, name);
+                    fprintf(stderr, "%srun %s failed: see %s/logs/%s.log\n", tty ? "\n" : "", name,
+                            o->out, name);
                 }
             }
         }
         double t = now_s() - t0;
         if (t - last_print >= (tty ? 1.0 : 15.0) || finished == n) {
             int steps = 0;
-            for (int i = 0; i < n; i++)
-                steps = runs[i].steps > steps ? runs[i].steps : steps;
+            for (int i = 0; i < n; i++) steps = runs[i].steps > steps ? runs[i].steps : steps;
             double f = progress_of(runs, n, steps);
             char el[32], eta[32] = "?";
             fmt_duration(t, el, sizeof el);
-            if (f > 0.01)
-                fmt_duration(t * (1.0 - f) / f, eta, sizeof eta);
-            printf("%s[%3d%%] %d/%d runs done, %d running | elapsed %s | eta %s%s",
-                   tty ? "\r" : "", (int)(100.0 * f), finished, n, running, el, eta,
-                   tty ? "   " : "\n");
+            if (f > 0.01) fmt_duration(t * (1.0 - f) / f, eta, sizeof eta);
+            printf("%s[%3d%%] %d/%d runs done, %d running | elapsed %s | eta %s%s", tty ? "\r" : "",
+                   (int)(100.0 * f), finished, n, running, el, eta, tty ? "   " : "\n");
             fflush(stdout);
             last_print = t;
         }
     }
-    if (tty)
-        printf("\n");
+    if (tty) printf("\n");
     return 0;
 }
 
 /* ---- reporting ---------------------------------------------------------------------------- */
 
 /* "lr 3e-3, 12 layers", "lr 3e-3", "12 layers" or "" */
-static void group_title(const group *g, char *buf, size_t n)
-{
+static void group_title(const group *g, char *buf, size_t n) {
     buf[0] = '\0';
-    if (g->lr)
-        snprintf(buf, n, "lr %s", g->lr);
+    if (g->lr) snprintf(buf, n, "lr %s", g->lr);
     if (g->layers)
-        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s layers", g->lr ? ", " : "",
-                 g->layers);
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s layers", g->lr ? ", " : "", g->layers);
 }
 
 /* The final held-out losses of one arm of one group into by_seed[] (NAN when diverged), and
  * their summary over the seeds that finished. */
-static summary finals(const options *o, const run *runs, int n, int g, int a, double *by_seed)
-{
+static summary finals(const options *o, const run *runs, int n, int g, int a, double *by_seed) {
     double ok[MAX_SEEDS];
     int m = 0;
     for (int i = 0; i < n; i++)
@@ -499,13 +439,11 @@ static summary finals(const options *o, const run *runs, int n, int g, int a, do
             by_seed[runs[i].seed - o->first_seed] =
                 runs[i].diverged || runs[i].failed ? NAN : runs[i].val_loss;
     for (int s = 0; s < o->seeds; s++)
-        if (isfinite(by_seed[s]))
-            ok[m++] = by_seed[s];
+        if (isfinite(by_seed[s])) ok[m++] = by_seed[s];
     return summarize(ok, m);
 }
 
-static void write_csvs(const options *o, const group *groups, const run *runs, int n)
-{
+static void write_csvs(const options *o, const group *groups, const run *runs, int n) {
     char path[512];
     snprintf(path, sizeof path, "%s/runs.csv", o->out);
     FILE *f = fopen(path, "w");
@@ -513,10 +451,8 @@ static void write_csvs(const options *o, const group *groups, const run *runs, i
     FILE *c = fopen(path, "w");
     if (!f || !c) {
         perror(path);
-        if (f)
-            fclose(f);
-        if (c)
-            fclose(c);
+        if (f) fclose(f);
+        if (c) fclose(c);
         return;
     }
     fprintf(f, "lr,layers,arm,seed,val_loss,train_loss,diverged,steps,elapsed_s,isa,version,"
@@ -529,9 +465,8 @@ static void write_csvs(const options *o, const group *groups, const run *runs, i
                 g->layers ? g->layers : "", o->arms[r->arm].label, r->seed, r->val_loss,
                 r->train_loss, r->diverged, r->step, r->elapsed, r->isa, r->version, r->hash);
         for (int k = 0; k < r->n_points; k++)
-            fprintf(c, "%s,%s,%s,%d,%d,%.9g,%.9g\n", g->lr ? g->lr : "",
-                    g->layers ? g->layers : "", o->arms[r->arm].label, r->seed, r->pt_step[k],
-                    r->pt_val[k], r->pt_train[k]);
+            fprintf(c, "%s,%s,%s,%d,%d,%.9g,%.9g\n", g->lr ? g->lr : "", g->layers ? g->layers : "",
+                    o->arms[r->arm].label, r->seed, r->pt_step[k], r->pt_val[k], r->pt_train[k]);
     }
     fclose(f);
     fclose(c);
@@ -539,13 +474,11 @@ static void write_csvs(const options *o, const group *groups, const run *runs, i
 
 /* Per group and arm, the mean held-out loss at each evaluation and a +-1 sd band, over the
  * seeds that reached it: OUT/plot/gG_ARM.dat for gnuplot. */
-static void write_curve_data(const options *o, const run *runs, int n, int g, int a)
-{
+static void write_curve_data(const options *o, const run *runs, int n, int g, int a) {
     char path[512];
     snprintf(path, sizeof path, "%s/plot/g%d_%s.dat", o->out, g, o->arms[a].label);
     FILE *f = fopen(path, "w");
-    if (!f)
-        return;
+    if (!f) return;
     fprintf(f, "# step mean sd-low sd-high seeds\n");
     const run *first = NULL; /* the seed with the most evaluations gives the steps */
     for (int i = 0; i < n; i++)
@@ -559,8 +492,7 @@ static void write_curve_data(const options *o, const run *runs, int n, int g, in
             if (runs[i].group == g && runs[i].arm == a && k < runs[i].n_points &&
                 isfinite(runs[i].pt_val[k]))
                 v[m++] = runs[i].pt_val[k];
-        if (m == 0)
-            continue;
+        if (m == 0) continue;
         summary s = summarize(v, m);
         fprintf(f, "%d %.6g %.6g %.6g %d\n", first->pt_step[k], s.mean, s.mean - s.sd,
                 s.mean + s.sd, m);
@@ -572,26 +504,21 @@ static void write_curve_data(const options *o, const run *runs, int n, int g, in
  * many seeds finished, into OUT/plot/sweep.dat; returns the number of cells, 0 when there is
  * no one-variable sweep. */
 static int write_sweep_data(const options *o, const group *groups, int n_groups, const run *runs,
-                            int n)
-{
+                            int n) {
     int by_lr = o->n_lrs > 1 && o->n_depths <= 1, by_depth = o->n_depths > 1 && o->n_lrs <= 1;
-    if (!by_lr && !by_depth)
-        return 0;
+    if (!by_lr && !by_depth) return 0;
     char path[512];
     snprintf(path, sizeof path, "%s/plot/sweep.dat", o->out);
     FILE *f = fopen(path, "w");
-    if (!f)
-        return 0;
+    if (!f) return 0;
     fprintf(f, "# %s, then per arm: mean sd finished\n", by_lr ? "lr" : "layers");
     for (int g = 0; g < n_groups; g++) {
         fprintf(f, "%s", by_lr ? groups[g].lr : groups[g].layers);
         for (int a = 0; a < o->n_arms; a++) {
             double v[MAX_SEEDS];
             summary su = finals(o, runs, n, g, a, v);
-            if (su.n)
-                fprintf(f, " %.6g %.6g %d", su.mean, su.sd, su.n);
-            else
-                fprintf(f, " NaN NaN 0");
+            if (su.n) fprintf(f, " %.6g %.6g %d", su.mean, su.sd, su.n);
+            else fprintf(f, " NaN NaN 0");
         }
         fprintf(f, "\n");
     }
@@ -599,32 +526,33 @@ static int write_sweep_data(const options *o, const group *groups, int n_groups,
     return n_groups;
 }
 
-static void plot(const options *o, const group *groups, int n_groups, int sweep_cells)
-{
+static void plot(const options *o, const group *groups, int n_groups, int sweep_cells) {
     char path[512];
     snprintf(path, sizeof path, "%s/plot/curves.gp", o->out);
     FILE *f = fopen(path, "w");
-    if (!f)
-        return;
+    if (!f) return;
     static const char *colours[] = {"#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-    fprintf(f, "# gnuplot script written by sn-gpt-compare; run from %s/plot\n"
-               "set terminal pngcairo size 900,%d font ',10'\nset output 'curves.png'\n"
-               "set multiplot layout %d,%d\nset logscale y\nset autoscale yfix\nset grid\n"
-               "set ytics add (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.5, 2, 3, 4, 6)\n"
-               "set key top right\n"
-               "set xlabel 'step'\nset ylabel 'held-out loss (nats/byte)'\n"
-               "set style fill transparent solid 0.2 noborder\n",
+    fprintf(f,
+            "# gnuplot script written by sn-gpt-compare; run from %s/plot\n"
+            "set terminal pngcairo size 900,%d font ',10'\nset output 'curves.png'\n"
+            "set multiplot layout %d,%d\nset logscale y\nset autoscale yfix\nset grid\n"
+            "set ytics add (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.5, 2, 3, 4, 6)\n"
+            "set key top right\n"
+            "set xlabel 'step'\nset ylabel 'held-out loss (nats/byte)'\n"
+            "set style fill transparent solid 0.2 noborder\n",
             o->out, 120 + 400 * ((n_groups + 1) / 2), (n_groups + 1) / 2, n_groups > 1 ? 2 : 1);
     for (int g = 0; g < n_groups; g++) {
         char title[96];
         group_title(&groups[g], title, sizeof title);
-        fprintf(f, "set title 'held-out loss, mean and +-1 sd band over %d seeds%s%s' "
-                   "noenhanced\nplot ",
+        fprintf(f,
+                "set title 'held-out loss, mean and +-1 sd band over %d seeds%s%s' "
+                "noenhanced\nplot ",
                 o->seeds, title[0] ? ": " : "", title);
         for (int a = 0; a < o->n_arms; a++)
-            fprintf(f, "%s'g%d_%s.dat' using 1:3:4 with filledcurves lc rgb '%s' notitle, "
-                       "'' using 1:2 with lines lw 2 lc rgb '%s' title '%s'",
+            fprintf(f,
+                    "%s'g%d_%s.dat' using 1:3:4 with filledcurves lc rgb '%s' notitle, "
+                    "'' using 1:2 with lines lw 2 lc rgb '%s' title '%s'",
                     a ? ", " : "", g, o->arms[a].label, colours[a % 10], colours[a % 10],
                     o->arms[a].label);
         fprintf(f, "\n");
@@ -632,17 +560,19 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
     fprintf(f, "unset multiplot\n");
     if (sweep_cells) {
         int by_lr = o->n_lrs > 1;
-        fprintf(f, "set terminal pngcairo size 800,500 font ',10'\nset output 'sweep.png'\n"
-                   "unset logscale\nset logscale y\nset autoscale fix\nset offsets graph 0.05, graph "
-                   "0.05, graph 0.05, graph 0.05\n%s\nset xlabel '%s'\n"
-                   "set ylabel 'final held-out loss (nats/byte), mean +- sd'\n"
-                   "set title 'final held-out loss over %d seeds (a missing point: every seed "
-                   "diverged)'\nset key top left noenhanced\nplot ",
+        fprintf(f,
+                "set terminal pngcairo size 800,500 font ',10'\nset output 'sweep.png'\n"
+                "unset logscale\nset logscale y\nset autoscale fix\nset offsets graph 0.05, graph "
+                "0.05, graph 0.05, graph 0.05\n%s\nset xlabel '%s'\n"
+                "set ylabel 'final held-out loss (nats/byte), mean +- sd'\n"
+                "set title 'final held-out loss over %d seeds (a missing point: every seed "
+                "diverged)'\nset key top left noenhanced\nplot ",
                 by_lr ? "set logscale x" : "set xtics 4", by_lr ? "peak learning rate" : "layers",
                 o->seeds);
         for (int a = 0; a < o->n_arms; a++)
-            fprintf(f, "%s'sweep.dat' using 1:%d:%d with yerrorlines lw 2 pt 7 lc rgb '%s' "
-                       "title '%s'",
+            fprintf(f,
+                    "%s'sweep.dat' using 1:%d:%d with yerrorlines lw 2 pt 7 lc rgb '%s' "
+                    "title '%s'",
                     a ? ", " : "", 2 + 3 * a, 3 + 3 * a, colours[a % 10], o->arms[a].label);
         fprintf(f, "\n");
     }
@@ -651,8 +581,7 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
     snprintf(cmd, sizeof cmd, "cd '%s/plot' && gnuplot curves.gp 2>/dev/null", o->out);
     if (system("command -v gnuplot >/dev/null 2>&1") != 0)
         printf("gnuplot not found: the plot script is %s/plot/curves.gp\n", o->out);
-    else if (system(cmd) != 0)
-        printf("gnuplot failed on %s/plot/curves.gp\n", o->out);
+    else if (system(cmd) != 0) printf("gnuplot failed on %s/plot/curves.gp\n", o->out);
     else
         printf("plots: %s/plot/curves.png%s%s%s\n", o->out, sweep_cells ? ", " : "",
                sweep_cells ? o->out : "", sweep_cells ? "/plot/sweep.png" : "");
@@ -660,8 +589,7 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
 
 /* Prints the tables and every verdict; leaves the last verdict in `verdict_out`. */
 static void report(const options *o, const group *groups, int n_groups, const run *runs, int n,
-                   char *verdict_out, size_t verdict_size)
-{
+                   char *verdict_out, size_t verdict_size) {
     char path[512];
     snprintf(path, sizeof path, "%s/summary.csv", o->out);
     FILE *sum = fopen(path, "w");
@@ -687,18 +615,17 @@ static void report(const options *o, const group *groups, int n_groups, const ru
                 snprintf(ms, sizeof ms, "%.4f +- %.4f", s.mean, s.sd);
                 snprintf(sp, sizeof sp, "%.4f..%.4f", s.min, s.max);
             }
-            printf("  %-22s %5d/%-3d %-22s %-17s\n", o->arms[a].label, o->seeds - m, o->seeds,
-                   ms, sp);
+            printf("  %-22s %5d/%-3d %-22s %-17s\n", o->arms[a].label, o->seeds - m, o->seeds, ms,
+                   sp);
             paired p = {0, NAN, NAN, NAN, NAN};
-            if (a > 0)
-                p = paired_t(base, mine, o->seeds, LEVEL);
+            if (a > 0) p = paired_t(base, mine, o->seeds, LEVEL);
             pairs[a] = p;
             if (sum)
                 fprintf(sum, "%s,%s,%s,%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.6g,%.6g,%.6g,%d,%s\n",
-                        groups[g].lr ? groups[g].lr : "",
-                        groups[g].layers ? groups[g].layers : "", o->arms[a].label, o->seeds,
-                        o->seeds - m, m ? s.mean : NAN, m ? s.sd : NAN, m ? s.min : NAN,
-                        m ? s.max : NAN, o->arms[0].label, p.mean, p.sd, p.lo, p.hi, p.n,
+                        groups[g].lr ? groups[g].lr : "", groups[g].layers ? groups[g].layers : "",
+                        o->arms[a].label, o->seeds, o->seeds - m, m ? s.mean : NAN, m ? s.sd : NAN,
+                        m ? s.min : NAN, m ? s.max : NAN, o->arms[0].label, p.mean, p.sd, p.lo,
+                        p.hi, p.n,
                         a == 0                             ? ""
                         : verdict_of(&p) == VERDICT_LOWER  ? "lower"
                         : verdict_of(&p) == VERDICT_HIGHER ? "higher"
@@ -724,11 +651,9 @@ static void report(const options *o, const group *groups, int n_groups, const ru
                          o->seeds, o->arms[a].label, div_b, o->seeds);
             printf("  verdict%s%s: %s\n", title[0] ? " at " : "", title, last_verdict);
         }
-        for (int a = 0; a < o->n_arms; a++)
-            write_curve_data(o, runs, n, g, a);
+        for (int a = 0; a < o->n_arms; a++) write_curve_data(o, runs, n, g, a);
     }
-    if (sum)
-        fclose(sum);
+    if (sum) fclose(sum);
     /* what the runs ran on: one kernel path and library version for all, one config per arm */
     printf("\nruns: libsiamesenorm %s, kernels %s; config hash per arm:", runs[0].version,
            runs[0].isa);
@@ -746,16 +671,12 @@ static void report(const options *o, const group *groups, int n_groups, const ru
     snprintf(verdict_out, verdict_size, "%s", last_verdict);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     static options o;
-    if (parse(argc, argv, &o) != 0)
-        return 1;
+    if (parse(argc, argv, &o) != 0) return 1;
     char trainer[4096];
-    if (o.trainer)
-        snprintf(trainer, sizeof trainer, "%s", o.trainer);
-    else
-        default_trainer(argv[0], trainer, sizeof trainer);
+    if (o.trainer) snprintf(trainer, sizeof trainer, "%s", o.trainer);
+    else default_trainer(argv[0], trainer, sizeof trainer);
     if (access(trainer, X_OK) != 0) {
         fprintf(stderr, "%s: not found or not executable (--trainer PATH)\n", trainer);
         return 1;
@@ -775,12 +696,11 @@ int main(int argc, char **argv)
     int n_groups = 0;
     for (int i = 0; i < (o.n_lrs ? o.n_lrs : 1); i++)
         for (int j = 0; j < (o.n_depths ? o.n_depths : 1); j++)
-            groups[n_groups++] = (group){o.n_lrs ? o.lrs[i] : NULL,
-                                         o.n_depths ? o.depths[j] : NULL};
+            groups[n_groups++] =
+                (group){o.n_lrs ? o.lrs[i] : NULL, o.n_depths ? o.depths[j] : NULL};
     int n = n_groups * o.n_arms * o.seeds;
     run *runs = calloc((size_t)n, sizeof *runs);
-    if (!runs)
-        return 1;
+    if (!runs) return 1;
     /* seed-major order: every arm's seed s runs before any arm's seed s + 1, so a run cut
      * short still leaves complete pairs */
     int k = 0;
@@ -796,8 +716,7 @@ int main(int argc, char **argv)
         printf("  arm %-20s %s%s\n", o.arms[a].label, o.arms[a].text, a == 0 ? "  (baseline)" : "");
     if (o.n_extra) {
         printf("  every run:");
-        for (int i = 0; i < o.n_extra; i++)
-            printf(" %s", o.extra[i]);
+        for (int i = 0; i < o.n_extra; i++) printf(" %s", o.extra[i]);
         printf("\n");
     }
     printf("  logs: %s/logs\n", o.out);
@@ -805,8 +724,7 @@ int main(int argc, char **argv)
     double t0 = now_s();
     int rc = run_all(&o, trainer, groups, runs, n);
     int failed = 0;
-    for (int i = 0; i < n; i++)
-        failed += runs[i].failed;
+    for (int i = 0; i < n; i++) failed += runs[i].failed;
     if (rc != 0 || failed) {
         fprintf(stderr, "sn-gpt-compare: %d run%s failed\n", failed, failed == 1 ? "" : "s");
         free(runs);
@@ -819,11 +737,9 @@ int main(int argc, char **argv)
     char verdict[400];
     report(&o, groups, n_groups, runs, n, verdict, sizeof verdict);
     int sweep_cells = write_sweep_data(&o, groups, n_groups, runs, n);
-    if (o.plot)
-        plot(&o, groups, n_groups, sweep_cells);
+    if (o.plot) plot(&o, groups, n_groups, sweep_cells);
     printf("tables: %s/summary.csv, %s/runs.csv, %s/curves.csv\n", o.out, o.out, o.out);
-    if (n_groups == 1 && o.n_arms == 2)
-        printf("\nverdict: %s\n", verdict);
+    if (n_groups == 1 && o.n_arms == 2) printf("\nverdict: %s\n", verdict);
     free(runs);
     return 0;
 }

@@ -8,24 +8,18 @@
 #include "gpt.h"
 
 /* splitmix64: small, fast, and its whole state is one integer (easy to checkpoint). */
-uint64_t rng_next(uint64_t *s)
-{
+uint64_t rng_next(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
 
-float rng_uniform(uint64_t *s)
-{
-    return (float)(rng_next(s) >> 40) * (1.0f / 16777216.0f);
-}
+float rng_uniform(uint64_t *s) { return (float)(rng_next(s) >> 40) * (1.0f / 16777216.0f); }
 
-float rng_normal(uint64_t *s)
-{
+float rng_normal(uint64_t *s) {
     float u1 = rng_uniform(s), u2 = rng_uniform(s);
-    if (u1 < 1e-12f)
-        u1 = 1e-12f;
+    if (u1 < 1e-12f) u1 = 1e-12f;
     return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958647692f * u2);
 }
 
@@ -33,35 +27,28 @@ float rng_normal(uint64_t *s)
 
 /* "a+b=c\n" with a, b < 10^digits: at most 3 * digits + 4 bytes; the row predicts all but the
  * first, so it needs one position fewer. */
-int addition_ctx(int digits)
-{
-    return 3 * digits + 3;
-}
+int addition_ctx(int digits) { return 3 * digits + 3; }
 
 /* About one problem in eight is held out, decided by a hash of (a, b), so no training batch
  * ever contains a validation problem. */
-static int held_out(long a, long b)
-{
+static int held_out(long a, long b) {
     uint64_t s = (uint64_t)a * 1000003u + (uint64_t)b;
     return (rng_next(&s) & 7u) == 0;
 }
 
-static long random_operand(uint64_t *rng, int digits)
-{
+static long random_operand(uint64_t *rng, int digits) {
     int n = 1 + (int)(rng_next(rng) % (uint64_t)digits);
     long lo = 1, hi = 10;
     for (int i = 1; i < n; i++) {
         lo *= 10;
         hi *= 10;
     }
-    if (n == 1)
-        lo = 0;
+    if (n == 1) lo = 0;
     return lo + (long)(rng_next(rng) % (uint64_t)(hi - lo));
 }
 
 /* One problem into a row: tokens are the bytes, targets the next bytes on the answer only. */
-static void addition_row(long a, long b, int T, int *tokens, int *targets)
-{
+static void addition_row(long a, long b, int T, int *tokens, int *targets) {
     char s[64];
     int len = snprintf(s, sizeof s, "%ld+%ld=%ld\n", a, b, a + b);
     int eq = (int)(strchr(s, '=') - s);
@@ -71,16 +58,14 @@ static void addition_row(long a, long b, int T, int *tokens, int *targets)
     }
 }
 
-static void addition_sample(int digits, uint64_t *rng, int want_val, long *a, long *b)
-{
+static void addition_sample(int digits, uint64_t *rng, int want_val, long *a, long *b) {
     do {
         *a = random_operand(rng, digits);
         *b = random_operand(rng, digits);
     } while (held_out(*a, *b) != want_val);
 }
 
-int data_addition(dataset *d, int digits, int T, int n_val)
-{
+int data_addition(dataset *d, int digits, int T, int n_val) {
     memset(d, 0, sizeof *d);
     if (digits < 1 || digits > 9 || T < addition_ctx(digits) || n_val < 1) {
         fprintf(stderr, "addition: digits must be 1..9 and ctx >= %d\n",
@@ -110,15 +95,14 @@ int data_addition(dataset *d, int digits, int T, int n_val)
 
 /* Splits d->text (n_text bytes, owned by d) into a training head and a held-out tail of
  * val_frac, and takes n_val windows of T from the tail. 0, or prints why and returns -1. */
-static int text_split(dataset *d, const char *what, double val_frac, int n_val)
-{
+static int text_split(dataset *d, const char *what, double val_frac, int n_val) {
     int T = d->T;
     size_t n = d->n_text;
     size_t n_hold = (size_t)((double)n * val_frac);
     d->n_train = n - n_hold;
     if (d->n_train < (size_t)T + 2 || n_hold < (size_t)T + 1) {
-        fprintf(stderr, "%s: %zu bytes is too short for ctx %d with val fraction %.2f\n", what,
-                n, T, val_frac);
+        fprintf(stderr, "%s: %zu bytes is too short for ctx %d with val fraction %.2f\n", what, n,
+                T, val_frac);
         data_free(d);
         return -1;
     }
@@ -142,8 +126,7 @@ static int text_split(dataset *d, const char *what, double val_frac, int n_val)
     return 0;
 }
 
-int data_text(dataset *d, const char *path, int T, double val_frac, int n_val)
-{
+int data_text(dataset *d, const char *path, int T, double val_frac, int n_val) {
     memset(d, 0, sizeof *d);
     d->kind = DATA_TEXT;
     d->T = T;
@@ -178,8 +161,7 @@ int data_text(dataset *d, const char *path, int T, double val_frac, int n_val)
     return text_split(d, path, val_frac, n_val);
 }
 
-int data_tales(dataset *d, int T, double val_frac, int n_val)
-{
+int data_tales(dataset *d, int T, double val_frac, int n_val) {
     memset(d, 0, sizeof *d);
     d->kind = DATA_TALES;
     d->T = T;
@@ -192,8 +174,9 @@ int data_tales(dataset *d, int T, double val_frac, int n_val)
     tales_generate(d->text, TALES_BYTES);
     uint64_t h = fnv1a64(d->text, TALES_BYTES);
     if (h != TALES_FNV1A64) {
-        fprintf(stderr, "tales: the generated corpus has checksum %016llx, expected %016llx: "
-                        "this build does not produce the reference bytes\n",
+        fprintf(stderr,
+                "tales: the generated corpus has checksum %016llx, expected %016llx: "
+                "this build does not produce the reference bytes\n",
                 (unsigned long long)h, (unsigned long long)TALES_FNV1A64);
         data_free(d);
         return -1;
@@ -201,16 +184,14 @@ int data_tales(dataset *d, int T, double val_frac, int n_val)
     return text_split(d, "tales", val_frac, n_val);
 }
 
-void data_free(dataset *d)
-{
+void data_free(dataset *d) {
     free(d->text);
     free(d->val_tokens);
     free(d->val_targets);
     memset(d, 0, sizeof *d);
 }
 
-void data_batch(const dataset *d, uint64_t *rng, int b, int *tokens, int *targets)
-{
+void data_batch(const dataset *d, uint64_t *rng, int b, int *tokens, int *targets) {
     int T = d->T;
     for (int r = 0; r < b; r++) {
         int *tok = tokens + (size_t)r * T, *tgt = targets + (size_t)r * T;
@@ -228,13 +209,11 @@ void data_batch(const dataset *d, uint64_t *rng, int b, int *tokens, int *target
     }
 }
 
-void data_row_text(const int *tokens, int T, char *buf)
-{
+void data_row_text(const int *tokens, int T, char *buf) {
     int n = 0;
     for (int t = 0; t < T; t++) {
         int c = tokens[t];
-        if (c == '\n')
-            break;
+        if (c == '\n') break;
         buf[n++] = (c >= 32 && c < 127) ? (char)c : '.';
     }
     buf[n] = '\0';

@@ -16,8 +16,8 @@
 /* ---- kernels (ops.c) ---------------------------------------------------------------------- */
 
 /* out [R x OC] = inp [R x C] @ w^T (w is OC x C) + bias (bias may be NULL). */
-void matmul_forward(float *out, const float *inp, const float *w, const float *bias, int R,
-                    int C, int OC);
+void matmul_forward(float *out, const float *inp, const float *w, const float *bias, int R, int C,
+                    int OC);
 /* dinp [R x C] = dout @ w (written); dw += dout^T @ inp; dbias += column sums of dout
  * (dbias may be NULL). */
 void matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
@@ -41,8 +41,8 @@ int argmax(const float *p, int V);
 /* probs -> dlogits in place: (p - onehot(target)) * scale, zero on masked rows. */
 void crossentropy_backward(float *probs, const int *targets, int R, int V, float scale);
 /* e [B*T x D] = wte[token] + wpe[position]; and its backward (accumulates). */
-void encoder_forward(float *e, const int *tokens, const float *wte, const float *wpe, int B,
-                     int T, int D);
+void encoder_forward(float *e, const int *tokens, const float *wte, const float *wpe, int B, int T,
+                     int D);
 void encoder_backward(float *dwte, float *dwpe, const float *de, const int *tokens, int B, int T,
                       int D);
 /* 1 when the matrix products run through CBLAS in this build. */
@@ -53,17 +53,17 @@ void ops_set_blas_threads(int n);
 /* ---- model (model.c) ---------------------------------------------------------------------- */
 
 typedef struct gpt_config {
-    int vocab;     /* V: 256 for bytes */
-    int ctx;       /* T: positions per row */
-    int layers;    /* L: transformer layers (2 sub-layers each) */
-    int heads;     /* NH, divides width */
-    int width;     /* D */
-    int tied;      /* 1: the output head is wte */
-    int placement; /* sn_placement */
-    int norm_kind; /* sn_norm_kind */
-    int qk_norm;   /* gpt_qk_norm: per-head norms inside attention (0: the placement's default) */
-    int init;      /* gpt_init: the weight initialisation rule */
-    float eps;     /* every norm's epsilon (the network's and the q/k/v norms) */
+    int vocab;      /* V: 256 for bytes */
+    int ctx;        /* T: positions per row */
+    int layers;     /* L: transformer layers (2 sub-layers each) */
+    int heads;      /* NH, divides width */
+    int width;      /* D */
+    int tied;       /* 1: the output head is wte */
+    int placement;  /* sn_placement */
+    int norm_kind;  /* sn_norm_kind */
+    int qk_norm;    /* gpt_qk_norm: per-head norms inside attention (0: the placement's default) */
+    int init;       /* gpt_init: the weight initialisation rule */
+    float eps;      /* every norm's epsilon (the network's and the q/k/v norms) */
     int scale_rule; /* sn_scale_rule of the network (SiameseNorm's c_i, DeepNorm's alpha) */
     int no_input_norm; /* 1: SiameseNorm without its input norm N_in (the paper's "w/o input
                           norm" ablation); 0: as the placement defines it */
@@ -107,20 +107,20 @@ int gpt_qk_norm_count(int mode);
 
 /* Parameter tensors, in the order they sit in the one parameter block. */
 enum {
-    P_WTE,   /* V x D token embedding */
-    P_WPE,   /* T x D position embedding */
-    P_QKVW,  /* L x 3D x D */
-    P_QKVB,  /* L x 3D */
-    P_ATTPW, /* L x D x D attention output projection */
-    P_ATTPB, /* L x D */
-    P_FCW,   /* L x 4D x D */
-    P_FCB,   /* L x 4D */
-    P_FCPW,  /* L x D x 4D MLP output projection */
-    P_FCPB,  /* L x D */
-    P_NORMS, /* every norm of the network: libsiamesenorm's sn_net parameter block */
+    P_WTE,    /* V x D token embedding */
+    P_WPE,    /* T x D position embedding */
+    P_QKVW,   /* L x 3D x D */
+    P_QKVB,   /* L x 3D */
+    P_ATTPW,  /* L x D x D attention output projection */
+    P_ATTPB,  /* L x D */
+    P_FCW,    /* L x 4D x D */
+    P_FCB,    /* L x 4D */
+    P_FCPW,   /* L x D x 4D MLP output projection */
+    P_FCPB,   /* L x D */
+    P_NORMS,  /* every norm of the network: libsiamesenorm's sn_net parameter block */
     P_QKNORM, /* L x [q | k | v] per-head norms (gpt_qk_norm; empty when off), each hs gammas
                 (and hs betas for LayerNorm) */
-    P_HEAD,  /* V x D output head (empty when tied) */
+    P_HEAD,   /* V x D output head (empty when tied) */
     P_COUNT
 };
 
@@ -131,27 +131,27 @@ typedef struct gpt_model {
     sn_norm qkn; /* the per-head q/k/v norm (group = hs), when cfg.qk_norm is QK or QKV */
     int n_qkn;   /* q/k/v norms per layer: 0, 2 or 3 */
     int64_t qkn_params, qkn_stats; /* one norm's parameters, and its saved floats per row */
-    int max_b;   /* rows of T tokens the buffers were sized for */
+    int max_b;                     /* rows of T tokens the buffers were sized for */
     size_t n_params;
     size_t size[P_COUNT];
     float *params, *grads;
     float *p[P_COUNT], *g[P_COUNT]; /* views into params / grads */
     /* forward activations, kept for the backward pass */
-    float *e;      /* [R x D] embedding: the network input */
-    float *h;      /* [S x R x D] block inputs, from sn_net_enter */
-    float *qkv;    /* [L x R x 3D] q | k | v as attention reads them */
-    float *qkvr;   /* [L x R x 3D] the qkv projection before the q/k/v norms (when on) */
+    float *e;       /* [R x D] embedding: the network input */
+    float *h;       /* [S x R x D] block inputs, from sn_net_enter */
+    float *qkv;     /* [L x R x 3D] q | k | v as attention reads them */
+    float *qkvr;    /* [L x R x 3D] the qkv projection before the q/k/v norms (when on) */
     float *qkstats; /* [L x n_qkn x R x qkn_stats] the q/k/v norms' saved statistics */
-    float *att;    /* [L x B x NH x T x T] */
-    float *atty;   /* [L x R x D] */
-    float *fch;    /* [L x R x 4D] */
-    float *fchg;   /* [L x R x 4D] */
-    float *z;      /* [R x D] block output, handed to sn_net_exit */
-    float *out;    /* [R x D] network output, from sn_net_merge */
-    float *logits; /* [R x V] logits -> probabilities -> their gradient */
-    float *losses; /* [R] */
-    float *acts;   /* [R x acts_per_row] libsiamesenorm's saved streams and statistics */
-    float *work;   /* [R x work_per_row] libsiamesenorm's stream gradients */
+    float *att;     /* [L x B x NH x T x T] */
+    float *atty;    /* [L x R x D] */
+    float *fch;     /* [L x R x 4D] */
+    float *fchg;    /* [L x R x 4D] */
+    float *z;       /* [R x D] block output, handed to sn_net_exit */
+    float *out;     /* [R x D] network output, from sn_net_merge */
+    float *logits;  /* [R x V] logits -> probabilities -> their gradient */
+    float *losses;  /* [R] */
+    float *acts;    /* [R x acts_per_row] libsiamesenorm's saved streams and statistics */
+    float *work;    /* [R x work_per_row] libsiamesenorm's stream gradients */
     /* backward scratch */
     float *dz, *dh, *dqkv, *datty, *dfch, *dfchg, *dout, *de, *dscratch;
     const int *tokens; /* of the last forward */
@@ -205,7 +205,7 @@ enum { DATA_ADDITION = 0, DATA_TEXT = 1, DATA_TALES = 2 };
 
 /* The generated "tales" corpus (tales.c): its size and the FNV-1a 64 checksum of its bytes,
  * the same on every machine. */
-#define TALES_BYTES ((size_t)4 << 20)
+#define TALES_BYTES   ((size_t)4 << 20)
 #define TALES_FNV1A64 0x79a39cb0eb59d33cull
 void tales_generate(unsigned char *out, size_t n);
 uint64_t fnv1a64(const unsigned char *p, size_t n);
@@ -216,7 +216,7 @@ typedef struct dataset {
     int digits;          /* addition: operands have 1..digits digits */
     unsigned char *text; /* text: the file's bytes */
     size_t n_text, n_train;
-    int n_val;           /* held-out rows */
+    int n_val; /* held-out rows */
     int *val_tokens, *val_targets;
 } dataset;
 
@@ -249,10 +249,10 @@ typedef struct trainer {
     gpt_model model;
     optim_config opt;
     dataset *data;
-    int batch;      /* rows of the global batch */
-    int first, rows; /* this rank's share of it: rows first .. first + rows - 1 */
+    int batch;         /* rows of the global batch */
+    int first, rows;   /* this rank's share of it: rows first .. first + rows - 1 */
     struct dist *dist; /* NULL: one process */
-    int step; /* steps done */
+    int step;          /* steps done */
     uint64_t rng;
     float *mom, *vel;
     int *tokens, *targets;
@@ -267,8 +267,8 @@ typedef struct step_result {
     float loss, grad_norm, lr;
 } step_result;
 
-int trainer_create(trainer *t, const gpt_config *cfg, const optim_config *o, dataset *d,
-                   int batch, uint64_t seed);
+int trainer_create(trainer *t, const gpt_config *cfg, const optim_config *o, dataset *d, int batch,
+                   uint64_t seed);
 /* Data-parallel (dist.h): every rank draws the same global batch of `batch` rows and trains on
  * its share, rank k on rows batch k / P .. batch (k+1) / P - 1 (batch >= P); the gradients are
  * summed across ranks before the update, so every rank applies the same one. */

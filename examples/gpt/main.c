@@ -8,7 +8,7 @@
 #include "dist.h"
 #include "gpt.h"
 
-#define EXIT_DIVERGED 3
+#define EXIT_DIVERGED     3
 #define EXIT_RANKS_DIFFER 4
 
 typedef struct options {
@@ -22,13 +22,11 @@ typedef struct options {
     uint64_t seed;
 } options;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: sn-gpt-train [options]\n"
-            "Trains a small GPT; its norms and residual streams come from libsiamesenorm.\n"
-            "  --norm NAME         norm placement (default siamese), one of\n"
-            "                      ");
+static void usage(FILE *f) {
+    fprintf(f, "usage: sn-gpt-train [options]\n"
+               "Trains a small GPT; its norms and residual streams come from libsiamesenorm.\n"
+               "  --norm NAME         norm placement (default siamese), one of\n"
+               "                      ");
     gpt_placement_list(f);
     fprintf(f,
             "\n"
@@ -75,16 +73,24 @@ static void usage(FILE *f)
             "  --reduce R          ordered (default: fixed summation order, bitwise\n"
             "                      reproducible) or allreduce (MPI_Allreduce, for timing)\n"
             "exit status: 0 done, 1 usage or I/O error, 3 diverged (NaN/Inf loss), 4 the\n"
-            "ranks' weights differ\n", dist_available() ? "" : ": not in this build");
+            "ranks' weights differ\n",
+            dist_available() ? "" : ": not in this build");
 }
 
-static int parse(int argc, char **argv, options *o)
-{
+static int parse(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
-    o->cfg = (gpt_config){.vocab = 256, .ctx = 0, .layers = 16, .heads = 4, .width = 64,
-                          .tied = 1, .placement = SN_PLACEMENT_SIAMESE,
-                          .norm_kind = SN_NORM_LAYERNORM, .qk_norm = GPT_QK_AUTO,
-                          .init = GPT_INIT_MITCHELL, .eps = 1e-5f, .scale_rule = SN_SCALE_DEFAULT};
+    o->cfg = (gpt_config){.vocab = 256,
+                          .ctx = 0,
+                          .layers = 16,
+                          .heads = 4,
+                          .width = 64,
+                          .tied = 1,
+                          .placement = SN_PLACEMENT_SIAMESE,
+                          .norm_kind = SN_NORM_LAYERNORM,
+                          .qk_norm = GPT_QK_AUTO,
+                          .init = GPT_INIT_MITCHELL,
+                          .eps = 1e-5f,
+                          .scale_rule = SN_SCALE_DEFAULT};
     o->opt = (optim_config){1e-2f, 0.1f, -1, 300, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     o->task = DATA_TALES;
     o->digits = 3, o->val_size = 0, o->batch = 16, o->eval_every = 100, o->print_every = 50;
@@ -127,37 +133,29 @@ static int parse(int argc, char **argv, options *o)
                 return -1;
             }
         } else if (OPT("--scales")) {
-            if (strcmp(v, "default") == 0)
-                o->cfg.scale_rule = SN_SCALE_DEFAULT;
-            else if (strcmp(v, "none") == 0)
-                o->cfg.scale_rule = SN_SCALE_NONE;
+            if (strcmp(v, "default") == 0) o->cfg.scale_rule = SN_SCALE_DEFAULT;
+            else if (strcmp(v, "none") == 0) o->cfg.scale_rule = SN_SCALE_NONE;
             else {
                 fprintf(stderr, "--scales %s: expected default|none\n", v);
                 return -1;
             }
         } else if (OPT("--task")) {
-            if (strcmp(v, "tales") == 0)
-                o->task = DATA_TALES;
-            else if (strcmp(v, "addition") == 0)
-                o->task = DATA_ADDITION;
+            if (strcmp(v, "tales") == 0) o->task = DATA_TALES;
+            else if (strcmp(v, "addition") == 0) o->task = DATA_ADDITION;
             else {
                 fprintf(stderr, "--task %s: expected tales|addition\n", v);
                 return -1;
             }
         } else if (OPT("--reduce")) {
-            if (strcmp(v, "ordered") == 0)
-                o->reduce = DIST_ORDERED;
-            else if (strcmp(v, "allreduce") == 0)
-                o->reduce = DIST_ALLREDUCE;
+            if (strcmp(v, "ordered") == 0) o->reduce = DIST_ORDERED;
+            else if (strcmp(v, "allreduce") == 0) o->reduce = DIST_ALLREDUCE;
             else {
                 fprintf(stderr, "--reduce %s: expected ordered|allreduce\n", v);
                 return -1;
             }
         } else if (OPT("--norm-kind")) {
-            if (strcmp(v, "layernorm") == 0)
-                o->cfg.norm_kind = SN_NORM_LAYERNORM;
-            else if (strcmp(v, "rmsnorm") == 0)
-                o->cfg.norm_kind = SN_NORM_RMSNORM;
+            if (strcmp(v, "layernorm") == 0) o->cfg.norm_kind = SN_NORM_LAYERNORM;
+            else if (strcmp(v, "rmsnorm") == 0) o->cfg.norm_kind = SN_NORM_RMSNORM;
             else {
                 fprintf(stderr, "--norm-kind %s: expected layernorm|rmsnorm\n", v);
                 return -1;
@@ -196,42 +194,33 @@ static int parse(int argc, char **argv, options *o)
         i += takes;
     }
     if (o->batch < 1 || o->opt.steps < 1 || !(o->opt.lr > 0.0f) || o->eval_every < 0 ||
-        o->print_every < 0 || o->val_frac <= 0.0 || o->val_frac >= 1.0 ||
-        !(o->cfg.eps > 0.0f) || !isfinite(o->cfg.eps)) {
+        o->print_every < 0 || o->val_frac <= 0.0 || o->val_frac >= 1.0 || !(o->cfg.eps > 0.0f) ||
+        !isfinite(o->cfg.eps)) {
         fprintf(stderr, "invalid --batch, --steps, --lr, --eval-every, --val-frac or --eps\n");
         return -1;
     }
-    if (o->opt.warmup < 0)
-        o->opt.warmup = o->opt.steps / 20;
-    if (o->evals > 0)
-        o->eval_every = o->opt.steps / o->evals > 0 ? o->opt.steps / o->evals : 1;
+    if (o->opt.warmup < 0) o->opt.warmup = o->opt.steps / 20;
+    if (o->evals > 0) o->eval_every = o->opt.steps / o->evals > 0 ? o->opt.steps / o->evals : 1;
     if (o->val_size <= 0)
         o->val_size = o->task == DATA_TALES ? 256 : o->task == DATA_TEXT ? 64 : 1000;
-    if (o->cfg.ctx <= 0)
-        o->cfg.ctx = o->task == DATA_ADDITION ? addition_ctx(o->digits) : 64;
+    if (o->cfg.ctx <= 0) o->cfg.ctx = o->task == DATA_ADDITION ? addition_ctx(o->digits) : 64;
     return 0;
 }
 
 /* Greedy decoding of a few held-out problems, to show what the model does. */
-static void show_samples(trainer *t, int n, FILE *out)
-{
+static void show_samples(trainer *t, int n, FILE *out) {
     const dataset *d = t->data;
     gpt_model *m = &t->model;
     int T = d->T, V = m->cfg.vocab;
-    if (n > d->n_val)
-        n = d->n_val;
-    if (n > t->model.max_b)
-        n = t->model.max_b;
+    if (n > d->n_val) n = d->n_val;
+    if (n > t->model.max_b) n = t->model.max_b;
     for (int r = 0; r < n; r++) {
         int *row = t->tokens + (size_t)r * T;
         const int *truth = d->val_tokens + (size_t)r * T;
         int eq = 0;
-        while (truth[eq] != '=')
-            eq++;
-        for (int p = 0; p < T; p++)
-            row[p] = p <= eq ? truth[p] : '\n';
-        for (int p = 0; p < T; p++)
-            t->targets[(size_t)r * T + p] = 0;
+        while (truth[eq] != '=') eq++;
+        for (int p = 0; p < T; p++) row[p] = p <= eq ? truth[p] : '\n';
+        for (int p = 0; p < T; p++) t->targets[(size_t)r * T + p] = 0;
     }
     /* one forward per answer position (at most digits + 2 of them) */
     for (int p = 0; p + 1 < T; p++) {
@@ -240,12 +229,9 @@ static void show_samples(trainer *t, int n, FILE *out)
             int *row = t->tokens + (size_t)r * T;
             const int *truth = d->val_tokens + (size_t)r * T;
             int eq = 0, done = 0;
-            while (truth[eq] != '=')
-                eq++;
-            for (int q = eq + 1; q <= p; q++)
-                done |= row[q] == '\n';
-            if (p < eq || done)
-                continue;
+            while (truth[eq] != '=') eq++;
+            for (int q = eq + 1; q <= p; q++) done |= row[q] == '\n';
+            if (p < eq || done) continue;
             row[p + 1] = argmax(m->logits + ((size_t)r * T + p) * V, V);
         }
     }
@@ -254,26 +240,21 @@ static void show_samples(trainer *t, int n, FILE *out)
         data_row_text(d->val_tokens + (size_t)r * T, T, want);
         data_row_text(t->tokens + (size_t)r * T, T, got);
         fprintf(out, "  %-20s %s\n", got, strcmp(want, got) == 0 ? "ok" : "wrong");
-        if (strcmp(want, got) != 0)
-            fprintf(out, "  %-20s (expected)\n", want);
+        if (strcmp(want, got) != 0) fprintf(out, "  %-20s (expected)\n", want);
     }
 }
 
 /* JSON has no NaN or Infinity: those become null. */
-static const char *jnum(double x, char *buf, size_t n)
-{
-    if (isfinite(x))
-        snprintf(buf, n, "%.9g", x);
-    else
-        snprintf(buf, n, "null");
+static const char *jnum(double x, char *buf, size_t n) {
+    if (isfinite(x)) snprintf(buf, n, "%.9g", x);
+    else snprintf(buf, n, "null");
     return buf;
 }
 
 /* Everything that decides a run's numbers except the seed, as one canonical line (so two
  * runs with the same hash differ only by their seed, the kernel path and the matmul backend,
  * which the banner names separately); returns its FNV-1a 64 hash. */
-static uint64_t config_hash(const options *o, const gpt_config *c, char *buf, size_t n)
-{
+static uint64_t config_hash(const options *o, const gpt_config *c, char *buf, size_t n) {
     snprintf(buf, n,
              "norm=%s kind=%s qk=%s init=%s eps=%.9g scales=%s input_norm=%s vocab=%d ctx=%d "
              "layers=%d width=%d heads=%d tied=%d task=%s digits=%d val_size=%d val_frac=%.9g "
@@ -284,28 +265,26 @@ static uint64_t config_hash(const options *o, const gpt_config *c, char *buf, si
              gpt_qk_norm_name(c->qk_norm), gpt_init_name(c->init), (double)c->eps,
              c->scale_rule == SN_SCALE_NONE ? "none" : "default", c->no_input_norm ? "off" : "on",
              c->vocab, c->ctx, c->layers, c->width, c->heads, c->tied,
-             o->task == DATA_TALES ? "tales" : o->task == DATA_ADDITION ? "addition" : o->data,
+             o->task == DATA_TALES      ? "tales"
+             : o->task == DATA_ADDITION ? "addition"
+                                        : o->data,
              o->digits, o->val_size, o->val_frac, o->batch, o->opt.steps, (double)o->opt.lr,
-             (double)o->opt.min_lr_frac, o->opt.warmup, (double)o->opt.beta1,
-             (double)o->opt.beta2, (double)o->opt.eps, (double)o->opt.weight_decay,
-             (double)o->opt.clip);
+             (double)o->opt.min_lr_frac, o->opt.warmup, (double)o->opt.beta1, (double)o->opt.beta2,
+             (double)o->opt.eps, (double)o->opt.weight_decay, (double)o->opt.clip);
     return fnv1a64((const unsigned char *)buf, strlen(buf));
 }
 
-static int run_on(const options *op, dist *dd, FILE *info)
-{
+static int run_on(const options *op, dist *dd, FILE *info) {
     options o = *op;
     int root = dd->rank == 0;
     ops_set_blas_threads(o.blas_threads);
-    if (o.load && checkpoint_peek(o.load, &o.cfg) != 0)
-        return 1;
+    if (o.load && checkpoint_peek(o.load, &o.cfg) != 0) return 1;
 
     dataset data;
     int rc = o.task == DATA_TEXT    ? data_text(&data, o.data, o.cfg.ctx, o.val_frac, o.val_size)
              : o.task == DATA_TALES ? data_tales(&data, o.cfg.ctx, o.val_frac, o.val_size)
                                     : data_addition(&data, o.digits, o.cfg.ctx, o.val_size);
-    if (rc != 0)
-        return 1;
+    if (rc != 0) return 1;
     trainer t;
     if (trainer_create_dist(&t, &o.cfg, &o.opt, &data, o.batch, o.seed, dd) != 0) {
         data_free(&data);
@@ -336,25 +315,26 @@ static int run_on(const options *op, dist *dd, FILE *info)
     char config[512], task[64];
     uint64_t hash = config_hash(&o, c, config, sizeof config);
     const char *isa = sn_isa_name(sn_ctx_isa(t.model.ctx));
-    if (o.task == DATA_TEXT)
-        snprintf(task, sizeof task, "%s", o.data);
-    else if (o.task == DATA_TALES)
-        snprintf(task, sizeof task, "tales");
-    else
-        snprintf(task, sizeof task, "addition, 1..%d digits", o.digits);
+    if (o.task == DATA_TEXT) snprintf(task, sizeof task, "%s", o.data);
+    else if (o.task == DATA_TALES) snprintf(task, sizeof task, "tales");
+    else snprintf(task, sizeof task, "addition, 1..%d digits", o.digits);
     fprintf(info,
             "sn-gpt-train | norm %s%s%s | init %s | libsiamesenorm %s, kernels %s | %s | L%d D%d "
             "H%d T%d | %.2fM params | batch %d (%ld tok/step) | %d steps | lr %.2g | seed %llu | "
             "config %016llx | matmul %s\n",
             gpt_placement_name(c->placement), c->qk_norm == GPT_QK_NONE ? "" : ", ",
-            c->qk_norm == GPT_QK_QK ? "qk-norm" : c->qk_norm == GPT_QK_QKV ? "qkv-norm" : "",
-            gpt_init_name(c->init), sn_version_string(), isa, task, c->layers, c->width,
-            c->heads, T, (double)t.model.n_params / 1e6, o.batch, tok_per_step, steps,
-            (double)o.opt.lr, (unsigned long long)o.seed, (unsigned long long)hash,
+            c->qk_norm == GPT_QK_QK    ? "qk-norm"
+            : c->qk_norm == GPT_QK_QKV ? "qkv-norm"
+                                       : "",
+            gpt_init_name(c->init), sn_version_string(), isa, task, c->layers, c->width, c->heads,
+            T, (double)t.model.n_params / 1e6, o.batch, tok_per_step, steps, (double)o.opt.lr,
+            (unsigned long long)o.seed, (unsigned long long)hash,
             ops_have_blas() ? "cblas" : "loops");
     if (o.task == DATA_ADDITION)
-        fprintf(info, "task: a+b=c with 1..%d-digit operands, e.g. \"4821+937=5758\"; loss on "
-                      "the answer only; %d held-out problems\n", o.digits, data.n_val);
+        fprintf(info,
+                "task: a+b=c with 1..%d-digit operands, e.g. \"4821+937=5758\"; loss on "
+                "the answer only; %d held-out problems\n",
+                o.digits, data.n_val);
     else
         fprintf(info, "task: next byte of %s (%zu training bytes); %d held-out windows of %d\n",
                 task, data.n_train, data.n_val, T);
@@ -364,12 +344,12 @@ static int run_on(const options *op, dist *dd, FILE *info)
                "\"params\":%zu,\"steps\":%d}\n",
                gpt_placement_name(c->placement), (unsigned long long)o.seed, sn_version_string(),
                isa, (unsigned long long)hash, config, t.model.n_params, steps);
-    if (o.load)
-        fprintf(info, "resumed from %s at step %d\n", o.load, t.step);
+    if (o.load) fprintf(info, "resumed from %s at step %d\n", o.load, t.step);
     if (dd->size > 1)
-        fprintf(info, "data parallel: %d ranks (MPI), %d or %d rows each of every batch of %d; "
-                      "gradient reduction %s; rank 0 evaluates and logs\n", dd->size,
-                o.batch / dd->size, (o.batch + dd->size - 1) / dd->size, o.batch,
+        fprintf(info,
+                "data parallel: %d ranks (MPI), %d or %d rows each of every batch of %d; "
+                "gradient reduction %s; rank 0 evaluates and logs\n",
+                dd->size, o.batch / dd->size, (o.batch + dd->size - 1) / dd->size, o.batch,
                 dd->reduce == DIST_ALLREDUCE ? "MPI_Allreduce" : "ordered (fixed summation order)");
 
     double t_start = now_s(), train_time = 0.0, digest_time = 0.0;
@@ -383,13 +363,11 @@ static int run_on(const options *op, dist *dd, FILE *info)
         int s = t.step;
         int is_eval = (o.eval_every > 0 && s % o.eval_every == 0) || s == steps;
         double tok_s = train_time > 0 ? (double)(s - start_step) * tok_per_step / train_time : 0;
-        if (s > start_step && !(isfinite(r.loss) && isfinite(r.grad_norm)))
-            diverged = 1;
+        if (s > start_step && !(isfinite(r.loss) && isfinite(r.grad_norm))) diverged = 1;
         if (is_eval && !diverged) {
             if (root) {
                 last = trainer_eval(&t);
-                if (!isfinite(last.loss))
-                    diverged = 1;
+                if (!isfinite(last.loss)) diverged = 1;
             }
             dist_bcast_int(dd, &diverged); /* only rank 0 evaluated: the ranks stop together */
         }
@@ -398,18 +376,15 @@ static int run_on(const options *op, dist *dd, FILE *info)
             char eta[32], val[64] = "", acc[32] = "", trn[32] = "";
             double per_step = s > start_step ? train_time / (s - start_step) : 0.0;
             fmt_duration(per_step * (steps - s), eta, sizeof eta);
-            if (s > start_step)
-                snprintf(trn, sizeof trn, " | loss %.4f", (double)r.loss);
-            if (is_eval)
-                snprintf(val, sizeof val, " | val %.4f", last.loss);
+            if (s > start_step) snprintf(trn, sizeof trn, " | loss %.4f", (double)r.loss);
+            if (is_eval) snprintf(val, sizeof val, " | val %.4f", last.loss);
             if (is_eval && last.accuracy >= 0)
                 snprintf(acc, sizeof acc, " | acc %5.1f%%", 100.0 * last.accuracy);
             fprintf(info, "step %5d/%d%s%s%s", s, steps, trn, val, acc);
             if (s > start_step)
                 fprintf(info, " | lr %.2e | gnorm %.3f | %.0f tok/s | eta %s", (double)r.lr,
                         (double)r.grad_norm, tok_s, eta);
-            if (dd->size > 1)
-                fprintf(info, " | digest %016llx", (unsigned long long)digest);
+            if (dd->size > 1) fprintf(info, " | digest %016llx", (unsigned long long)digest);
             fprintf(info, "\n");
             fflush(info);
         }
@@ -420,21 +395,18 @@ static int run_on(const options *op, dist *dd, FILE *info)
                    "\"elapsed_s\":%.2f,\"diverged\":%s,\"digest\":\"%016llx\"}\n",
                    s, gpt_placement_name(c->placement), jnum(r.loss, b1, 32),
                    jnum(last.loss, b2, 32), jnum(last.accuracy, b3, 32), (double)r.lr,
-                   jnum(r.grad_norm, b4, 32), tok_s, now_s() - t_start,
-                   diverged ? "true" : "false", (unsigned long long)digest);
+                   jnum(r.grad_norm, b4, 32), tok_s, now_s() - t_start, diverged ? "true" : "false",
+                   (unsigned long long)digest);
             fflush(stdout);
         }
         if (csv && s > start_step) {
             fprintf(csv, "%d,%.9g,", s, (double)r.loss);
-            if (is_eval)
-                fprintf(csv, "%.9g,%.6g,", last.loss, last.accuracy);
-            else
-                fprintf(csv, ",,");
+            if (is_eval) fprintf(csv, "%.9g,%.6g,", last.loss, last.accuracy);
+            else fprintf(csv, ",,");
             fprintf(csv, "%.6g,%.6g,%.1f,%.3f\n", (double)r.lr, (double)r.grad_norm, tok_s,
                     now_s() - t_start);
         }
-        if (diverged || s == steps)
-            break;
+        if (diverged || s == steps) break;
         double t0 = now_s();
         r = trainer_step(&t);
         double t1 = now_s();
@@ -452,8 +424,7 @@ static int run_on(const options *op, dist *dd, FILE *info)
         }
     }
     double elapsed = now_s() - t_start;
-    if (csv)
-        fclose(csv);
+    if (csv) fclose(csv);
     int status = 0;
     if (diverged) {
         fprintf(info, "diverged at step %d (train loss %g, grad norm %g): stopping\n", t.step,
@@ -466,22 +437,22 @@ static int run_on(const options *op, dist *dd, FILE *info)
             fprintf(info, " | accuracy %.1f%% of %d held-out problems", 100.0 * last.accuracy,
                     data.n_val);
         fprintf(info, " | %.1fs\n", elapsed);
-        if (o.task == DATA_ADDITION && o.samples > 0)
-            show_samples(&t, o.samples, info);
+        if (o.task == DATA_ADDITION && o.samples > 0) show_samples(&t, o.samples, info);
     }
     int done = t.step - start_step;
     double step_ms = done ? 1e3 * train_time / done : 0.0;
     double reduce_ms = done ? 1e3 * (dd->t_reduce - reduce_t0) / done : 0.0;
     double wait_ms = done ? 1e3 * (dd->t_wait - wait_t0) / done : 0.0;
     if (dd->size > 1 && done)
-        fprintf(info, "data parallel | %d ranks | step %.2f ms | waiting for the slowest rank "
-                      "%.3f ms | gradient reduction (%s, %zu floats) %.3f ms = %.1f%% of the "
-                      "step | digest check %.3f ms | weights identical on every rank after each "
-                      "of %d steps, digest %016llx\n",
+        fprintf(info,
+                "data parallel | %d ranks | step %.2f ms | waiting for the slowest rank "
+                "%.3f ms | gradient reduction (%s, %zu floats) %.3f ms = %.1f%% of the "
+                "step | digest check %.3f ms | weights identical on every rank after each "
+                "of %d steps, digest %016llx\n",
                 dd->size, step_ms, wait_ms,
-                dd->reduce == DIST_ALLREDUCE ? "MPI_Allreduce" : "ordered",
-                t.model.n_params, reduce_ms, 100.0 * reduce_ms / step_ms,
-                1e3 * digest_time / done, done, (unsigned long long)digest);
+                dd->reduce == DIST_ALLREDUCE ? "MPI_Allreduce" : "ordered", t.model.n_params,
+                reduce_ms, 100.0 * reduce_ms / step_ms, 1e3 * digest_time / done, done,
+                (unsigned long long)digest);
     if (o.json) {
         char b1[32], b2[32], b3[32];
         printf("{\"final\":true,\"norm\":\"%s\",\"seed\":%llu,\"isa\":\"%s\","
@@ -495,8 +466,7 @@ static int run_on(const options *op, dist *dd, FILE *info)
                diverged ? "true" : "false", dd->size, step_ms, wait_ms, reduce_ms,
                (unsigned long long)digest);
     }
-    if (o.save && !diverged && checkpoint_save(&t, o.save) != 0)
-        status = 1;
+    if (o.save && !diverged && checkpoint_save(&t, o.save) != 0) status = 1;
     trainer_free(&t);
     data_free(&data);
     return status;
@@ -504,36 +474,29 @@ static int run_on(const options *op, dist *dd, FILE *info)
 
 /* The run itself, on every rank; only rank 0 prints, logs and saves (the others' output options
  * are cleared and info goes to /dev/null). */
-static int run(options o, dist *dd)
-{
+static int run(options o, dist *dd) {
     int root = dd->rank == 0;
     FILE *quiet = NULL;
     if (!root) {
         o.json = 0, o.samples = 0, o.log = NULL, o.save = NULL;
         quiet = fopen("/dev/null", "w");
-        if (!quiet)
-            return 1;
+        if (!quiet) return 1;
     }
     FILE *info = !root ? quiet : o.json ? stderr : stdout;
     int status = run_on(&o, dd, info);
-    if (quiet)
-        fclose(quiet);
+    if (quiet) fclose(quiet);
     return status;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     options o;
-    if (parse(argc, argv, &o) != 0)
-        return 1;
+    if (parse(argc, argv, &o) != 0) return 1;
     dist dd;
-    if (dist_init(&dd, &argc, &argv) != 0)
-        return 1;
+    if (dist_init(&dd, &argc, &argv) != 0) return 1;
     dd.reduce = o.reduce;
     int status = run(o, &dd);
     /* a rank that fails alone (an I/O error on rank 0) must not leave the others waiting */
-    if (status != 0 && status != EXIT_DIVERGED)
-        dist_abort(&dd, status);
+    if (status != 0 && status != EXIT_DIVERGED) dist_abort(&dd, status);
     dist_finalize(&dd);
     return status;
 }

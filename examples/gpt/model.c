@@ -12,127 +12,89 @@
 
 /* Stops the program on a library error: with a valid sn_net and buffers sized by sn_net_sizes
  * every call returns SN_OK, so any other status is a bug in this trainer. */
-#define SN_CHECK(call)                                                                      \
-    do {                                                                                    \
-        sn_status st_ = (call);                                                             \
-        if (st_ != SN_OK) {                                                                 \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                   \
-                    sn_status_string(st_));                                                 \
-            exit(1);                                                                        \
-        }                                                                                   \
+#define SN_CHECK(call)                                                                             \
+    do {                                                                                           \
+        sn_status st_ = (call);                                                                    \
+        if (st_ != SN_OK) {                                                                        \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, sn_status_string(st_));  \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 /* The --norm names are the library's (sn_placement_name); the per-head attention norms each
  * placement's definition includes (--qk-norm auto) are the trainer's. A placement added to the
  * library needs nothing here unless its definition has q/k/v norms. */
-static int placement_qk(int placement)
-{
+static int placement_qk(int placement) {
     switch (placement) {
     case SN_PLACEMENT_SIAMESE_HYBRID_PRE:
     case SN_PLACEMENT_HYBRIDNORM:
-    case SN_PLACEMENT_HYBRIDNORM_STAR:
-        return GPT_QK_QKV;
-    default:
-        return GPT_QK_NONE;
+    case SN_PLACEMENT_HYBRIDNORM_STAR: return GPT_QK_QKV;
+    default: return GPT_QK_NONE;
     }
 }
 
-int gpt_placement_from_name(const char *name)
-{
+int gpt_placement_from_name(const char *name) {
     sn_placement p;
     return sn_placement_from_name(name, &p) == SN_OK ? (int)p : -1;
 }
 
-const char *gpt_placement_name(int placement)
-{
+const char *gpt_placement_name(int placement) {
     const char *name = sn_placement_name((sn_placement)placement);
     return name ? name : "?";
 }
 
-int gpt_placement_count(void)
-{
-    return SN_PLACEMENT_COUNT;
-}
+int gpt_placement_count(void) { return SN_PLACEMENT_COUNT; }
 
-int gpt_placement_at(int i)
-{
-    return i; /* the placements are 0 .. SN_PLACEMENT_COUNT - 1 */
-}
+int gpt_placement_at(int i) { return i; /* the placements are 0 .. SN_PLACEMENT_COUNT - 1 */ }
 
-void gpt_placement_list(FILE *f)
-{
+void gpt_placement_list(FILE *f) {
     for (int i = 0; i < SN_PLACEMENT_COUNT; i++)
         fprintf(f, "%s%s", i ? "|" : "", gpt_placement_name(i));
 }
 
 /* A name table's index of `name` (-1 when absent), and the name at index i ("?" outside). */
-static int index_of(const char *const *names, int n, const char *name)
-{
+static int index_of(const char *const *names, int n, const char *name) {
     for (int i = 0; i < n; i++)
-        if (strcmp(name, names[i]) == 0)
-            return i;
+        if (strcmp(name, names[i]) == 0) return i;
     return -1;
 }
 
-static const char *name_at(const char *const *names, int n, int i)
-{
+static const char *name_at(const char *const *names, int n, int i) {
     return i >= 0 && i < n ? names[i] : "?";
 }
 
 static const char *const qk_names[] = {"auto", "none", "qk", "qkv"};
 
-int gpt_qk_norm_resolve(int placement, int mode)
-{
+int gpt_qk_norm_resolve(int placement, int mode) {
     return mode != GPT_QK_AUTO ? mode : placement_qk(placement);
 }
 
-int gpt_qk_norm_from_name(const char *name)
-{
-    return index_of(qk_names, 4, name);
-}
+int gpt_qk_norm_from_name(const char *name) { return index_of(qk_names, 4, name); }
 
-const char *gpt_qk_norm_name(int mode)
-{
-    return name_at(qk_names, 4, mode);
-}
+const char *gpt_qk_norm_name(int mode) { return name_at(qk_names, 4, mode); }
 
-int gpt_qk_norm_count(int mode)
-{
-    return mode == GPT_QK_QK ? 2 : mode == GPT_QK_QKV ? 3 : 0;
-}
+int gpt_qk_norm_count(int mode) { return mode == GPT_QK_QK ? 2 : mode == GPT_QK_QKV ? 3 : 0; }
 
 static const char *const init_names[] = {"gpt2", "flat", "mitchell"};
 
-int gpt_init_from_name(const char *name)
-{
-    return index_of(init_names, 3, name);
-}
+int gpt_init_from_name(const char *name) { return index_of(init_names, 3, name); }
 
-const char *gpt_init_name(int init)
-{
-    return name_at(init_names, 3, init);
-}
+const char *gpt_init_name(int init) { return name_at(init_names, 3, init); }
 
 static const char *const tensor_names[P_COUNT] = {
-    "wte", "wpe", "qkvw", "qkvb", "attprojw", "attprojb",
-    "fcw", "fcb", "fcprojw", "fcprojb", "norms", "qknorms", "head",
+    "wte", "wpe",     "qkvw",    "qkvb",  "attprojw", "attprojb", "fcw",
+    "fcb", "fcprojw", "fcprojb", "norms", "qknorms",  "head",
 };
 
-const char *gpt_tensor_name(int t)
-{
-    return t >= 0 && t < P_COUNT ? tensor_names[t] : "?";
-}
+const char *gpt_tensor_name(int t) { return t >= 0 && t < P_COUNT ? tensor_names[t] : "?"; }
 
-static float *alloc_floats(size_t n, int *failed)
-{
+static float *alloc_floats(size_t n, int *failed) {
     float *p = calloc(n ? n : 1, sizeof(float));
-    if (!p)
-        *failed = 1;
+    if (!p) *failed = 1;
     return p;
 }
 
-int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b)
-{
+int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->max_b = max_b;
@@ -152,18 +114,15 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b)
                          (sn_norm_kind)cfg->norm_kind, cfg->eps);
     if (st == SN_OK) {
         m->net.scale_rule = (sn_scale_rule)cfg->scale_rule;
-        if (cfg->no_input_norm)
-            m->net.input_norm.kind = SN_NORM_IDENTITY;
+        if (cfg->no_input_norm) m->net.input_norm.kind = SN_NORM_IDENTITY;
     }
     int64_t n_norm = 0, acts_per_row = 0, work_per_row = 0;
-    if (st == SN_OK)
-        st = sn_net_sizes(&m->net, &n_norm, &acts_per_row, &work_per_row);
+    if (st == SN_OK) st = sn_net_sizes(&m->net, &n_norm, &acts_per_row, &work_per_row);
     /* the per-head q/k/v norms: the network's norm kind and affine mode, on groups of hs */
     m->n_qkn = gpt_qk_norm_count(m->cfg.qk_norm);
     m->qkn = m->net.norm;
     m->qkn.group = D / NH;
-    if (st == SN_OK)
-        st = sn_norm_query(&m->qkn, D, &m->qkn_params, &m->qkn_stats);
+    if (st == SN_OK) st = sn_norm_query(&m->qkn, D, &m->qkn_params, &m->qkn_stats);
     if (st != SN_OK) {
         fprintf(stderr, "sn_net: %s\n", sn_status_string(st));
         sn_ctx_destroy(m->ctx);
@@ -171,10 +130,19 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b)
         return -1;
     }
     size_t sizes[P_COUNT] = {
-        (size_t)V * D, (size_t)T * D, (size_t)L * 3 * D * D, (size_t)L * 3 * D,
-        (size_t)L * D * D, (size_t)L * D, (size_t)L * 4 * D * D, (size_t)L * 4 * D,
-        (size_t)L * D * 4 * D, (size_t)L * D, (size_t)n_norm,
-        (size_t)L * m->n_qkn * (size_t)m->qkn_params, cfg->tied ? 0 : (size_t)V * D,
+        (size_t)V * D,
+        (size_t)T * D,
+        (size_t)L * 3 * D * D,
+        (size_t)L * 3 * D,
+        (size_t)L * D * D,
+        (size_t)L * D,
+        (size_t)L * 4 * D * D,
+        (size_t)L * 4 * D,
+        (size_t)L * D * 4 * D,
+        (size_t)L * D,
+        (size_t)n_norm,
+        (size_t)L * m->n_qkn * (size_t)m->qkn_params,
+        cfg->tied ? 0 : (size_t)V * D,
     };
     m->n_params = 0;
     for (int i = 0; i < P_COUNT; i++) {
@@ -231,45 +199,38 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b)
     return 0;
 }
 
-void gpt_model_free(gpt_model *m)
-{
-    float *bufs[] = {m->params, m->grads, m->e, m->h, m->qkv, m->qkvr, m->qkstats, m->att,
-                     m->atty, m->fch, m->fchg, m->z, m->out, m->logits, m->losses, m->acts,
-                     m->work, m->dz, m->dh, m->dqkv, m->datty, m->dfch, m->dfchg, m->dout,
-                     m->de, m->dscratch};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        free(bufs[i]);
+void gpt_model_free(gpt_model *m) {
+    float *bufs[] = {m->params, m->grads, m->e,    m->h,    m->qkv,     m->qkvr, m->qkstats,
+                     m->att,    m->atty,  m->fch,  m->fchg, m->z,       m->out,  m->logits,
+                     m->losses, m->acts,  m->work, m->dz,   m->dh,      m->dqkv, m->datty,
+                     m->dfch,   m->dfchg, m->dout, m->de,   m->dscratch};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     sn_ctx_destroy(m->ctx);
     memset(m, 0, sizeof *m);
 }
 
 /* N(0, std^2), redrawn beyond `cut` standard deviations when cut > 0 */
-static float draw(uint64_t *rng, float std, float cut)
-{
+static float draw(uint64_t *rng, float std, float cut) {
     float z;
-    do
-        z = rng_normal(rng);
+    do z = rng_normal(rng);
     while (cut > 0.0f && fabsf(z) > cut);
     return std * z;
 }
 
-void gpt_model_init(gpt_model *m, uint64_t seed)
-{
+void gpt_model_init(gpt_model *m, uint64_t seed) {
     uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 1;
     int L = m->cfg.layers, D = m->cfg.width, rule = m->cfg.init;
     float cut = rule == GPT_INIT_MITCHELL ? 3.0f : 0.0f;
     memset(m->params, 0, m->n_params * sizeof(float));
     for (int t = 0; t < P_COUNT; t++) {
         int is_out = t == P_ATTPW || t == P_FCPW;
-        int is_weight = is_out || t == P_WTE || t == P_WPE || t == P_QKVW || t == P_FCW ||
-                        t == P_HEAD;
-        if (!is_weight)
-            continue;
+        int is_weight =
+            is_out || t == P_WTE || t == P_WPE || t == P_QKVW || t == P_FCW || t == P_HEAD;
+        if (!is_weight) continue;
         size_t per_layer = is_out ? m->size[t] / (size_t)L : m->size[t];
         for (size_t i = 0; i < m->size[t]; i++) {
             float std = 0.02f;
-            if (rule == GPT_INIT_GPT2 && is_out)
-                std = 0.02f / sqrtf(2.0f * (float)L);
+            if (rule == GPT_INIT_GPT2 && is_out) std = 0.02f / sqrtf(2.0f * (float)L);
             else if (rule == GPT_INIT_MITCHELL) {
                 int l = (int)(i / per_layer), fan_in = t == P_FCPW ? 4 * D : D;
                 std = is_out ? 1.0f / sqrtf(2.0f * (float)fan_in * (float)(l + 1))
@@ -287,28 +248,25 @@ void gpt_model_init(gpt_model *m, uint64_t seed)
             for (size_t i = 0; i < (size_t)D * D; i++) /* v rows of qkvw */
                 m->p[P_QKVW][(size_t)l * 3 * D * D + 2 * (size_t)D * D + i] *= gain;
         for (int t = P_ATTPW; t <= P_FCPW; t += 2) /* attprojw, fcw, fcprojw */
-            for (size_t i = 0; i < m->size[t]; i++)
-                m->p[t][i] *= gain;
+            for (size_t i = 0; i < m->size[t]; i++) m->p[t][i] *= gain;
     }
     SN_CHECK(sn_net_init_params(&m->net, m->p[P_NORMS]));
     for (int k = 0; k < m->cfg.layers * m->n_qkn; k++)
-        SN_CHECK(
-            sn_norm_init_params(&m->qkn, m->cfg.width, m->p[P_QKNORM] + k * m->qkn_params));
+        SN_CHECK(sn_norm_init_params(&m->qkn, m->cfg.width, m->p[P_QKNORM] + k * m->qkn_params));
 }
 
 /* The per-head q/k/v norms of layer l (only called when they are on): q, k (and v) of the raw
  * projection qkvr [R x 3D] are normalised into qkv [R x 3D], head by head (group = hs); a v
  * left unnormalised is copied. Each norm is one sn_norm_forward on a strided view (ld 3D). */
-static void qk_norm_forward(gpt_model *m, int l, int R)
-{
+static void qk_norm_forward(gpt_model *m, int l, int R) {
     int D = m->cfg.width;
     size_t RD3 = (size_t)R * 3 * D;
     const float *raw = m->qkvr + l * RD3;
     float *qkv = m->qkv + l * RD3;
     for (int j = 0; j < m->n_qkn; j++)
         SN_CHECK(sn_norm_forward(m->ctx, &m->qkn, R, D, raw + j * D, 3 * D,
-                                 m->p[P_QKNORM] + (l * m->n_qkn + j) * m->qkn_params,
-                                 qkv + j * D, 3 * D,
+                                 m->p[P_QKNORM] + (l * m->n_qkn + j) * m->qkn_params, qkv + j * D,
+                                 3 * D,
                                  m->qkstats + (size_t)(l * m->n_qkn + j) * R * m->qkn_stats));
     if (m->n_qkn == 2)
         for (int r = 0; r < R; r++)
@@ -318,26 +276,21 @@ static void qk_norm_forward(gpt_model *m, int l, int R)
 
 /* Their backward, in place on dqkv [R x 3D]: the gradients of the normalised q, k (v) become
  * those of the raw projection; parameter gradients accumulate into P_QKNORM's. */
-static void qk_norm_backward(gpt_model *m, int l, int R)
-{
+static void qk_norm_backward(gpt_model *m, int l, int R) {
     int D = m->cfg.width;
     const float *raw = m->qkvr + l * (size_t)R * 3 * D;
     for (int j = 0; j < m->n_qkn; j++) {
         size_t k = (size_t)(l * m->n_qkn + j);
-        SN_CHECK(sn_norm_backward(m->ctx, &m->qkn, R, D, m->dqkv + j * D, 3 * D, raw + j * D,
-                                  3 * D, m->p[P_QKNORM] + k * m->qkn_params,
+        SN_CHECK(sn_norm_backward(m->ctx, &m->qkn, R, D, m->dqkv + j * D, 3 * D, raw + j * D, 3 * D,
+                                  m->p[P_QKNORM] + k * m->qkn_params,
                                   m->qkstats + k * R * m->qkn_stats, m->dqkv + j * D, 3 * D,
                                   m->g[P_QKNORM] + k * m->qkn_params, 0));
     }
 }
 
-void gpt_zero_grad(gpt_model *m)
-{
-    memset(m->grads, 0, m->n_params * sizeof(float));
-}
+void gpt_zero_grad(gpt_model *m) { memset(m->grads, 0, m->n_params * sizeof(float)); }
 
-float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b)
-{
+float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b) {
     const gpt_config *c = &m->cfg;
     int T = c->ctx, D = c->width, L = c->layers, NH = c->heads, V = c->vocab;
     int R = b * T;
@@ -359,13 +312,12 @@ float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b)
         /* attention sub-layer 2l */
         SN_CHECK(sn_net_enter(m->ctx, net, &pass, 2 * l, h_att, D));
         matmul_forward(m->n_qkn ? m->qkvr + (size_t)l * R * 3 * D : qkv, h_att,
-                       m->p[P_QKVW] + (size_t)l * 3 * D * D, m->p[P_QKVB] + (size_t)l * 3 * D, R,
-                       D, 3 * D);
-        if (m->n_qkn)
-            qk_norm_forward(m, l, R);
+                       m->p[P_QKVW] + (size_t)l * 3 * D * D, m->p[P_QKVB] + (size_t)l * 3 * D, R, D,
+                       3 * D);
+        if (m->n_qkn) qk_norm_forward(m, l, R);
         attention_forward(atty, att, qkv, b, T, D, NH);
-        matmul_forward(m->z, atty, m->p[P_ATTPW] + (size_t)l * D * D,
-                       m->p[P_ATTPB] + (size_t)l * D, R, D, D);
+        matmul_forward(m->z, atty, m->p[P_ATTPW] + (size_t)l * D * D, m->p[P_ATTPB] + (size_t)l * D,
+                       R, D, D);
         SN_CHECK(sn_net_exit(m->ctx, net, &pass, 2 * l, m->z, D));
 
         /* MLP sub-layer 2l + 1 */
@@ -381,22 +333,22 @@ float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b)
     matmul_forward(m->logits, m->out, m->p[P_HEAD], NULL, R, D, V);
     m->n_valid = crossentropy_forward(m->logits, m->losses, targets, R, V);
     double sum = 0.0;
-    for (int r = 0; r < R; r++)
-        sum += m->losses[r];
+    for (int r = 0; r < R; r++) sum += m->losses[r];
     return m->n_valid ? (float)(sum / m->n_valid) : NAN;
 }
 
-void gpt_backward(gpt_model *m)
-{
+void gpt_backward(gpt_model *m) {
     const gpt_config *c = &m->cfg;
     int T = c->ctx, D = c->width, L = c->layers, NH = c->heads, V = c->vocab, b = m->last_b;
     int R = b * T;
     size_t RD = (size_t)R * D;
     const sn_net *net = &m->net;
-    const sn_net_pass pass = {.rows = R, .params = m->p[P_NORMS], .acts = m->acts,
-                              .grads = m->g[P_NORMS], .work = m->work};
-    if (m->n_valid == 0)
-        return;
+    const sn_net_pass pass = {.rows = R,
+                              .params = m->p[P_NORMS],
+                              .acts = m->acts,
+                              .grads = m->g[P_NORMS],
+                              .work = m->work};
+    if (m->n_valid == 0) return;
 
     /* d(mean loss)/d(logits) = (p - onehot) / N, N the targets of the whole (global) batch */
     long n = m->loss_count > 0 ? m->loss_count : m->n_valid;
@@ -416,19 +368,16 @@ void gpt_backward(gpt_model *m)
                         m->g[P_FCPB] + (size_t)l * D, m->dz, fchg,
                         m->p[P_FCPW] + (size_t)l * D * 4 * D, R, 4 * D, D);
         gelu_backward(m->dfch, fch, m->dfchg, (size_t)R * 4 * D);
-        matmul_backward(m->dh, m->g[P_FCW] + (size_t)l * 4 * D * D,
-                        m->g[P_FCB] + (size_t)l * 4 * D, m->dfch, h_mlp,
-                        m->p[P_FCW] + (size_t)l * 4 * D * D, R, D, 4 * D);
+        matmul_backward(m->dh, m->g[P_FCW] + (size_t)l * 4 * D * D, m->g[P_FCB] + (size_t)l * 4 * D,
+                        m->dfch, h_mlp, m->p[P_FCW] + (size_t)l * 4 * D * D, R, D, 4 * D);
         SN_CHECK(sn_net_enter_backward(m->ctx, net, &pass, 2 * l + 1, m->dh, D));
 
         /* attention sub-layer 2l */
         SN_CHECK(sn_net_exit_backward(m->ctx, net, &pass, 2 * l, m->dz, D, 0));
-        matmul_backward(m->datty, m->g[P_ATTPW] + (size_t)l * D * D,
-                        m->g[P_ATTPB] + (size_t)l * D, m->dz, atty,
-                        m->p[P_ATTPW] + (size_t)l * D * D, R, D, D);
+        matmul_backward(m->datty, m->g[P_ATTPW] + (size_t)l * D * D, m->g[P_ATTPB] + (size_t)l * D,
+                        m->dz, atty, m->p[P_ATTPW] + (size_t)l * D * D, R, D, D);
         attention_backward(m->dqkv, m->dscratch, m->datty, qkv, att, b, T, D, NH);
-        if (m->n_qkn)
-            qk_norm_backward(m, l, R);
+        if (m->n_qkn) qk_norm_backward(m, l, R);
         matmul_backward(m->dh, m->g[P_QKVW] + (size_t)l * 3 * D * D,
                         m->g[P_QKVB] + (size_t)l * 3 * D, m->dqkv, h_att,
                         m->p[P_QKVW] + (size_t)l * 3 * D * D, R, D, 3 * D);

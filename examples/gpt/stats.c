@@ -4,11 +4,9 @@
 
 #include "stats.h"
 
-summary summarize(const double *x, int n)
-{
+summary summarize(const double *x, int n) {
     summary s = {n, 0.0, 0.0, 0.0, 0.0};
-    if (n < 1)
-        return s;
+    if (n < 1) return s;
     s.min = s.max = x[0];
     double sum = 0.0;
     for (int i = 0; i < n; i++) {
@@ -19,8 +17,7 @@ summary summarize(const double *x, int n)
     s.mean = sum / n;
     if (n > 1) {
         double ss = 0.0;
-        for (int i = 0; i < n; i++)
-            ss += (x[i] - s.mean) * (x[i] - s.mean);
+        for (int i = 0; i < n; i++) ss += (x[i] - s.mean) * (x[i] - s.mean);
         s.sd = sqrt(ss / (n - 1));
     }
     return s;
@@ -28,8 +25,7 @@ summary summarize(const double *x, int n)
 
 /* The continued fraction of the regularised incomplete beta function I_x(a, b), evaluated
  * by the modified Lentz method; converges fast for x < (a + 1) / (a + b + 2). */
-static double beta_cf(double a, double b, double x)
-{
+static double beta_cf(double a, double b, double x) {
     const double tiny = 1e-300;
     double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
     d = fabs(d) < tiny ? tiny : d;
@@ -46,60 +42,46 @@ static double beta_cf(double a, double b, double x)
             c = fabs(c) < tiny ? tiny : c;
             d = 1.0 / d;
             f *= d * c;
-            if (half == 1 && fabs(d * c - 1.0) < 1e-15)
-                return f;
+            if (half == 1 && fabs(d * c - 1.0) < 1e-15) return f;
         }
     }
     return f;
 }
 
 /* I_x(a, b) */
-static double beta_reg(double a, double b, double x)
-{
-    if (x <= 0.0)
-        return 0.0;
-    if (x >= 1.0)
-        return 1.0;
+static double beta_reg(double a, double b, double x) {
+    if (x <= 0.0) return 0.0;
+    if (x >= 1.0) return 1.0;
     double front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
-    if (x < (a + 1.0) / (a + b + 2.0))
-        return front * beta_cf(a, b, x) / a;
+    if (x < (a + 1.0) / (a + b + 2.0)) return front * beta_cf(a, b, x) / a;
     return 1.0 - front * beta_cf(b, a, 1.0 - x) / b;
 }
 
-double t_cdf(double t, int df)
-{
+double t_cdf(double t, int df) {
     double v = (double)df;
     /* P(|T| > |t|) = I_{v / (v + t^2)}(v / 2, 1 / 2) */
     double tail = 0.5 * beta_reg(0.5 * v, 0.5, v / (v + t * t));
     return t >= 0.0 ? 1.0 - tail : tail;
 }
 
-double t_quantile(double p, int df)
-{
-    if (p == 0.5)
-        return 0.0;
-    if (p < 0.5)
-        return -t_quantile(1.0 - p, df);
+double t_quantile(double p, int df) {
+    if (p == 0.5) return 0.0;
+    if (p < 0.5) return -t_quantile(1.0 - p, df);
     double lo = 0.0, hi = 1.0;
-    while (t_cdf(hi, df) < p && hi < 1e12)
-        hi *= 2.0;
+    while (t_cdf(hi, df) < p && hi < 1e12) hi *= 2.0;
     for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
         double mid = 0.5 * (lo + hi);
-        if (t_cdf(mid, df) < p)
-            lo = mid;
-        else
-            hi = mid;
+        if (t_cdf(mid, df) < p) lo = mid;
+        else hi = mid;
     }
     return 0.5 * (lo + hi);
 }
 
-paired paired_t(const double *a, const double *b, int n, double level)
-{
+paired paired_t(const double *a, const double *b, int n, double level) {
     double d[STATS_MAX_N] = {0};
     int m = 0;
     for (int i = 0; i < n && i < STATS_MAX_N; i++)
-        if (isfinite(a[i]) && isfinite(b[i]))
-            d[m++] = b[i] - a[i];
+        if (isfinite(a[i]) && isfinite(b[i])) d[m++] = b[i] - a[i];
     summary s = summarize(d, m);
     paired p = {m, s.mean, s.sd, NAN, NAN};
     if (m >= 2) {
@@ -110,38 +92,40 @@ paired paired_t(const double *a, const double *b, int n, double level)
     return p;
 }
 
-verdict verdict_of(const paired *p)
-{
-    if (p->n < 2)
-        return VERDICT_TOO_FEW;
-    if (p->hi < 0.0)
-        return VERDICT_LOWER;
-    if (p->lo > 0.0)
-        return VERDICT_HIGHER;
+verdict verdict_of(const paired *p) {
+    if (p->n < 2) return VERDICT_TOO_FEW;
+    if (p->hi < 0.0) return VERDICT_LOWER;
+    if (p->lo > 0.0) return VERDICT_HIGHER;
     return VERDICT_NONE;
 }
 
 void verdict_line(const paired *p, double level, const char *b, const char *a, char *buf,
-                  size_t size)
-{
+                  size_t size) {
     int pct = (int)lround(100.0 * level);
     switch (verdict_of(p)) {
     case VERDICT_LOWER:
-        snprintf(buf, size, "%s: held-out loss lower than %s by %.4f (%d%% CI %.4f..%.4f, %d "
-                            "paired seeds)", b, a, -p->mean, pct, -p->hi, -p->lo, p->n);
+        snprintf(buf, size,
+                 "%s: held-out loss lower than %s by %.4f (%d%% CI %.4f..%.4f, %d "
+                 "paired seeds)",
+                 b, a, -p->mean, pct, -p->hi, -p->lo, p->n);
         break;
     case VERDICT_HIGHER:
-        snprintf(buf, size, "%s: held-out loss higher than %s by %.4f (%d%% CI %.4f..%.4f, %d "
-                            "paired seeds)", b, a, p->mean, pct, p->lo, p->hi, p->n);
+        snprintf(buf, size,
+                 "%s: held-out loss higher than %s by %.4f (%d%% CI %.4f..%.4f, %d "
+                 "paired seeds)",
+                 b, a, p->mean, pct, p->lo, p->hi, p->n);
         break;
     case VERDICT_NONE:
-        snprintf(buf, size, "%s vs %s: no difference detectable at this budget (difference "
-                            "%+.4f, %d%% CI %+.4f..%+.4f, %d paired seeds)",
+        snprintf(buf, size,
+                 "%s vs %s: no difference detectable at this budget (difference "
+                 "%+.4f, %d%% CI %+.4f..%+.4f, %d paired seeds)",
                  b, a, p->mean, pct, p->lo, p->hi, p->n);
         break;
     case VERDICT_TOO_FEW:
-        snprintf(buf, size, "%s vs %s: too few seeds finished on both sides (%d) for an "
-                            "interval", b, a, p->n);
+        snprintf(buf, size,
+                 "%s vs %s: too few seeds finished on both sides (%d) for an "
+                 "interval",
+                 b, a, p->n);
         break;
     }
 }

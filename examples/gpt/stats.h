@@ -7,8 +7,8 @@
 #include <stddef.h>
 
 typedef struct summary {
-    int n;             /* values */
-    double mean, sd;   /* sd: the sample standard deviation (n - 1); 0 when n < 2 */
+    int n;           /* values */
+    double mean, sd; /* sd: the sample standard deviation (n - 1); 0 when n < 2 */
     double min, max;
 } summary;
 

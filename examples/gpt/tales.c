@@ -12,8 +12,7 @@
 #include "gpt.h"
 
 /* the generator's own splitmix64 stream, independent of the trainer's */
-static uint64_t next(uint64_t *s)
-{
+static uint64_t next(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -22,17 +21,13 @@ static uint64_t next(uint64_t *s)
 
 /* an index in 0..n-1, skewed towards the start of the table (the product of two uniform
  * draws), so some words are frequent and others rare, as in real text */
-static int pick(uint64_t *s, int n)
-{
+static int pick(uint64_t *s, int n) {
     uint64_t a = next(s) & 1023u, b = next(s) & 1023u;
     return (int)(((uint64_t)n * (a * 1024u + b) * ((next(s) & 1023u) + 1u)) >> 30) % n;
 }
 
 /* a uniform index in 0..n-1 */
-static int uniform(uint64_t *s, int n)
-{
-    return (int)(next(s) % (uint64_t)n);
-}
+static int uniform(uint64_t *s, int n) { return (int)(next(s) % (uint64_t)n); }
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -40,34 +35,34 @@ static const struct {
     const char *name;
     int she;
 } names[] = {
-    {"Mia", 1}, {"Tom", 0}, {"Lily", 1}, {"Ben", 0}, {"Anna", 1}, {"Max", 0}, {"Sara", 1},
-    {"Leo", 0}, {"Ella", 1}, {"Sam", 0}, {"Zoe", 1}, {"Jack", 0}, {"Nora", 1}, {"Finn", 0},
-    {"Ruby", 1}, {"Owen", 0}, {"Ivy", 1}, {"Hugo", 0}, {"Maya", 1}, {"Theo", 0}, {"Rosa", 1},
-    {"Eli", 0}, {"Lucy", 1}, {"Noah", 0},
+    {"Mia", 1},  {"Tom", 0},  {"Lily", 1}, {"Ben", 0},  {"Anna", 1}, {"Max", 0},
+    {"Sara", 1}, {"Leo", 0},  {"Ella", 1}, {"Sam", 0},  {"Zoe", 1},  {"Jack", 0},
+    {"Nora", 1}, {"Finn", 0}, {"Ruby", 1}, {"Owen", 0}, {"Ivy", 1},  {"Hugo", 0},
+    {"Maya", 1}, {"Theo", 0}, {"Rosa", 1}, {"Eli", 0},  {"Lucy", 1}, {"Noah", 0},
 };
-static const char *animals[] = {"cat",   "dog",   "fox",  "bird",  "bear", "frog",
-                                "duck",  "mouse", "owl",  "rabbit", "goat", "horse",
+static const char *animals[] = {"cat",   "dog",   "fox",   "bird",   "bear", "frog",
+                                "duck",  "mouse", "owl",   "rabbit", "goat", "horse",
                                 "tiger", "sheep", "snail", "whale"};
-static const char *adjectives[] = {"little", "big",   "brave", "shy",  "happy", "sleepy",
-                                   "clever", "old",   "young", "kind", "quiet", "funny",
+static const char *adjectives[] = {"little", "big",   "brave",  "shy",    "happy", "sleepy",
+                                   "clever", "old",   "young",  "kind",   "quiet", "funny",
                                    "busy",   "proud", "gentle", "curious"};
-static const char *colours[] = {"red",  "blue",  "green", "yellow", "brown",
+static const char *colours[] = {"red",   "blue",  "green", "yellow", "brown",
                                 "white", "black", "pink",  "orange", "purple"};
 /* singular and plural */
 static const char *objects[][2] = {
-    {"ball", "balls"},   {"apple", "apples"}, {"book", "books"},   {"box", "boxes"},
-    {"kite", "kites"},   {"hat", "hats"},     {"cake", "cakes"},   {"cup", "cups"},
+    {"ball", "balls"},     {"apple", "apples"}, {"book", "books"},   {"box", "boxes"},
+    {"kite", "kites"},     {"hat", "hats"},     {"cake", "cakes"},   {"cup", "cups"},
     {"flower", "flowers"}, {"shell", "shells"}, {"stone", "stones"}, {"leaf", "leaves"},
-    {"key", "keys"},     {"drum", "drums"},   {"boat", "boats"},   {"cherry", "cherries"},
+    {"key", "keys"},       {"drum", "drums"},   {"boat", "boats"},   {"cherry", "cherries"},
 };
-static const char *places[] = {"the forest", "the park",  "the village", "the garden",
-                               "the river",  "the hill",  "the farm",    "the beach",
-                               "the school", "the market", "the lake",   "the castle"};
+static const char *places[] = {"the forest", "the park",   "the village", "the garden",
+                               "the river",  "the hill",   "the farm",    "the beach",
+                               "the school", "the market", "the lake",    "the castle"};
 /* infinitive and past tense */
 static const char *verbs[][2] = {
-    {"play", "played"}, {"sing", "sang"},     {"read", "read"},     {"swim", "swam"},
-    {"dance", "danced"}, {"run", "ran"},      {"paint", "painted"}, {"jump", "jumped"},
-    {"cook", "cooked"}, {"climb", "climbed"}, {"draw", "drew"},     {"hide", "hid"},
+    {"play", "played"},  {"sing", "sang"},     {"read", "read"},     {"swim", "swam"},
+    {"dance", "danced"}, {"run", "ran"},       {"paint", "painted"}, {"jump", "jumped"},
+    {"cook", "cooked"},  {"climb", "climbed"}, {"draw", "drew"},     {"hide", "hid"},
 };
 static const char *feelings[] = {"happy", "glad", "sad", "tired", "surprised", "excited"};
 
@@ -76,22 +71,18 @@ typedef struct story_buf {
     size_t n, cap;
 } story_buf;
 
-static void put(story_buf *b, const char *s)
-{
-    while (*s && b->n < b->cap)
-        b->p[b->n++] = *s++;
+static void put(story_buf *b, const char *s) {
+    while (*s && b->n < b->cap) b->p[b->n++] = *s++;
 }
 
-static void put_int(story_buf *b, int v)
-{
+static void put_int(story_buf *b, int v) {
     char s[16];
     snprintf(s, sizeof s, "%d", v);
     put(b, s);
 }
 
 /* the first letter upper case: sentence starts */
-static void put_cap(story_buf *b, const char *s)
-{
+static void put_cap(story_buf *b, const char *s) {
     if (*s && b->n < b->cap) {
         char c = *s++;
         b->p[b->n++] = (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : c;
@@ -100,25 +91,21 @@ static void put_cap(story_buf *b, const char *s)
 }
 
 /* "a " or "an ", then the word */
-static void put_a(story_buf *b, const char *word)
-{
+static void put_a(story_buf *b, const char *word) {
     put(b, strchr("aeiou", word[0]) ? "an " : "a ");
     put(b, word);
 }
 
-static void put_count(story_buf *b, int n, int obj)
-{
+static void put_count(story_buf *b, int n, int obj) {
     put_int(b, n);
     put(b, " ");
     put(b, objects[obj][n == 1 ? 0 : 1]);
 }
 
 /* One story about characters a and b. */
-static void story(story_buf *b, uint64_t *s)
-{
+static void story(story_buf *b, uint64_t *s) {
     int a = pick(s, COUNT(names)), c = pick(s, COUNT(names));
-    if (c == a)
-        c = (a + 1 + uniform(s, COUNT(names) - 1)) % COUNT(names);
+    if (c == a) c = (a + 1 + uniform(s, COUNT(names) - 1)) % COUNT(names);
     const char *A = names[a].name, *B = names[c].name;
     const char *heA = names[a].she ? "she" : "he", *hisA = names[a].she ? "her" : "his";
     const char *himA = names[a].she ? "her" : "him";
@@ -256,8 +243,7 @@ static void story(story_buf *b, uint64_t *s)
     put(b, ". The end.\n\n");
 }
 
-uint64_t fnv1a64(const unsigned char *p, size_t n)
-{
+uint64_t fnv1a64(const unsigned char *p, size_t n) {
     uint64_t h = 0xCBF29CE484222325ull;
     for (size_t i = 0; i < n; i++) {
         h ^= p[i];
@@ -266,10 +252,8 @@ uint64_t fnv1a64(const unsigned char *p, size_t n)
     return h;
 }
 
-void tales_generate(unsigned char *out, size_t n)
-{
+void tales_generate(unsigned char *out, size_t n) {
     uint64_t s = 0x7A1E5C0DE5EED001ull;
     story_buf b = {(char *)out, 0, n};
-    while (b.n < n)
-        story(&b, &s);
+    while (b.n < n) story(&b, &s);
 }

@@ -12,8 +12,7 @@
 
 /* Trains `cfg`, checkpoints it at STEPS and checks the resumed run; then tries to load the
  * checkpoint into `other`, which must refuse it. 1 on success. */
-static int resume_check(const char *path, gpt_config cfg, gpt_config other)
-{
+static int resume_check(const char *path, gpt_config cfg, gpt_config other) {
     optim_config opt = {3e-3f, 0.1f, 3, 2 * STEPS, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     dataset data;
     trainer a, b;
@@ -23,14 +22,13 @@ static int resume_check(const char *path, gpt_config cfg, gpt_config other)
         return 0;
     printf("%s, qk-norm %s (%zu q/k/v norm parameters):\n", gpt_placement_name(cfg.placement),
            gpt_qk_norm_name(a.model.cfg.qk_norm), a.model.size[P_QKNORM]);
-    for (int s = 0; s < STEPS; s++)
-        trainer_step(&a);
+    for (int s = 0; s < STEPS; s++) trainer_step(&a);
     if (checkpoint_save(&a, path) != 0 || checkpoint_load(&b, path) != 0) {
         printf("checkpoint save/load failed\n");
         return 0;
     }
-    int same = b.step == a.step && memcmp(a.model.params, b.model.params,
-                                          a.model.n_params * sizeof(float)) == 0;
+    int same = b.step == a.step &&
+               memcmp(a.model.params, b.model.params, a.model.n_params * sizeof(float)) == 0;
     float la[STEPS], lb[STEPS];
     for (int s = 0; s < STEPS; s++) {
         la[s] = trainer_step(&a).loss;
@@ -44,8 +42,7 @@ static int resume_check(const char *path, gpt_config cfg, gpt_config other)
     printf("  val loss straight %.9g resumed %.9g: %s\n", ea.loss, eb.loss,
            same ? "bit-identical" : "FAIL");
     trainer c;
-    if (trainer_create(&c, &other, &opt, &data, 8, 1) != 0)
-        return 0;
+    if (trainer_create(&c, &other, &opt, &data, 8, 1) != 0) return 0;
     int refused = checkpoint_load(&c, path) != 0;
     printf("  loading into %s, qk-norm %s: %s\n", gpt_placement_name(other.placement),
            gpt_qk_norm_name(c.model.cfg.qk_norm), refused ? "refused (ok)" : "accepted (FAIL)");
@@ -57,12 +54,17 @@ static int resume_check(const char *path, gpt_config cfg, gpt_config other)
     return same && refused;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "gpt-test.ckpt";
-    gpt_config siamese = {.vocab = 256, .ctx = addition_ctx(2), .layers = 2, .heads = 2,
-                          .width = 32, .tied = 0, .placement = SN_PLACEMENT_SIAMESE,
-                          .norm_kind = SN_NORM_LAYERNORM, .qk_norm = GPT_QK_AUTO,
+    gpt_config siamese = {.vocab = 256,
+                          .ctx = addition_ctx(2),
+                          .layers = 2,
+                          .heads = 2,
+                          .width = 32,
+                          .tied = 0,
+                          .placement = SN_PLACEMENT_SIAMESE,
+                          .norm_kind = SN_NORM_LAYERNORM,
+                          .qk_norm = GPT_QK_AUTO,
                           .eps = 1e-5f};
     gpt_config pre = siamese, hybrid = siamese, hybrid_qk = siamese, mitchell = siamese;
     mitchell.init = GPT_INIT_MITCHELL; /* same placement, another init: a different model */

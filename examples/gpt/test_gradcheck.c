@@ -33,22 +33,15 @@
 static gpt_model m;
 static int tokens[B * 64], targets[B * 64];
 
-static double loss_at(void)
-{
-    return (double)gpt_forward(&m, tokens, targets, B);
-}
+static double loss_at(void) { return (double)gpt_forward(&m, tokens, targets, B); }
 
 /* (L(p + eps v) - L(p - eps v)) / 2 eps, p restored to saved afterwards. */
-static double central_diff(float *p, const float *saved, const float *v, size_t n, float eps)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = saved[i] + eps * v[i];
+static double central_diff(float *p, const float *saved, const float *v, size_t n, float eps) {
+    for (size_t i = 0; i < n; i++) p[i] = saved[i] + eps * v[i];
     double lp = loss_at();
-    for (size_t i = 0; i < n; i++)
-        p[i] = saved[i] - eps * v[i];
+    for (size_t i = 0; i < n; i++) p[i] = saved[i] - eps * v[i];
     double lm = loss_at();
-    for (size_t i = 0; i < n; i++)
-        p[i] = saved[i];
+    for (size_t i = 0; i < n; i++) p[i] = saved[i];
     return (lp - lm) / (2.0 * eps);
 }
 
@@ -57,15 +50,11 @@ static double central_diff(float *p, const float *saved, const float *v, size_t 
  * norms make the loss strongly curved in qkvw: a LayerNorm over hs = 8 columns of a small raw
  * q divides by that small std, so at eps = 3e-3 the plain central difference of qkvw was 9%
  * off in HybridNorm* (and 0.9% at 1e-3, 93% at 1e-2: the eps^2 law of truncation). */
-static double richardson(double fd_eps, double fd_half)
-{
-    return (4.0 * fd_half - fd_eps) / 3.0;
-}
+static double richardson(double fd_eps, double fd_half) { return (4.0 * fd_half - fd_eps) / 3.0; }
 
 /* FD along v (n floats at p) vs analytic g.v. Returns the relative error. */
 static double direction_check(float *p, const float *g, size_t n, uint64_t *rng, float eps,
-                              double *an_out, double *fd_out)
-{
+                              double *an_out, double *fd_out) {
     float *v = malloc(n * sizeof(float)), *saved = malloc(n * sizeof(float));
     double an = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -73,8 +62,8 @@ static double direction_check(float *p, const float *g, size_t n, uint64_t *rng,
         an += (double)g[i] * v[i];
         saved[i] = p[i];
     }
-    double fd = richardson(central_diff(p, saved, v, n, eps),
-                           central_diff(p, saved, v, n, 0.5f * eps));
+    double fd =
+        richardson(central_diff(p, saved, v, n, eps), central_diff(p, saved, v, n, 0.5f * eps));
     free(v);
     free(saved);
     *an_out = an;
@@ -84,22 +73,18 @@ static double direction_check(float *p, const float *g, size_t n, uint64_t *rng,
 
 /* 2% relative, plus an absolute floor of 1e-4 for tensors whose g.v is itself near the noise
  * (the noise of (L+ - L-) / 2 eps is ~1e-6 / 6e-3 ~ 2e-4 at worst, observed <= 3e-5). */
-static int direction_bad(double an, double fd)
-{
+static int direction_bad(double an, double fd) {
     return fabs(fd - an) > 2e-2 * fmax(fabs(fd), fabs(an)) + 1e-4;
 }
 
-static int element_check(float *p, const float *g, size_t n, uint64_t *rng, const char *name)
-{
+static int element_check(float *p, const float *g, size_t n, uint64_t *rng, const char *name) {
     size_t pick[5];
     for (int k = 0; k < 3; k++) {
         size_t best = 0;
         for (size_t i = 0; i < n; i++) {
             int taken = 0;
-            for (int q = 0; q < k; q++)
-                taken |= pick[q] == i;
-            if (!taken && fabsf(g[i]) > fabsf(g[best]))
-                best = i;
+            for (int q = 0; q < k; q++) taken |= pick[q] == i;
+            if (!taken && fabsf(g[i]) > fabsf(g[best])) best = i;
         }
         pick[k] = best;
     }
@@ -123,9 +108,8 @@ static int element_check(float *p, const float *g, size_t n, uint64_t *rng, cons
 }
 
 /* One norm's parameters (np floats at p, gradient gn) along a random direction. */
-static int norm_check(float *p, const float *gn, int64_t np, uint64_t *rng, const char *what,
-                      int j, int stage, double *worst)
-{
+static int norm_check(float *p, const float *gn, int64_t np, uint64_t *rng, const char *what, int j,
+                      int stage, double *worst) {
     double an, fd;
     double err = direction_check(p, gn, (size_t)np, rng, 2e-2f, &an, &fd);
     *worst = fmax(*worst, err);
@@ -136,14 +120,19 @@ static int norm_check(float *p, const float *gn, int64_t np, uint64_t *rng, cons
     return fail;
 }
 
-static int check_placement(int placement, int norm_kind, int qk)
-{
+static int check_placement(int placement, int norm_kind, int qk) {
     /* 4 layers, so that Mix-LN has one Post-Norm layer (floor(0.25 * 4)) */
-    gpt_config cfg = {.vocab = 32, .ctx = 6, .layers = 4, .heads = 2, .width = 16, .tied = 0,
-                      .placement = placement, .norm_kind = norm_kind, .qk_norm = qk,
+    gpt_config cfg = {.vocab = 32,
+                      .ctx = 6,
+                      .layers = 4,
+                      .heads = 2,
+                      .width = 16,
+                      .tied = 0,
+                      .placement = placement,
+                      .norm_kind = norm_kind,
+                      .qk_norm = qk,
                       .eps = 1e-5f};
-    if (gpt_model_create(&m, &cfg, B) != 0)
-        return 1;
+    if (gpt_model_create(&m, &cfg, B) != 0) return 1;
     uint64_t rng = 1234;
     gpt_model_init(&m, 5);
     for (int t = 0; t < P_COUNT; t++)
@@ -151,8 +140,7 @@ static int check_placement(int placement, int norm_kind, int qk)
             float r = rng_normal(&rng);
             if (t == P_NORMS || t == P_QKNORM)
                 m.p[t][i] += 0.3f * r; /* gamma 1 +- 0.3, beta +- 0.3 */
-            else
-                m.p[t][i] = 0.15f * r;
+            else m.p[t][i] = 0.15f * r;
         }
     for (int i = 0; i < B * cfg.ctx; i++) {
         tokens[i] = (int)(rng_next(&rng) % (uint64_t)cfg.vocab);
@@ -163,16 +151,14 @@ static int check_placement(int placement, int norm_kind, int qk)
     gpt_backward(&m);
     /* the gradient is consumed in place by nothing else: copy it to be safe */
     float *g = malloc(m.n_params * sizeof(float));
-    for (size_t i = 0; i < m.n_params; i++)
-        g[i] = m.grads[i];
+    for (size_t i = 0; i < m.n_params; i++) g[i] = m.grads[i];
     int bad = 0;
     double worst = 0.0;
     printf("%s/%s/qk-norm %s: loss %.4f\n", gpt_placement_name(placement),
-           norm_kind == SN_NORM_RMSNORM ? "rmsnorm" : "layernorm",
-           gpt_qk_norm_name(m.cfg.qk_norm), l0);
+           norm_kind == SN_NORM_RMSNORM ? "rmsnorm" : "layernorm", gpt_qk_norm_name(m.cfg.qk_norm),
+           l0);
     for (int t = 0; t < P_COUNT; t++) {
-        if (m.size[t] == 0)
-            continue;
+        if (m.size[t] == 0) continue;
         size_t off = (size_t)(m.p[t] - m.params);
         double an, fd;
         double err = direction_check(m.p[t], g + off, m.size[t], &rng, 6e-3f, &an, &fd);
@@ -190,14 +176,11 @@ static int check_placement(int placement, int norm_kind, int qk)
         for (int j = 0;; j++) {
             sn_norm nd;
             int64_t offset, np;
-            if (sn_net_norm_at(&m.net, stage, j, &nd, &offset) != SN_OK)
-                break;
-            if (sn_norm_query(&nd, cfg.width, &np, NULL) != SN_OK || np == 0)
-                continue;
+            if (sn_net_norm_at(&m.net, stage, j, &nd, &offset) != SN_OK) break;
+            if (sn_norm_query(&nd, cfg.width, &np, NULL) != SN_OK || np == 0) continue;
             n_norms++;
-            bad |= norm_check(m.p[P_NORMS] + offset,
-                              g + (size_t)(m.p[P_NORMS] - m.params) + offset, np, &rng, "norm",
-                              j, stage, &worst);
+            bad |= norm_check(m.p[P_NORMS] + offset, g + (size_t)(m.p[P_NORMS] - m.params) + offset,
+                              np, &rng, "norm", j, stage, &worst);
         }
     /* and each per-head q/k/v norm (layer l, j = 0 q, 1 k, 2 v) */
     int n_qkn = 0;
@@ -205,21 +188,18 @@ static int check_placement(int placement, int norm_kind, int qk)
         for (int j = 0; j < m.n_qkn; j++) {
             size_t off = (size_t)(l * m.n_qkn + j) * (size_t)m.qkn_params;
             n_qkn++;
-            bad |= norm_check(m.p[P_QKNORM] + off,
-                              g + (size_t)(m.p[P_QKNORM] - m.params) + off, m.qkn_params, &rng,
-                              "qkv-norm", j, l, &worst);
+            bad |= norm_check(m.p[P_QKNORM] + off, g + (size_t)(m.p[P_QKNORM] - m.params) + off,
+                              m.qkn_params, &rng, "qkv-norm", j, l, &worst);
         }
     printf("  %d norms and %d q/k/v norms checked one by one; worst direction rel err %.1e: %s\n",
            n_norms, n_qkn, worst, bad ? "FAIL" : "ok");
-    if (n_norms == 0 || n_qkn != cfg.layers * gpt_qk_norm_count(m.cfg.qk_norm))
-        bad = 1;
+    if (n_norms == 0 || n_qkn != cfg.layers * gpt_qk_norm_count(m.cfg.qk_norm)) bad = 1;
     free(g);
     gpt_model_free(&m);
     return bad;
 }
 
-int main(void)
-{
+int main(void) {
     int bad = 0;
     for (int i = 0; i < gpt_placement_count(); i++)
         bad |= check_placement(gpt_placement_at(i), SN_NORM_LAYERNORM, GPT_QK_AUTO);

@@ -9,21 +9,18 @@
 
 static int failures;
 
-static void near(const char *what, double got, double want, double tol)
-{
+static void near(const char *what, double got, double want, double tol) {
     int ok = fabs(got - want) <= tol;
     printf("%-44s %.10f (want %.10f) %s\n", what, got, want, ok ? "ok" : "FAIL");
     failures += !ok;
 }
 
-static void expect(const char *what, int cond)
-{
+static void expect(const char *what, int cond) {
     printf("%-44s %s\n", what, cond ? "ok" : "FAIL");
     failures += !cond;
 }
 
-int main(void)
-{
+int main(void) {
     /* two-sided 95% critical values t_{0.975, df} (any statistics table) */
     near("t quantile 0.975, df 1", t_quantile(0.975, 1), 12.7062047362, 1e-7);
     near("t quantile 0.975, df 2", t_quantile(0.975, 2), 4.3026527297, 1e-8);

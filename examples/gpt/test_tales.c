@@ -7,12 +7,10 @@
 
 #include "gpt.h"
 
-int main(void)
-{
+int main(void) {
     int fail = 0;
     unsigned char *b = malloc(TALES_BYTES + 1);
-    if (!b)
-        return 1;
+    if (!b) return 1;
     tales_generate(b, TALES_BYTES);
     b[TALES_BYTES] = '\0';
     uint64_t h = fnv1a64(b, TALES_BYTES);
@@ -23,17 +21,14 @@ int main(void)
     fail |= fnv1a64((const unsigned char *)"a", 1) != 0xAF63DC4C8601EC8Cull;
     fail |= memcmp(b, "Once upon a time, there was ", 28) != 0;
     size_t stories = 0, bytes = 0;
-    for (const char *p = (const char *)b; (p = strstr(p, "The end.\n\n")) != NULL; p++)
-        stories++;
-    for (size_t i = 0; i < TALES_BYTES; i++)
-        bytes += b[i] >= 32 || b[i] == '\n';
+    for (const char *p = (const char *)b; (p = strstr(p, "The end.\n\n")) != NULL; p++) stories++;
+    for (size_t i = 0; i < TALES_BYTES; i++) bytes += b[i] >= 32 || b[i] == '\n';
     printf("stories %zu, printable or newline bytes %zu of %zu\n", stories, bytes, TALES_BYTES);
     fail |= stories < 10000 || bytes != TALES_BYTES;
     free(b);
 
     dataset d;
-    if (data_tales(&d, 64, 0.1, 256) != 0)
-        return 1;
+    if (data_tales(&d, 64, 0.1, 256) != 0) return 1;
     printf("split: %zu training bytes, %d held-out windows\n", d.n_train, d.n_val);
     fail |= d.n_val != 256 || d.n_train != TALES_BYTES - (size_t)(TALES_BYTES * 0.1);
     data_free(&d);

@@ -6,15 +6,13 @@
 #include "dist.h"
 #include "gpt.h"
 
-int trainer_create(trainer *t, const gpt_config *cfg, const optim_config *o, dataset *d,
-                   int batch, uint64_t seed)
-{
+int trainer_create(trainer *t, const gpt_config *cfg, const optim_config *o, dataset *d, int batch,
+                   uint64_t seed) {
     return trainer_create_dist(t, cfg, o, d, batch, seed, NULL);
 }
 
 int trainer_create_dist(trainer *t, const gpt_config *cfg, const optim_config *o, dataset *d,
-                        int batch, uint64_t seed, dist *dist)
-{
+                        int batch, uint64_t seed, dist *dist) {
     memset(t, 0, sizeof *t);
     int P = dist ? dist->size : 1, k = dist ? dist->rank : 0;
     if (batch < P) {
@@ -25,8 +23,7 @@ int trainer_create_dist(trainer *t, const gpt_config *cfg, const optim_config *o
     t->rows = (int)((long)batch * (k + 1) / P) - t->first;
     t->dist = dist;
     /* the model's buffers hold this rank's rows only */
-    if (gpt_model_create(&t->model, cfg, t->rows) != 0)
-        return -1;
+    if (gpt_model_create(&t->model, cfg, t->rows) != 0) return -1;
     t->opt = *o;
     t->data = d;
     t->batch = batch;
@@ -45,8 +42,7 @@ int trainer_create_dist(trainer *t, const gpt_config *cfg, const optim_config *o
     return 0;
 }
 
-void trainer_free(trainer *t)
-{
+void trainer_free(trainer *t) {
     gpt_model_free(&t->model);
     free(t->mom);
     free(t->vel);
@@ -55,8 +51,7 @@ void trainer_free(trainer *t)
     memset(t, 0, sizeof *t);
 }
 
-step_result trainer_step(trainer *t)
-{
+step_result trainer_step(trainer *t) {
     step_result r;
     gpt_model *m = &t->model;
     size_t T = (size_t)m->cfg.ctx;
@@ -68,17 +63,14 @@ step_result trainer_step(trainer *t)
     /* the global batch's mean loss: the ranks' loss sums and target counts, summed in rank
      * order (one rank: exactly gpt_forward's mean) */
     double sums[2] = {0.0, (double)m->n_valid};
-    for (size_t i = 0; i < (size_t)t->rows * T; i++)
-        sums[0] += m->losses[i];
-    if (t->dist)
-        dist_sum_doubles(t->dist, sums, 2);
+    for (size_t i = 0; i < (size_t)t->rows * T; i++) sums[0] += m->losses[i];
+    if (t->dist) dist_sum_doubles(t->dist, sums, 2);
     m->loss_count = (long)sums[1];
     r.loss = sums[1] > 0 ? (float)(sums[0] / sums[1]) : NAN;
     gpt_backward(m);
     /* each rank's gradient is its rows' share of d(global mean)/dw: their sum is the whole
      * batch's gradient, the same bytes on every rank */
-    if (t->dist)
-        dist_sum_floats(t->dist, m->grads, m->n_params);
+    if (t->dist) dist_sum_floats(t->dist, m->grads, m->n_params);
     r.grad_norm = clip_grad(&t->model, t->opt.clip);
     r.lr = lr_at(&t->opt, t->step);
     if (isfinite(r.loss) && isfinite(r.grad_norm))
@@ -87,8 +79,7 @@ step_result trainer_step(trainer *t)
     return r;
 }
 
-eval_result trainer_eval(trainer *t)
-{
+eval_result trainer_eval(trainer *t) {
     const dataset *d = t->data;
     gpt_model *m = &t->model;
     int T = d->T, V = m->cfg.vocab;
@@ -99,8 +90,7 @@ eval_result trainer_eval(trainer *t)
         const int *tok = d->val_tokens + (size_t)first * T;
         const int *tgt = d->val_targets + (size_t)first * T;
         float loss = gpt_forward(m, tok, tgt, b);
-        if (m->n_valid == 0)
-            continue;
+        if (m->n_valid == 0) continue;
         loss_sum += (double)loss * m->n_valid;
         tokens += m->n_valid;
         /* exact match under teacher forcing: every answer byte is the argmax. That is the same
@@ -109,8 +99,7 @@ eval_result trainer_eval(trainer *t)
             int ok = 1;
             for (int p = 0; p < T && ok; p++) {
                 int y = tgt[r * T + p];
-                if (y < 0)
-                    continue;
+                if (y < 0) continue;
                 ok = argmax(m->logits + ((size_t)r * T + p) * V, V) == y;
             }
             correct += ok;
@@ -137,8 +126,7 @@ typedef struct ckpt_header {
     uint64_t rng;
 } ckpt_header;
 
-static void cfg_to_ints(const gpt_config *c, int32_t *v)
-{
+static void cfg_to_ints(const gpt_config *c, int32_t *v) {
     v[0] = c->vocab, v[1] = c->ctx, v[2] = c->layers, v[3] = c->heads;
     v[4] = c->width, v[5] = c->tied, v[6] = c->placement, v[7] = c->norm_kind;
     v[8] = c->init, v[9] = c->scale_rule;
@@ -146,16 +134,14 @@ static void cfg_to_ints(const gpt_config *c, int32_t *v)
     memcpy(&v[11], &c->eps, sizeof(float));
 }
 
-static void ints_to_cfg(const int32_t *v, gpt_config *c)
-{
+static void ints_to_cfg(const int32_t *v, gpt_config *c) {
     c->vocab = v[0], c->ctx = v[1], c->layers = v[2], c->heads = v[3];
     c->width = v[4], c->tied = v[5], c->placement = v[6], c->norm_kind = v[7];
     c->init = v[8], c->scale_rule = v[9], c->no_input_norm = v[10];
     memcpy(&c->eps, &v[11], sizeof(float));
 }
 
-int checkpoint_save(const trainer *t, const char *path)
-{
+int checkpoint_save(const trainer *t, const char *path) {
     ckpt_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, ckpt_magic, sizeof h.magic);
@@ -173,13 +159,11 @@ int checkpoint_save(const trainer *t, const char *path)
     int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(t->model.params, sizeof(float), n, f) == n &&
              fwrite(t->mom, sizeof(float), n, f) == n && fwrite(t->vel, sizeof(float), n, f) == n;
     ok = (fclose(f) == 0) && ok;
-    if (!ok)
-        fprintf(stderr, "%s: write failed\n", path);
+    if (!ok) fprintf(stderr, "%s: write failed\n", path);
     return ok ? 0 : -1;
 }
 
-static int read_header(FILE *f, const char *path, ckpt_header *h)
-{
+static int read_header(FILE *f, const char *path, ckpt_header *h) {
     if (fread(h, sizeof *h, 1, f) != 1 || memcmp(h->magic, ckpt_magic, sizeof h->magic) != 0) {
         fprintf(stderr, "%s: not an sn-gpt-train checkpoint\n", path);
         return -1;
@@ -187,8 +171,7 @@ static int read_header(FILE *f, const char *path, ckpt_header *h)
     return 0;
 }
 
-int checkpoint_peek(const char *path, gpt_config *cfg)
-{
+int checkpoint_peek(const char *path, gpt_config *cfg) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         perror(path);
@@ -204,8 +187,7 @@ int checkpoint_peek(const char *path, gpt_config *cfg)
     return rc;
 }
 
-int checkpoint_load(trainer *t, const char *path)
-{
+int checkpoint_load(trainer *t, const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         perror(path);
@@ -221,9 +203,9 @@ int checkpoint_load(trainer *t, const char *path)
         fprintf(stderr, "%s: checkpoint was written for a different model\n", path);
         rc = -1;
     }
-    if (rc == 0 && (fread(t->model.params, sizeof(float), n, f) != n ||
-                    fread(t->mom, sizeof(float), n, f) != n ||
-                    fread(t->vel, sizeof(float), n, f) != n)) {
+    if (rc == 0 &&
+        (fread(t->model.params, sizeof(float), n, f) != n ||
+         fread(t->mom, sizeof(float), n, f) != n || fread(t->vel, sizeof(float), n, f) != n)) {
         fprintf(stderr, "%s: truncated checkpoint\n", path);
         rc = -1;
     }

@@ -34,19 +34,35 @@
 
 #include <siamesenorm.h>
 
-#define LLMC_MAGIC 20240326
-#define LLMC_FP32 3           /* fp32 tensors, padded vocab (5 is bf16: not handled here) */
-#define SNC_MAGIC 0x534e4331  /* "SNC1" */
+#define LLMC_MAGIC  20240326
+#define LLMC_FP32   3          /* fp32 tensors, padded vocab (5 is bf16: not handled here) */
+#define SNC_MAGIC   0x534e4331 /* "SNC1" */
 #define SNC_VERSION 1
 #define HEADER_INTS 256
-#define NT 16                 /* llm.c's parameter tensors */
+#define NT          16 /* llm.c's parameter tensors */
 
 /* llm.c's tensor order (its ParameterTensors struct). */
-enum { WTE, WPE, LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW,
-       FCPROJB, LNFW, LNFB };
-static const char *const tensor_names[NT] = {
-    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+enum {
+    WTE,
+    WPE,
+    LN1W,
+    LN1B,
+    QKVW,
+    QKVB,
+    ATTPROJW,
+    ATTPROJB,
+    LN2W,
+    LN2B,
+    FCW,
+    FCB,
+    FCPROJW,
+    FCPROJB,
+    LNFW,
+    LNFB
+};
+static const char *const tensor_names[NT] = {"wte",      "wpe",      "ln1w", "ln1b", "qkvw", "qkvb",
+                                             "attprojw", "attprojb", "ln2w", "ln2b", "fcw",  "fcb",
+                                             "fcprojw",  "fcprojb",  "lnfw", "lnfb"};
 
 typedef struct {
     int maxT, V, L, NH, C, Vp; /* header[2..7], in llm.c's order */
@@ -60,22 +76,29 @@ static int is_ln(int t) {
 /* Floats in each llm.c tensor. */
 static void tensor_sizes(const Config *c, size_t sz[NT]) {
     size_t Vp = (size_t)c->Vp, C = (size_t)c->C, T = (size_t)c->maxT, L = (size_t)c->L;
-    sz[WTE] = Vp * C;          sz[WPE] = T * C;
-    sz[LN1W] = L * C;          sz[LN1B] = L * C;
-    sz[QKVW] = L * 3 * C * C;  sz[QKVB] = L * 3 * C;
-    sz[ATTPROJW] = L * C * C;  sz[ATTPROJB] = L * C;
-    sz[LN2W] = L * C;          sz[LN2B] = L * C;
-    sz[FCW] = L * 4 * C * C;   sz[FCB] = L * 4 * C;
-    sz[FCPROJW] = L * C * 4 * C; sz[FCPROJB] = L * C;
-    sz[LNFW] = C;              sz[LNFB] = C;
+    sz[WTE] = Vp * C;
+    sz[WPE] = T * C;
+    sz[LN1W] = L * C;
+    sz[LN1B] = L * C;
+    sz[QKVW] = L * 3 * C * C;
+    sz[QKVB] = L * 3 * C;
+    sz[ATTPROJW] = L * C * C;
+    sz[ATTPROJB] = L * C;
+    sz[LN2W] = L * C;
+    sz[LN2B] = L * C;
+    sz[FCW] = L * 4 * C * C;
+    sz[FCB] = L * 4 * C;
+    sz[FCPROJW] = L * C * 4 * C;
+    sz[FCPROJB] = L * C;
+    sz[LNFW] = C;
+    sz[LNFB] = C;
 }
 
 /* The network the norm block describes: 2 sub-layers per layer, LayerNorm, llm.c's eps. */
 static int make_net(sn_net *net, int placement, const Config *c, int64_t *n_norm) {
-    sn_status st = sn_net_init(net, (sn_placement)placement, 2 * c->L, c->C, SN_NORM_LAYERNORM,
-                               1e-5f);
-    if (st == SN_OK)
-        st = sn_net_sizes(net, n_norm, NULL, NULL);
+    sn_status st =
+        sn_net_init(net, (sn_placement)placement, 2 * c->L, c->C, SN_NORM_LAYERNORM, 1e-5f);
+    if (st == SN_OK) st = sn_net_sizes(net, n_norm, NULL, NULL);
     if (st != SN_OK) {
         fprintf(stderr, "sn-llmc-convert: sn_net_init (L=%d, C=%d): %s\n", c->L, c->C,
                 sn_status_string(st));
@@ -104,8 +127,7 @@ static int ln_offset(const sn_net *net, int t, int l, int64_t *off) {
 
 /* Reads the header; returns the magic it found, or 0 on a short file. */
 static int read_header(FILE *f, int h[HEADER_INTS]) {
-    if (fread(h, sizeof(int), HEADER_INTS, f) != HEADER_INTS)
-        return 0;
+    if (fread(h, sizeof(int), HEADER_INTS, f) != HEADER_INTS) return 0;
     return h[0];
 }
 
@@ -151,24 +173,22 @@ static int to_sn(FILE *in, const char *in_path, FILE *out, int placement) {
                 in_path, h[1]);
         return -1;
     }
-    for (int k = 8; k < HEADER_INTS; k++) /* what train_gpt2.py leaves 0: keeps the round trip exact */
+    for (int k = 8; k < HEADER_INTS;
+         k++) /* what train_gpt2.py leaves 0: keeps the round trip exact */
         if (h[k] != 0) {
             fprintf(stderr, "sn-llmc-convert: %s: header[%d] = %d, expected 0\n", in_path, k, h[k]);
             return -1;
         }
-    if (read_config(h, &c) != 0)
-        return -1;
+    if (read_config(h, &c) != 0) return -1;
     c.llmc_version = h[1];
 
     size_t sz[NT], start[NT], total = 0;
     tensor_sizes(&c, sz);
-    for (int t = 0; t < NT; t++)
-        start[t] = total, total += sz[t];
+    for (int t = 0; t < NT; t++) start[t] = total, total += sz[t];
 
     sn_net net;
     int64_t n_norm;
-    if (make_net(&net, placement, &c, &n_norm) != 0)
-        return -1;
+    if (make_net(&net, placement, &c, &n_norm) != 0) return -1;
     float *params = malloc(total * sizeof(float));
     float *norms = malloc((size_t)n_norm * sizeof(float));
     int rc = -1;
@@ -176,8 +196,7 @@ static int to_sn(FILE *in, const char *in_path, FILE *out, int placement) {
         fprintf(stderr, "sn-llmc-convert: out of memory (%zu floats)\n", total);
         goto done;
     }
-    if (read_floats(in, params, total, in_path) != 0)
-        goto done;
+    if (read_floats(in, params, total, in_path) != 0) goto done;
     sn_net_init_params(&net, norms); /* the norms llm.c has no tensor for stay at 1 / 0 */
 
     /* A Pre-Norm block holds exactly llm.c's six ln tensors: 4LC + 2C floats. */
@@ -192,26 +211,23 @@ static int to_sn(FILE *in, const char *in_path, FILE *out, int placement) {
     oh[0] = SNC_MAGIC, oh[1] = SNC_VERSION;
     memcpy(oh + 2, h + 2, 6 * sizeof(int));
     oh[8] = c.llmc_version, oh[9] = placement, oh[10] = (int)n_norm;
-    if (write_all(out, oh, sizeof(int), HEADER_INTS) != 0)
-        goto write_error;
+    if (write_all(out, oh, sizeof(int), HEADER_INTS) != 0) goto write_error;
     for (int t = 0; t < NT; t++) {
         if (!is_ln(t)) { /* the weights: unchanged, in llm.c's order */
-            if (write_all(out, params + start[t], sizeof(float), sz[t]) != 0)
-                goto write_error;
+            if (write_all(out, params + start[t], sizeof(float), sz[t]) != 0) goto write_error;
             continue;
         }
         for (int l = 0; l < (int)(sz[t] / (size_t)c.C); l++) { /* one C-row per layer */
             int64_t off;
-            if (ln_offset(&net, t, l, &off) != 0)
-                goto done;
+            if (ln_offset(&net, t, l, &off) != 0) goto done;
             memcpy(norms + off, params + start[t] + (size_t)l * (size_t)c.C,
                    (size_t)c.C * sizeof(float));
         }
     }
-    if (write_all(out, norms, sizeof(float), (size_t)n_norm) != 0)
-        goto write_error;
+    if (write_all(out, norms, sizeof(float), (size_t)n_norm) != 0) goto write_error;
     printf("llm.c v%d: L=%d C=%d NH=%d maxT=%d V=%d Vp=%d, %zu floats -> %s: %zu weights + a "
-           "norm block of %lld\n", c.llmc_version, c.L, c.C, c.NH, c.maxT, c.V, c.Vp, total,
+           "norm block of %lld\n",
+           c.llmc_version, c.L, c.C, c.NH, c.maxT, c.V, c.Vp, total,
            placement == SN_PLACEMENT_PRE_NORM ? "Pre-Norm" : "SiameseNorm",
            total - 4 * sz[LN1W] - 2 * sz[LNFW], (long long)n_norm);
     rc = 0;
@@ -234,22 +250,21 @@ static int to_llmc(FILE *in, const char *in_path, FILE *out) {
         return -1;
     }
     if (h[9] != SN_PLACEMENT_PRE_NORM) {
-        fprintf(stderr, "sn-llmc-convert: %s: placement %d has norms llm.c's model lacks; only "
-                "Pre-Norm converts back\n", in_path, h[9]);
+        fprintf(stderr,
+                "sn-llmc-convert: %s: placement %d has norms llm.c's model lacks; only "
+                "Pre-Norm converts back\n",
+                in_path, h[9]);
         return -1;
     }
-    if (read_config(h, &c) != 0)
-        return -1;
+    if (read_config(h, &c) != 0) return -1;
     c.llmc_version = h[8];
 
     size_t sz[NT], total = 0;
     tensor_sizes(&c, sz);
-    for (int t = 0; t < NT; t++)
-        total += is_ln(t) ? 0 : sz[t];
+    for (int t = 0; t < NT; t++) total += is_ln(t) ? 0 : sz[t];
     sn_net net;
     int64_t n_norm;
-    if (make_net(&net, SN_PLACEMENT_PRE_NORM, &c, &n_norm) != 0)
-        return -1;
+    if (make_net(&net, SN_PLACEMENT_PRE_NORM, &c, &n_norm) != 0) return -1;
     if (h[10] != n_norm) {
         fprintf(stderr, "sn-llmc-convert: %s: norm block of %d floats, this library's is %lld\n",
                 in_path, h[10], (long long)n_norm);
@@ -261,29 +276,24 @@ static int to_llmc(FILE *in, const char *in_path, FILE *out) {
         fprintf(stderr, "sn-llmc-convert: out of memory\n");
         return -1;
     }
-    if (read_floats(in, params, total + (size_t)n_norm, in_path) != 0)
-        goto done;
+    if (read_floats(in, params, total + (size_t)n_norm, in_path) != 0) goto done;
     const float *norms = params + total;
 
     int oh[HEADER_INTS] = {0};
     oh[0] = LLMC_MAGIC, oh[1] = c.llmc_version;
     memcpy(oh + 2, h + 2, 6 * sizeof(int));
-    if (write_all(out, oh, sizeof(int), HEADER_INTS) != 0)
-        goto write_error;
+    if (write_all(out, oh, sizeof(int), HEADER_INTS) != 0) goto write_error;
     const float *w = params; /* the next weight tensor */
     for (int t = 0; t < NT; t++) {
         if (!is_ln(t)) {
-            if (write_all(out, w, sizeof(float), sz[t]) != 0)
-                goto write_error;
+            if (write_all(out, w, sizeof(float), sz[t]) != 0) goto write_error;
             w += sz[t];
             continue;
         }
         for (int l = 0; l < (int)(sz[t] / (size_t)c.C); l++) { /* gather the rows back */
             int64_t off;
-            if (ln_offset(&net, t, l, &off) != 0)
-                goto done;
-            if (write_all(out, norms + off, sizeof(float), (size_t)c.C) != 0)
-                goto write_error;
+            if (ln_offset(&net, t, l, &off) != 0) goto done;
+            if (write_all(out, norms + off, sizeof(float), (size_t)c.C) != 0) goto write_error;
         }
     }
     printf("Pre-Norm L=%d C=%d -> llm.c v%d checkpoint (%s ... %s)\n", c.L, c.C, c.llmc_version,
@@ -306,7 +316,8 @@ static void usage(FILE *f) {
             "        parameter block (--siamese: a SiameseNorm block, the extra norms at their\n"
             "        defaults) and writes the other tensors in llm.c's order before it;\n"
             "to-llmc converts a Pre-Norm file back, byte for byte.\n"
-            "libsiamesenorm %s\n", sn_version_string());
+            "libsiamesenorm %s\n",
+            sn_version_string());
 }
 
 int main(int argc, char **argv) {
@@ -332,15 +343,14 @@ int main(int argc, char **argv) {
         fclose(in);
         return 1;
     }
-    int rc = to_sn_mode ? to_sn(in, in_path, out, siamese ? SN_PLACEMENT_SIAMESE
-                                                          : SN_PLACEMENT_PRE_NORM)
-                        : to_llmc(in, in_path, out);
+    int rc = to_sn_mode
+                 ? to_sn(in, in_path, out, siamese ? SN_PLACEMENT_SIAMESE : SN_PLACEMENT_PRE_NORM)
+                 : to_llmc(in, in_path, out);
     fclose(in);
     if (fclose(out) != 0 && rc == 0) {
         perror(out_path);
         rc = -1;
     }
-    if (rc != 0)
-        remove(out_path); /* no half-written checkpoint left behind */
+    if (rc != 0) remove(out_path); /* no half-written checkpoint left behind */
     return rc == 0 ? 0 : 1;
 }

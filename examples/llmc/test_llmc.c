@@ -22,14 +22,14 @@
 enum { L = 3, C = 8, NH = 2, MAXT = 7, V = 13, VP = 16, NT = 16, HDR = 256 };
 
 static int failures;
-#define EXPECT(cond, ...)                                                                    \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                             \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fputc('\n', stderr);                                                             \
-            failures++;                                                                      \
-        }                                                                                    \
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 static const char *conv, *prefix;
@@ -56,15 +56,14 @@ static void run3(const char *mode, const char *in, const char *out, char *cmd, s
 
 /* llm.c's tensor sizes in its order: wte wpe ln1w ln1b qkvw qkvb attprojw attprojb ln2w ln2b
  * fcw fcb fcprojw fcprojb lnfw lnfb. */
-static const size_t sizes[NT] = {VP * C, MAXT * C, L * C, L * C, L * 3 * C * C, L * 3 * C,
-                                 L * C * C, L * C, L * C, L * C, L * 4 * C * C, L * 4 * C,
-                                 L * C * 4 * C, L * C, C, C};
+static const size_t sizes[NT] = {VP * C,       MAXT *C, L *C, L *C, L * 3 * C *C, L * 3 * C,
+                                 L *C *C,      L *C,    L *C, L *C, L * 4 * C *C, L * 4 * C,
+                                 L *C * 4 * C, L *C,    C,    C};
 static int is_ln(int t) { return t == 2 || t == 3 || t == 8 || t == 9 || t == 14 || t == 15; }
 
 static size_t total(void) {
     size_t n = 0;
-    for (int t = 0; t < NT; t++)
-        n += sizes[t];
+    for (int t = 0; t < NT; t++) n += sizes[t];
     return n;
 }
 
@@ -82,17 +81,14 @@ static unsigned char *slurp(const char *name, size_t *n) {
     FILE *f = fopen(path(name), "rb");
     unsigned char *p = NULL;
     *n = 0;
-    if (!f)
-        return NULL;
+    if (!f) return NULL;
     for (;;) {
         unsigned char *q = realloc(p, *n + 65536);
-        if (!q)
-            break;
+        if (!q) break;
         p = q;
         size_t got = fread(p + *n, 1, 65536, f);
         *n += got;
-        if (got < 65536)
-            break;
+        if (got < 65536) break;
     }
     fclose(f);
     return p;
@@ -119,8 +115,7 @@ static void check_converted(const char *name, sn_placement placement, const floa
     for (int k = 0; k < HDR; k++)
         EXPECT(h[k] == (k < 11 ? want[k] : 0), "%s: header[%d] = %d", name, k, h[k]);
     float *body = malloc((n_weights + (size_t)n_norm) * sizeof(float));
-    if (!body)
-        exit(1);
+    if (!body) exit(1);
     memcpy(body, bytes + sizeof h, (n_weights + (size_t)n_norm) * sizeof(float));
     const float *norms = body + n_weights;
 
@@ -141,23 +136,27 @@ static void check_converted(const char *name, sn_placement placement, const floa
     static const int wt[3] = {2, 8, 14}; /* ln1w, ln2w, lnfw; the bias tensor follows each */
     size_t start[NT];
     src = 0;
-    for (int t = 0; t < NT; t++)
-        start[t] = src, src += sizes[t];
+    for (int t = 0; t < NT; t++) start[t] = src, src += sizes[t];
     for (int k = 0; k < 3; k++)
         for (int l = 0; l < (k < 2 ? L : 1); l++) {
             int32_t stage = k == 0 ? 2 * l : k == 1 ? 2 * l + 1 : 2 * L;
             sn_norm norm;
             int64_t off = -1;
             EXPECT(sn_net_norm_at(&net, stage, j, &norm, &off) == SN_OK, "norm_at %d", stage);
-            if (off < 0 || off + 2 * C > n_norm)
-                continue;
+            if (off < 0 || off + 2 * C > n_norm) continue;
             EXPECT(memcmp(norms + off, p + start[wt[k]] + (size_t)l * C, C * sizeof(float)) == 0,
                    "%s: %s row %d not at stage %d norm %d gamma (offset %lld)", name,
-                   k == 0 ? "ln1w" : k == 1 ? "ln2w" : "lnfw", l, stage, j, (long long)off);
+                   k == 0   ? "ln1w"
+                   : k == 1 ? "ln2w"
+                            : "lnfw",
+                   l, stage, j, (long long)off);
             EXPECT(memcmp(norms + off + C, p + start[wt[k] + 1] + (size_t)l * C,
                           C * sizeof(float)) == 0,
                    "%s: %s row %d not at stage %d norm %d beta", name,
-                   k == 0 ? "ln1b" : k == 1 ? "ln2b" : "lnfb", l, stage, j);
+                   k == 0   ? "ln1b"
+                   : k == 1 ? "ln2b"
+                            : "lnfb",
+                   l, stage, j);
             memset(covered + off, 1, 2 * C);
         }
 
@@ -166,10 +165,8 @@ static void check_converted(const char *name, sn_placement placement, const floa
         for (int32_t jj = 0;; jj++) {
             sn_norm norm;
             int64_t off;
-            if (sn_net_norm_at(&net, stage, jj, &norm, &off) != SN_OK)
-                break;
-            if (covered[off])
-                continue;
+            if (sn_net_norm_at(&net, stage, jj, &norm, &off) != SN_OK) break;
+            if (covered[off]) continue;
             for (int c = 0; c < C; c++)
                 EXPECT(norms[off + c] == 1.0f && norms[off + C + c] == 0.0f,
                        "%s: stage %d norm %d not at its default", name, stage, jj);
@@ -199,8 +196,7 @@ int main(int argc, char **argv) {
     int h[HDR] = {20240326, 3, MAXT, V, L, NH, C, VP};
     size_t n = total();
     float *p = malloc(n * sizeof(float));
-    if (!p)
-        return 1;
+    if (!p) return 1;
     uint64_t s = 0x9e3779b97f4a7c15u;
     for (size_t k = 0; k < n; k++) {
         s = s * 6364136223846793005u + 1442695040888963407u;
@@ -216,8 +212,10 @@ int main(int argc, char **argv) {
     EXPECT(run(cmd) == 0, "to-llmc failed");
     size_t na, nb;
     unsigned char *a = slurp("llmc", &na), *b = slurp("back", &nb);
-    EXPECT(a && b && na == nb && memcmp(a, b, na) == 0, "round trip not byte-identical "
-           "(%zu and %zu bytes)", na, nb);
+    EXPECT(a && b && na == nb && memcmp(a, b, na) == 0,
+           "round trip not byte-identical "
+           "(%zu and %zu bytes)",
+           na, nb);
     free(a);
     free(b);
 
@@ -240,15 +238,13 @@ int main(int argc, char **argv) {
     write_file("bad", h, p, n - 1);
     EXPECT(run(cmd) != 0, "truncated file accepted");
     float *p2 = realloc(p, (n + 1) * sizeof(float));
-    if (!p2)
-        return 1;
+    if (!p2) return 1;
     p = p2, p[n] = 0.0f;
     write_file("bad", h, p, n + 1);
     EXPECT(run(cmd) != 0, "trailing bytes accepted");
     FILE *f = fopen(path("out"), "rb");
     EXPECT(f == NULL, "a failed conversion left its output behind");
-    if (f)
-        fclose(f);
+    if (f) fclose(f);
     run3("to-llmc", "llmc", "out", cmd, sizeof cmd);
     EXPECT(run(cmd) != 0, "to-llmc accepted an llm.c file");
     EXPECT(run("") != 0 && run("to-sn onlyone") != 0 && run("convert a b") != 0,
@@ -256,8 +252,7 @@ int main(int argc, char **argv) {
     EXPECT(run("--help") == 0, "--help failed");
 
     const char *names[] = {"llmc", "pre", "back", "siamese", "back2", "bad", "out"};
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        remove(path(names[k]));
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) remove(path(names[k]));
     free(p);
     if (failures) {
         fprintf(stderr, "test_llmc: %d failure(s)\n", failures);

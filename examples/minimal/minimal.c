@@ -18,22 +18,20 @@
 #include <siamesenorm.h>
 
 /* Every library call returns a status: print its description and stop on the first error. */
-#define CHECK(call)                                                                          \
-    do {                                                                                     \
-        sn_status st_ = (call);                                                              \
-        if (st_ != SN_OK) {                                                                  \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                   \
-                    sn_status_string(st_));                                                  \
-            exit(EXIT_FAILURE);                                                              \
-        }                                                                                    \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        sn_status st_ = (call);                                                                    \
+        if (st_ != SN_OK) {                                                                        \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, sn_status_string(st_));  \
+            exit(EXIT_FAILURE);                                                                    \
+        }                                                                                          \
     } while (0)
 
 enum { S = 4, R = 8, D = 32 }; /* sub-layers, rows (tokens), model width */
 
 /* The caller's block: z = 0.5 * tanh(h); backward dh = dz * 0.5 * (1 - tanh(h)^2). */
 static void block_forward(const float *h, float *z) {
-    for (int k = 0; k < R * D; k++)
-        z[k] = 0.5f * tanhf(h[k]);
+    for (int k = 0; k < R * D; k++) z[k] = 0.5f * tanhf(h[k]);
 }
 
 static void block_backward(const float *h, const float *dz, float *dh) {
@@ -55,8 +53,7 @@ static float *alloc(int64_t n) {
 
 static double sum_sq(const float *v, int64_t n) {
     double s = 0.0;
-    for (int64_t k = 0; k < n; k++)
-        s += (double)v[k] * v[k];
+    for (int64_t k = 0; k < n; k++) s += (double)v[k] * v[k];
     return s;
 }
 
@@ -75,8 +72,8 @@ int main(void) {
         e[k] = sinf(0.37f * (float)k); /* stands in for the token embeddings */
 
     /* One pass's buffers: every split / enter / exit / merge call (and backward) takes them. */
-    const sn_net_pass pass = {.rows = R, .params = params, .acts = acts, .grads = grads,
-                              .work = work};
+    const sn_net_pass pass = {
+        .rows = R, .params = params, .acts = acts, .grads = grads, .work = work};
 
     /* Forward: split, then enter -> block -> exit for each sub-layer, then merge. */
     CHECK(sn_net_split(NULL, &net, &pass, e, D));
@@ -118,8 +115,7 @@ int main(void) {
     }
 
     double checksum = 0.0; /* sum of |out|: the LayerNorm output itself sums to ~0 */
-    for (int k = 0; k < R * D; k++)
-        checksum += fabs((double)out[k]);
+    for (int k = 0; k < R * D; k++) checksum += fabs((double)out[k]);
     double loss = 0.5 * sum_sq(dout, R * D);
     double de_norm = sqrt(sum_sq(de, R * D)), grads_norm = sqrt(sum_sq(grads, n_params));
 
@@ -138,8 +134,7 @@ int main(void) {
             sn_norm norm;
             int64_t offset, count;
             sn_status st = sn_net_norm_at(&net, i, j, &norm, &offset);
-            if (st == SN_ERR_INDEX)
-                break;
+            if (st == SN_ERR_INDEX) break;
             CHECK(st);
             CHECK(sn_norm_query(&norm, D, &count, NULL));
             printf(" |dN%d| = %.6f", j, sqrt(sum_sq(grads + offset, count)));

@@ -98,8 +98,13 @@ void bench_elem(const ca_path *p) {
     const int64_t Ds[3] = {64, 768, 4096};
     for (int di = 0; di < 3; di++) {
         const int64_t D = Ds[di];
-        be e = {p->K, D, ca_row_rand(D, 0, 1.0f, 0.0f), ca_row_rand(D, 0, 1.0f, 0.0f),
-                ca_row_rand(D, 0, 1.0f, 0.0f), ca_row(D, 0), ca_row(D, 0)};
+        be e = {p->K,
+                D,
+                ca_row_rand(D, 0, 1.0f, 0.0f),
+                ca_row_rand(D, 0, 1.0f, 0.0f),
+                ca_row_rand(D, 0, 1.0f, 0.0f),
+                ca_row(D, 0),
+                ca_row(D, 0)};
         ca_bench("add_div", p->name, D, b_add_div, &e);
         ca_bench("apply", p->name, D, b_apply, &e);
         ca_bench("axpy", p->name, D, b_axpy, &e);

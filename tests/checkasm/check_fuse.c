@@ -7,7 +7,7 @@
 
 /* the fuses: indices of ca_norm (kind * 3 + affine) for N_x, N_y, N_out */
 static const int FUSES[][3] = {
-    {0, 0, 0}, {4, 4, 4}, {4, 4, 0}, {0, 0, 4}, {2, 2, 2}, {3, 3, 5}, {1, 2, 3},
+    {0, 0, 0}, {4, 4, 4}, {4, 4, 0}, {0, 0, 4}, {2, 2, 2},   {3, 3, 5}, {1, 2, 3},
     {4, 0, 0}, {9, 0, 4}, {6, 0, 0}, {0, 6, 3}, {10, 11, 7}, {0, 0, 6}, {5, 3, 9},
 };
 #define N_FUSES ((int)(sizeof FUSES / sizeof FUSES[0]))
@@ -251,8 +251,8 @@ static void check_bwd2(const ca_path *p, const ca_path *ref, const fc *c, int of
         float *dxr[2] = {ca_row(D, 0), ca_row(D, 0)}, *dyr[2] = {ca_row(D, 0), ca_row(D, 0)};
         p->K->fuse_bwd2(F2, D, c->dh, du, c->x, c->y, dx2, dy2, accx, accy, pg ? &dp2 : NULL);
         for (int k = 0; k < 2; k++)
-            p->K->fuse_bwd(&F1[k], D, c->dh[k], du[k], c->x[k], c->y[k], dx1[k], dy1[k], accx,
-                           accy, pg ? &dp1 : NULL);
+            p->K->fuse_bwd(&F1[k], D, c->dh[k], du[k], c->x[k], c->y[k], dx1[k], dy1[k], accx, accy,
+                           pg ? &dp1 : NULL);
         ref->K->fuse_bwd2(Fr, D, c->dh, du, c->x, c->y, dxr, dyr, accx, accy, pg ? &dpr : NULL);
         for (int k = 0; k < 2; k++) {
             ca_same("fuse_bwd2 dx vs fuse_bwd twice", dx2[k], dx1[k], D);
@@ -324,8 +324,8 @@ static void b_dx(void *a) {
 static void b_bwd(void *a) {
     bf *b = a;
     sn_rfuse F = b->c.F[0];
-    b->K->fuse_bwd(&F, b->c.D, b->c.dh[0], b->c.du[0], b->c.x[0], b->c.y[0], b->dx[0], b->dy[0],
-                   0, 0, &b->dp);
+    b->K->fuse_bwd(&F, b->c.D, b->c.dh[0], b->c.du[0], b->c.x[0], b->c.y[0], b->dx[0], b->dy[0], 0,
+                   0, &b->dp);
 }
 static void b_bwd2(void *a) {
     bf *b = a;

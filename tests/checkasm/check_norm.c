@@ -171,7 +171,8 @@ static void check_bwd2(const ca_path *p, const ca_path *ref, const nc *c, int of
     float *dg1 = q->gamma ? ca_row(W, off + 6) : NULL, *db1 = q->beta ? ca_row(W, off + 7) : NULL;
     float *dg_r = q->gamma ? ca_row(W, 0) : NULL, *db_r = q->beta ? ca_row(W, 0) : NULL;
     p->K->norm_bwd2(q, c->dout, c->v, W, dv, acc, dg, db);
-    for (int k = 0; k < 2; k++) p->K->norm_bwd(&q[k], c->dout[k], c->v[k], W, dv1[k], acc, dg1, db1);
+    for (int k = 0; k < 2; k++)
+        p->K->norm_bwd(&q[k], c->dout[k], c->v[k], W, dv1[k], acc, dg1, db1);
     ref->K->norm_bwd2(q, c->dout, c->v, W, dv_r, acc, dg_r, db_r);
     for (int k = 0; k < 2; k++) {
         ca_same("norm_bwd2 dv vs norm_bwd twice", dv[k], dv1[k], W);

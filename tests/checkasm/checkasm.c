@@ -46,7 +46,7 @@ float ca_rand(void) { return tu_xs_unif(&rng); }
 
 /* ---- rows with canaries -------------------------------------------------------------------- */
 
-enum { GUARD = 64, MAX_ROWS = 256 }; /* floats on each side */
+enum { GUARD = 64, MAX_ROWS = 256 };        /* floats on each side */
 static const uint32_t CANARY = 0x7fa5c3e1u; /* a NaN no kernel computes */
 
 typedef struct row {
@@ -200,11 +200,9 @@ int main(int argc, char **argv) {
     const char *names[2] = {"avx2", "avx512"};
     for (int i = 0; i < 2; i++) {
         const sn_kern *K = sn_kern_for(isas[i]);
-        if (K != &sn_kern_scalar && sn_cpu_has(isas[i]))
-            paths[np++] = (ca_path){names[i], K};
+        if (K != &sn_kern_scalar && sn_cpu_has(isas[i])) paths[np++] = (ca_path){names[i], K};
         else
-            printf("checkasm: path %s not built or not supported by this CPU: skipped\n",
-                   names[i]);
+            printf("checkasm: path %s not built or not supported by this CPU: skipped\n", names[i]);
     }
     for (int i = 0; i < np; i++) {
         const long c0 = tu_checks;

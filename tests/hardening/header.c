@@ -25,8 +25,7 @@ HEADER_ASSERT(version_number, SN_VERSION_NUMBER == SN_VERSION_MAJOR * 10000 +
                                                        SN_VERSION_MINOR * 100 + SN_VERSION_PATCH);
 HEADER_ASSERT(placement_count, SN_PLACEMENT_COUNT == SN_PLACEMENT_HYBRIDNORM_STAR + 1);
 
-int main(void)
-{
+int main(void) {
     int bad = 0;
     if (sn_version_number() != SN_VERSION_NUMBER) {
         fprintf(stderr, "sn_version_number() = %u, header %d\n", sn_version_number(),

@@ -14,8 +14,7 @@ typedef struct netrun {
 
 /* Allocates and fills the buffers: params perturbed from the defaults, dout pseudo-random. */
 static inline int netrun_init(netrun *n, sn_placement pl, int S, int64_t D, int64_t R,
-                              sn_norm_kind kind, uint64_t seed)
-{
+                              sn_norm_kind kind, uint64_t seed) {
     memset(n, 0, sizeof *n);
     if (sn_net_init(&n->net, pl, S, D, kind, 1e-5f) != SN_OK ||
         sn_net_sizes(&n->net, &n->np, &n->apr, &n->wpr) != SN_OK)
@@ -33,29 +32,22 @@ static inline int netrun_init(netrun *n, sn_placement pl, int S, int64_t D, int6
     n->dh = tu_fzeros(R * D);
     n->de = tu_fzeros(R * D);
     tu_rng g = {seed};
-    if (sn_net_init_params(&n->net, n->params) != SN_OK)
-        return -1;
-    for (int64_t k = 0; k < n->np; k++)
-        n->params[k] += (float)(0.1 * tu_unif(&g, -1.0, 1.0));
-    for (int64_t k = 0; k < R * D; k++)
-        n->dout[k] = (float)tu_unif(&g, -1.0, 1.0);
+    if (sn_net_init_params(&n->net, n->params) != SN_OK) return -1;
+    for (int64_t k = 0; k < n->np; k++) n->params[k] += (float)(0.1 * tu_unif(&g, -1.0, 1.0));
+    for (int64_t k = 0; k < R * D; k++) n->dout[k] = (float)tu_unif(&g, -1.0, 1.0);
     return 0;
 }
 
-static inline void netrun_free(netrun *n)
-{
+static inline void netrun_free(netrun *n) {
     free(n->params), free(n->grads), free(n->acts), free(n->work), free(n->h), free(n->z);
     free(n->out), free(n->dout), free(n->dz), free(n->dh), free(n->de);
 }
 
-static inline void netrun_block(int64_t len, const float *h, float *z)
-{
-    for (int64_t k = 0; k < len; k++)
-        z[k] = 0.5f * tanhf(h[k]) + 0.1f * h[k];
+static inline void netrun_block(int64_t len, const float *h, float *z) {
+    for (int64_t k = 0; k < len; k++) z[k] = 0.5f * tanhf(h[k]) + 0.1f * h[k];
 }
 
-static inline void netrun_block_bwd(int64_t len, const float *h, const float *dz, float *dh)
-{
+static inline void netrun_block_bwd(int64_t len, const float *h, const float *dz, float *dh) {
     for (int64_t k = 0; k < len; k++) {
         float t = tanhf(h[k]);
         dh[k] = dz[k] * (0.5f * (1.0f - t * t) + 0.1f);
@@ -64,8 +56,7 @@ static inline void netrun_block_bwd(int64_t len, const float *h, const float *dz
 
 /* Forward from e (R x D, contiguous) and backward from n->dout; returns the first non-OK
  * status. Results: out, grads (zeroed first), de. */
-static inline sn_status netrun_pass(const sn_ctx *ctx, netrun *n, const float *e)
-{
+static inline sn_status netrun_pass(const sn_ctx *ctx, netrun *n, const float *e) {
     const sn_net *net = &n->net;
     int64_t R = n->R, D = net->d, RD = R * D;
     int S = net->n_sublayers;
@@ -73,8 +64,7 @@ static inline sn_status netrun_pass(const sn_ctx *ctx, netrun *n, const float *e
     memset(n->grads, 0, (size_t)n->np * sizeof(float));
 #define NR_TRY(call)                                                                               \
     do {                                                                                           \
-        if ((st = (call)) != SN_OK)                                                                \
-            return st;                                                                             \
+        if ((st = (call)) != SN_OK) return st;                                                     \
     } while (0)
     const sn_net_pass pass = {R, n->params, n->acts, n->grads, n->work};
     NR_TRY(sn_net_split(ctx, net, &pass, e, D));

@@ -17,25 +17,21 @@ static const char *g_path;
 static const float bad_values[3] = {NAN, INFINITY, -INFINITY};
 
 /* rows other than r equal bitwise; row r holds a non-finite value */
-static void compare(const char *what, const float *clean, const float *dirty, int64_t R,
-                    int64_t D, int64_t bad_row, int vi)
-{
+static void compare(const char *what, const float *clean, const float *dirty, int64_t R, int64_t D,
+                    int64_t bad_row, int vi) {
     int others_same = 1, row_bad = 0;
     for (int64_t r = 0; r < R; r++)
         for (int64_t j = 0; j < D; j++) {
-            if (r == bad_row)
-                row_bad |= !isfinite(dirty[r * D + j]);
-            else
-                others_same &= memcmp(&clean[r * D + j], &dirty[r * D + j], 4) == 0;
+            if (r == bad_row) row_bad |= !isfinite(dirty[r * D + j]);
+            else others_same &= memcmp(&clean[r * D + j], &dirty[r * D + j], 4) == 0;
         }
     CHECK_MSG(others_same, "[%s] %s, value %g in row %lld: another row changed", g_path, what,
-             (double)bad_values[vi], (long long)bad_row);
+              (double)bad_values[vi], (long long)bad_row);
     CHECK_MSG(row_bad, "[%s] %s, value %g in row %lld: that row's output is all finite", g_path,
-             what, (double)bad_values[vi], (long long)bad_row);
+              what, (double)bad_values[vi], (long long)bad_row);
 }
 
-static void prims(sn_ctx *ctx)
-{
+static void prims(sn_ctx *ctx) {
     const int64_t R = 8, D = 96, RD = R * D, bad_row = 3;
     float *x = tu_fzeros(RD), *x2 = tu_fzeros(RD), *y = tu_fzeros(RD), *dout = tu_fzeros(RD),
           *o1 = tu_fzeros(RD), *o2 = tu_fzeros(RD), *q1 = tu_fzeros(RD), *q2 = tu_fzeros(RD),
@@ -43,9 +39,9 @@ static void prims(sn_ctx *ctx)
           *st2 = tu_fzeros(6 * R);
     tu_rng g = {3};
     for (int64_t k = 0; k < RD; k++)
-        x[k] = (float)tu_gauss(&g), y[k] = (float)tu_gauss(&g), dout[k] = (float)tu_unif(&g, -1.0, 1.0);
-    for (int64_t k = 0; k < 6 * D; k++)
-        p[k] = (float)(1 + 0.2 * tu_unif(&g, -1.0, 1.0));
+        x[k] = (float)tu_gauss(&g), y[k] = (float)tu_gauss(&g),
+        dout[k] = (float)tu_unif(&g, -1.0, 1.0);
+    for (int64_t k = 0; k < 6 * D; k++) p[k] = (float)(1 + 0.2 * tu_unif(&g, -1.0, 1.0));
     static const int kinds[] = {SN_NORM_LAYERNORM, SN_NORM_RMSNORM, SN_NORM_SCALE};
     for (int vi = 0; vi < 3; vi++)
         for (int col = 0; col < D; col += 37) {
@@ -65,7 +61,7 @@ static void prims(sn_ctx *ctx)
                 if (kinds[ki] != SN_NORM_SCALE) /* scale: dx = gamma * dout, x unused */
                     compare(what, q1, q2, R, D, bad_row, vi);
                 CHECK_MSG(!tu_all_finite(dp, 2 * D), "[%s] %s: parameter gradients all finite",
-                         g_path, what);
+                          g_path, what);
             }
             sn_fuse f;
             CHECK_OK(sn_fuse_init(&f, SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 1e-5f));
@@ -81,8 +77,7 @@ static void prims(sn_ctx *ctx)
     free(dp), free(st1), free(st2);
 }
 
-static void nets(sn_ctx *ctx)
-{
+static void nets(sn_ctx *ctx) {
     static const sn_placement pls[] = {SN_PLACEMENT_SIAMESE, SN_PLACEMENT_PRE_NORM,
                                        SN_PLACEMENT_POST_NORM};
     const int64_t R = 6, D = 64, RD = R * D, bad_row = 4;
@@ -91,8 +86,7 @@ static void nets(sn_ctx *ctx)
         CHECK_MSG(netrun_init(&n, pls[pi], 4, D, R, SN_NORM_LAYERNORM, 9) == 0, "init");
         float *e = tu_fzeros(RD), *out = tu_fzeros(RD), *de = tu_fzeros(RD);
         tu_rng g = {4};
-        for (int64_t k = 0; k < RD; k++)
-            e[k] = (float)tu_gauss(&g);
+        for (int64_t k = 0; k < RD; k++) e[k] = (float)tu_gauss(&g);
         CHECK_OK(netrun_pass(ctx, &n, e));
         memcpy(out, n.out, (size_t)RD * 4), memcpy(de, n.de, (size_t)RD * 4);
         for (int vi = 0; vi < 3; vi++) {
@@ -104,7 +98,7 @@ static void nets(sn_ctx *ctx)
             snprintf(what, sizeof what, "net placement %d de", (int)pls[pi]);
             compare(what, de, n.de, R, D, bad_row, vi);
             CHECK_MSG(!tu_all_finite(n.grads, n.np), "[%s] net %d: parameter gradients all finite",
-                     g_path, (int)pls[pi]);
+                      g_path, (int)pls[pi]);
             e[bad_row * D + 10] = 0.5f;
         }
         free(e), free(out), free(de);
@@ -112,13 +106,11 @@ static void nets(sn_ctx *ctx)
     }
 }
 
-int main(void)
-{
+int main(void) {
     static const sn_isa isas[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
     for (size_t i = 0; i < 3; i++) {
         sn_ctx *ctx = tu_isa_ctx(isas[i]);
-        if (!ctx)
-            continue;
+        if (!ctx) continue;
         g_path = sn_isa_name(isas[i]);
         prims(ctx);
         nets(ctx);

@@ -7,8 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int main(void)
-{
+int main(void) {
     sn_norm n = {SN_NORM_LAYERNORM, SN_AFFINE_NONE, 0, 1e-5f};
     const float x[4] = {1, 2, 3, 4};
     float out[4];
