@@ -8,20 +8,26 @@
 
 #include "gpt.h"
 
-/* Weight decay applies to the matrices and embeddings, not to the norms (the network's or the
- * per-head q/k/v norms): one AdamW step with zero gradients and weight decay must move qkvw
- * and leave every norm parameter as it was. 1 when it does. */
-static int decay_exemptions(void) {
+/* The tiny model of these tests: 2 layers of width 32 on 2-digit addition. */
+static gpt_config tiny_config(int placement, int qk_norm) {
     gpt_config cfg = {.vocab = 256,
                       .ctx = addition_ctx(2),
                       .layers = 2,
                       .heads = 2,
                       .width = 32,
                       .tied = 1,
-                      .placement = SN_PLACEMENT_HYBRIDNORM,
+                      .placement = placement,
                       .norm_kind = SN_NORM_LAYERNORM,
-                      .qk_norm = GPT_QK_AUTO,
+                      .qk_norm = qk_norm,
                       .eps = 1e-5f};
+    return cfg;
+}
+
+/* Weight decay applies to the matrices and embeddings, not to the norms (the network's or the
+ * per-head q/k/v norms): one AdamW step with zero gradients and weight decay must move qkvw
+ * and leave every norm parameter as it was. 1 when it does. */
+static int decay_exemptions(void) {
+    gpt_config cfg = tiny_config(SN_PLACEMENT_HYBRIDNORM, GPT_QK_AUTO);
     optim_config opt = {1e-2f, 0.1f, 0, 10, 0.9f, 0.95f, 1e-8f, 0.5f, 1.0f};
     dataset data;
     trainer t;
@@ -53,16 +59,7 @@ int main(void) {
                         : k == n ? SN_PLACEMENT_PRE_NORM
                                  : SN_PLACEMENT_SIAMESE;
         int qk = k < n ? GPT_QK_AUTO : GPT_QK_QK;
-        gpt_config cfg = {.vocab = 256,
-                          .ctx = addition_ctx(2),
-                          .layers = 2,
-                          .heads = 2,
-                          .width = 32,
-                          .tied = 1,
-                          .placement = placement,
-                          .norm_kind = SN_NORM_LAYERNORM,
-                          .qk_norm = qk,
-                          .eps = 1e-5f};
+        gpt_config cfg = tiny_config(placement, qk);
         optim_config opt = {1e-2f, 0.1f, 5, 50, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
         dataset data;
         trainer t;
