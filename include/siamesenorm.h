@@ -123,11 +123,12 @@ typedef enum sn_status {
  * "unknown status"). */
 SN_API const char *sn_status_string(sn_status status);
 
-/* Flags for backward passes. */
-#define SN_ACCUMULATE 1u /* add the (first) input gradient into its buffer instead of writing it */
-#define SN_ACCUMULATE_Y                                                                            \
-    2u /* sn_fuse_backward / sn_merge_backward: add into dy instead of writing;
-                              SN_ERR_FLAGS for every other call */
+/* Flags for backward passes.
+ *   SN_ACCUMULATE    add the (first) input gradient into its buffer instead of writing it
+ *   SN_ACCUMULATE_Y  sn_fuse_backward / sn_merge_backward: add into dy instead of writing;
+ *                    SN_ERR_FLAGS for every other call */
+#define SN_ACCUMULATE   1u
+#define SN_ACCUMULATE_Y 2u
 
 /* ---- context ------------------------------------------------------------------------------ */
 
