@@ -26,6 +26,10 @@
  * written line saves a third of a write's traffic. Smaller calls store normally, so that their
  * outputs stay in the cache for the next call (e.g. the block's matmul reading h). */
 #define NT_MIN_BYTES (40.0 * 1024 * 1024)
+/* The fuse and merge calls stream from the size of the last-level cache (32 MiB) up, the other
+ * calls from NT_MIN_BYTES: between the two, a merge forward is faster streamed and a norm
+ * backward with normal stores (docs/performance.md, "Measurements behind the code"). */
+#define FUSE_NT_MIN_BYTES (32.0 * 1024 * 1024)
 /* Fuse forward rows up to this width build s on the stack, so that h is written once. */
 #define FUSE_STACK_MAX 1024
 /* Columns are split in multiples of 16 floats (one 64-byte cache line). */
@@ -125,11 +129,14 @@ static void prefetch_near(const float *p, int64_t n) {
 #endif
 }
 
-/* streaming stores and prefetch for a call over nmat R x D matrices */
-static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
+/* streaming stores (beyond nt_min bytes) and prefetch for a call over nmat R x D matrices */
+static void set_mem_at(job *J, int64_t R, int64_t D, int nmat, double nt_min) {
     const double bytes = (double)R * (double)D * (double)nmat * sizeof(float);
-    J->nt = bytes > NT_MIN_BYTES;
+    J->nt = bytes > nt_min;
     J->pf = bytes > PF_MIN_BYTES;
+}
+static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
+    set_mem_at(J, R, D, nmat, NT_MIN_BYTES);
 }
 
 /* Runs fn over the rows of the call in J->pieces tasks; arg is the driver's struct, whose
@@ -610,7 +617,7 @@ void sn_d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
     fuse_job J;
     memset(&J, 0, sizeof J);
     J.run = job_of(ctx, R, D);
-    set_mem(&J.run, R, D, u ? 4 : 3);
+    set_mem_at(&J.run, R, D, u ? 4 : 3, FUSE_NT_MIN_BYTES);
     fuse_job_init(&J, f, params);
     J.x = (mat_in){x, ldx};
     J.y = (mat_in){y, ldy};
@@ -782,7 +789,7 @@ void sn_d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
     J.run = job_of(ctx, R, D);
     J.accx = (flags & SN_ACCUMULATE) != 0;
     J.accy = (flags & SN_ACCUMULATE_Y) != 0;
-    set_mem(&J.run, R, D, 5 + (du != NULL) + J.accx + J.accy);
+    set_mem_at(&J.run, R, D, 5 + (du != NULL) + J.accx + J.accy, FUSE_NT_MIN_BYTES);
     fuse_job_init(&J, f, params);
     J.dh = (mat_in){dh, lddh};
     J.du = (mat_in){du, lddu};
