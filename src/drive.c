@@ -545,6 +545,19 @@ static void fuse_job_init(fuse_job *J, const sn_fuse *f, const float *params) {
     J->F0.nt = J->run.nt;
 }
 
+/* Beyond L2 (pf), the forward kernel working on rows r, r + 1 prefetches the x and y rows of
+ * q and q + 1 (q = r + PF_AHEAD; those below R) through F->pf, as the backward's does: four
+ * pointers (q's repeated when q + 1 is past the end; the kernel takes four), none when q is. */
+static void fuse_fwd_pf(const fuse_job *J, int64_t q, sn_rfuse *F) {
+    int k = 0;
+    for (; q < J->run.R && k < 4; q++) {
+        F->pf[k++] = in_row(J->x, q);
+        F->pf[k++] = in_row(J->y, q);
+    }
+    for (; k > 0 && k < 4; k++) F->pf[k] = F->pf[k - 2];
+    F->npf = k;
+}
+
 static void fuse_fwd_task(void *arg, int64_t i) {
     const fuse_job *J = arg;
     const job *P = &J->run;
@@ -563,11 +576,18 @@ static void fuse_fwd_task(void *arg, int64_t i) {
         float *u = J->u.p ? out_row(J->u, r) : NULL;
         float mx, rx, my, ry, mo, ro;
         const int pair = two && r + 1 < hi;
+        int prefetch_pair = 0;
         for (int64_t q = r + PF_NEAR; near && q <= r + PF_NEAR + pair && q < rend; q++) {
             prefetch_near(out_row(J->h, q), D);
             if (J->u.p) prefetch_near(out_row(J->u, q), D);
         }
+        /* a pair's kernel spreads the prefetches over a sweep (see fuse_row_pf); single rows
+         * get them here, at once */
         for (int64_t q = r + PF_AHEAD; P->pf && q <= r + PF_AHEAD + pair && q < rend; q++) {
+            if (pair) {
+                prefetch_pair = 1;
+                break;
+            }
             prefetch_row(in_row(J->x, q), D);
             prefetch_row(in_row(J->y, q), D);
         }
@@ -577,7 +597,13 @@ static void fuse_fwd_task(void *arg, int64_t i) {
             float *const us[2] = {u, J->u.p ? out_row(J->u, r + 1) : NULL};
             float *const hs[2] = {h, out_row(J->h, r + 1)};
             float st2[2][6];
-            K->fuse_fwd2(&J->F0, f, D, xs, ys, us, hs, st2);
+            if (prefetch_pair) {
+                sn_rfuse F0 = J->F0;
+                fuse_fwd_pf(J, r + PF_AHEAD, &F0);
+                K->fuse_fwd2(&F0, f, D, xs, ys, us, hs, st2);
+            } else {
+                K->fuse_fwd2(&J->F0, f, D, xs, ys, us, hs, st2);
+            }
             for (int q = 0; q < 2 && J->stats_out; q++) {
                 float *st = J->stats_out + (r + q) * J->spr;
                 norm_put(f->x.kind, st + L->sx, 1, 0, st2[q][0], st2[q][1]);
