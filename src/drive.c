@@ -527,6 +527,7 @@ typedef struct fuse_job {
     const float *stats; /* backward: the forward's stats_out */
     mat_out dx, dy;     /* backward */
     int accx, accy;     /* backward: dx += and dy += instead of = */
+    int pf_spread;      /* forward: the pair kernel prefetches (see FUSE_PF_SPREAD_MIN_BYTES) */
 } fuse_job;
 
 /* the fuse call's job, with F0: the parts of every row's sn_rfuse that do not depend on the
@@ -544,6 +545,11 @@ static void fuse_job_init(fuse_job *J, const sn_fuse *f, const float *params) {
     J->F0.O = sn_k_resolve(&f->out, D, P ? P + J->L.po : NULL, 0.0f, 1.0f);
     J->F0.nt = J->run.nt;
 }
+
+/* Fuse forward calls over more than this many bytes have the pair kernel spread its prefetches
+ * over a sweep (fuse_fwd_pf); smaller ones, whose rows are mostly in the L3, prefetch in the
+ * driver, at once (docs/performance.md, "Measurements behind the code"). */
+#define FUSE_PF_SPREAD_MIN_BYTES (16.0 * 1024 * 1024)
 
 /* Beyond L2 (pf), the forward kernel working on rows r, r + 1 prefetches the x and y rows of
  * q and q + 1 (q = r + PF_AHEAD; those below R) through F->pf, as the backward's does: four
@@ -581,10 +587,10 @@ static void fuse_fwd_task(void *arg, int64_t i) {
             prefetch_near(out_row(J->h, q), D);
             if (J->u.p) prefetch_near(out_row(J->u, q), D);
         }
-        /* a pair's kernel spreads the prefetches over a sweep (see fuse_row_pf); single rows
-         * get them here, at once */
+        /* in calls beyond FUSE_PF_SPREAD_MIN_BYTES a pair's kernel spreads the prefetches over
+         * a sweep (fuse_fwd_pf); other rows get them here, at once */
         for (int64_t q = r + PF_AHEAD; P->pf && q <= r + PF_AHEAD + pair && q < rend; q++) {
-            if (pair) {
+            if (pair && J->pf_spread) {
                 prefetch_pair = 1;
                 break;
             }
@@ -644,6 +650,7 @@ void sn_d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
     memset(&J, 0, sizeof J);
     J.run = job_of(ctx, R, D);
     set_mem_at(&J.run, R, D, u ? 4 : 3, FUSE_NT_MIN_BYTES);
+    J.pf_spread = (double)R * (double)D * (u ? 4 : 3) * sizeof(float) > FUSE_PF_SPREAD_MIN_BYTES;
     fuse_job_init(&J, f, params);
     J.x = (mat_in){x, ldx};
     J.y = (mat_in){y, ldy};
