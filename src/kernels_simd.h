@@ -547,8 +547,11 @@ KINLINE void store_s2(float *u0, float *u1, V ux0, V ux1, float *s0p, float *s1p
  * rows' steps are interleaved, so that one row's statistics chain (sums, horizontal sums,
  * divisions, square roots) overlaps the other's. Subtracting a mean of +0 (RMSNorm) is exact,
  * so the sums of squares subtract it unconditionally, as stats2 does. The accumulators and
- * resolved norms are separate locals per row, so that they stay in registers. The s sweep
- * prefetches the rows of F0->pf when pf (a constant: a version without any test per step). */
+ * resolved norms are separate locals per row, so that they stay in registers. When pf (a
+ * constant: a version without any test per step), the rows of F0->pf are prefetched during
+ * the s sweep with AVX-512 and during the second statistics sweep (loads only, no streaming
+ * stores) with AVX2, each the faster on its path (docs/performance.md, "Measurements behind
+ * the code"). */
 KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
                             const float *const x[2], const float *const y[2], float *const u[2],
                             float *const h[2], float st[2][6], int pf) {
@@ -579,6 +582,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
         V ax0[4] = ZERO4, ax1[4] = ZERO4, ay0[4] = ZERO4, ay1[4] = ZERO4;
         const V cx0 = vset1(mx0), cx1 = vset1(mx1), cy0 = vset1(my0), cy1 = vset1(my1);
         RCOLS4(D, {
+            if (pf && VW < 16) prefetch_step(F0, 4, j, k);
             V dx0 = keep(vsub(load(x0 + j, t, m), cx0), t, m);
             V dy0 = keep(vsub(load(y0 + j, t, m), cy0), t, m);
             V dx1 = keep(vsub(load(x1 + j, t, m), cx1), t, m);
@@ -609,7 +613,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
         const V zero = vset1(0.0f);
         if (lo)
             RCOLS4(D, {
-                if (pf) prefetch_step(F0, 4, j, k);
+                if (pf && VW >= 16) prefetch_step(F0, 4, j, k);
                 V ux0, ux1;
                 const V s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);
                 const V s1 = s_of(&X1, &Y1, x1, y1, j, t, m, &ux1);
@@ -619,7 +623,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
             });
         else
             RCOLS4(D, {
-                if (pf) prefetch_step(F0, 4, j, k);
+                if (pf && VW >= 16) prefetch_step(F0, 4, j, k);
                 V ux0, ux1;
                 const V s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);
                 const V s1 = s_of(&X1, &Y1, x1, y1, j, t, m, &ux1);
