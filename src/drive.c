@@ -26,6 +26,10 @@
  * written line saves a third of a write's traffic. Smaller calls store normally, so that their
  * outputs stay in the cache for the next call (e.g. the block's matmul reading h). */
 #define NT_MIN_BYTES (40.0 * 1024 * 1024)
+/* The fuse and merge calls stream from the size of the last-level cache (32 MiB) up, the other
+ * calls from NT_MIN_BYTES: between the two, a merge forward is faster streamed and a norm
+ * backward with normal stores (docs/performance.md, "Measurements behind the code"). */
+#define FUSE_NT_MIN_BYTES (32.0 * 1024 * 1024)
 /* Fuse forward rows up to this width build s on the stack, so that h is written once. */
 #define FUSE_STACK_MAX 1024
 /* Columns are split in multiples of 16 floats (one 64-byte cache line). */
@@ -125,11 +129,14 @@ static void prefetch_near(const float *p, int64_t n) {
 #endif
 }
 
-/* streaming stores and prefetch for a call over nmat R x D matrices */
-static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
+/* streaming stores (beyond nt_min bytes) and prefetch for a call over nmat R x D matrices */
+static void set_mem_at(job *J, int64_t R, int64_t D, int nmat, double nt_min) {
     const double bytes = (double)R * (double)D * (double)nmat * sizeof(float);
-    J->nt = bytes > NT_MIN_BYTES;
+    J->nt = bytes > nt_min;
     J->pf = bytes > PF_MIN_BYTES;
+}
+static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
+    set_mem_at(J, R, D, nmat, NT_MIN_BYTES);
 }
 
 /* Runs fn over the rows of the call in J->pieces tasks; arg is the driver's struct, whose
@@ -516,6 +523,7 @@ typedef struct fuse_job {
     const float *stats; /* backward: the forward's stats_out */
     mat_out dx, dy;     /* backward */
     int accx, accy;     /* backward: dx += and dy += instead of = */
+    int pf_spread;      /* forward: the pair kernel prefetches (see FUSE_PF_SPREAD_MIN_BYTES) */
 } fuse_job;
 
 /* the fuse call's job, with F0: the parts of every row's sn_rfuse that do not depend on the
@@ -532,6 +540,24 @@ static void fuse_job_init(fuse_job *J, const sn_fuse *f, const float *params) {
     J->F0.Y = sn_k_resolve(&f->y, D, P ? P + J->L.py : NULL, 0.0f, 1.0f);
     J->F0.O = sn_k_resolve(&f->out, D, P ? P + J->L.po : NULL, 0.0f, 1.0f);
     J->F0.nt = J->run.nt;
+}
+
+/* Fuse forward calls over more than this many bytes have the pair kernel spread its prefetches
+ * over a sweep (fuse_fwd_pf); smaller ones, whose rows are mostly in the L3, prefetch in the
+ * driver, at once (docs/performance.md, "Measurements behind the code"). */
+#define FUSE_PF_SPREAD_MIN_BYTES (16.0 * 1024 * 1024)
+
+/* Beyond L2 (pf), the forward kernel working on rows r, r + 1 prefetches the x and y rows of
+ * q and q + 1 (q = r + PF_AHEAD; those below R) through F->pf, as the backward's does: four
+ * pointers (q's repeated when q + 1 is past the end; the kernel takes four), none when q is. */
+static void fuse_fwd_pf(const fuse_job *J, int64_t q, sn_rfuse *F) {
+    int k = 0;
+    for (; q < J->run.R && k < 4; q++) {
+        F->pf[k++] = in_row(J->x, q);
+        F->pf[k++] = in_row(J->y, q);
+    }
+    for (; k > 0 && k < 4; k++) F->pf[k] = F->pf[k - 2];
+    F->npf = k;
 }
 
 static void fuse_fwd_task(void *arg, int64_t i) {
@@ -552,11 +578,18 @@ static void fuse_fwd_task(void *arg, int64_t i) {
         float *u = J->u.p ? out_row(J->u, r) : NULL;
         float mx, rx, my, ry, mo, ro;
         const int pair = two && r + 1 < hi;
+        int prefetch_pair = 0;
         for (int64_t q = r + PF_NEAR; near && q <= r + PF_NEAR + pair && q < rend; q++) {
             prefetch_near(out_row(J->h, q), D);
             if (J->u.p) prefetch_near(out_row(J->u, q), D);
         }
+        /* in calls beyond FUSE_PF_SPREAD_MIN_BYTES a pair's kernel spreads the prefetches over
+         * a sweep (fuse_fwd_pf); other rows get them here, at once */
         for (int64_t q = r + PF_AHEAD; P->pf && q <= r + PF_AHEAD + pair && q < rend; q++) {
+            if (pair && J->pf_spread) {
+                prefetch_pair = 1;
+                break;
+            }
             prefetch_row(in_row(J->x, q), D);
             prefetch_row(in_row(J->y, q), D);
         }
@@ -566,7 +599,13 @@ static void fuse_fwd_task(void *arg, int64_t i) {
             float *const us[2] = {u, J->u.p ? out_row(J->u, r + 1) : NULL};
             float *const hs[2] = {h, out_row(J->h, r + 1)};
             float st2[2][6];
-            K->fuse_fwd2(&J->F0, f, D, xs, ys, us, hs, st2);
+            if (prefetch_pair) {
+                sn_rfuse F0 = J->F0;
+                fuse_fwd_pf(J, r + PF_AHEAD, &F0);
+                K->fuse_fwd2(&F0, f, D, xs, ys, us, hs, st2);
+            } else {
+                K->fuse_fwd2(&J->F0, f, D, xs, ys, us, hs, st2);
+            }
             for (int q = 0; q < 2 && J->stats_out; q++) {
                 float *st = J->stats_out + (r + q) * J->spr;
                 norm_put(f->x.kind, st + L->sx, 1, 0, st2[q][0], st2[q][1]);
@@ -606,7 +645,8 @@ void sn_d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
     fuse_job J;
     memset(&J, 0, sizeof J);
     J.run = job_of(ctx, R, D);
-    set_mem(&J.run, R, D, u ? 4 : 3);
+    set_mem_at(&J.run, R, D, u ? 4 : 3, FUSE_NT_MIN_BYTES);
+    J.pf_spread = (double)R * (double)D * (u ? 4 : 3) * sizeof(float) > FUSE_PF_SPREAD_MIN_BYTES;
     fuse_job_init(&J, f, params);
     J.x = (mat_in){x, ldx};
     J.y = (mat_in){y, ldy};
@@ -777,7 +817,7 @@ void sn_d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
     J.run = job_of(ctx, R, D);
     J.accx = (flags & SN_ACCUMULATE) != 0;
     J.accy = (flags & SN_ACCUMULATE_Y) != 0;
-    set_mem(&J.run, R, D, 5 + (du != NULL) + J.accx + J.accy);
+    set_mem_at(&J.run, R, D, 5 + (du != NULL) + J.accx + J.accy, FUSE_NT_MIN_BYTES);
     fuse_job_init(&J, f, params);
     J.dh = (mat_in){dh, lddh};
     J.du = (mat_in){du, lddu};

@@ -235,6 +235,7 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
 static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
                       const float *const y[2], float *const u[2], float *const h[2],
                       float st[2][6]) {
+    sn_k_prefetch_rows(F0, D);
     float s[SN_FUSE2_MAX];
     for (int q = 0; q < 2; q++) {
         sn_rfuse F = *F0;

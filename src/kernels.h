@@ -109,8 +109,10 @@ typedef struct sn_kern {
      * both set), for a fuse whose N_x and N_y are both LayerNorm or both RMSNorm and whose N_out
      * is LayerNorm or RMSNorm, with D <= SN_FUSE2_MAX: writes u, h and st[q] = {mx, rx, my, ry,
      * mo, ro}, bitwise the same as stats2, fuse_s (s in a stack row) and norm_row on each row.
-     * *F0 holds the three norms resolved without statistics (m = 0, r = 1) and nt. The two
-     * rows' statistics chains are interleaved so that they overlap. */
+     * *F0 holds the three norms resolved without statistics (m = 0, r = 1) and nt, and in pf
+     * the rows to prefetch for a later call: npf is 0 or 4 (the SIMD kernels spread them over
+     * their s sweep, as fuse_bwd does). The two rows' statistics chains are interleaved so
+     * that they overlap. */
     void (*fuse_fwd2)(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
                       const float *const y[2], float *const u[2], float *const h[2],
                       float st[2][6]);

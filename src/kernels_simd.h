@@ -409,8 +409,23 @@ static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float
 
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
-#define ZERO2                                                                                      \
-    { vset1(0.0f), vset1(0.0f) }
+/* In a sweep with accumulator sets k, column j: prefetches (prefetcht1) the first n rows of
+ * F->pf (n a constant: F->pf then holds n rows) at j when F->npf > 0, one line each per 64
+ * bytes of columns (every step with AVX-512, the steps of even k with AVX2), so that a later
+ * call's misses overlap this call's arithmetic. */
+KINLINE void prefetch_step(const sn_rfuse *F, int n, int64_t j, int k) {
+#if defined(__GNUC__)
+    if ((VW >= 16 || (k & 1) == 0) && F->npf)
+        for (int i = 0; i < n; i++) __builtin_prefetch(F->pf[i] + j, 0, 2);
+#else
+    (void)F;
+    (void)n;
+    (void)j;
+    (void)k;
+#endif
+}
+
+#define ZERO2 {vset1(0.0f), vset1(0.0f)}
 
 static int has_rstd(const sn_norm *n) {
     return n->kind == SN_NORM_LAYERNORM || n->kind == SN_NORM_RMSNORM;
@@ -524,10 +539,14 @@ KINLINE void store_s2(float *u0, float *u1, V ux0, V ux1, float *s0p, float *s1p
  * rows' steps are interleaved, so that one row's statistics chain (sums, horizontal sums,
  * divisions, square roots) overlaps the other's. Subtracting a mean of +0 (RMSNorm) is exact,
  * so the sums of squares subtract it unconditionally, as stats2 does. The accumulators and
- * resolved norms are separate locals per row, so that they stay in registers. */
+ * resolved norms are separate locals per row, so that they stay in registers. When pf (a
+ * constant: a version without any test per step), the rows of F0->pf are prefetched during
+ * the s sweep with AVX-512 and during the second statistics sweep (loads only, no streaming
+ * stores) with AVX2, each the faster on its path (docs/performance.md, "Measurements behind
+ * the code"). */
 KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
                             const float *const x[2], const float *const y[2], float *const u[2],
-                            float *const h[2], float st[2][6]) {
+                            float *const h[2], float st[2][6], int pf) {
     const sn_norm nx = f->x, ny = f->y, no = f->out;
     const int lxy = nx.kind == SN_NORM_LAYERNORM, lo = no.kind == SN_NORM_LAYERNORM;
     const int nt = F0->nt;
@@ -555,6 +574,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
         V ax0[4] = ZERO4, ax1[4] = ZERO4, ay0[4] = ZERO4, ay1[4] = ZERO4;
         const V cx0 = vset1(mx0), cx1 = vset1(mx1), cy0 = vset1(my0), cy1 = vset1(my1);
         RCOLS4(D, {
+            if (pf && VW < 16) prefetch_step(F0, 4, j, k);
             V dx0 = keep(vsub(load(x0 + j, t, m), cx0), t, m);
             V dy0 = keep(vsub(load(y0 + j, t, m), cy0), t, m);
             V dx1 = keep(vsub(load(x1 + j, t, m), cx1), t, m);
@@ -585,6 +605,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
         const V zero = vset1(0.0f);
         if (lo)
             RCOLS4(D, {
+                if (pf && VW >= 16) prefetch_step(F0, 4, j, k);
                 V ux0, ux1;
                 const V s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);
                 const V s1 = s_of(&X1, &Y1, x1, y1, j, t, m, &ux1);
@@ -594,6 +615,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
             });
         else
             RCOLS4(D, {
+                if (pf && VW >= 16) prefetch_step(F0, 4, j, k);
                 V ux0, ux1;
                 const V s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);
                 const V s1 = s_of(&X1, &Y1, x1, y1, j, t, m, &ux1);
@@ -636,12 +658,17 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
     st[1][5] = ro1;
 }
 /* Rows of exactly four vectors (D = 64 with AVX-512, 32 with AVX2) get a version with the
- * width a constant: the loops unroll and the loads of the statistics passes are shared. */
+ * width a constant: the loops unroll and the loads of the statistics passes are shared. Calls
+ * that prefetch (rows beyond the L2, never that short) get their own version. */
 static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
                       const float *const y[2], float *const u[2], float *const h[2],
                       float st[2][6]) {
-    if (D == 4 * VW) fuse_fwd2_body(F0, f, 4 * VW, x, y, u, h, st);
-    else fuse_fwd2_body(F0, f, D, x, y, u, h, st);
+    if (F0->npf)
+        fuse_fwd2_body(F0, f, D, x, y, u, h, st, 1);
+    else if (D == 4 * VW)
+        fuse_fwd2_body(F0, f, 4 * VW, x, y, u, h, st, 0);
+    else
+        fuse_fwd2_body(F0, f, D, x, y, u, h, st, 0);
 }
 
 /* The quantities of a fuse backward, each with its one definition:
