@@ -425,7 +425,8 @@ KINLINE void prefetch_step(const sn_rfuse *F, int n, int64_t j, int k) {
 #endif
 }
 
-#define ZERO2 {vset1(0.0f), vset1(0.0f)}
+#define ZERO2                                                                                      \
+    { vset1(0.0f), vset1(0.0f) }
 
 static int has_rstd(const sn_norm *n) {
     return n->kind == SN_NORM_LAYERNORM || n->kind == SN_NORM_RMSNORM;
@@ -663,12 +664,9 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
 static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
                       const float *const y[2], float *const u[2], float *const h[2],
                       float st[2][6]) {
-    if (F0->npf)
-        fuse_fwd2_body(F0, f, D, x, y, u, h, st, 1);
-    else if (D == 4 * VW)
-        fuse_fwd2_body(F0, f, 4 * VW, x, y, u, h, st, 0);
-    else
-        fuse_fwd2_body(F0, f, D, x, y, u, h, st, 0);
+    if (F0->npf) fuse_fwd2_body(F0, f, D, x, y, u, h, st, 1);
+    else if (D == 4 * VW) fuse_fwd2_body(F0, f, 4 * VW, x, y, u, h, st, 0);
+    else fuse_fwd2_body(F0, f, D, x, y, u, h, st, 0);
 }
 
 /* The quantities of a fuse backward, each with its one definition:
