@@ -442,12 +442,12 @@ enum { AT_SPLIT, AT_SUB, AT_MERGE }; /* the stage it works on */
 
 /* One pass call, as begin() validates it: direction, stage, and the caller's matrix. */
 typedef struct call {
-    int dir;          /* FWD, BWD or INFER */
-    int at;           /* AT_SPLIT, AT_SUB (sub-layer i) or AT_MERGE */
-    int32_t i;        /* the sub-layer, for AT_SUB */
-    const float *mat; /* the caller's R x D matrix, row stride ld */
+    int dir;         /* FWD, BWD or INFER */
+    int at;          /* AT_SPLIT, AT_SUB (sub-layer i) or AT_MERGE */
+    int32_t i;       /* the sub-layer, for AT_SUB */
+    const float *in; /* the caller's R x D matrix, row stride ld: the one it reads, */
+    float *out;      /* or the one it writes (the other is NULL) */
     int64_t ld;
-    int mat_written; /* the call writes mat (else reads it) */
     uint32_t flags;
     uint32_t allowed; /* the flags this call knows */
 } call;
@@ -484,7 +484,8 @@ static sn_status begin(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *
     const int64_t per_row = c->dir == INFER ? state_per_row(L) : acts_per_row(L);
     st = sn_check_dims(R, L->D);
     if (st == SN_OK) st = sn_check_dims(R, per_row);
-    if (st == SN_OK) st = sn_check_mat(c->mat, R, L->D, c->ld);
+    const float *mat = c->out ? c->out : c->in;
+    if (st == SN_OK) st = sn_check_mat(mat, R, L->D, c->ld);
     if (st != SN_OK) return st;
     if (!p->acts || (L->np > 0 && !p->params) || (bwd && !p->work)) return SN_ERR_NULL;
     if (c->at == AT_SUB && (c->i < 0 || c->i >= L->S)) return SN_ERR_INDEX;
@@ -495,14 +496,13 @@ static sn_status begin(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *
         sn_vec_buf(p->acts, R * per_row, !bwd),
         sn_vec_buf(bwd ? p->grads : NULL, L->np, 1),
         sn_vec_buf(bwd ? p->work : NULL, R * L->wslots * L->D, work_w),
-        sn_mat_buf(c->mat, R, L->D, c->ld, c->mat_written, 0),
+        sn_mat_buf(mat, R, L->D, c->ld, c->out != NULL, 0),
         /* explicit scales are read by the call: no written buffer may overlap them */
         sn_vec_buf(net->scale_rule == SN_SCALE_EXPLICIT ? net->scales : NULL, L->S, 0),
     };
     st = sn_check_alias(bufs, 6);
     if (st != SN_OK) return st;
-    const float *in[] = {c->mat_written ? NULL : c->mat}; /* checked mode: the caller's input */
-    st = sn_check_inputs(ctx, R, L->D, in, &c->ld, 1, p->params, L->np);
+    st = sn_check_inputs(ctx, R, L->D, &c->in, &c->ld, 1, p->params, L->np); /* checked mode */
     if (st != SN_OK) return st;
     const int64_t i = c->at == AT_SPLIT ? -1 : c->at == AT_MERGE ? L->S : c->i;
     layout(&P->L, i, &P->s);
@@ -515,15 +515,6 @@ static sn_status begin(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *
     P->infer = c->dir == INFER;
     P->nslots = P->infer ? infer_nslots(L) : L->nslots;
     return SN_OK;
-}
-
-/* begin() for an inference call: its buffers as a pass whose acts is the state. */
-static sn_status begin_infer(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *q, call *c,
-                             pass *P) {
-    c->dir = INFER;
-    if (net && !q) return SN_ERR_NULL;
-    const sn_net_pass p = {q ? q->rows : 0, q ? q->params : NULL, q ? q->state : NULL, NULL, NULL};
-    return begin(ctx, net, &p, c, P);
 }
 
 /* Slot k of acts (R x D, row stride D). */
@@ -649,71 +640,64 @@ static void merge_fwd(const sn_ctx *ctx, const pass *P, float *out, int64_t ldo)
     }
 }
 
-/* The public forward calls, training and inference: validate, then run the stage. */
+/* Every forward call, training (bufs) and inference (the state as acts): validate, then run
+ * the stage. */
+static sn_status forward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                         const call *c) {
+    pass P;
+    sn_status st = begin(ctx, net, bufs, c, &P);
+    if (st != SN_OK) return st;
+    switch (c->at) {
+    case AT_SPLIT: split_fwd(ctx, &P, c->in, c->ld); break;
+    case AT_MERGE: merge_fwd(ctx, &P, c->out, c->ld); break;
+    default: /* enter writes h, exit reads z */
+        if (c->out) enter_fwd(ctx, &P, c->out, c->ld);
+        else exit_fwd(ctx, &P, c->in, c->ld);
+        break;
+    }
+    return SN_OK;
+}
+
+/* An inference call: its buffers as a pass whose acts is the state. */
+static sn_status infer(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *q, call c) {
+    if (net && !q) return SN_ERR_NULL;
+    const sn_net_pass p = {q ? q->rows : 0, q ? q->params : NULL, q ? q->state : NULL, NULL, NULL};
+    c.dir = INFER;
+    return forward(ctx, net, &p, &c);
+}
+
 sn_status sn_net_split(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
                        const float *e, int64_t lde) {
-    pass P;
-    const call c = {.dir = FWD, .at = AT_SPLIT, .mat = e, .ld = lde};
-    sn_status st = begin(ctx, net, bufs, &c, &P);
-    if (st == SN_OK) split_fwd(ctx, &P, e, lde);
-    return st;
+    return forward(ctx, net, bufs, &(call){.dir = FWD, .at = AT_SPLIT, .in = e, .ld = lde});
 }
 sn_status sn_net_enter(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs, int32_t i,
                        float *h, int64_t ldh) {
-    pass P;
-    const call c = {.dir = FWD, .at = AT_SUB, .i = i, .mat = h, .ld = ldh, .mat_written = 1};
-    sn_status st = begin(ctx, net, bufs, &c, &P);
-    if (st == SN_OK) enter_fwd(ctx, &P, h, ldh);
-    return st;
+    return forward(ctx, net, bufs, &(call){.dir = FWD, .at = AT_SUB, .i = i, .out = h, .ld = ldh});
 }
 sn_status sn_net_exit(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs, int32_t i,
                       const float *z, int64_t ldz) {
-    pass P;
-    const call c = {.dir = FWD, .at = AT_SUB, .i = i, .mat = z, .ld = ldz};
-    sn_status st = begin(ctx, net, bufs, &c, &P);
-    if (st == SN_OK) exit_fwd(ctx, &P, z, ldz);
-    return st;
+    return forward(ctx, net, bufs, &(call){.dir = FWD, .at = AT_SUB, .i = i, .in = z, .ld = ldz});
 }
 sn_status sn_net_merge(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs, float *out,
                        int64_t ldo) {
-    pass P;
-    const call c = {.dir = FWD, .at = AT_MERGE, .mat = out, .ld = ldo, .mat_written = 1};
-    sn_status st = begin(ctx, net, bufs, &c, &P);
-    if (st == SN_OK) merge_fwd(ctx, &P, out, ldo);
-    return st;
+    return forward(ctx, net, bufs, &(call){.dir = FWD, .at = AT_MERGE, .out = out, .ld = ldo});
 }
 
 sn_status sn_net_infer_split(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
                              const float *e, int64_t lde) {
-    pass P;
-    call c = {.at = AT_SPLIT, .mat = e, .ld = lde};
-    sn_status st = begin_infer(ctx, net, inf, &c, &P);
-    if (st == SN_OK) split_fwd(ctx, &P, e, lde);
-    return st;
+    return infer(ctx, net, inf, (call){.at = AT_SPLIT, .in = e, .ld = lde});
 }
 sn_status sn_net_infer_enter(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
                              int32_t i, float *h, int64_t ldh) {
-    pass P;
-    call c = {.at = AT_SUB, .i = i, .mat = h, .ld = ldh, .mat_written = 1};
-    sn_status st = begin_infer(ctx, net, inf, &c, &P);
-    if (st == SN_OK) enter_fwd(ctx, &P, h, ldh);
-    return st;
+    return infer(ctx, net, inf, (call){.at = AT_SUB, .i = i, .out = h, .ld = ldh});
 }
 sn_status sn_net_infer_exit(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
                             int32_t i, const float *z, int64_t ldz) {
-    pass P;
-    call c = {.at = AT_SUB, .i = i, .mat = z, .ld = ldz};
-    sn_status st = begin_infer(ctx, net, inf, &c, &P);
-    if (st == SN_OK) exit_fwd(ctx, &P, z, ldz);
-    return st;
+    return infer(ctx, net, inf, (call){.at = AT_SUB, .i = i, .in = z, .ld = ldz});
 }
 sn_status sn_net_infer_merge(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
                              float *out, int64_t ldo) {
-    pass P;
-    call c = {.at = AT_MERGE, .mat = out, .ld = ldo, .mat_written = 1};
-    sn_status st = begin_infer(ctx, net, inf, &c, &P);
-    if (st == SN_OK) merge_fwd(ctx, &P, out, ldo);
-    return st;
+    return infer(ctx, net, inf, (call){.at = AT_MERGE, .out = out, .ld = ldo});
 }
 
 /* ---- backward ------------------------------------------------------------------------------ */
@@ -721,7 +705,7 @@ sn_status sn_net_infer_merge(const sn_ctx *ctx, const sn_net *net, const sn_net_
 sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
                                 const float *dout, int64_t lddo) {
     pass P;
-    const call c = {.dir = BWD, .at = AT_MERGE, .mat = dout, .ld = lddo};
+    const call c = {.dir = BWD, .at = AT_MERGE, .in = dout, .ld = lddo};
     sn_status st = begin(ctx, net, bufs, &c, &P);
     if (st != SN_OK) return st;
     const int64_t R = P.R, D = P.L.D;
@@ -749,9 +733,8 @@ sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_ne
     const call c = {.dir = BWD,
                     .at = AT_SUB,
                     .i = i,
-                    .mat = dz,
+                    .out = dz,
                     .ld = lddz,
-                    .mat_written = 1,
                     .flags = flags,
                     .allowed = SN_ACCUMULATE};
     sn_status st = begin(ctx, net, bufs, &c, &P);
@@ -786,7 +769,7 @@ sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_ne
 sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
                                 int32_t i, const float *dh, int64_t lddh) {
     pass P;
-    const call c = {.dir = BWD, .at = AT_SUB, .i = i, .mat = dh, .ld = lddh};
+    const call c = {.dir = BWD, .at = AT_SUB, .i = i, .in = dh, .ld = lddh};
     sn_status st = begin(ctx, net, bufs, &c, &P);
     if (st != SN_OK) return st;
     const stage *s = &P.s;
@@ -828,9 +811,8 @@ sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
     pass P;
     const call c = {.dir = BWD,
                     .at = AT_SPLIT,
-                    .mat = de,
+                    .out = de,
                     .ld = ldde,
-                    .mat_written = 1,
                     .flags = flags,
                     .allowed = SN_ACCUMULATE};
     sn_status st = begin(ctx, net, bufs, &c, &P);
