@@ -636,6 +636,8 @@ static void test_net_api(void) {
         float *params = B(20), *grads = B(21), *acts = B(24), *work = B(32);
         float *e = B(40), *h = B(41), *z = B(42), *out = B(43), *dout = B(44), *dz = B(45);
         float *dh = B(46), *de = B(47);
+        /* valid passes: forward, backward (a bad-argument check varies one field) */
+        const sn_net_pass fw = {R, params, acts, NULL, NULL}, bw = {R, params, acts, grads, work};
         CHECK_STATUS(sn_net_check(NULL), SN_ERR_NULL);
 
         /* explicit scales valid */
@@ -670,28 +672,18 @@ static void test_net_api(void) {
                           memcmp(&nd, &nd0, sizeof nd) == 0,
                       "placement %d, %s: sn_net_norm_at status/outputs", pl, bn[k].what);
             BAD(sn_net_init_params(q, params), want);
-            BAD(sn_net_split(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, e, ld), want);
-            BAD(sn_net_merge(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, out, ld), want);
-            BAD(sn_net_merge_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, dout,
-                                      ld),
-                want);
+            BAD(sn_net_split(NULL, q, &fw, e, ld), want);
+            BAD(sn_net_merge(NULL, q, &fw, out, ld), want);
+            BAD(sn_net_merge_backward(NULL, q, &bw, dout, ld), want);
             /* with S <= 0 sub-layer 0 does not exist either: SN_ERR_INDEX is as right as
              * SN_ERR_SHAPE there (two defects); the memory must be untouched all the same */
             if (q->n_sublayers <= 0 && want == SN_ERR_SHAPE)
                 want = SN_ERR_INDEX, alt = SN_ERR_SHAPE;
-            BADALT(sn_net_enter(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, ld),
-                   want, alt);
-            BADALT(sn_net_exit(NULL, q, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, ld),
-                   want, alt);
-            BADALT(sn_net_exit_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, 0,
-                                        dz, ld, 0),
-                   want, alt);
-            BADALT(sn_net_enter_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, 0,
-                                         dh, ld),
-                   want, alt);
-            BAD(sn_net_split_backward(NULL, q, &(sn_net_pass){R, params, acts, grads, work}, de, ld,
-                                      0),
-                bn[k].st);
+            BADALT(sn_net_enter(NULL, q, &fw, 0, h, ld), want, alt);
+            BADALT(sn_net_exit(NULL, q, &fw, 0, z, ld), want, alt);
+            BADALT(sn_net_exit_backward(NULL, q, &bw, 0, dz, ld, 0), want, alt);
+            BADALT(sn_net_enter_backward(NULL, q, &bw, 0, dh, ld), want, alt);
+            BAD(sn_net_split_backward(NULL, q, &bw, de, ld, 0), bn[k].st);
         }
 
         /* sn_net_scale */
@@ -752,92 +744,66 @@ static void test_net_api(void) {
 
         /* sn_net_split */
         const sn_net *g = &good;
-        GOOD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, e, ld));
-        BAD(sn_net_split(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, e, ld),
-            SN_ERR_NULL);
-        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, NULL, ld),
-            SN_ERR_NULL);
+        GOOD(sn_net_split(NULL, g, &fw, e, ld));
+        BAD(sn_net_split(NULL, NULL, &fw, e, ld), SN_ERR_NULL);
+        BAD(sn_net_split(NULL, g, &fw, NULL, ld), SN_ERR_NULL);
         BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, e, ld), SN_ERR_NULL);
         BAD(sn_net_split(NULL, g, &(sn_net_pass){0, params, acts, NULL, NULL}, e, ld),
             SN_ERR_SHAPE);
         BAD(sn_net_split(NULL, g, &(sn_net_pass){-1, params, acts, NULL, NULL}, e, ld),
             SN_ERR_SHAPE);
-        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, e, D - 1),
-            SN_ERR_STRIDE);
-        BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, acts + 3, ld),
-            SN_ERR_ALIAS);
+        BAD(sn_net_split(NULL, g, &fw, e, D - 1), SN_ERR_STRIDE);
+        BAD(sn_net_split(NULL, g, &fw, acts + 3, ld), SN_ERR_ALIAS);
         BAD(sn_net_split(NULL, g, &(sn_net_pass){R, params, params, NULL, NULL}, e, ld),
             SN_ERR_ALIAS);
         /* sn_net_enter */
-        GOOD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, ld));
-        BAD(sn_net_enter(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, ld),
-            SN_ERR_NULL);
+        GOOD(sn_net_enter(NULL, g, &fw, 0, h, ld));
+        BAD(sn_net_enter(NULL, NULL, &fw, 0, h, ld), SN_ERR_NULL);
         BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, NULL, acts, NULL, NULL}, 0, h, ld),
             SN_ERR_NULL);
         BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, 0, h, ld),
             SN_ERR_NULL);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, NULL, ld),
-            SN_ERR_NULL);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, -1, h, ld),
-            SN_ERR_INDEX);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, S, h, ld),
-            SN_ERR_INDEX);
+        BAD(sn_net_enter(NULL, g, &fw, 0, NULL, ld), SN_ERR_NULL);
+        BAD(sn_net_enter(NULL, g, &fw, -1, h, ld), SN_ERR_INDEX);
+        BAD(sn_net_enter(NULL, g, &fw, S, h, ld), SN_ERR_INDEX);
         BAD(sn_net_enter(NULL, g, &(sn_net_pass){0, params, acts, NULL, NULL}, 0, h, ld),
             SN_ERR_SHAPE);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, h, 2),
-            SN_ERR_STRIDE);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, acts + 1, ld),
-            SN_ERR_ALIAS);
-        BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, params, ld),
-            SN_ERR_ALIAS);
+        BAD(sn_net_enter(NULL, g, &fw, 0, h, 2), SN_ERR_STRIDE);
+        BAD(sn_net_enter(NULL, g, &fw, 0, acts + 1, ld), SN_ERR_ALIAS);
+        BAD(sn_net_enter(NULL, g, &fw, 0, params, ld), SN_ERR_ALIAS);
         BAD(sn_net_enter(NULL, g, &(sn_net_pass){R, params, params, NULL, NULL}, 0, h, ld),
             SN_ERR_ALIAS);
         /* sn_net_exit */
-        GOOD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, ld));
-        BAD(sn_net_exit(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, ld),
-            SN_ERR_NULL);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, NULL, ld),
-            SN_ERR_NULL);
+        GOOD(sn_net_exit(NULL, g, &fw, 0, z, ld));
+        BAD(sn_net_exit(NULL, NULL, &fw, 0, z, ld), SN_ERR_NULL);
+        BAD(sn_net_exit(NULL, g, &fw, 0, NULL, ld), SN_ERR_NULL);
         BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, NULL, acts, NULL, NULL}, 0, z, ld), SN_ERR_NULL);
         BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, 0, z, ld),
             SN_ERR_NULL);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, -1, z, ld),
-            SN_ERR_INDEX);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, S, z, ld),
-            SN_ERR_INDEX);
+        BAD(sn_net_exit(NULL, g, &fw, -1, z, ld), SN_ERR_INDEX);
+        BAD(sn_net_exit(NULL, g, &fw, S, z, ld), SN_ERR_INDEX);
         BAD(sn_net_exit(NULL, g, &(sn_net_pass){-3, params, acts, NULL, NULL}, 0, z, ld),
             SN_ERR_SHAPE);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, z, 4),
-            SN_ERR_STRIDE);
-        BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, 0, acts, ld),
-            SN_ERR_ALIAS);
+        BAD(sn_net_exit(NULL, g, &fw, 0, z, 4), SN_ERR_STRIDE);
+        BAD(sn_net_exit(NULL, g, &fw, 0, acts, ld), SN_ERR_ALIAS);
         BAD(sn_net_exit(NULL, g, &(sn_net_pass){R, acts + 2, acts, NULL, NULL}, 0, z, ld),
             SN_ERR_ALIAS);
         /* sn_net_merge */
-        GOOD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, out, ld));
-        BAD(sn_net_merge(NULL, NULL, &(sn_net_pass){R, params, acts, NULL, NULL}, out, ld),
-            SN_ERR_NULL);
+        GOOD(sn_net_merge(NULL, g, &fw, out, ld));
+        BAD(sn_net_merge(NULL, NULL, &fw, out, ld), SN_ERR_NULL);
         BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, NULL, acts, NULL, NULL}, out, ld), SN_ERR_NULL);
         BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, NULL, NULL, NULL}, out, ld),
             SN_ERR_NULL);
-        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, NULL, ld),
-            SN_ERR_NULL);
+        BAD(sn_net_merge(NULL, g, &fw, NULL, ld), SN_ERR_NULL);
         BAD(sn_net_merge(NULL, g, &(sn_net_pass){0, params, acts, NULL, NULL}, out, ld),
             SN_ERR_SHAPE);
-        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, out, 1),
-            SN_ERR_STRIDE);
-        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, acts + 4, ld),
-            SN_ERR_ALIAS);
-        BAD(sn_net_merge(NULL, g, &(sn_net_pass){R, params, acts, NULL, NULL}, params, ld),
-            SN_ERR_ALIAS);
+        BAD(sn_net_merge(NULL, g, &fw, out, 1), SN_ERR_STRIDE);
+        BAD(sn_net_merge(NULL, g, &fw, acts + 4, ld), SN_ERR_ALIAS);
+        BAD(sn_net_merge(NULL, g, &fw, params, ld), SN_ERR_ALIAS);
         /* sn_net_merge_backward */
-        GOOD(
-            sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, dout, ld));
-        BAD(sn_net_merge_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, dout,
-                                  ld),
-            SN_ERR_NULL);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, NULL, ld),
-            SN_ERR_NULL);
+        GOOD(sn_net_merge_backward(NULL, g, &bw, dout, ld));
+        BAD(sn_net_merge_backward(NULL, NULL, &bw, dout, ld), SN_ERR_NULL);
+        BAD(sn_net_merge_backward(NULL, g, &bw, NULL, ld), SN_ERR_NULL);
         BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, NULL, acts, grads, work}, dout, ld),
             SN_ERR_NULL);
         BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, NULL, grads, work}, dout, ld),
@@ -848,13 +814,9 @@ static void test_net_api(void) {
             SN_ERR_NULL);
         BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){-1, params, acts, grads, work}, dout, ld),
             SN_ERR_SHAPE);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, dout, 3),
-            SN_ERR_STRIDE);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, work + 1,
-                                  ld),
-            SN_ERR_ALIAS);
-        BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, grads, ld),
-            SN_ERR_ALIAS);
+        BAD(sn_net_merge_backward(NULL, g, &bw, dout, 3), SN_ERR_STRIDE);
+        BAD(sn_net_merge_backward(NULL, g, &bw, work + 1, ld), SN_ERR_ALIAS);
+        BAD(sn_net_merge_backward(NULL, g, &bw, grads, ld), SN_ERR_ALIAS);
         BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, params, work}, dout, ld),
             SN_ERR_ALIAS);
         BAD(sn_net_merge_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, acts}, dout, ld),
@@ -863,11 +825,8 @@ static void test_net_api(void) {
                                   ld),
             SN_ERR_ALIAS);
         /* sn_net_exit_backward */
-        GOOD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S - 1, dz,
-                                  ld, 0));
-        BAD(sn_net_exit_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, 0, dz,
-                                 ld, 0),
-            SN_ERR_NULL);
+        GOOD(sn_net_exit_backward(NULL, g, &bw, S - 1, dz, ld, 0));
+        BAD(sn_net_exit_backward(NULL, NULL, &bw, 0, dz, ld, 0), SN_ERR_NULL);
         BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, NULL, acts, grads, work}, 0, dz, ld, 0),
             SN_ERR_NULL);
         BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, NULL, grads, work}, 0, dz, ld,
@@ -878,48 +837,25 @@ static void test_net_api(void) {
         BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, 0, dz, ld,
                                  0),
             SN_ERR_NULL);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, NULL, ld,
-                                 0),
-            SN_ERR_NULL);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, -1, dz, ld,
-                                 0),
-            SN_ERR_INDEX);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S, dz, ld,
-                                 0),
-            SN_ERR_INDEX);
+        BAD(sn_net_exit_backward(NULL, g, &bw, 0, NULL, ld, 0), SN_ERR_NULL);
+        BAD(sn_net_exit_backward(NULL, g, &bw, -1, dz, ld, 0), SN_ERR_INDEX);
+        BAD(sn_net_exit_backward(NULL, g, &bw, S, dz, ld, 0), SN_ERR_INDEX);
         BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){0, params, acts, grads, work}, 0, dz, ld,
                                  0),
             SN_ERR_SHAPE);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, 4,
-                                 0),
-            SN_ERR_STRIDE);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, ld,
-                                 2u),
-            SN_ERR_FLAGS);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dz, ld,
-                                 4u),
-            SN_ERR_FLAGS);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, work + 2,
-                                 ld, 0),
-            SN_ERR_ALIAS);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, grads,
-                                 ld, 0),
-            SN_ERR_ALIAS);
-        BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, acts, ld,
-                                 0),
-            SN_ERR_ALIAS);
+        BAD(sn_net_exit_backward(NULL, g, &bw, 0, dz, 4, 0), SN_ERR_STRIDE);
+        BAD(sn_net_exit_backward(NULL, g, &bw, 0, dz, ld, 2u), SN_ERR_FLAGS);
+        BAD(sn_net_exit_backward(NULL, g, &bw, 0, dz, ld, 4u), SN_ERR_FLAGS);
+        BAD(sn_net_exit_backward(NULL, g, &bw, 0, work + 2, ld, 0), SN_ERR_ALIAS);
+        BAD(sn_net_exit_backward(NULL, g, &bw, 0, grads, ld, 0), SN_ERR_ALIAS);
+        BAD(sn_net_exit_backward(NULL, g, &bw, 0, acts, ld, 0), SN_ERR_ALIAS);
         BAD(sn_net_exit_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, grads}, 0, dz, ld,
                                  0),
             SN_ERR_ALIAS);
         /* sn_net_enter_backward */
-        GOOD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S - 1, dh,
-                                   ld));
-        BAD(sn_net_enter_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, 0, dh,
-                                  ld),
-            SN_ERR_NULL);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, NULL,
-                                  ld),
-            SN_ERR_NULL);
+        GOOD(sn_net_enter_backward(NULL, g, &bw, S - 1, dh, ld));
+        BAD(sn_net_enter_backward(NULL, NULL, &bw, 0, dh, ld), SN_ERR_NULL);
+        BAD(sn_net_enter_backward(NULL, g, &bw, 0, NULL, ld), SN_ERR_NULL);
         BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, NULL, acts, grads, work}, 0, dh, ld),
             SN_ERR_NULL);
         BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, NULL, grads, work}, 0, dh, ld),
@@ -928,19 +864,13 @@ static void test_net_api(void) {
             sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, NULL, work}, 0, dh, ld));
         BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, 0, dh, ld),
             SN_ERR_NULL);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, -1, dh,
-                                  ld),
-            SN_ERR_INDEX);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, S, dh, ld),
-            SN_ERR_INDEX);
+        BAD(sn_net_enter_backward(NULL, g, &bw, -1, dh, ld), SN_ERR_INDEX);
+        BAD(sn_net_enter_backward(NULL, g, &bw, S, dh, ld), SN_ERR_INDEX);
         BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){-1, params, acts, grads, work}, 0, dh,
                                   ld),
             SN_ERR_SHAPE);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, dh, 0),
-            SN_ERR_STRIDE);
-        BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, 0, work,
-                                  ld),
-            SN_ERR_ALIAS);
+        BAD(sn_net_enter_backward(NULL, g, &bw, 0, dh, 0), SN_ERR_STRIDE);
+        BAD(sn_net_enter_backward(NULL, g, &bw, 0, work, ld), SN_ERR_ALIAS);
         BAD(sn_net_enter_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, acts + 1}, 0, dh,
                                   ld),
             SN_ERR_ALIAS);
@@ -948,37 +878,20 @@ static void test_net_api(void) {
                                   ld),
             SN_ERR_ALIAS);
         /* sn_net_split_backward */
-        GOOD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld,
-                                   0));
-        GOOD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld,
-                                   SN_ACCUMULATE));
-        BAD(sn_net_split_backward(NULL, NULL, &(sn_net_pass){R, params, acts, grads, work}, de, ld,
-                                  0),
-            SN_ERR_NULL);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, NULL, ld,
-                                  0),
-            SN_ERR_NULL);
+        GOOD(sn_net_split_backward(NULL, g, &bw, de, ld, 0));
+        GOOD(sn_net_split_backward(NULL, g, &bw, de, ld, SN_ACCUMULATE));
+        BAD(sn_net_split_backward(NULL, NULL, &bw, de, ld, 0), SN_ERR_NULL);
+        BAD(sn_net_split_backward(NULL, g, &bw, NULL, ld, 0), SN_ERR_NULL);
         BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, NULL}, de, ld, 0),
             SN_ERR_NULL);
         BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){0, params, acts, grads, work}, de, ld, 0),
             SN_ERR_SHAPE);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, 2, 0),
-            SN_ERR_STRIDE);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld,
-                                  2u),
-            SN_ERR_FLAGS);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, de, ld,
-                                  0x10u),
-            SN_ERR_FLAGS);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, work + 1,
-                                  ld, 0),
-            SN_ERR_ALIAS);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, acts, ld,
-                                  0),
-            SN_ERR_ALIAS);
-        BAD(sn_net_split_backward(NULL, g, &(sn_net_pass){R, params, acts, grads, work}, params + 1,
-                                  ld, 0),
-            SN_ERR_ALIAS);
+        BAD(sn_net_split_backward(NULL, g, &bw, de, 2, 0), SN_ERR_STRIDE);
+        BAD(sn_net_split_backward(NULL, g, &bw, de, ld, 2u), SN_ERR_FLAGS);
+        BAD(sn_net_split_backward(NULL, g, &bw, de, ld, 0x10u), SN_ERR_FLAGS);
+        BAD(sn_net_split_backward(NULL, g, &bw, work + 1, ld, 0), SN_ERR_ALIAS);
+        BAD(sn_net_split_backward(NULL, g, &bw, acts, ld, 0), SN_ERR_ALIAS);
+        BAD(sn_net_split_backward(NULL, g, &bw, params + 1, ld, 0), SN_ERR_ALIAS);
         /* a NULL sn_net_pass */
         BAD(sn_net_split(NULL, g, NULL, e, ld), SN_ERR_NULL);
         BAD(sn_net_enter(NULL, g, NULL, 0, h, ld), SN_ERR_NULL);
