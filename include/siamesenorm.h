@@ -733,11 +733,12 @@ typedef struct sn_net_infer {
 } sn_net_infer;
 
 /* *state_per_row: the floats per row of an inference state. It holds the stream x twice (the
- * sub-layer's input and output), y for the SiameseNorm family, one more row of D where some
- * sub-layer keeps a temporary (Post-Norm's x + z, Peri-LN's z, the paper form's x + z/c,
- * SiameseNorm's u), and the statistics of one sub-layer's norms (at most 6). It does not grow
- * with S: LayerNorm Pre-Norm 2D + 2, SiameseNorm 4D + 6, against acts_per_row's
- * (D + 2) S + ... and (2D + 6) S + ... Errors: as sn_net_check, SN_ERR_NULL (state_per_row). */
+ * sub-layer's input and output), y for the SiameseNorm family, one more row of D where a
+ * sub-layer needs the sum it normalises (Post-Norm's and DeepNorm's alpha x + z, the paper
+ * form's x + z/c), and the statistics of one sub-layer's norms (at most 6). It does not grow
+ * with S: LayerNorm Pre-Norm 2D + 2, SiameseNorm 3D + 6, Post-Norm 3D + 2, against
+ * acts_per_row's (D + 2) S + ... and (2D + 6) S + ... Errors: as sn_net_check, SN_ERR_NULL
+ * (state_per_row). */
 SN_API sn_status sn_net_infer_sizes(const sn_net *net, int64_t *state_per_row);
 
 /* As sn_net_split / sn_net_enter / sn_net_exit / sn_net_merge, on the inference state. Same

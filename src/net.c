@@ -58,7 +58,7 @@ typedef struct netl {
     int64_t spr; /* statistics floats per row, all planes */
     int64_t wslots;
     int64_t max_spr; /* the most statistics floats per row of any one stage (inference) */
-    int any_aux;     /* some stage keeps a temporary slot (inference needs one) */
+    int any_aux;     /* some stage's forward needs a temporary slot (t of OP_POST, OP_SIAMP) */
 } netl;
 
 static int two_streams(int placement) {
@@ -66,6 +66,9 @@ static int two_streams(int placement) {
            placement == SN_PLACEMENT_SIAMESE_HYBRID_PRE;
 }
 static int64_t n_layers(int64_t S) { return (S + 1) / 2; }
+/* Whether an op's forward needs its aux slot (the pre-norm sum t): OP_PERI keeps z there only
+ * for the backward, so the inference state has no slot for it. */
+static int forward_temp(int op) { return op == OP_POST || op == OP_SIAMP; }
 
 sn_status sn_net_check(const sn_net *net) {
     if (!net) return SN_ERR_NULL;
@@ -250,7 +253,7 @@ static void layout(netl *L, int64_t want, stage *out) {
         p += s.np;
         spr += norms_spr(&s, D);
         if (norms_spr(&s, D) > L->max_spr) L->max_spr = norms_spr(&s, D);
-        if (s.aux >= 0) L->any_aux = 1;
+        if (forward_temp(s.op)) L->any_aux = 1;
         x = s.xout;
         y = s.yout;
     }
@@ -465,7 +468,7 @@ static void infer_slots(const netl *L, int at, int64_t i, stage *s) {
         s->xin = k % 2;
         s->xout = (k + 1) % 2;
         s->yin = s->yout = L->two ? 2 : -1;
-        s->aux = s->aux >= 0 ? tmp : -1;
+        s->aux = forward_temp(s->op) ? tmp : -1;
     }
     s->st = 0;
 }
@@ -602,9 +605,9 @@ static void exit_fwd(const sn_ctx *ctx, const pass *P, const float *z, int64_t l
         sn_d_axpy(ctx, R, D, s->c, x, D, z, ldz, slot(P, s->aux), D);
         sn_d_norm_fwd(ctx, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
         break;
-    case OP_PERI: /* keep z for N_out's backward; x' = x + N_out(z) */
-        sn_d_copy(ctx, R, D, z, ldz, slot(P, s->aux), D);
-        sn_d_norm_fwd(ctx, &s->n[1], R, D, slot(P, s->aux), D, par(P, 1), xo, D, plane(P, 1));
+    case OP_PERI: /* x' = x + N_out(z); training keeps z for N_out's backward */
+        if (!P->infer) sn_d_copy(ctx, R, D, z, ldz, slot(P, s->aux), D);
+        sn_d_norm_fwd(ctx, &s->n[1], R, D, z, ldz, par(P, 1), xo, D, plane(P, 1));
         sn_d_add_div(ctx, R, D, xo, D, x, D, 1.0f, xo, D, 0);
         break;
     case OP_HMLP: /* xo holds u */ sn_d_add_div(ctx, R, D, xo, D, z, ldz, 1.0f, xo, D, 0); break;

@@ -86,6 +86,10 @@ static void sizes(void) {
     CHECK_OK(sn_net_init(&n, SN_PLACEMENT_SIAMESE, 12, 100, SN_NORM_LAYERNORM, 1e-5f));
     CHECK_OK(sn_net_infer_sizes(&n, &s));
     CHECK_MSG(s == 3 * 100 + 6, "SiameseNorm state %lld, want 3D + 6", (long long)s);
+    CHECK_OK(sn_net_init(&n, SN_PLACEMENT_PERI_LN, 12, 100, SN_NORM_LAYERNORM, 1e-5f));
+    CHECK_OK(sn_net_infer_sizes(&n, &s));
+    CHECK_MSG(s == 2 * 100 + 4, "Peri-LN state %lld, want 2D + 4 (z is normalised in place)",
+              (long long)s);
 }
 
 static void names(void) {
