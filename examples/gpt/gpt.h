@@ -161,12 +161,10 @@ typedef struct gpt_model {
                         the whole global batch under data parallelism (0: n_valid) */
 } gpt_model;
 
-/* --norm names ("pre", "post", "siamese", ...). Returns the sn_placement or -1. */
+/* --norm names: the library's (sn_placement_name: "pre_norm", "siamese", ...). Returns the
+ * sn_placement or -1. */
 int gpt_placement_from_name(const char *name);
 const char *gpt_placement_name(int placement);
-/* The placements --norm knows: gpt_placement_at(0 .. gpt_placement_count() - 1). */
-int gpt_placement_count(void);
-int gpt_placement_at(int i);
 /* Prints the known names, separated by '|'. */
 void gpt_placement_list(FILE *f);
 

@@ -43,10 +43,6 @@ const char *gpt_placement_name(int placement) {
     return name ? name : "?";
 }
 
-int gpt_placement_count(void) { return SN_PLACEMENT_COUNT; }
-
-int gpt_placement_at(int i) { return i; /* the placements are 0 .. SN_PLACEMENT_COUNT - 1 */ }
-
 void gpt_placement_list(FILE *f) {
     for (int i = 0; i < SN_PLACEMENT_COUNT; i++)
         fprintf(f, "%s%s", i ? "|" : "", gpt_placement_name(i));

@@ -201,8 +201,8 @@ static int check_placement(int placement, int norm_kind, int qk) {
 
 int main(void) {
     int bad = 0;
-    for (int i = 0; i < gpt_placement_count(); i++)
-        bad |= check_placement(gpt_placement_at(i), SN_NORM_LAYERNORM, GPT_QK_AUTO);
+    for (int p = 0; p < SN_PLACEMENT_COUNT; p++)
+        bad |= check_placement(p, SN_NORM_LAYERNORM, GPT_QK_AUTO);
     bad |= check_placement(SN_PLACEMENT_SIAMESE, SN_NORM_RMSNORM, GPT_QK_AUTO);
     bad |= check_placement(SN_PLACEMENT_PRE_NORM, SN_NORM_LAYERNORM, GPT_QK_QK);
     bad |= check_placement(SN_PLACEMENT_SIAMESE, SN_NORM_RMSNORM, GPT_QK_QKV);

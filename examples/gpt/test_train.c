@@ -53,11 +53,9 @@ static int decay_exemptions(void) {
 
 int main(void) {
     int failures = 0;
-    int n = gpt_placement_count();
+    const int n = SN_PLACEMENT_COUNT; /* every placement, then two with q/k norms */
     for (int k = 0; k < n + 2; k++) {
-        int placement = k < n    ? gpt_placement_at(k)
-                        : k == n ? SN_PLACEMENT_PRE_NORM
-                                 : SN_PLACEMENT_SIAMESE;
+        int placement = k < n ? k : k == n ? SN_PLACEMENT_PRE_NORM : SN_PLACEMENT_SIAMESE;
         int qk = k < n ? GPT_QK_AUTO : GPT_QK_QK;
         gpt_config cfg = tiny_config(placement, qk);
         optim_config opt = {1e-2f, 0.1f, 5, 50, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
