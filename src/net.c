@@ -437,7 +437,6 @@ typedef struct pass {
     float *grads;
     float *work;
     int infer;
-    int64_t nslots; /* slots before the statistics planes: acts' or the state's */
 } pass;
 
 enum { FWD, BWD, INFER };            /* the direction of a pass call */
@@ -516,7 +515,6 @@ static sn_status begin(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *
     P->grads = bwd ? p->grads : NULL;
     P->work = bwd ? p->work : NULL;
     P->infer = c->dir == INFER;
-    P->nslots = P->infer ? infer_nslots(L) : L->nslots;
     return SN_OK;
 }
 
@@ -527,7 +525,8 @@ static float *slot(const pass *P, int64_t k) { return P->acts + k * P->R * P->L.
 static float *plane(const pass *P, int k) {
     int64_t off = P->s.st;
     for (int q = 0; q < k; q++) off += sn_norm_spr(&P->s.n[q], P->L.D);
-    return P->acts + P->nslots * P->R * P->L.D + off * P->R;
+    const int64_t nslots = P->infer ? infer_nslots(&P->L) : P->L.nslots; /* before the planes */
+    return P->acts + nslots * P->R * P->L.D + off * P->R;
 }
 /* Parameters (and gradients) of the stage's norm k. */
 static int64_t poff(const pass *P, int k) {
