@@ -152,7 +152,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         net.flags = 1u << fz_pick(&f, 32);
         cmust |= ST(SN_ERR_CONFIG);
     } else if (m == 4) {
-        if (fz_pick(&f, 2)) net.reserved32 = 1;
+        if (fz_pick(&f, 2)) net.act_dtype = SN_DTYPE_COUNT;
         else net.reserved[fz_pick(&f, 7)] = 1;
         cmust |= ST(SN_ERR_CONFIG);
     } else if (m == 5) {

@@ -59,7 +59,8 @@
  * signature within a major version; while the major version is 0, a minor version may break
  * this, and the README's changelog says how (0.2.0 did: at most 2^10 sub-layers, SN_ERR_ALIGN;
  * 0.3.0 did: the pass calls take an sn_net_pass, and the shared object's name carries the minor
- * version while the major is 0).
+ * version while the major is 0; 0.4.0 added bf16 storage as new calls and gave sn_net's
+ * reserved32 its meaning, act_dtype, breaking nothing but that field's name).
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -74,11 +75,11 @@ extern "C" {
 /* ---- version ------------------------------------------------------------------------------ */
 
 #define SN_VERSION_MAJOR 0
-#define SN_VERSION_MINOR 3
+#define SN_VERSION_MINOR 4
 #define SN_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.3.0"
+#define SN_VERSION_STRING "0.4.0"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
@@ -116,7 +117,9 @@ typedef enum sn_status {
     SN_ERR_UNSUPPORTED = 13, /* the request is valid but not available in this build/CPU */
     SN_ERR_NOMEM = 14,       /* sn_ctx_create could not allocate */
     SN_ERR_NONFINITE = 15,   /* checked mode: an input holds a NaN or an infinity */
-    SN_ERR_ALIGN = 16        /* a float buffer is not aligned to 4 bytes */
+    SN_ERR_ALIGN = 16,       /* a buffer is not aligned to its element's size (float: 4 bytes,
+                                sn_bf16: 2 bytes) */
+    SN_ERR_DTYPE = 17        /* a placement-layer call's element type is not the net's act_dtype */
 } sn_status;
 
 /* A static, human-readable, English description of a status (never NULL; unknown codes get
@@ -461,6 +464,108 @@ SN_API sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, cons
                                    int64_t lddx, const float *dy, int64_t lddy, float *de,
                                    int64_t ldde, uint32_t flags);
 
+/* ---- bf16 storage ------------------------------------------------------------------------ */
+
+/* bfloat16: the upper 16 bits of an IEEE binary32 (1 sign, 8 exponent, 7 fraction bits), so it
+ * has fp32's range with 8 bits of precision. The library uses it as a storage type only: every
+ * `_bf16` call below loads its bf16 matrices exactly into fp32, runs the same fp32 arithmetic
+ * as the matching fp32 call on the same kernel path, and rounds each element it writes once.
+ *
+ * Which buffers are bf16: in a `_bf16` call every R x D matrix argument (the inputs, outputs
+ * and their gradients: x, y, u, h, out, z, e, dout, dh, du, dx, dy, dz, de, ...), with its row
+ * stride ld counted in elements. Parameters, parameter gradients and saved statistics stay
+ * fp32 (`float *`) with the layouts of the fp32 calls. sn_bf16 pointers must be aligned to 2
+ * bytes (SN_ERR_ALIGN); float pointers to 4 as everywhere.
+ *
+ * Rounding (sn_bf16_from_f32, and every bf16 store of every call): to nearest, ties to even, on
+ * the fp32 bit pattern; a NaN stays a NaN (quiet, sign kept), infinities stay infinities,
+ * subnormal inputs and results are kept (no flush to zero), and MXCSR is neither read nor
+ * changed. Every kernel path (scalar, AVX2, AVX-512) uses this same integer rounding; the
+ * AVX512-BF16 conversion instructions are not used, because they flush subnormals and so would
+ * round differently from the other paths.
+ *
+ * Accuracy contract, tested (tests/test_bf16.c): on the same inputs (bf16 values, widened), a
+ * `_bf16` call's every written element is bitwise sn_bf16_from_f32 of what the fp32 call
+ * writes on the same path, thread count and flags (with SN_ACCUMULATE the fp32 call
+ * accumulating into the widened bf16 values). So each output is within one bf16 rounding
+ * (a relative 2^-8) of the fp32 result, and parameter gradients and statistics, which stay
+ * fp32, are bitwise the fp32 call's. Determinism across thread counts holds as for fp32. */
+typedef uint16_t sn_bf16;
+
+/* Element types of the R x D matrices. Only grows at the end. */
+typedef enum sn_dtype {
+    SN_DTYPE_F32 = 0, /* float */
+    SN_DTYPE_BF16 = 1 /* sn_bf16 */
+} sn_dtype;
+#define SN_DTYPE_COUNT 2
+
+/* A static lower-case name ("f32", "bf16"); NULL for a value outside 0 .. SN_DTYPE_COUNT - 1. */
+SN_API const char *sn_dtype_name(sn_dtype dtype);
+
+/* One value: fp32 -> bf16 rounded as above, and bf16 -> fp32 (exact). */
+SN_API sn_bf16 sn_bf16_from_f32(float v);
+SN_API float sn_bf16_to_f32(sn_bf16 v);
+
+/* Matrix conversions, for the boundary with a GEMM or a framework without bf16 (threaded by
+ * ctx like every call; no allocation).
+ *   sn_to_bf16    reads src [R x D, lds] (float), writes dst [R x D, ldd] (sn_bf16), rounded.
+ *   sn_from_bf16  reads src [R x D, lds] (sn_bf16), writes dst [R x D, ldd] (float), exact.
+ * No overlap between src and dst. Errors: SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE,
+ * SN_ERR_ALIAS, SN_ERR_ALIGN. */
+SN_API sn_status sn_to_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const float *src, int64_t lds,
+                            sn_bf16 *dst, int64_t ldd);
+SN_API sn_status sn_from_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *src,
+                              int64_t lds, float *dst, int64_t ldd);
+
+/* As sn_find_nonfinite, on a bf16 matrix. */
+SN_API sn_status sn_find_nonfinite_bf16(int64_t R, int64_t D, const sn_bf16 *x, int64_t ldx,
+                                        int64_t *row);
+
+/* The primitives with bf16 matrices. Each computes, reads, writes and accumulates exactly what
+ * the fp32 call of the same name without `_bf16` does (see its comment for the maths, the
+ * aliasing rules, the flags and the errors), with the matrices in bf16 as stated above. In
+ * checked mode the bf16 inputs are scanned as the fp32 call scans its float inputs. */
+SN_API sn_status sn_norm_forward_bf16(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
+                                      const sn_bf16 *x, int64_t ldx, const float *params,
+                                      sn_bf16 *out, int64_t ldo, float *stats);
+SN_API sn_status sn_norm_backward_bf16(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
+                                       const sn_bf16 *dout, int64_t lddo, const sn_bf16 *x,
+                                       int64_t ldx, const float *params, const float *stats,
+                                       sn_bf16 *dx, int64_t lddx, float *dparams, uint32_t flags);
+SN_API sn_status sn_fuse_forward_bf16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                                      const sn_bf16 *x, int64_t ldx, const sn_bf16 *y, int64_t ldy,
+                                      const float *params, sn_bf16 *u, int64_t ldu, sn_bf16 *h,
+                                      int64_t ldh, float *stats);
+SN_API sn_status sn_fuse_backward_bf16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                                       const sn_bf16 *dh, int64_t lddh, const sn_bf16 *du,
+                                       int64_t lddu, const sn_bf16 *x, int64_t ldx,
+                                       const sn_bf16 *y, int64_t ldy, const float *params,
+                                       const float *stats, sn_bf16 *dx, int64_t lddx, sn_bf16 *dy,
+                                       int64_t lddy, float *dparams, uint32_t flags);
+SN_API sn_status sn_merge_forward_bf16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                                       const sn_bf16 *x, int64_t ldx, const sn_bf16 *y, int64_t ldy,
+                                       const float *params, sn_bf16 *out, int64_t ldo,
+                                       float *stats);
+SN_API sn_status sn_merge_backward_bf16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                                        const sn_bf16 *dout, int64_t lddo, const sn_bf16 *x,
+                                        int64_t ldx, const sn_bf16 *y, int64_t ldy,
+                                        const float *params, const float *stats, sn_bf16 *dx,
+                                        int64_t lddx, sn_bf16 *dy, int64_t lddy, float *dparams,
+                                        uint32_t flags);
+SN_API sn_status sn_apply_forward_bf16(const sn_ctx *ctx, int64_t R, int64_t D, float c,
+                                       const sn_bf16 *z, int64_t ldz, const sn_bf16 *u, int64_t ldu,
+                                       const sn_bf16 *y, int64_t ldy, sn_bf16 *xo, int64_t ldxo,
+                                       sn_bf16 *yo, int64_t ldyo);
+SN_API sn_status sn_apply_backward_bf16(const sn_ctx *ctx, int64_t R, int64_t D, float c,
+                                        const sn_bf16 *dxo, int64_t lddxo, const sn_bf16 *dyo,
+                                        int64_t lddyo, sn_bf16 *dz, int64_t lddz, uint32_t flags);
+SN_API sn_status sn_split_forward_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *e,
+                                       int64_t lde, sn_bf16 *x, int64_t ldx, sn_bf16 *y,
+                                       int64_t ldy);
+SN_API sn_status sn_split_backward_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *dx,
+                                        int64_t lddx, const sn_bf16 *dy, int64_t lddy, sn_bf16 *de,
+                                        int64_t ldde, uint32_t flags);
+
 /* ---- placement layer ------------------------------------------------------------------------ */
 
 /* How a network places its norms. Only grows at the end. Sub-layer i (0 <= i < S) is the
@@ -547,7 +652,13 @@ typedef enum sn_scale_rule {
  *   flags         must be 0 in this version.
  *   mix_fraction  Mix-LN only (else must be 0): the fraction of layers that are Post-Norm, in
  *                 [0, 1]; sn_net_init sets 0.25.
- *   reserved32, reserved   must be zero (see the ABI policy). */
+ *   act_dtype     sn_dtype of the streams: SN_DTYPE_F32 (0, what sn_net_init sets) or
+ *                 SN_DTYPE_BF16. With bf16 the streams saved in acts, the stream gradients in
+ *                 work, the inference state's streams and every matrix the caller passes (e, h,
+ *                 z, out, dout, dz, dh, de) are bf16, and the pass calls are the `_bf16` ones
+ *                 below; statistics, parameters and their gradients stay fp32. (It was the
+ *                 word reserved32 before 0.4.0: zero keeps the old behaviour.)
+ *   reserved      must be zero (see the ABI policy). */
 typedef struct sn_net {
     int32_t placement;
     int32_t n_sublayers;
@@ -558,7 +669,7 @@ typedef struct sn_net {
     uint32_t flags;
     const float *scales;
     float mix_fraction;
-    uint32_t reserved32;
+    uint32_t act_dtype;
     uint64_t reserved[7];
 } sn_net;
 
@@ -575,7 +686,8 @@ SN_API sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_subl
  * Errors: SN_ERR_NULL, SN_ERR_PLACEMENT, SN_ERR_SHAPE (S < 1 or > 2^10, D < 1), SN_ERR_NORM,
  * SN_ERR_GROUP, SN_ERR_EPS, SN_ERR_SCALE (explicit scales NULL or invalid), SN_ERR_ALIGN
  * (explicit scales not aligned to 4 bytes), SN_ERR_CONFIG (unknown scale rule, scales given
- * without SN_SCALE_EXPLICIT, nonzero flags or reserved words, mix_fraction outside [0, 1] or
+ * without SN_SCALE_EXPLICIT, an act_dtype outside 0 .. SN_DTYPE_COUNT - 1, nonzero flags or
+ * reserved words, mix_fraction outside [0, 1] or
  * NaN for Mix-LN, nonzero otherwise). */
 SN_API sn_status sn_net_check(const sn_net *net);
 
@@ -751,6 +863,47 @@ SN_API sn_status sn_net_infer_exit(const sn_ctx *ctx, const sn_net *net, const s
                                    int32_t i, const float *z, int64_t ldz);
 SN_API sn_status sn_net_infer_merge(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
                                     float *out, int64_t ldo);
+
+/* ---- the placement layer with bf16 streams ------------------------------------------------ */
+
+/* For a net with act_dtype SN_DTYPE_BF16: the same calls, in the same order and with the same
+ * meaning, arguments and errors as the fp32 ones above, with the caller's matrix in bf16 (row
+ * stride in elements). Every stream the layer keeps (acts, work, the inference state) is
+ * stored in bf16, so each stage rounds its results once as it stores them, as the bf16
+ * primitives do; statistics and parameter gradients stay fp32. sn_net_sizes and
+ * sn_net_infer_sizes count the bf16 streams in floats (two elements a float, rounded up), so
+ * the buffers are allocated as for fp32. An fp32 pass call on a bf16 net, or a `_bf16` call on
+ * an fp32 net, returns SN_ERR_DTYPE. */
+SN_API sn_status sn_net_split_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
+                                   const sn_bf16 *e, int64_t lde);
+SN_API sn_status sn_net_enter_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
+                                   int32_t i, sn_bf16 *h, int64_t ldh);
+SN_API sn_status sn_net_exit_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
+                                  int32_t i, const sn_bf16 *z, int64_t ldz);
+SN_API sn_status sn_net_merge_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
+                                   sn_bf16 *out, int64_t ldo);
+SN_API sn_status sn_net_merge_backward_bf16(const sn_ctx *ctx, const sn_net *net,
+                                            const sn_net_pass *pass, const sn_bf16 *dout,
+                                            int64_t lddo);
+SN_API sn_status sn_net_exit_backward_bf16(const sn_ctx *ctx, const sn_net *net,
+                                           const sn_net_pass *pass, int32_t i, sn_bf16 *dz,
+                                           int64_t lddz, uint32_t flags);
+SN_API sn_status sn_net_enter_backward_bf16(const sn_ctx *ctx, const sn_net *net,
+                                            const sn_net_pass *pass, int32_t i, const sn_bf16 *dh,
+                                            int64_t lddh);
+SN_API sn_status sn_net_split_backward_bf16(const sn_ctx *ctx, const sn_net *net,
+                                            const sn_net_pass *pass, sn_bf16 *de, int64_t ldde,
+                                            uint32_t flags);
+SN_API sn_status sn_net_infer_split_bf16(const sn_ctx *ctx, const sn_net *net,
+                                         const sn_net_infer *inf, const sn_bf16 *e, int64_t lde);
+SN_API sn_status sn_net_infer_enter_bf16(const sn_ctx *ctx, const sn_net *net,
+                                         const sn_net_infer *inf, int32_t i, sn_bf16 *h,
+                                         int64_t ldh);
+SN_API sn_status sn_net_infer_exit_bf16(const sn_ctx *ctx, const sn_net *net,
+                                        const sn_net_infer *inf, int32_t i, const sn_bf16 *z,
+                                        int64_t ldz);
+SN_API sn_status sn_net_infer_merge_bf16(const sn_ctx *ctx, const sn_net *net,
+                                         const sn_net_infer *inf, sn_bf16 *out, int64_t ldo);
 
 #ifdef __cplusplus
 }

@@ -83,7 +83,7 @@ sn_status sn_net_check(const sn_net *net) {
     if (st == SN_OK) st = sn_check_norm(&net->norm, net->d, 0);
     if (st == SN_OK) st = sn_check_norm(&net->input_norm, net->d, 0);
     if (st != SN_OK) return st;
-    if (net->flags != 0 || net->reserved32 != 0) return SN_ERR_CONFIG;
+    if (net->flags != 0 || net->act_dtype >= SN_DTYPE_COUNT) return SN_ERR_CONFIG;
     for (size_t k = 0; k < sizeof net->reserved / sizeof net->reserved[0]; k++)
         if (net->reserved[k] != 0) return SN_ERR_CONFIG;
     if (net->placement == SN_PLACEMENT_MIX_LN) {

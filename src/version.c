@@ -27,7 +27,8 @@ const char *sn_status_string(sn_status status) {
     case SN_ERR_NOMEM: return "out of memory";
     case SN_ERR_NONFINITE:
         return "checked mode: an input holds a NaN or an infinity (see sn_ctx_nonfinite_row)";
-    case SN_ERR_ALIGN: return "a float buffer is not aligned to 4 bytes";
+    case SN_ERR_ALIGN: return "a buffer is not aligned to its element size (float 4, bf16 2 bytes)";
+    case SN_ERR_DTYPE: return "element type does not match the net's act_dtype";
     }
     return "unknown status";
 }

@@ -579,7 +579,7 @@ static int make_bad_nets(const sn_net *good, badnet *out, const float *bad_scale
     ADD(q->flags = 0x80000000u, SN_ERR_CONFIG, "flags high bit");
     for (int k = 0; k < 7; k++)
         ADD(q->reserved[k] = (uint64_t)1 << (k * 9), SN_ERR_CONFIG, "reserved word nonzero");
-    ADD(q->reserved32 = 1, SN_ERR_CONFIG, "reserved32 nonzero");
+    ADD(q->act_dtype = SN_DTYPE_COUNT, SN_ERR_CONFIG, "act_dtype unknown");
     if (good->placement == SN_PLACEMENT_MIX_LN) {
         ADD(q->mix_fraction = 1.5f, SN_ERR_CONFIG, "mix_fraction > 1");
         ADD(q->mix_fraction = -0.1f, SN_ERR_CONFIG, "mix_fraction < 0");

@@ -82,7 +82,7 @@ class sn_net(ctypes.Structure):
                 ("d", ctypes.c_int64), ("norm", sn_norm), ("input_norm", sn_norm),
                 ("scale_rule", ctypes.c_int32), ("flags", ctypes.c_uint32),
                 ("scales", ctypes.POINTER(ctypes.c_float)),
-                ("mix_fraction", ctypes.c_float), ("reserved32", ctypes.c_uint32),
+                ("mix_fraction", ctypes.c_float), ("act_dtype", ctypes.c_uint32),
                 ("reserved", ctypes.c_uint64 * 7)]
 
 
