@@ -1,8 +1,10 @@
-/* bf16 storage: the conversions, and the `_bf16` entry points (not yet implemented: they return
- * SN_ERR_UNSUPPORTED until the bf16 drivers land). */
+/* bf16 storage: the element-type names and the conversions (the `_bf16` primitives share the
+ * implementation of their fp32 twins in norm.c, fuse.c and stream.c). */
 #include <string.h>
 
-#include "siamesenorm.h"
+#include "check.h"
+#include "drive.h"
+#include "kernels.h"
 
 const char *sn_dtype_name(sn_dtype dtype) {
     switch (dtype) {
@@ -12,91 +14,41 @@ const char *sn_dtype_name(sn_dtype dtype) {
     return NULL;
 }
 
-/* Round to nearest even on the fp32 bits; a NaN keeps its sign and becomes quiet. */
-sn_bf16 sn_bf16_from_f32(float v) {
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (sn_bf16)((u >> 16) | 0x0040u);
-    return (sn_bf16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
+sn_bf16 sn_bf16_from_f32(float v) { return sn_k_bf16_round(v); }
 
-float sn_bf16_to_f32(sn_bf16 v) {
-    const uint32_t u = (uint32_t)v << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+float sn_bf16_to_f32(sn_bf16 v) { return sn_k_bf16_widen(v); }
 
-/* Temporary stubs (the bf16 drivers replace them). */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
 sn_status sn_to_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const float *src, int64_t lds,
                      sn_bf16 *dst, int64_t ldd) {
-    return SN_ERR_UNSUPPORTED;
+    sn_status st = sn_check_dims(R, D);
+    if (st == SN_OK) st = sn_check_mat_dt(src, R, D, lds, SN_DTYPE_F32);
+    if (st == SN_OK) st = sn_check_mat_dt(dst, R, D, ldd, SN_DTYPE_BF16);
+    if (st != SN_OK) return st;
+    const sn_buf bufs[] = {sn_mat_buf_dt(src, R, D, lds, SN_DTYPE_F32, 0, 0),
+                           sn_mat_buf_dt(dst, R, D, ldd, SN_DTYPE_BF16, 1, 0)};
+    st = sn_check_alias(bufs, 2);
+    if (st != SN_OK) return st;
+    sn_d16_to_bf16(ctx, R, D, src, lds, dst, ldd);
+    return SN_OK;
 }
+
 sn_status sn_from_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *src, int64_t lds,
                        float *dst, int64_t ldd) {
-    return SN_ERR_UNSUPPORTED;
+    sn_status st = sn_check_dims(R, D);
+    if (st == SN_OK) st = sn_check_mat_dt(src, R, D, lds, SN_DTYPE_BF16);
+    if (st == SN_OK) st = sn_check_mat_dt(dst, R, D, ldd, SN_DTYPE_F32);
+    if (st != SN_OK) return st;
+    const sn_buf bufs[] = {sn_mat_buf_dt(src, R, D, lds, SN_DTYPE_BF16, 0, 0),
+                           sn_mat_buf_dt(dst, R, D, ldd, SN_DTYPE_F32, 1, 0)};
+    st = sn_check_alias(bufs, 2);
+    if (st != SN_OK) return st;
+    sn_d16_from_bf16(ctx, R, D, src, lds, dst, ldd);
+    return SN_OK;
 }
-sn_status sn_find_nonfinite_bf16(int64_t R, int64_t D, const sn_bf16 *x, int64_t ldx,
-                                 int64_t *row) {
-    return SN_ERR_UNSUPPORTED;
-}
-sn_status sn_norm_forward_bf16(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
-                               const sn_bf16 *x, int64_t ldx, const float *params, sn_bf16 *out,
-                               int64_t ldo, float *stats) {
-    return SN_ERR_UNSUPPORTED;
-}
-sn_status sn_norm_backward_bf16(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
-                                const sn_bf16 *dout, int64_t lddo, const sn_bf16 *x, int64_t ldx,
-                                const float *params, const float *stats, sn_bf16 *dx, int64_t lddx,
-                                float *dparams, uint32_t flags) {
-    return SN_ERR_UNSUPPORTED;
-}
-sn_status sn_fuse_forward_bf16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
-                               const sn_bf16 *x, int64_t ldx, const sn_bf16 *y, int64_t ldy,
-                               const float *params, sn_bf16 *u, int64_t ldu, sn_bf16 *h,
-                               int64_t ldh, float *stats) {
-    return SN_ERR_UNSUPPORTED;
-}
-sn_status sn_fuse_backward_bf16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
-                                const sn_bf16 *dh, int64_t lddh, const sn_bf16 *du, int64_t lddu,
-                                const sn_bf16 *x, int64_t ldx, const sn_bf16 *y, int64_t ldy,
-                                const float *params, const float *stats, sn_bf16 *dx, int64_t lddx,
-                                sn_bf16 *dy, int64_t lddy, float *dparams, uint32_t flags) {
-    return SN_ERR_UNSUPPORTED;
-}
-sn_status sn_merge_forward_bf16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
-                                const sn_bf16 *x, int64_t ldx, const sn_bf16 *y, int64_t ldy,
-                                const float *params, sn_bf16 *out, int64_t ldo, float *stats) {
-    return SN_ERR_UNSUPPORTED;
-}
-sn_status sn_merge_backward_bf16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
-                                 const sn_bf16 *dout, int64_t lddo, const sn_bf16 *x, int64_t ldx,
-                                 const sn_bf16 *y, int64_t ldy, const float *params,
-                                 const float *stats, sn_bf16 *dx, int64_t lddx, sn_bf16 *dy,
-                                 int64_t lddy, float *dparams, uint32_t flags) {
-    return SN_ERR_UNSUPPORTED;
-}
-sn_status sn_apply_forward_bf16(const sn_ctx *ctx, int64_t R, int64_t D, float c, const sn_bf16 *z,
-                                int64_t ldz, const sn_bf16 *u, int64_t ldu, const sn_bf16 *y,
-                                int64_t ldy, sn_bf16 *xo, int64_t ldxo, sn_bf16 *yo, int64_t ldyo) {
-    return SN_ERR_UNSUPPORTED;
-}
-sn_status sn_apply_backward_bf16(const sn_ctx *ctx, int64_t R, int64_t D, float c,
-                                 const sn_bf16 *dxo, int64_t lddxo, const sn_bf16 *dyo,
-                                 int64_t lddyo, sn_bf16 *dz, int64_t lddz, uint32_t flags) {
-    return SN_ERR_UNSUPPORTED;
-}
-sn_status sn_split_forward_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *e,
-                                int64_t lde, sn_bf16 *x, int64_t ldx, sn_bf16 *y, int64_t ldy) {
-    return SN_ERR_UNSUPPORTED;
-}
-sn_status sn_split_backward_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *dx,
-                                 int64_t lddx, const sn_bf16 *dy, int64_t lddy, sn_bf16 *de,
-                                 int64_t ldde, uint32_t flags) {
-    return SN_ERR_UNSUPPORTED;
-}
+
+/* Temporary stubs (the placement layer's bf16 calls). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
 sn_status sn_net_split_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
                             const sn_bf16 *e, int64_t lde) {
     return SN_ERR_UNSUPPORTED;

@@ -10,8 +10,12 @@ sn_status sn_check_dims(int64_t R, int64_t D) {
 }
 
 sn_status sn_check_mat(const void *p, int64_t R, int64_t D, int64_t ld) {
+    return sn_check_mat_dt(p, R, D, ld, SN_DTYPE_F32);
+}
+
+sn_status sn_check_mat_dt(const void *p, int64_t R, int64_t D, int64_t ld, sn_dtype dt) {
     if (!p) return SN_ERR_NULL;
-    if ((uintptr_t)p % sizeof(float)) return SN_ERR_ALIGN;
+    if ((uintptr_t)p % (uintptr_t)sn_dtype_size(dt)) return SN_ERR_ALIGN;
     if (ld < D) return SN_ERR_STRIDE;
     if (R > 1 && ld > (SN_MAX_FLOATS - D) / (R - 1)) return SN_ERR_STRIDE;
     return SN_OK;
@@ -54,23 +58,23 @@ int64_t sn_norm_spr(const sn_norm *n, int64_t D) {
 }
 
 static int overlaps(const sn_buf *a, const sn_buf *b) {
-    if (!a->p || !b->p || a->nfloats <= 0 || b->nfloats <= 0) return 0;
+    if (!a->p || !b->p || a->nelems <= 0 || b->nelems <= 0) return 0;
     /* Compare as integers: the buffers may belong to different objects. */
-    uintptr_t a0 = (uintptr_t)a->p, a1 = a0 + (uintptr_t)a->nfloats * sizeof(float);
-    uintptr_t b0 = (uintptr_t)b->p, b1 = b0 + (uintptr_t)b->nfloats * sizeof(float);
+    uintptr_t a0 = (uintptr_t)a->p, a1 = a0 + (uintptr_t)a->nelems * (uintptr_t)a->esize;
+    uintptr_t b0 = (uintptr_t)b->p, b1 = b0 + (uintptr_t)b->nelems * (uintptr_t)b->esize;
     return a0 < b1 && b0 < a1;
 }
 
 sn_status sn_check_alias(const sn_buf *bufs, int n) {
     for (int i = 0; i < n; i++)
-        if ((uintptr_t)bufs[i].p % sizeof(float)) return SN_ERR_ALIGN;
+        if ((uintptr_t)bufs[i].p % (uintptr_t)bufs[i].esize) return SN_ERR_ALIGN;
     for (int i = 0; i < n; i++) {
         if (!bufs[i].writes) continue;
         for (int j = 0; j < n; j++) {
             if (j == i || !overlaps(&bufs[i], &bufs[j])) continue;
             int allowed = ((bufs[i].alias_ok >> j) & 1u) || ((bufs[j].alias_ok >> i) & 1u);
             int exact = bufs[i].p == bufs[j].p && bufs[i].ld == bufs[j].ld &&
-                        bufs[i].nfloats == bufs[j].nfloats;
+                        bufs[i].nelems == bufs[j].nelems && bufs[i].esize == bufs[j].esize;
             if (!(allowed && exact)) return SN_ERR_ALIAS;
         }
     }

@@ -153,7 +153,7 @@ static void task_rows(const job *J, int64_t i, int64_t *lo, int64_t *hi) {
 
 /* ---- parameter gradients: fixed row chunks folded in chunk order ----------------------------
  *
- * A backward pass with parameter gradients cuts the rows into chunks of pg_chunk_rows(D) rows
+ * A backward pass with parameter gradients cuts the rows into chunks of sn_d_pg_chunk_rows(D) rows
  * (a function of D alone, never of the threads). Each chunk's contribution is a left fold over
  * its rows (and groups) starting from zero, computed into a slot (same layout as dparams); the
  * slots are then added onto dparams in chunk order: dparams = ((dparams + P_0) + P_1) + ...
@@ -171,7 +171,7 @@ static void task_rows(const job *J, int64_t i, int64_t *lo, int64_t *hi) {
 #define PG_STACK_FLOATS     16384 /* 64 KiB */
 #define PG_SLOTS_PER_THREAD 8
 
-static int64_t pg_chunk_rows(int64_t D) {
+int64_t sn_d_pg_chunk_rows(int64_t D) {
     const int64_t c = PG_CHUNK_ELEMS / D;
     return c < 1 ? 1 : c > PG_CHUNK_MAX ? PG_CHUNK_MAX : c;
 }
@@ -236,7 +236,7 @@ static void pg_run(const sn_ctx *ctx, job *J, void *arg, sn_task_fn chunk_task,
     int64_t nbuf;
     pg_buffer(ctx, stack, PG_STACK_FLOATS, &J->buf, &nbuf);
     J->nbuf = nbuf;
-    J->C = pg_chunk_rows(J->D);
+    J->C = sn_d_pg_chunk_rows(J->D);
     J->slot = pg_slot_floats(J->npg);
     const int64_t nch = (R + J->C - 1) / J->C;
     int64_t K = nbuf / J->slot;
@@ -302,25 +302,6 @@ static sn_rnorm norm_q0(const norm_job *J) {
     q.nt = J->run.nt;
     return q;
 }
-/* group g's statistics in a row's saved block of a norm with ng groups (see "Norm stats" in the
- * header): LayerNorm ng means then ng rstds, RMSNorm ng rstds, the other kinds none */
-static inline void norm_put(int32_t kind, float *blk, int64_t ng, int64_t g, float m, float r) {
-    if (kind == SN_NORM_LAYERNORM) {
-        blk[g] = m;
-        blk[ng + g] = r;
-    } else if (kind == SN_NORM_RMSNORM) {
-        blk[g] = r;
-    }
-}
-static inline void norm_get(sn_rnorm *q, int32_t kind, const float *blk, int64_t ng, int64_t g) {
-    if (kind == SN_NORM_LAYERNORM) {
-        q->m = blk[g];
-        q->r = blk[ng + g];
-    } else if (kind == SN_NORM_RMSNORM) {
-        q->r = blk[g];
-    }
-}
-
 /* The widest rows the norm forward takes in pairs (see norm_fwd_task). */
 #define NORM_PAIR_MAX_W 128
 
@@ -329,7 +310,7 @@ static void norm_fwd_seg(const norm_job *J, const sn_rnorm *q0, int64_t r, int64
     float m, rs;
     J->run.K->norm_fwd(J->n, q0, in_row(J->x, r) + g * J->W, J->W, out_row(J->out, r) + g * J->W,
                        &m, &rs);
-    if (J->stats_out) norm_put(J->n->kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
+    if (J->stats_out) sn_k_stats_put(J->n->kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
 }
 
 /* The forward of segments (r0, g0) and (r1, g1): both statistics in the same sweeps (stats2,
@@ -348,8 +329,8 @@ static inline void norm_fwd_seg2(const norm_job *J, const sn_rnorm *q0, int64_t 
     sn_k_set_stats(&q, kind, m1, rs1);
     K->norm_row(&q, v1, J->W, out_row(J->out, r1) + g1 * J->W);
     if (J->stats_out) {
-        norm_put(kind, J->stats_out + r0 * J->spr, J->ng, g0, m0, rs0);
-        norm_put(kind, J->stats_out + r1 * J->spr, J->ng, g1, m1, rs1);
+        sn_k_stats_put(kind, J->stats_out + r0 * J->spr, J->ng, g0, m0, rs0);
+        sn_k_stats_put(kind, J->stats_out + r1 * J->spr, J->ng, g1, m1, rs1);
     }
 }
 
@@ -403,7 +384,7 @@ void sn_d_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, co
 /* row r's group g resolved from q0 (norm_q0) and its saved statistics */
 static inline sn_rnorm norm_row_q(const norm_job *J, const sn_rnorm *q0, int64_t r, int64_t g) {
     sn_rnorm q = *q0;
-    if (J->stats) norm_get(&q, J->n->kind, J->stats + r * J->spr, J->ng, g);
+    if (J->stats) sn_k_stats_get(&q, J->n->kind, J->stats + r * J->spr, J->ng, g);
     return q;
 }
 
@@ -608,9 +589,9 @@ static void fuse_fwd_task(void *arg, int64_t i) {
             }
             for (int q = 0; q < 2 && J->stats_out; q++) {
                 float *st = J->stats_out + (r + q) * J->spr;
-                norm_put(f->x.kind, st + L->sx, 1, 0, st2[q][0], st2[q][1]);
-                norm_put(f->y.kind, st + L->sy, 1, 0, st2[q][2], st2[q][3]);
-                norm_put(f->out.kind, st + L->so, 1, 0, st2[q][4], st2[q][5]);
+                sn_k_stats_put(f->x.kind, st + L->sx, 1, 0, st2[q][0], st2[q][1]);
+                sn_k_stats_put(f->y.kind, st + L->sy, 1, 0, st2[q][2], st2[q][3]);
+                sn_k_stats_put(f->out.kind, st + L->so, 1, 0, st2[q][4], st2[q][5]);
             }
             r++;
             continue;
@@ -632,9 +613,9 @@ static void fuse_fwd_task(void *arg, int64_t i) {
         }
         if (J->stats_out) {
             float *st = J->stats_out + r * J->spr;
-            norm_put(f->x.kind, st + L->sx, 1, 0, mx, rx);
-            norm_put(f->y.kind, st + L->sy, 1, 0, my, ry);
-            norm_put(f->out.kind, st + L->so, 1, 0, mo, ro);
+            sn_k_stats_put(f->x.kind, st + L->sx, 1, 0, mx, rx);
+            sn_k_stats_put(f->y.kind, st + L->sy, 1, 0, my, ry);
+            sn_k_stats_put(f->out.kind, st + L->so, 1, 0, mo, ro);
         }
     }
 }
@@ -672,9 +653,9 @@ static void fuse_row_F(const fuse_job *J, int64_t r, sn_rfuse *F) {
     *F = J->F0;
     if (J->stats) {
         const float *st = J->stats + r * J->spr;
-        norm_get(&F->X, J->f->x.kind, st + J->L.sx, 1, 0);
-        norm_get(&F->Y, J->f->y.kind, st + J->L.sy, 1, 0);
-        norm_get(&F->O, J->f->out.kind, st + J->L.so, 1, 0);
+        sn_k_stats_get(&F->X, J->f->x.kind, st + J->L.sx, 1, 0);
+        sn_k_stats_get(&F->Y, J->f->y.kind, st + J->L.sy, 1, 0);
+        sn_k_stats_get(&F->O, J->f->out.kind, st + J->L.so, 1, 0);
     }
 }
 

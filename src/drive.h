@@ -44,6 +44,45 @@ void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float
 void sn_d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float *out,
                int64_t ldo);
 
+/* Rows per parameter-gradient chunk for rows of D floats (a function of D only: see pg_run). */
+int64_t sn_d_pg_chunk_rows(int64_t D);
+
+/* ---- bf16 matrices (drive_bf16.c) ----
+ * The same operations on sn_bf16 matrices, strides in elements: each row's bf16 inputs are
+ * widened into fp32 rows on the stack, the call's fp32 row kernels run on them exactly as in the
+ * fp32 drivers (the same kernel table, parameter-gradient chunks and fold order), and each
+ * written row is rounded once into its bf16 destination. So every bf16 output is the rounding of
+ * the fp32 driver's output, and statistics and parameter gradients are the fp32 driver's bits.
+ * The norm and fuse drivers need whole rows: D <= SN_D16_ROW_MAX (checked by the callers). */
+#define SN_D16_ROW_MAX 4096
+void sn_d16_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const sn_bf16 *x,
+                     int64_t ldx, const float *params, sn_bf16 *out, int64_t ldo, float *stats);
+void sn_d16_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const sn_bf16 *dout,
+                     int64_t lddo, const sn_bf16 *x, int64_t ldx, const float *params,
+                     const float *stats, sn_bf16 *dx, int64_t lddx, float *dparams, int acc);
+void sn_d16_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const sn_bf16 *x,
+                     int64_t ldx, const sn_bf16 *y, int64_t ldy, const float *params, sn_bf16 *u,
+                     int64_t ldu, sn_bf16 *h, int64_t ldh, float *stats);
+void sn_d16_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const sn_bf16 *dh,
+                     int64_t lddh, const sn_bf16 *du, int64_t lddu, const sn_bf16 *x, int64_t ldx,
+                     const sn_bf16 *y, int64_t ldy, const float *params, const float *stats,
+                     sn_bf16 *dx, int64_t lddx, sn_bf16 *dy, int64_t lddy, float *dparams,
+                     uint32_t flags);
+void sn_d16_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const sn_bf16 *z, int64_t ldz,
+                  const sn_bf16 *u, int64_t ldu, const sn_bf16 *y, int64_t ldy, sn_bf16 *xo,
+                  int64_t ldxo, sn_bf16 *yo, int64_t ldyo);
+void sn_d16_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *a, int64_t lda,
+                    const sn_bf16 *b, int64_t ldb, float c, sn_bf16 *out, int64_t ldo, int acc);
+void sn_d16_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const sn_bf16 *a,
+                 int64_t lda, const sn_bf16 *b, int64_t ldb, sn_bf16 *out, int64_t ldo);
+void sn_d16_copy(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *a, int64_t lda,
+                 sn_bf16 *out, int64_t ldo);
+/* conversions: dst = round(src) / dst = widen(src) */
+void sn_d16_to_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const float *src, int64_t lds,
+                    sn_bf16 *dst, int64_t ldd);
+void sn_d16_from_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *src, int64_t lds,
+                      float *dst, int64_t ldd);
+
 /* Bytes of caller scratch (sn_ctx_set_scratch) with which backward passes of ctx on rows of D
  * columns run their parameter gradients on all of ctx's threads without pausing (see pg_run). */
 size_t sn_d_scratch_bytes(const sn_ctx *ctx, int64_t D);

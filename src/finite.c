@@ -32,6 +32,29 @@ int64_t sn_first_nonfinite_row(int64_t R, int64_t D, const float *x, int64_t ldx
     return -1;
 }
 
+/* The same for bf16: exponent bits (0x7f80) all set. */
+static int any_nonfinite_bf16(const sn_bf16 *v, int64_t n) {
+    uint32_t t = 0;
+    for (int64_t j = 0; j < n; j++) t |= (uint32_t)((v[j] & 0x7f80u) == 0x7f80u);
+    return t != 0;
+}
+
+int64_t sn_first_nonfinite_row_bf16(int64_t R, int64_t D, const sn_bf16 *x, int64_t ldx) {
+    for (int64_t r = 0; r < R; r++)
+        if (any_nonfinite_bf16(x + r * ldx, D)) return r;
+    return -1;
+}
+
+sn_status sn_find_nonfinite_bf16(int64_t R, int64_t D, const sn_bf16 *x, int64_t ldx,
+                                 int64_t *row) {
+    sn_status st = sn_check_dims(R, D);
+    if (st == SN_OK) st = sn_check_mat_dt(x, R, D, ldx, SN_DTYPE_BF16);
+    if (st == SN_OK && !row) st = SN_ERR_NULL;
+    if (st != SN_OK) return st;
+    *row = sn_first_nonfinite_row_bf16(R, D, x, ldx);
+    return SN_OK;
+}
+
 sn_status sn_find_nonfinite(int64_t R, int64_t D, const float *x, int64_t ldx, int64_t *row) {
     sn_status st = sn_check_dims(R, D);
     if (st == SN_OK) st = sn_check_mat(x, R, D, ldx);
@@ -43,12 +66,23 @@ sn_status sn_find_nonfinite(int64_t R, int64_t D, const float *x, int64_t ldx, i
 
 sn_status sn_check_inputs(const sn_ctx *ctx, int64_t R, int64_t D, const float *const *mats,
                           const int64_t *lds, int nm, const float *params, int64_t n_params) {
+    const void *m[8];
+    for (int k = 0; k < nm && k < 8; k++) m[k] = mats[k];
+    return sn_check_inputs_dt(ctx, SN_DTYPE_F32, R, D, m, lds, nm < 8 ? nm : 8, params, n_params);
+}
+
+sn_status sn_check_inputs_dt(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D,
+                             const void *const *mats, const int64_t *lds, int nm,
+                             const float *params, int64_t n_params) {
     if (!sn_ctx_checks_finite(ctx)) return SN_OK;
     int64_t first = -1;
     for (int k = 0; k < nm; k++) {
         if (!mats[k]) continue;
         /* only rows before the best so far can improve it */
-        int64_t r = sn_first_nonfinite_row(first < 0 ? R : first, D, mats[k], lds[k]);
+        const int64_t rows = first < 0 ? R : first;
+        int64_t r = dt == SN_DTYPE_BF16
+                        ? sn_first_nonfinite_row_bf16(rows, D, (const sn_bf16 *)mats[k], lds[k])
+                        : sn_first_nonfinite_row(rows, D, (const float *)mats[k], lds[k]);
         if (r >= 0) first = r;
     }
     if (first < 0 && params && n_params > 0 && any_nonfinite(params, n_params))

@@ -13,6 +13,13 @@ int64_t sn_first_nonfinite_row(int64_t R, int64_t D, const float *x, int64_t ldx
 sn_status sn_check_inputs(const sn_ctx *ctx, int64_t R, int64_t D, const float *const *mats,
                           const int64_t *lds, int nm, const float *params, int64_t n_params);
 
+/* As sn_first_nonfinite_row and sn_check_inputs, on matrices of elements of type dt (mats are
+ * then pointers to sn_bf16 for SN_DTYPE_BF16). */
+int64_t sn_first_nonfinite_row_bf16(int64_t R, int64_t D, const sn_bf16 *x, int64_t ldx);
+sn_status sn_check_inputs_dt(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D,
+                             const void *const *mats, const int64_t *lds, int nm,
+                             const float *params, int64_t n_params);
+
 /* Implemented in ctx.c: whether ctx checks its calls' inputs, and the record of the last
  * finding (a context serves one call at a time, so the record is the call's own). */
 int sn_ctx_checks_finite(const sn_ctx *ctx);

@@ -41,50 +41,58 @@ sn_status sn_fuse_init_params(const sn_fuse *f, int64_t D, float *params) {
     return SN_OK;
 }
 
-sn_status sn_fuse_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const float *x,
-                          int64_t ldx, const float *y, int64_t ldy, const float *params, float *u,
-                          int64_t ldu, float *h, int64_t ldh, float *stats) {
+/* The fp32 and bf16 calls share one implementation: dt is the element type of the matrices. */
+static sn_status fuse_forward(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f, int64_t R,
+                              int64_t D, const void *x, int64_t ldx, const void *y, int64_t ldy,
+                              const float *params, void *u, int64_t ldu, void *h, int64_t ldh,
+                              float *stats) {
     if (!f) return SN_ERR_NULL;
     sn_status st = sn_check_dims(R, D);
     if (st == SN_OK) st = sn_check_fuse(f, D);
-    if (st == SN_OK) st = sn_check_mat(x, R, D, ldx);
-    if (st == SN_OK) st = sn_check_mat(y, R, D, ldy);
-    if (st == SN_OK && u) st = sn_check_mat(u, R, D, ldu);
-    if (st == SN_OK) st = sn_check_mat(h, R, D, ldh);
+    if (st == SN_OK) st = sn_check_mat_dt(x, R, D, ldx, dt);
+    if (st == SN_OK) st = sn_check_mat_dt(y, R, D, ldy, dt);
+    if (st == SN_OK && u) st = sn_check_mat_dt(u, R, D, ldu, dt);
+    if (st == SN_OK) st = sn_check_mat_dt(h, R, D, ldh, dt);
     if (st != SN_OK) return st;
     int64_t np, spr;
     sn_fuse_query(f, D, &np, &spr);
     if (np > 0 && !params) return SN_ERR_NULL;
     const sn_buf bufs[] = {
-        sn_mat_buf(x, R, D, ldx, 0, 0), sn_mat_buf(y, R, D, ldy, 0, 0),
-        sn_vec_buf(params, np, 0),      sn_mat_buf(u, R, D, ldu, 1, 0),
-        sn_mat_buf(h, R, D, ldh, 1, 0), sn_vec_buf(stats, R * spr, 1),
+        sn_mat_buf_dt(x, R, D, ldx, dt, 0, 0),
+        sn_mat_buf_dt(y, R, D, ldy, dt, 0, 0),
+        sn_vec_buf(params, np, 0),
+        sn_mat_buf_dt(u, R, D, ldu, dt, 1, 0),
+        sn_mat_buf_dt(h, R, D, ldh, dt, 1, 0),
+        sn_vec_buf(stats, R * spr, 1),
     };
     st = sn_check_alias(bufs, 6);
+    if (st == SN_OK && dt == SN_DTYPE_BF16 && D > SN_D16_ROW_MAX) st = SN_ERR_UNSUPPORTED;
     if (st != SN_OK) return st;
-    const float *in[] = {x, y};
+    const void *in[] = {x, y};
     const int64_t ldin[] = {ldx, ldy};
-    st = sn_check_inputs(ctx, R, D, in, ldin, 2, params, np);
+    st = sn_check_inputs_dt(ctx, dt, R, D, in, ldin, 2, params, np);
     if (st != SN_OK) return st;
 
-    sn_d_fuse_fwd(ctx, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
+    if (dt == SN_DTYPE_BF16)
+        sn_d16_fuse_fwd(ctx, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
+    else sn_d_fuse_fwd(ctx, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
     return SN_OK;
 }
 
-sn_status sn_fuse_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
-                           const float *dh, int64_t lddh, const float *du, int64_t lddu,
-                           const float *x, int64_t ldx, const float *y, int64_t ldy,
-                           const float *params, const float *stats, float *dx, int64_t lddx,
-                           float *dy, int64_t lddy, float *dparams, uint32_t flags) {
+static sn_status fuse_backward(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f, int64_t R,
+                               int64_t D, const void *dh, int64_t lddh, const void *du,
+                               int64_t lddu, const void *x, int64_t ldx, const void *y, int64_t ldy,
+                               const float *params, const float *stats, void *dx, int64_t lddx,
+                               void *dy, int64_t lddy, float *dparams, uint32_t flags) {
     if (!f) return SN_ERR_NULL;
     sn_status st = sn_check_dims(R, D);
     if (st == SN_OK) st = sn_check_fuse(f, D);
-    if (st == SN_OK) st = sn_check_mat(dh, R, D, lddh);
-    if (st == SN_OK && du) st = sn_check_mat(du, R, D, lddu);
-    if (st == SN_OK) st = sn_check_mat(x, R, D, ldx);
-    if (st == SN_OK) st = sn_check_mat(y, R, D, ldy);
-    if (st == SN_OK) st = sn_check_mat(dx, R, D, lddx);
-    if (st == SN_OK) st = sn_check_mat(dy, R, D, lddy);
+    if (st == SN_OK) st = sn_check_mat_dt(dh, R, D, lddh, dt);
+    if (st == SN_OK && du) st = sn_check_mat_dt(du, R, D, lddu, dt);
+    if (st == SN_OK) st = sn_check_mat_dt(x, R, D, ldx, dt);
+    if (st == SN_OK) st = sn_check_mat_dt(y, R, D, ldy, dt);
+    if (st == SN_OK) st = sn_check_mat_dt(dx, R, D, lddx, dt);
+    if (st == SN_OK) st = sn_check_mat_dt(dy, R, D, lddy, dt);
     if (st != SN_OK) return st;
     if (flags & ~(SN_ACCUMULATE | SN_ACCUMULATE_Y)) return SN_ERR_FLAGS;
     int64_t np, spr;
@@ -92,32 +100,75 @@ sn_status sn_fuse_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64
     if ((np > 0 && !params) || (spr > 0 && !stats)) return SN_ERR_NULL;
     const int accx = (flags & SN_ACCUMULATE) != 0;
     const sn_buf bufs[] = {
-        sn_mat_buf(dh, R, D, lddh, 0, 0),
-        sn_mat_buf(du, R, D, lddu, 0, 0),
-        sn_mat_buf(x, R, D, ldx, 0, 0),
-        sn_mat_buf(y, R, D, ldy, 0, 0),
+        sn_mat_buf_dt(dh, R, D, lddh, dt, 0, 0),
+        sn_mat_buf_dt(du, R, D, lddu, dt, 0, 0),
+        sn_mat_buf_dt(x, R, D, ldx, dt, 0, 0),
+        sn_mat_buf_dt(y, R, D, ldy, dt, 0, 0),
         sn_vec_buf(params, np, 0),
         sn_vec_buf(stats, R * spr, 0),
-        sn_mat_buf(dx, R, D, lddx, 1, accx ? 0 : 1u << 1),
-        sn_mat_buf(dy, R, D, lddy, 1, 0),
+        sn_mat_buf_dt(dx, R, D, lddx, dt, 1, accx ? 0 : 1u << 1),
+        sn_mat_buf_dt(dy, R, D, lddy, dt, 1, 0),
         sn_vec_buf(dparams, np, 1),
     };
     st = sn_check_alias(bufs, 9);
+    if (st == SN_OK && dt == SN_DTYPE_BF16 && D > SN_D16_ROW_MAX) st = SN_ERR_UNSUPPORTED;
     if (st != SN_OK) return st;
-    const float *in[] = {dh, du, x, y};
+    const void *in[] = {dh, du, x, y};
     const int64_t ldin[] = {lddh, lddu, ldx, ldy};
-    st = sn_check_inputs(ctx, R, D, in, ldin, 4, params, np);
+    st = sn_check_inputs_dt(ctx, dt, R, D, in, ldin, 4, params, np);
     if (st != SN_OK) return st;
 
-    sn_d_fuse_bwd(ctx, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params, stats, dx, lddx, dy,
-                  lddy, np ? dparams : NULL, flags);
+    float *dp = np ? dparams : NULL;
+    if (dt == SN_DTYPE_BF16)
+        sn_d16_fuse_bwd(ctx, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params, stats, dx, lddx,
+                        dy, lddy, dp, flags);
+    else
+        sn_d_fuse_bwd(ctx, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params, stats, dx, lddx, dy,
+                      lddy, dp, flags);
     return SN_OK;
+}
+
+sn_status sn_fuse_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const float *x,
+                          int64_t ldx, const float *y, int64_t ldy, const float *params, float *u,
+                          int64_t ldu, float *h, int64_t ldh, float *stats) {
+    return fuse_forward(ctx, SN_DTYPE_F32, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
+}
+
+sn_status sn_fuse_forward_bf16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                               const sn_bf16 *x, int64_t ldx, const sn_bf16 *y, int64_t ldy,
+                               const float *params, sn_bf16 *u, int64_t ldu, sn_bf16 *h,
+                               int64_t ldh, float *stats) {
+    return fuse_forward(ctx, SN_DTYPE_BF16, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
+}
+
+sn_status sn_fuse_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                           const float *dh, int64_t lddh, const float *du, int64_t lddu,
+                           const float *x, int64_t ldx, const float *y, int64_t ldy,
+                           const float *params, const float *stats, float *dx, int64_t lddx,
+                           float *dy, int64_t lddy, float *dparams, uint32_t flags) {
+    return fuse_backward(ctx, SN_DTYPE_F32, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params,
+                         stats, dx, lddx, dy, lddy, dparams, flags);
+}
+
+sn_status sn_fuse_backward_bf16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                                const sn_bf16 *dh, int64_t lddh, const sn_bf16 *du, int64_t lddu,
+                                const sn_bf16 *x, int64_t ldx, const sn_bf16 *y, int64_t ldy,
+                                const float *params, const float *stats, sn_bf16 *dx, int64_t lddx,
+                                sn_bf16 *dy, int64_t lddy, float *dparams, uint32_t flags) {
+    return fuse_backward(ctx, SN_DTYPE_BF16, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params,
+                         stats, dx, lddx, dy, lddy, dparams, flags);
 }
 
 sn_status sn_merge_forward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
                            const float *x, int64_t ldx, const float *y, int64_t ldy,
                            const float *params, float *out, int64_t ldo, float *stats) {
     return sn_fuse_forward(ctx, f, R, D, x, ldx, y, ldy, params, NULL, 0, out, ldo, stats);
+}
+
+sn_status sn_merge_forward_bf16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                                const sn_bf16 *x, int64_t ldx, const sn_bf16 *y, int64_t ldy,
+                                const float *params, sn_bf16 *out, int64_t ldo, float *stats) {
+    return sn_fuse_forward_bf16(ctx, f, R, D, x, ldx, y, ldy, params, NULL, 0, out, ldo, stats);
 }
 
 sn_status sn_merge_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
@@ -127,4 +178,13 @@ sn_status sn_merge_backward(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int6
                             uint32_t flags) {
     return sn_fuse_backward(ctx, f, R, D, dout, lddo, NULL, 0, x, ldx, y, ldy, params, stats, dx,
                             lddx, dy, lddy, dparams, flags);
+}
+
+sn_status sn_merge_backward_bf16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                                 const sn_bf16 *dout, int64_t lddo, const sn_bf16 *x, int64_t ldx,
+                                 const sn_bf16 *y, int64_t ldy, const float *params,
+                                 const float *stats, sn_bf16 *dx, int64_t lddx, sn_bf16 *dy,
+                                 int64_t lddy, float *dparams, uint32_t flags) {
+    return sn_fuse_backward_bf16(ctx, f, R, D, dout, lddo, NULL, 0, x, ldx, y, ldy, params, stats,
+                                 dx, lddx, dy, lddy, dparams, flags);
 }

@@ -24,6 +24,8 @@
 #ifndef SN_KERNELS_H
 #define SN_KERNELS_H
 
+#include <string.h>
+
 #include "siamesenorm.h"
 
 /* How far a SIMD path's outputs may be from the scalar path's (see above). */
@@ -169,6 +171,43 @@ static inline void sn_k_set_stats(sn_rnorm *q, int32_t kind, float m, float r) {
     } else if (kind == SN_NORM_RMSNORM) {
         q->r = r;
     }
+}
+
+/* group g's statistics in a row's saved block of a norm with ng groups (see "Norm stats" in the
+ * header): LayerNorm ng means then ng rstds, RMSNorm ng rstds, the other kinds none */
+static inline void sn_k_stats_put(int32_t kind, float *blk, int64_t ng, int64_t g, float m,
+                                  float r) {
+    if (kind == SN_NORM_LAYERNORM) {
+        blk[g] = m;
+        blk[ng + g] = r;
+    } else if (kind == SN_NORM_RMSNORM) {
+        blk[g] = r;
+    }
+}
+static inline void sn_k_stats_get(sn_rnorm *q, int32_t kind, const float *blk, int64_t ng,
+                                  int64_t g) {
+    if (kind == SN_NORM_LAYERNORM) {
+        q->m = blk[g];
+        q->r = blk[ng + g];
+    } else if (kind == SN_NORM_RMSNORM) {
+        q->r = blk[g];
+    }
+}
+
+/* bf16 <-> fp32, one element: widening is exact; rounding is to nearest even on the fp32 bits,
+ * a NaN stays a NaN (quieted, sign kept), no flush of subnormals: the one rounding of every
+ * path (sn_bf16_from_f32 and every bf16 store). Branch-free, so loops over it vectorise. */
+static inline float sn_k_bf16_widen(sn_bf16 v) {
+    const uint32_t u = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline sn_bf16 sn_k_bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    const uint32_t rne = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, nan = (u >> 16) | 0x0040u;
+    return (sn_bf16)((u & 0x7fffffffu) > 0x7f800000u ? nan : rne);
 }
 
 /* The widest row fuse_fwd2 takes, and whether a fuse is of the kind it takes. */

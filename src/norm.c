@@ -24,64 +24,98 @@ sn_status sn_norm_init_params(const sn_norm *n, int64_t D, float *params) {
     return SN_OK;
 }
 
-sn_status sn_norm_forward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *x,
-                          int64_t ldx, const float *params, float *out, int64_t ldo, float *stats) {
+/* The fp32 and bf16 calls share one implementation: dt is the element type of the matrices. */
+static sn_status norm_forward(const sn_ctx *ctx, sn_dtype dt, const sn_norm *n, int64_t R,
+                              int64_t D, const void *x, int64_t ldx, const float *params, void *out,
+                              int64_t ldo, float *stats) {
     if (!n) return SN_ERR_NULL;
     sn_status st = sn_check_dims(R, D);
     if (st == SN_OK) st = sn_check_norm(n, D, 1);
-    if (st == SN_OK) st = sn_check_mat(x, R, D, ldx);
-    if (st == SN_OK) st = sn_check_mat(out, R, D, ldo);
+    if (st == SN_OK) st = sn_check_mat_dt(x, R, D, ldx, dt);
+    if (st == SN_OK) st = sn_check_mat_dt(out, R, D, ldo, dt);
     if (st != SN_OK) return st;
     const int64_t np = sn_norm_nparams(n, D), spr = sn_norm_spr(n, D);
     if (np > 0 && !params) return SN_ERR_NULL;
     const sn_buf bufs[] = {
-        sn_mat_buf(x, R, D, ldx, 0, 0),
+        sn_mat_buf_dt(x, R, D, ldx, dt, 0, 0),
         sn_vec_buf(params, np, 0),
-        sn_mat_buf(out, R, D, ldo, 1, 1u << 0),
+        sn_mat_buf_dt(out, R, D, ldo, dt, 1, 1u << 0),
         sn_vec_buf(stats, R * spr, 1),
     };
     st = sn_check_alias(bufs, 4);
+    if (st == SN_OK && dt == SN_DTYPE_BF16 && D > SN_D16_ROW_MAX) st = SN_ERR_UNSUPPORTED;
     if (st != SN_OK) return st;
-    const float *in[] = {x};
+    const void *in[] = {x};
     const int64_t ldin[] = {ldx};
-    st = sn_check_inputs(ctx, R, D, in, ldin, 1, params, np);
+    st = sn_check_inputs_dt(ctx, dt, R, D, in, ldin, 1, params, np);
     if (st != SN_OK) return st;
 
-    sn_d_norm_fwd(ctx, n, R, D, x, ldx, params, out, ldo, stats);
+    if (dt == SN_DTYPE_BF16) sn_d16_norm_fwd(ctx, n, R, D, x, ldx, params, out, ldo, stats);
+    else sn_d_norm_fwd(ctx, n, R, D, x, ldx, params, out, ldo, stats);
     return SN_OK;
 }
 
-sn_status sn_norm_backward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
-                           const float *dout, int64_t lddo, const float *x, int64_t ldx,
-                           const float *params, const float *stats, float *dx, int64_t lddx,
-                           float *dparams, uint32_t flags) {
+static sn_status norm_backward(const sn_ctx *ctx, sn_dtype dt, const sn_norm *n, int64_t R,
+                               int64_t D, const void *dout, int64_t lddo, const void *x,
+                               int64_t ldx, const float *params, const float *stats, void *dx,
+                               int64_t lddx, float *dparams, uint32_t flags) {
     if (!n) return SN_ERR_NULL;
     sn_status st = sn_check_dims(R, D);
     if (st == SN_OK) st = sn_check_norm(n, D, 1);
-    if (st == SN_OK) st = sn_check_mat(dout, R, D, lddo);
-    if (st == SN_OK) st = sn_check_mat(x, R, D, ldx);
-    if (st == SN_OK) st = sn_check_mat(dx, R, D, lddx);
+    if (st == SN_OK) st = sn_check_mat_dt(dout, R, D, lddo, dt);
+    if (st == SN_OK) st = sn_check_mat_dt(x, R, D, ldx, dt);
+    if (st == SN_OK) st = sn_check_mat_dt(dx, R, D, lddx, dt);
     if (st != SN_OK) return st;
     if (flags & ~SN_ACCUMULATE) return SN_ERR_FLAGS;
     const int64_t np = sn_norm_nparams(n, D), spr = sn_norm_spr(n, D);
     if ((np > 0 && !params) || (spr > 0 && !stats)) return SN_ERR_NULL;
     const int acc = (flags & SN_ACCUMULATE) != 0;
     const sn_buf bufs[] = {
-        sn_mat_buf(dout, R, D, lddo, 0, 0),
-        sn_mat_buf(x, R, D, ldx, 0, 0),
+        sn_mat_buf_dt(dout, R, D, lddo, dt, 0, 0),
+        sn_mat_buf_dt(x, R, D, ldx, dt, 0, 0),
         sn_vec_buf(params, np, 0),
         sn_vec_buf(stats, R * spr, 0),
-        sn_mat_buf(dx, R, D, lddx, 1, acc ? 0 : 1u << 0),
+        sn_mat_buf_dt(dx, R, D, lddx, dt, 1, acc ? 0 : 1u << 0),
         sn_vec_buf(dparams, np, 1),
     };
     st = sn_check_alias(bufs, 6);
+    if (st == SN_OK && dt == SN_DTYPE_BF16 && D > SN_D16_ROW_MAX) st = SN_ERR_UNSUPPORTED;
     if (st != SN_OK) return st;
-    const float *in[] = {dout, x};
+    const void *in[] = {dout, x};
     const int64_t ldin[] = {lddo, ldx};
-    st = sn_check_inputs(ctx, R, D, in, ldin, 2, params, np);
+    st = sn_check_inputs_dt(ctx, dt, R, D, in, ldin, 2, params, np);
     if (st != SN_OK) return st;
 
-    sn_d_norm_bwd(ctx, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx, np ? dparams : NULL,
-                  acc);
+    float *dp = np ? dparams : NULL;
+    if (dt == SN_DTYPE_BF16)
+        sn_d16_norm_bwd(ctx, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx, dp, acc);
+    else sn_d_norm_bwd(ctx, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx, dp, acc);
     return SN_OK;
+}
+
+sn_status sn_norm_forward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *x,
+                          int64_t ldx, const float *params, float *out, int64_t ldo, float *stats) {
+    return norm_forward(ctx, SN_DTYPE_F32, n, R, D, x, ldx, params, out, ldo, stats);
+}
+
+sn_status sn_norm_forward_bf16(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
+                               const sn_bf16 *x, int64_t ldx, const float *params, sn_bf16 *out,
+                               int64_t ldo, float *stats) {
+    return norm_forward(ctx, SN_DTYPE_BF16, n, R, D, x, ldx, params, out, ldo, stats);
+}
+
+sn_status sn_norm_backward(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
+                           const float *dout, int64_t lddo, const float *x, int64_t ldx,
+                           const float *params, const float *stats, float *dx, int64_t lddx,
+                           float *dparams, uint32_t flags) {
+    return norm_backward(ctx, SN_DTYPE_F32, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx,
+                         dparams, flags);
+}
+
+sn_status sn_norm_backward_bf16(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
+                                const sn_bf16 *dout, int64_t lddo, const sn_bf16 *x, int64_t ldx,
+                                const float *params, const float *stats, sn_bf16 *dx, int64_t lddx,
+                                float *dparams, uint32_t flags) {
+    return norm_backward(ctx, SN_DTYPE_BF16, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx,
+                         dparams, flags);
 }

@@ -1,0 +1,500 @@
+/* Drivers for bf16 matrices (see drive.h): the fp32 row kernels on rows staged in fp32.
+ *
+ * Every task widens the bf16 rows a kernel reads into fp32 rows on its own stack, calls the
+ * kernels of the call's table exactly as the fp32 drivers do, and rounds the rows it wrote into
+ * their bf16 destinations. A row's fp32 arithmetic is therefore the fp32 driver's, whatever the
+ * split into tasks (the fp32 drivers' pair kernels are bitwise their one-row kernels, and
+ * streaming stores never change a value), so each bf16 output is the rounding of the fp32
+ * output. Parameter gradients use the fp32 drivers' scheme: chunks of sn_d_pg_chunk_rows(D) rows,
+ * each a left fold from zero over its rows into a slot, the slots added onto dparams in chunk
+ * order; so they are the fp32 driver's bits.
+ *
+ * Stack: a task stages at most six rows of SN_D16_ROW_MAX floats (96 KiB); a backward pass with
+ * parameter gradients also keeps a 64 KiB slot buffer on the calling thread. */
+#include <string.h>
+
+#include "check.h"
+#include "ctx.h"
+#include "drive.h"
+
+#define GRAIN       16384 /* calls with fewer elements stay on the calling thread */
+#define EW_BLOCK    1024  /* columns per block of the elementwise drivers */
+#define SLOT_FLOATS 16384 /* the stack buffer of the parameter-gradient slots (64 KiB) */
+#define QUANTUM     16    /* slots and column blocks in multiples of a cache line */
+
+static void widen(const sn_bf16 *s, int64_t n, float *d) {
+    for (int64_t j = 0; j < n; j++) d[j] = sn_k_bf16_widen(s[j]);
+}
+static void narrow(const float *s, int64_t n, sn_bf16 *d) {
+    for (int64_t j = 0; j < n; j++) d[j] = sn_k_bf16_round(s[j]);
+}
+
+/* A bf16 call: its table, rows, task split and operands. Inputs a..d and outputs o, p are the
+ * driver's matrices in the order its comment gives; ld* in elements. */
+typedef struct job16 {
+    const sn_kern *K;
+    int64_t R, D, pieces;
+    const sn_bf16 *in[4];
+    int64_t ldi[4];
+    sn_bf16 *out[2];
+    int64_t ldo[2];
+    float c;             /* apply, add_div: the divisor; axpy: alpha */
+    int acc, accx, accy; /* accumulate into out[0] (acc, accx) and out[1] (accy) */
+    const sn_norm *n;    /* norms */
+    int64_t W, ng, spr;  /* segment width, segments per row, stats per row */
+    sn_rnorm q0;         /* the norm resolved without statistics */
+    const sn_fuse *f;    /* fuses */
+    sn_fuse_layout L;    /* ... their parameter and statistics layout */
+    sn_rfuse F0;         /* ... the three norms resolved without statistics */
+    const float *stats;  /* backward: saved statistics */
+    float *stats_out;    /* forward: statistics written (NULL: none) */
+    const float *src32;  /* to_bf16 */
+    float *dst32;        /* from_bf16 */
+    void (*rows)(const struct job16 *J, int64_t lo, int64_t hi, float *slot);
+    /* backward passes with parameter gradients */
+    float *dparams, *buf;
+    int64_t npg, C, slot, c0;
+} job16;
+
+static job16 job16_of(const sn_ctx *ctx, int64_t R, int64_t D) {
+    job16 J;
+    memset(&J, 0, sizeof J);
+    J.K = sn_ctx_kern(ctx);
+    J.R = R;
+    J.D = D;
+    const int64_t w = sn_ctx_width(ctx);
+    J.pieces = (w <= 1 || R < 2 || R * D < GRAIN) ? 1 : R < 4 * w ? R : 4 * w;
+    return J;
+}
+
+static const sn_bf16 *irow(const job16 *J, int k, int64_t r) { return J->in[k] + r * J->ldi[k]; }
+static sn_bf16 *orow(const job16 *J, int k, int64_t r) { return J->out[k] + r * J->ldo[k]; }
+
+/* runs J->rows over the rows of task i (slot NULL: no parameter gradients) */
+static void rows_task(void *arg, int64_t i) {
+    const job16 *J = arg;
+    const int64_t lo = J->R * i / J->pieces, hi = J->R * (i + 1) / J->pieces;
+    J->rows(J, lo, hi, NULL);
+}
+
+static void run(const sn_ctx *ctx, job16 *J) { sn_ctx_par(ctx, J->pieces, rows_task, J); }
+
+/* ---- parameter gradients: the fp32 drivers' chunks and fold order ------------------------- */
+
+/* chunk c0 + i into slot i, zeroed first */
+static void chunk_task(void *arg, int64_t i) {
+    const job16 *J = arg;
+    const int64_t lo = (J->c0 + i) * J->C, hi = lo + J->C < J->R ? lo + J->C : J->R;
+    float *s = J->buf + i * J->slot;
+    memset(s, 0, (size_t)J->npg * sizeof(float));
+    J->rows(J, lo, hi, s);
+}
+
+/* The chunks of a backward pass, as many at once as slots fit, added onto dparams in chunk
+ * order. Returns 0 when not even one slot fits (the caller then runs its wide variant). */
+static int pg_run16(const sn_ctx *ctx, job16 *J) {
+    _Alignas(64) float stack[SLOT_FLOATS];
+    int64_t nbuf;
+    sn_ctx_scratch(ctx, &J->buf, &nbuf);
+    if (nbuf < SLOT_FLOATS) J->buf = stack, nbuf = SLOT_FLOATS;
+    J->C = sn_d_pg_chunk_rows(J->D);
+    J->slot = (J->npg + QUANTUM - 1) / QUANTUM * QUANTUM;
+    const int64_t nch = (J->R + J->C - 1) / J->C;
+    int64_t K = nbuf / J->slot;
+    if (K < 1) return 0;
+    if (J->pieces == 1) K = 1;
+    if (K > nch) K = nch;
+    for (J->c0 = 0; J->c0 < nch; J->c0 += K) {
+        const int64_t nk = nch - J->c0 < K ? nch - J->c0 : K;
+        sn_ctx_par(ctx, nk, chunk_task, J);
+        for (int64_t k = 0; k < nk; k++) {
+            const float *s = J->buf + k * J->slot;
+            for (int64_t j = 0; j < J->npg; j++) J->dparams[j] += s[j];
+        }
+    }
+    return 1;
+}
+
+/* ---- norms: in[0] x (forward) or dout, in[1] x (backward); out[0] out or dx --------------- */
+
+static sn_rnorm seg_q(const job16 *J, int64_t r, int64_t g) {
+    sn_rnorm q = J->q0;
+    if (J->stats) sn_k_stats_get(&q, J->n->kind, J->stats + r * J->spr, J->ng, g);
+    return q;
+}
+
+static void norm_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
+    (void)slot;
+    float v[SN_D16_ROW_MAX], o[SN_D16_ROW_MAX];
+    const int64_t W = J->W;
+    for (int64_t r = lo; r < hi; r++) {
+        widen(irow(J, 0, r), J->D, v);
+        for (int64_t g = 0; g < J->ng; g++) {
+            float m, rs;
+            J->K->norm_fwd(J->n, &J->q0, v + g * W, W, o + g * W, &m, &rs);
+            if (J->stats_out)
+                sn_k_stats_put(J->n->kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
+        }
+        narrow(o, J->D, orow(J, 0, r));
+    }
+}
+
+static void norm_bwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
+    float d[SN_D16_ROW_MAX], v[SN_D16_ROW_MAX], dv[SN_D16_ROW_MAX];
+    const int64_t W = J->W;
+    const sn_rnorm dp = slot ? sn_k_resolve(J->n, W, slot, 0, 0) : (sn_rnorm){0};
+    float *const dg = (float *)dp.gamma, *const db = (float *)dp.beta;
+    for (int64_t r = lo; r < hi; r++) {
+        widen(irow(J, 0, r), J->D, d);
+        widen(irow(J, 1, r), J->D, v);
+        if (J->acc) widen(orow(J, 0, r), J->D, dv);
+        for (int64_t g = 0; g < J->ng; g++) {
+            const sn_rnorm q = seg_q(J, r, g);
+            J->K->norm_bwd(&q, d + g * W, v + g * W, W, dv + g * W, J->acc, dg, db);
+        }
+        narrow(dv, J->D, orow(J, 0, r));
+    }
+}
+
+static job16 norm_job16(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D,
+                        const float *params) {
+    job16 J = job16_of(ctx, R, D);
+    J.n = n;
+    J.W = n->group ? n->group : D;
+    J.ng = D / J.W;
+    J.spr = sn_norm_spr(n, D);
+    J.q0 = sn_k_resolve(n, J.W, params, 0.0f, 1.0f);
+    return J;
+}
+
+void sn_d16_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const sn_bf16 *x,
+                     int64_t ldx, const float *params, sn_bf16 *out, int64_t ldo, float *stats) {
+    job16 J = norm_job16(ctx, n, R, D, params);
+    J.in[0] = x, J.ldi[0] = ldx;
+    J.out[0] = out, J.ldo[0] = ldo;
+    J.stats_out = stats;
+    J.rows = norm_fwd_rows;
+    run(ctx, &J);
+}
+
+void sn_d16_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const sn_bf16 *dout,
+                     int64_t lddo, const sn_bf16 *x, int64_t ldx, const float *params,
+                     const float *stats, sn_bf16 *dx, int64_t lddx, float *dparams, int acc) {
+    job16 J = norm_job16(ctx, n, R, D, params);
+    J.in[0] = dout, J.ldi[0] = lddo;
+    J.in[1] = x, J.ldi[1] = ldx;
+    J.out[0] = dx, J.ldo[0] = lddx;
+    J.stats = stats;
+    J.acc = acc;
+    J.rows = norm_bwd_rows;
+    if (!dparams || n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE) {
+        run(ctx, &J);
+        return;
+    }
+    J.dparams = dparams;
+    J.npg = n->affine == SN_AFFINE_SCALE_SHIFT ? 2 * J.W : J.W;
+    pg_run16(ctx, &J); /* 2W <= 2 * SN_D16_ROW_MAX floats: a slot always fits */
+}
+
+/* ---- fuses: forward in[0] x, in[1] y, out[0] u (may be NULL), out[1] h; backward in[0] dh,
+ * in[1] du (may be NULL), in[2] x, in[3] y, out[0] dx, out[1] dy ----------------------------- */
+
+static job16 fuse_job16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D,
+                        const float *params) {
+    job16 J = job16_of(ctx, R, D);
+    J.f = f;
+    J.L = sn_k_fuse_layout(f, D);
+    sn_fuse_query(f, D, NULL, &J.spr);
+    const float *P = params;
+    J.F0.X = sn_k_resolve(&f->x, D, P ? P + J.L.px : NULL, 0.0f, 1.0f);
+    J.F0.Y = sn_k_resolve(&f->y, D, P ? P + J.L.py : NULL, 0.0f, 1.0f);
+    J.F0.O = sn_k_resolve(&f->out, D, P ? P + J.L.po : NULL, 0.0f, 1.0f);
+    return J;
+}
+
+/* As the fp32 driver's one-row path: the statistics of x and y, s = N_x(x) + N_y(y) (u = N_x(x)),
+ * then h = N_out(s) in place. */
+static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
+    (void)slot;
+    float x[SN_D16_ROW_MAX], y[SN_D16_ROW_MAX], u[SN_D16_ROW_MAX], s[SN_D16_ROW_MAX];
+    const sn_fuse *f = J->f;
+    const int64_t D = J->D;
+    for (int64_t r = lo; r < hi; r++) {
+        widen(irow(J, 0, r), D, x);
+        widen(irow(J, 1, r), D, y);
+        float mx, rx, my, ry, mo = 0.0f, ro = 1.0f;
+        sn_rfuse F = J->F0;
+        J->K->stats2(&f->x, x, &f->y, y, D, &mx, &rx, &my, &ry);
+        sn_k_set_stats(&F.X, f->x.kind, mx, rx);
+        sn_k_set_stats(&F.Y, f->y.kind, my, ry);
+        J->K->fuse_s(&F, D, x, y, J->out[0] ? u : NULL, s, &f->out, &mo, &ro);
+        if (f->out.kind != SN_NORM_IDENTITY) {
+            sn_k_set_stats(&F.O, f->out.kind, mo, ro);
+            J->K->norm_row(&F.O, s, D, s);
+        }
+        if (J->stats_out) {
+            float *st = J->stats_out + r * J->spr;
+            sn_k_stats_put(f->x.kind, st + J->L.sx, 1, 0, mx, rx);
+            sn_k_stats_put(f->y.kind, st + J->L.sy, 1, 0, my, ry);
+            sn_k_stats_put(f->out.kind, st + J->L.so, 1, 0, mo, ro);
+        }
+        if (J->out[0]) narrow(u, D, orow(J, 0, r));
+        narrow(s, D, orow(J, 1, r));
+    }
+}
+
+void sn_d16_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const sn_bf16 *x,
+                     int64_t ldx, const sn_bf16 *y, int64_t ldy, const float *params, sn_bf16 *u,
+                     int64_t ldu, sn_bf16 *h, int64_t ldh, float *stats) {
+    job16 J = fuse_job16(ctx, f, R, D, params);
+    J.in[0] = x, J.ldi[0] = ldx;
+    J.in[1] = y, J.ldi[1] = ldy;
+    J.out[0] = u, J.ldo[0] = ldu;
+    J.out[1] = h, J.ldo[1] = ldh;
+    J.stats_out = stats;
+    J.rows = fuse_fwd_rows;
+    run(ctx, &J);
+}
+
+/* A staged backward row: the inputs widened, dx and dy widened when accumulated into. */
+typedef struct brow16 {
+    float dh[SN_D16_ROW_MAX], du[SN_D16_ROW_MAX], x[SN_D16_ROW_MAX], y[SN_D16_ROW_MAX];
+    float dx[SN_D16_ROW_MAX], dy[SN_D16_ROW_MAX];
+} brow16;
+
+/* row r staged into *w, and its sn_rfuse (F0 with the row's saved statistics) into *F */
+static void fuse_stage(const job16 *J, int64_t r, brow16 *w, sn_rfuse *F) {
+    const int64_t D = J->D;
+    widen(irow(J, 0, r), D, w->dh);
+    if (J->in[1]) widen(irow(J, 1, r), D, w->du);
+    widen(irow(J, 2, r), D, w->x);
+    widen(irow(J, 3, r), D, w->y);
+    if (J->accx) widen(orow(J, 0, r), D, w->dx);
+    if (J->accy) widen(orow(J, 1, r), D, w->dy);
+    *F = J->F0;
+    if (J->stats) {
+        const float *st = J->stats + r * J->spr;
+        sn_k_stats_get(&F->X, J->f->x.kind, st + J->L.sx, 1, 0);
+        sn_k_stats_get(&F->Y, J->f->y.kind, st + J->L.sy, 1, 0);
+        sn_k_stats_get(&F->O, J->f->out.kind, st + J->L.so, 1, 0);
+    }
+}
+
+static void fuse_bwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
+    brow16 w;
+    const sn_dfuse dp = sn_k_fuse_dparams(J->f, &J->L, J->D, slot);
+    for (int64_t r = lo; r < hi; r++) {
+        sn_rfuse F;
+        fuse_stage(J, r, &w, &F);
+        J->K->fuse_bwd(&F, J->D, w.dh, J->in[1] ? w.du : NULL, w.x, w.y, w.dx, w.dy, J->accx,
+                       J->accy, slot ? &dp : NULL);
+        narrow(w.dx, J->D, orow(J, 0, r));
+        narrow(w.dy, J->D, orow(J, 1, r));
+    }
+}
+
+/* Rows whose six parameter vectors fill more than the slot buffer (D > 2730 without scratch):
+ * as the fp32 driver's wide variant, per chunk the rows' reductions, then the parameter
+ * gradients in column blocks (fuse_pg is elementwise), then the input gradients; one thread. */
+static void fuse_bwd_wide(const sn_ctx *ctx, job16 *J) {
+    _Alignas(64) float stack[SLOT_FLOATS];
+    float *buf;
+    int64_t nbuf;
+    sn_ctx_scratch(ctx, &buf, &nbuf);
+    if (nbuf < SLOT_FLOATS) buf = stack, nbuf = SLOT_FLOATS;
+    const int64_t D = J->D, C = sn_d_pg_chunk_rows(D);
+    const sn_dfuse d = sn_k_fuse_dparams(J->f, &J->L, D, J->dparams);
+    float *dst[6] = {d.gx, d.bx, d.gy, d.by, d.go, d.bo};
+    int64_t per = 0;
+    for (int k = 0; k < 6; k++) per += dst[k] != NULL;
+    const int64_t bw = nbuf / per / QUANTUM * QUANTUM;
+    brow16 w;
+    float red[8 * 6]; /* 6 reductions of each of the C = 16384 / D <= 5 rows of a chunk */
+    for (int64_t lo = 0; lo < J->R; lo += C) {
+        const int64_t hi = lo + C < J->R ? lo + C : J->R;
+        sn_rfuse F;
+        for (int64_t r = lo; r < hi; r++) {
+            fuse_stage(J, r, &w, &F);
+            J->K->fuse_red(&F, D, w.dh, J->in[1] ? w.du : NULL, w.x, w.y);
+            float *o = red + (r - lo) * 6;
+            o[0] = F.oa, o[1] = F.ob, o[2] = F.xa, o[3] = F.xb, o[4] = F.ya, o[5] = F.yb;
+        }
+        for (int64_t j0 = 0; j0 < D; j0 += bw) {
+            const int64_t n = D - j0 < bw ? D - j0 : bw;
+            float *p[6];
+            for (int k = 0, q = 0; k < 6; k++) p[k] = dst[k] ? buf + (q++) * bw : NULL;
+            memset(buf, 0, (size_t)(per * bw) * sizeof(float));
+            const sn_dfuse dp = {p[0], p[1], p[2], p[3], p[4], p[5]};
+            for (int64_t r = lo; r < hi; r++) {
+                fuse_stage(J, r, &w, &F);
+                const float *o = red + (r - lo) * 6;
+                F.oa = o[0], F.ob = o[1], F.xa = o[2], F.xb = o[3], F.ya = o[4], F.yb = o[5];
+                sn_rnorm *ns[3] = {&F.X, &F.Y, &F.O};
+                for (int k = 0; k < 3; k++) {
+                    if (ns[k]->gamma) ns[k]->gamma += j0;
+                    if (ns[k]->beta) ns[k]->beta += j0;
+                }
+                J->K->fuse_pg(&F, n, w.dh + j0, J->in[1] ? w.du + j0 : NULL, w.x + j0, w.y + j0,
+                              &dp);
+            }
+            for (int k = 0; k < 6; k++)
+                if (dst[k])
+                    for (int64_t j = 0; j < n; j++) dst[k][j0 + j] += p[k][j];
+        }
+        for (int64_t r = lo; r < hi; r++) {
+            fuse_stage(J, r, &w, &F);
+            const float *o = red + (r - lo) * 6;
+            F.oa = o[0], F.ob = o[1], F.xa = o[2], F.xb = o[3], F.ya = o[4], F.yb = o[5];
+            J->K->fuse_dx(&F, D, w.dh, J->in[1] ? w.du : NULL, w.x, w.y, w.dx, w.dy, J->accx,
+                          J->accy);
+            narrow(w.dx, D, orow(J, 0, r));
+            narrow(w.dy, D, orow(J, 1, r));
+        }
+    }
+}
+
+void sn_d16_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const sn_bf16 *dh,
+                     int64_t lddh, const sn_bf16 *du, int64_t lddu, const sn_bf16 *x, int64_t ldx,
+                     const sn_bf16 *y, int64_t ldy, const float *params, const float *stats,
+                     sn_bf16 *dx, int64_t lddx, sn_bf16 *dy, int64_t lddy, float *dparams,
+                     uint32_t flags) {
+    job16 J = fuse_job16(ctx, f, R, D, params);
+    J.in[0] = dh, J.ldi[0] = lddh;
+    J.in[1] = du, J.ldi[1] = lddu;
+    J.in[2] = x, J.ldi[2] = ldx;
+    J.in[3] = y, J.ldi[3] = ldy;
+    J.out[0] = dx, J.ldo[0] = lddx;
+    J.out[1] = dy, J.ldo[1] = lddy;
+    J.stats = stats;
+    J.accx = (flags & SN_ACCUMULATE) != 0;
+    J.accy = (flags & SN_ACCUMULATE_Y) != 0;
+    J.rows = fuse_bwd_rows;
+    int64_t npg = 0;
+    if (dparams) sn_fuse_query(f, D, &npg, NULL);
+    if (npg == 0) {
+        run(ctx, &J);
+        return;
+    }
+    J.dparams = dparams;
+    J.npg = npg;
+    if (!pg_run16(ctx, &J)) fuse_bwd_wide(ctx, &J);
+}
+
+/* ---- elementwise, in column blocks: any D ------------------------------------------------- */
+
+/* apply: in[0] z, in[1] u, in[2] y; out[0] xo = u + z / c, out[1] yo = y + z */
+static void apply_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
+    (void)slot;
+    float z[EW_BLOCK], u[EW_BLOCK], y[EW_BLOCK];
+    for (int64_t r = lo; r < hi; r++)
+        for (int64_t j = 0; j < J->D; j += EW_BLOCK) {
+            const int64_t n = J->D - j < EW_BLOCK ? J->D - j : EW_BLOCK;
+            widen(irow(J, 0, r) + j, n, z);
+            widen(irow(J, 1, r) + j, n, u);
+            widen(irow(J, 2, r) + j, n, y);
+            J->K->apply(z, u, y, J->c, u, y, n, 0);
+            narrow(u, n, orow(J, 0, r) + j);
+            narrow(y, n, orow(J, 1, r) + j);
+        }
+}
+
+void sn_d16_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const sn_bf16 *z, int64_t ldz,
+                  const sn_bf16 *u, int64_t ldu, const sn_bf16 *y, int64_t ldy, sn_bf16 *xo,
+                  int64_t ldxo, sn_bf16 *yo, int64_t ldyo) {
+    job16 J = job16_of(ctx, R, D);
+    J.in[0] = z, J.ldi[0] = ldz;
+    J.in[1] = u, J.ldi[1] = ldu;
+    J.in[2] = y, J.ldi[2] = ldy;
+    J.out[0] = xo, J.ldo[0] = ldxo;
+    J.out[1] = yo, J.ldo[1] = ldyo;
+    J.c = c;
+    J.rows = apply_rows;
+    run(ctx, &J);
+}
+
+/* add_div: out[0] (+= with acc) in[0] + in[1] / c; axpy (acc = -1): out[0] = c * in[0] + in[1] */
+static void add_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
+    (void)slot;
+    float a[EW_BLOCK], b[EW_BLOCK], o[EW_BLOCK];
+    for (int64_t r = lo; r < hi; r++)
+        for (int64_t j = 0; j < J->D; j += EW_BLOCK) {
+            const int64_t n = J->D - j < EW_BLOCK ? J->D - j : EW_BLOCK;
+            widen(irow(J, 0, r) + j, n, a);
+            widen(irow(J, 1, r) + j, n, b);
+            if (J->acc < 0) {
+                J->K->axpy(a, b, J->c, o, n, 0);
+            } else {
+                if (J->acc) widen(orow(J, 0, r) + j, n, o);
+                J->K->add_div(a, b, J->c, o, n, J->acc, 0);
+            }
+            narrow(o, n, orow(J, 0, r) + j);
+        }
+}
+
+void sn_d16_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *a, int64_t lda,
+                    const sn_bf16 *b, int64_t ldb, float c, sn_bf16 *out, int64_t ldo, int acc) {
+    job16 J = job16_of(ctx, R, D);
+    J.in[0] = a, J.ldi[0] = lda;
+    J.in[1] = b, J.ldi[1] = ldb;
+    J.out[0] = out, J.ldo[0] = ldo;
+    J.c = c;
+    J.acc = acc;
+    J.rows = add_rows;
+    run(ctx, &J);
+}
+
+void sn_d16_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const sn_bf16 *a,
+                 int64_t lda, const sn_bf16 *b, int64_t ldb, sn_bf16 *out, int64_t ldo) {
+    job16 J = job16_of(ctx, R, D);
+    J.in[0] = a, J.ldi[0] = lda;
+    J.in[1] = b, J.ldi[1] = ldb;
+    J.out[0] = out, J.ldo[0] = ldo;
+    J.c = alpha;
+    J.acc = -1;
+    J.rows = add_rows;
+    run(ctx, &J);
+}
+
+/* copy (in[0] -> out[0]), to_bf16 (src32 -> out[0]), from_bf16 (in[0] -> dst32): each element
+ * rounded or widened (a copy rounds what it widened: the same bits, NaNs quieted) */
+static void convert_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
+    (void)slot;
+    float t[EW_BLOCK];
+    for (int64_t r = lo; r < hi; r++)
+        for (int64_t j = 0; j < J->D; j += EW_BLOCK) {
+            const int64_t n = J->D - j < EW_BLOCK ? J->D - j : EW_BLOCK;
+            if (J->src32) narrow(J->src32 + r * J->ldi[0] + j, n, orow(J, 0, r) + j);
+            else if (J->dst32) widen(irow(J, 0, r) + j, n, J->dst32 + r * J->ldo[0] + j);
+            else {
+                widen(irow(J, 0, r) + j, n, t);
+                narrow(t, n, orow(J, 0, r) + j);
+            }
+        }
+}
+
+void sn_d16_copy(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *a, int64_t lda,
+                 sn_bf16 *out, int64_t ldo) {
+    job16 J = job16_of(ctx, R, D);
+    J.in[0] = a, J.ldi[0] = lda;
+    J.out[0] = out, J.ldo[0] = ldo;
+    J.rows = convert_rows;
+    run(ctx, &J);
+}
+
+void sn_d16_to_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const float *src, int64_t lds,
+                    sn_bf16 *dst, int64_t ldd) {
+    job16 J = job16_of(ctx, R, D);
+    J.src32 = src, J.ldi[0] = lds;
+    J.out[0] = dst, J.ldo[0] = ldd;
+    J.rows = convert_rows;
+    run(ctx, &J);
+}
+
+void sn_d16_from_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *src, int64_t lds,
+                      float *dst, int64_t ldd) {
+    job16 J = job16_of(ctx, R, D);
+    J.in[0] = src, J.ldi[0] = lds;
+    J.dst32 = dst, J.ldo[0] = ldd;
+    J.rows = convert_rows;
+    run(ctx, &J);
+}
