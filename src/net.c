@@ -59,6 +59,8 @@ typedef struct netl {
     int64_t wslots;
     int64_t max_spr; /* the most statistics floats per row of any one stage (inference) */
     int any_aux;     /* some stage's forward needs a temporary slot (t of OP_POST, OP_SIAMP) */
+    sn_dtype dt;     /* the element type of the streams (net->act_dtype) */
+    int64_t esz;     /* ... its size in bytes */
 } netl;
 
 static int two_streams(int placement) {
@@ -84,6 +86,7 @@ sn_status sn_net_check(const sn_net *net) {
     if (st == SN_OK) st = sn_check_norm(&net->input_norm, net->d, 0);
     if (st != SN_OK) return st;
     if (net->flags != 0 || net->act_dtype >= SN_DTYPE_COUNT) return SN_ERR_CONFIG;
+    if (net->act_dtype == SN_DTYPE_BF16 && net->d > SN_D16_ROW_MAX) return SN_ERR_UNSUPPORTED;
     for (size_t k = 0; k < sizeof net->reserved / sizeof net->reserved[0]; k++)
         if (net->reserved[k] != 0) return SN_ERR_CONFIG;
     if (net->placement == SN_PLACEMENT_MIX_LN) {
@@ -300,16 +303,25 @@ static sn_status resolve(const sn_net *net, netl *L) {
                    ? MERGE_NONE
                    : MERGE_NORM;
     L->wslots = L->two ? 2 : 1;
+    L->dt = (sn_dtype)net->act_dtype;
+    L->esz = sn_dtype_size(L->dt);
     stage m;
     layout(L, L->S, &m);
     return SN_OK;
 }
 
-static int64_t acts_per_row(const netl *L) { return L->nslots * L->D + L->spr; }
+/* Floats that n slots of `rows` rows take (bf16 slots: two elements a float, rounded up). */
+static int64_t slot_floats(const netl *L, int64_t n, int64_t rows) {
+    return (n * rows * L->D * L->esz + 3) / 4;
+}
+static int64_t acts_per_row(const netl *L) { return slot_floats(L, L->nslots, 1) + L->spr; }
+static int64_t work_per_row(const netl *L) { return slot_floats(L, L->wslots, 1); }
 
 /* The inference state's slots: x_k in slot k % 2, then y (two streams), then the temporary. */
 static int64_t infer_nslots(const netl *L) { return 2 + L->two + L->any_aux; }
-static int64_t state_per_row(const netl *L) { return infer_nslots(L) * L->D + L->max_spr; }
+static int64_t state_per_row(const netl *L) {
+    return slot_floats(L, infer_nslots(L), 1) + L->max_spr;
+}
 
 sn_status sn_net_infer_sizes(const sn_net *net, int64_t *spr) {
     netl L;
@@ -357,7 +369,7 @@ sn_status sn_net_sizes(const sn_net *net, int64_t *np, int64_t *apr, int64_t *wp
     if (st != SN_OK) return st;
     if (np) *np = L.np;
     if (apr) *apr = acts_per_row(&L);
-    if (wpr) *wpr = L.wslots * L.D;
+    if (wpr) *wpr = work_per_row(&L);
     return SN_OK;
 }
 
@@ -444,12 +456,13 @@ enum { AT_SPLIT, AT_SUB, AT_MERGE }; /* the stage it works on */
 
 /* One pass call, as begin() validates it: direction, stage, and the caller's matrix. */
 typedef struct call {
-    int dir;         /* FWD, BWD or INFER */
-    int at;          /* AT_SPLIT, AT_SUB (sub-layer i) or AT_MERGE */
-    int32_t i;       /* the sub-layer, for AT_SUB */
-    const float *in; /* the caller's R x D matrix, row stride ld: the one it reads, */
-    float *out;      /* or the one it writes (the other is NULL) */
+    int dir;        /* FWD, BWD or INFER */
+    int at;         /* AT_SPLIT, AT_SUB (sub-layer i) or AT_MERGE */
+    int32_t i;      /* the sub-layer, for AT_SUB */
+    const void *in; /* the caller's R x D matrix, row stride ld: the one it reads, */
+    void *out;      /* or the one it writes (the other is NULL) */
     int64_t ld;
+    sn_dtype dt; /* the type of its elements, which must be the net's act_dtype */
     uint32_t flags;
     uint32_t allowed; /* the flags this call knows */
 } call;
@@ -481,13 +494,14 @@ static sn_status begin(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *
     if (st != SN_OK) return st;
     if (!p) return SN_ERR_NULL;
     const netl *L = &P->L;
+    if (c->dt != L->dt) return SN_ERR_DTYPE;
     const int64_t R = p->rows;
     const int bwd = c->dir == BWD;
     const int64_t per_row = c->dir == INFER ? state_per_row(L) : acts_per_row(L);
     st = sn_check_dims(R, L->D);
     if (st == SN_OK) st = sn_check_dims(R, per_row);
-    const float *mat = c->out ? c->out : c->in;
-    if (st == SN_OK) st = sn_check_mat(mat, R, L->D, c->ld);
+    const void *mat = c->out ? c->out : c->in;
+    if (st == SN_OK) st = sn_check_mat_dt(mat, R, L->D, c->ld, L->dt);
     if (st != SN_OK) return st;
     if (!p->acts || (L->np > 0 && !p->params) || (bwd && !p->work)) return SN_ERR_NULL;
     if (c->at == AT_SUB && (c->i < 0 || c->i >= L->S)) return SN_ERR_INDEX;
@@ -497,14 +511,14 @@ static sn_status begin(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *
         sn_vec_buf(p->params, L->np, 0),
         sn_vec_buf(p->acts, R * per_row, !bwd),
         sn_vec_buf(bwd ? p->grads : NULL, L->np, 1),
-        sn_vec_buf(bwd ? p->work : NULL, R * L->wslots * L->D, work_w),
-        sn_mat_buf(mat, R, L->D, c->ld, c->out != NULL, 0),
+        sn_vec_buf(bwd ? p->work : NULL, R * work_per_row(L), work_w),
+        sn_mat_buf_dt(mat, R, L->D, c->ld, L->dt, c->out != NULL, 0),
         /* explicit scales are read by the call: no written buffer may overlap them */
         sn_vec_buf(net->scale_rule == SN_SCALE_EXPLICIT ? net->scales : NULL, L->S, 0),
     };
     st = sn_check_alias(bufs, 6);
     if (st != SN_OK) return st;
-    st = sn_check_inputs(ctx, R, L->D, &c->in, &c->ld, 1, p->params, L->np); /* checked mode */
+    st = sn_check_inputs_dt(ctx, L->dt, R, L->D, &c->in, &c->ld, 1, p->params, L->np); /* checked */
     if (st != SN_OK) return st;
     const int64_t i = c->at == AT_SPLIT ? -1 : c->at == AT_MERGE ? L->S : c->i;
     layout(&P->L, i, &P->s);
@@ -518,15 +532,17 @@ static sn_status begin(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *
     return SN_OK;
 }
 
-/* Slot k of acts (R x D, row stride D). */
-static float *slot(const pass *P, int64_t k) { return P->acts + k * P->R * P->L.D; }
+/* Slot k of acts (R x D elements of the net's type, row stride D). */
+static void *slot(const pass *P, int64_t k) {
+    return (char *)P->acts + k * P->R * P->L.D * P->L.esz;
+}
 /* The statistics plane of the stage's norm k (R rows of that norm's stats_per_row), or, with
  * fuse = 1, of the fuse made of norms k, k+1, k+2. */
 static float *plane(const pass *P, int k) {
     int64_t off = P->s.st;
     for (int q = 0; q < k; q++) off += sn_norm_spr(&P->s.n[q], P->L.D);
     const int64_t nslots = P->infer ? infer_nslots(&P->L) : P->L.nslots; /* before the planes */
-    return P->acts + nslots * P->R * P->L.D + off * P->R;
+    return P->acts + slot_floats(&P->L, nslots, P->R) + off * P->R;
 }
 /* Parameters (and gradients) of the stage's norm k. */
 static int64_t poff(const pass *P, int k) {
@@ -557,87 +573,151 @@ static sn_fuse fuse_of(const pass *P, int *first) {
     }
     return f;
 }
-static float *dxw(const pass *P) { return P->work; }
-static float *dyw(const pass *P) { return P->work + P->R * P->L.D; }
+static void *dxw(const pass *P) { return P->work; }
+static void *dyw(const pass *P) { return (char *)P->work + P->R * P->L.D * P->L.esz; }
+
+/* ---- the drivers for the net's element type ------------------------------------------------ */
+
+static void nd_copy(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, const void *a,
+                    int64_t lda, void *out, int64_t ldo) {
+    if (dt == SN_DTYPE_BF16) sn_d16_copy(ctx, R, D, a, lda, out, ldo);
+    else sn_d_copy(ctx, R, D, a, lda, out, ldo);
+}
+static void nd_add_div(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, const void *a,
+                       int64_t lda, const void *b, int64_t ldb, float c, void *out, int64_t ldo,
+                       int acc) {
+    if (dt == SN_DTYPE_BF16) sn_d16_add_div(ctx, R, D, a, lda, b, ldb, c, out, ldo, acc);
+    else sn_d_add_div(ctx, R, D, a, lda, b, ldb, c, out, ldo, acc);
+}
+static void nd_axpy(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, float alpha,
+                    const void *a, int64_t lda, const void *b, int64_t ldb, void *out,
+                    int64_t ldo) {
+    if (dt == SN_DTYPE_BF16) sn_d16_axpy(ctx, R, D, alpha, a, lda, b, ldb, out, ldo);
+    else sn_d_axpy(ctx, R, D, alpha, a, lda, b, ldb, out, ldo);
+}
+static void nd_apply(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, float c, const void *z,
+                     int64_t ldz, const void *u, int64_t ldu, const void *y, int64_t ldy, void *xo,
+                     int64_t ldxo, void *yo, int64_t ldyo) {
+    if (dt == SN_DTYPE_BF16) sn_d16_apply(ctx, R, D, c, z, ldz, u, ldu, y, ldy, xo, ldxo, yo, ldyo);
+    else sn_d_apply(ctx, R, D, c, z, ldz, u, ldu, y, ldy, xo, ldxo, yo, ldyo);
+}
+static void nd_norm_fwd(const sn_ctx *ctx, sn_dtype dt, const sn_norm *n, int64_t R, int64_t D,
+                        const void *x, int64_t ldx, const float *params, void *out, int64_t ldo,
+                        float *stats) {
+    if (dt == SN_DTYPE_BF16) sn_d16_norm_fwd(ctx, n, R, D, x, ldx, params, out, ldo, stats);
+    else sn_d_norm_fwd(ctx, n, R, D, x, ldx, params, out, ldo, stats);
+}
+static void nd_norm_bwd(const sn_ctx *ctx, sn_dtype dt, const sn_norm *n, int64_t R, int64_t D,
+                        const void *dout, int64_t lddo, const void *x, int64_t ldx,
+                        const float *params, const float *stats, void *dx, int64_t lddx,
+                        float *dparams, int acc) {
+    if (dt == SN_DTYPE_BF16)
+        sn_d16_norm_bwd(ctx, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx, dparams, acc);
+    else sn_d_norm_bwd(ctx, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx, dparams, acc);
+}
+static void nd_fuse_fwd(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f, int64_t R, int64_t D,
+                        const void *x, int64_t ldx, const void *y, int64_t ldy, const float *params,
+                        void *u, int64_t ldu, void *h, int64_t ldh, float *stats) {
+    if (dt == SN_DTYPE_BF16)
+        sn_d16_fuse_fwd(ctx, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
+    else sn_d_fuse_fwd(ctx, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
+}
+static void nd_fuse_bwd(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f, int64_t R, int64_t D,
+                        const void *dh, int64_t lddh, const void *du, int64_t lddu, const void *x,
+                        int64_t ldx, const void *y, int64_t ldy, const float *params,
+                        const float *stats, void *dx, int64_t lddx, void *dy, int64_t lddy,
+                        float *dparams, uint32_t flags) {
+    if (dt == SN_DTYPE_BF16)
+        sn_d16_fuse_bwd(ctx, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params, stats, dx, lddx,
+                        dy, lddy, dparams, flags);
+    else
+        sn_d_fuse_bwd(ctx, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params, stats, dx, lddx, dy,
+                      lddy, dparams, flags);
+}
 
 /* ---- forward ------------------------------------------------------------------------------- */
 
-static void split_fwd(const sn_ctx *ctx, const pass *P, const float *e, int64_t lde) {
+static void split_fwd(const sn_ctx *ctx, const pass *P, const void *e, int64_t lde) {
+    const sn_dtype dt = P->L.dt;
     const int64_t R = P->R, D = P->L.D;
-    sn_d_copy(ctx, R, D, e, lde, slot(P, P->s.xin), D);
+    nd_copy(ctx, dt, R, D, e, lde, slot(P, P->s.xin), D);
     if (P->L.split_norm)
-        sn_d_norm_fwd(ctx, &P->s.n[0], R, D, slot(P, P->s.xin), D, par(P, 0), slot(P, P->s.xout), D,
-                      plane(P, 0));
+        nd_norm_fwd(ctx, dt, &P->s.n[0], R, D, slot(P, P->s.xin), D, par(P, 0), slot(P, P->s.xout),
+                    D, plane(P, 0));
     if (P->infer && P->L.two) /* training's y_0 shares x_0's slot; the state updates y in place */
-        sn_d_copy(ctx, R, D, e, lde, slot(P, P->s.yout), D);
+        nd_copy(ctx, dt, R, D, e, lde, slot(P, P->s.yout), D);
 }
 
-static void enter_fwd(const sn_ctx *ctx, const pass *P, float *h, int64_t ldh) {
+static void enter_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
+    const sn_dtype dt = P->L.dt;
     const stage *s = &P->s;
     const int64_t R = P->R, D = P->L.D;
-    const float *x = slot(P, s->xin);
+    const void *x = slot(P, s->xin);
     int first;
     sn_fuse f;
     switch (s->op) {
     case OP_PRE:
-    case OP_PERI: sn_d_norm_fwd(ctx, &s->n[0], R, D, x, D, par(P, 0), h, ldh, plane(P, 0)); break;
-    case OP_POST: sn_d_copy(ctx, R, D, x, D, h, ldh); break;
+    case OP_PERI: nd_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), h, ldh, plane(P, 0)); break;
+    case OP_POST: nd_copy(ctx, dt, R, D, x, D, h, ldh); break;
     case OP_HMLP: /* u into x_{i+1}'s slot, where exit(i) completes it; h = u */
-        sn_d_norm_fwd(ctx, &s->n[0], R, D, x, D, par(P, 0), slot(P, s->xout), D, plane(P, 0));
-        sn_d_copy(ctx, R, D, slot(P, s->xout), D, h, ldh);
+        nd_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), slot(P, s->xout), D, plane(P, 0));
+        nd_copy(ctx, dt, R, D, slot(P, s->xout), D, h, ldh);
         break;
     default: /* the SiameseNorm family; OP_SIAM keeps u in x_{i+1}'s slot */
         f = fuse_of(P, &first);
-        sn_d_fuse_fwd(ctx, &f, R, D, x, D, slot(P, s->yin), D, par(P, first),
-                      s->op == OP_SIAM ? slot(P, s->xout) : NULL, D, h, ldh, plane(P, first));
+        nd_fuse_fwd(ctx, dt, &f, R, D, x, D, slot(P, s->yin), D, par(P, first),
+                    s->op == OP_SIAM ? slot(P, s->xout) : NULL, D, h, ldh, plane(P, first));
         break;
     }
 }
 
-static void exit_fwd(const sn_ctx *ctx, const pass *P, const float *z, int64_t ldz) {
+static void exit_fwd(const sn_ctx *ctx, const pass *P, const void *z, int64_t ldz) {
+    const sn_dtype dt = P->L.dt;
     const stage *s = &P->s;
     const int64_t R = P->R, D = P->L.D;
-    float *x = slot(P, s->xin), *xo = slot(P, s->xout);
+    void *x = slot(P, s->xin), *xo = slot(P, s->xout);
     switch (s->op) {
-    case OP_PRE: sn_d_add_div(ctx, R, D, x, D, z, ldz, 1.0f, xo, D, 0); break;
+    case OP_PRE: nd_add_div(ctx, dt, R, D, x, D, z, ldz, 1.0f, xo, D, 0); break;
     case OP_POST: /* t = alpha * x + z, x' = N(t) */
-        sn_d_axpy(ctx, R, D, s->c, x, D, z, ldz, slot(P, s->aux), D);
-        sn_d_norm_fwd(ctx, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
+        nd_axpy(ctx, dt, R, D, s->c, x, D, z, ldz, slot(P, s->aux), D);
+        nd_norm_fwd(ctx, dt, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
         break;
     case OP_PERI: /* x' = x + N_out(z); training keeps z for N_out's backward */
-        if (!P->infer) sn_d_copy(ctx, R, D, z, ldz, slot(P, s->aux), D);
-        sn_d_norm_fwd(ctx, &s->n[1], R, D, z, ldz, par(P, 1), xo, D, plane(P, 1));
-        sn_d_add_div(ctx, R, D, xo, D, x, D, 1.0f, xo, D, 0);
+        if (!P->infer) nd_copy(ctx, dt, R, D, z, ldz, slot(P, s->aux), D);
+        nd_norm_fwd(ctx, dt, &s->n[1], R, D, z, ldz, par(P, 1), xo, D, plane(P, 1));
+        nd_add_div(ctx, dt, R, D, xo, D, x, D, 1.0f, xo, D, 0);
         break;
-    case OP_HMLP: /* xo holds u */ sn_d_add_div(ctx, R, D, xo, D, z, ldz, 1.0f, xo, D, 0); break;
+    case OP_HMLP: /* xo holds u */ nd_add_div(ctx, dt, R, D, xo, D, z, ldz, 1.0f, xo, D, 0); break;
     case OP_SIAM: /* xo holds u */
-        sn_d_apply(ctx, R, D, s->c, z, ldz, xo, D, slot(P, s->yin), D, xo, D, slot(P, s->yout), D);
+        nd_apply(ctx, dt, R, D, s->c, z, ldz, xo, D, slot(P, s->yin), D, xo, D, slot(P, s->yout),
+                 D);
         break;
     case OP_SIAMX:
-        sn_d_apply(ctx, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, xo, D, slot(P, s->yout), D);
+        nd_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, xo, D, slot(P, s->yout), D);
         break;
     default: /* OP_SIAMP: t = x + z/c, x' = N_post(t) */
-        sn_d_apply(ctx, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, slot(P, s->aux), D,
-                   slot(P, s->yout), D);
-        sn_d_norm_fwd(ctx, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
+        nd_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, slot(P, s->aux), D,
+                 slot(P, s->yout), D);
+        nd_norm_fwd(ctx, dt, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
         break;
     }
 }
 
-static void merge_fwd(const sn_ctx *ctx, const pass *P, float *out, int64_t ldo) {
+static void merge_fwd(const sn_ctx *ctx, const pass *P, void *out, int64_t ldo) {
+    const sn_dtype dt = P->L.dt;
     const int64_t R = P->R, D = P->L.D;
-    const float *x = slot(P, P->s.xin);
+    const void *x = slot(P, P->s.xin);
     int first;
     sn_fuse f;
     switch (P->L.merge) {
-    case MERGE_NONE: sn_d_copy(ctx, R, D, x, D, out, ldo); break;
+    case MERGE_NONE: nd_copy(ctx, dt, R, D, x, D, out, ldo); break;
     case MERGE_NORM:
-        sn_d_norm_fwd(ctx, &P->s.n[0], R, D, x, D, par(P, 0), out, ldo, plane(P, 0));
+        nd_norm_fwd(ctx, dt, &P->s.n[0], R, D, x, D, par(P, 0), out, ldo, plane(P, 0));
         break;
     default:
         f = fuse_of(P, &first);
-        sn_d_fuse_fwd(ctx, &f, R, D, x, D, slot(P, P->s.yin), D, par(P, 0), NULL, 0, out, ldo,
-                      plane(P, 0));
+        nd_fuse_fwd(ctx, dt, &f, R, D, x, D, slot(P, P->s.yin), D, par(P, 0), NULL, 0, out, ldo,
+                    plane(P, 0));
         break;
     }
 }
@@ -702,37 +782,81 @@ sn_status sn_net_infer_merge(const sn_ctx *ctx, const sn_net *net, const sn_net_
     return infer(ctx, net, inf, (call){.at = AT_MERGE, .out = out, .ld = ldo});
 }
 
+sn_status sn_net_split_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                            const sn_bf16 *e, int64_t lde) {
+    return forward(ctx, net, bufs,
+                   &(call){.dir = FWD, .at = AT_SPLIT, .in = e, .ld = lde, .dt = SN_DTYPE_BF16});
+}
+sn_status sn_net_enter_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                            int32_t i, sn_bf16 *h, int64_t ldh) {
+    return forward(
+        ctx, net, bufs,
+        &(call){.dir = FWD, .at = AT_SUB, .i = i, .out = h, .ld = ldh, .dt = SN_DTYPE_BF16});
+}
+sn_status sn_net_exit_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs, int32_t i,
+                           const sn_bf16 *z, int64_t ldz) {
+    return forward(
+        ctx, net, bufs,
+        &(call){.dir = FWD, .at = AT_SUB, .i = i, .in = z, .ld = ldz, .dt = SN_DTYPE_BF16});
+}
+sn_status sn_net_merge_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                            sn_bf16 *out, int64_t ldo) {
+    return forward(ctx, net, bufs,
+                   &(call){.dir = FWD, .at = AT_MERGE, .out = out, .ld = ldo, .dt = SN_DTYPE_BF16});
+}
+
+sn_status sn_net_infer_split_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
+                                  const sn_bf16 *e, int64_t lde) {
+    return infer(ctx, net, inf, (call){.at = AT_SPLIT, .in = e, .ld = lde, .dt = SN_DTYPE_BF16});
+}
+sn_status sn_net_infer_enter_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
+                                  int32_t i, sn_bf16 *h, int64_t ldh) {
+    return infer(ctx, net, inf,
+                 (call){.at = AT_SUB, .i = i, .out = h, .ld = ldh, .dt = SN_DTYPE_BF16});
+}
+sn_status sn_net_infer_exit_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
+                                 int32_t i, const sn_bf16 *z, int64_t ldz) {
+    return infer(ctx, net, inf,
+                 (call){.at = AT_SUB, .i = i, .in = z, .ld = ldz, .dt = SN_DTYPE_BF16});
+}
+sn_status sn_net_infer_merge_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_infer *inf,
+                                  sn_bf16 *out, int64_t ldo) {
+    return infer(ctx, net, inf, (call){.at = AT_MERGE, .out = out, .ld = ldo, .dt = SN_DTYPE_BF16});
+}
+
 /* ---- backward ------------------------------------------------------------------------------ */
 
-sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
-                                const float *dout, int64_t lddo) {
+static sn_status merge_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                sn_dtype cdt, const void *dout, int64_t lddo) {
     pass P;
-    const call c = {.dir = BWD, .at = AT_MERGE, .in = dout, .ld = lddo};
+    const call c = {.dir = BWD, .at = AT_MERGE, .in = dout, .ld = lddo, .dt = cdt};
     sn_status st = begin(ctx, net, bufs, &c, &P);
     if (st != SN_OK) return st;
     const int64_t R = P.R, D = P.L.D;
-    const float *x = slot(&P, P.s.xin);
+    const sn_dtype dt = P.L.dt;
+    const void *x = slot(&P, P.s.xin);
     int first;
     sn_fuse f;
     switch (P.L.merge) {
-    case MERGE_NONE: sn_d_copy(ctx, R, D, dout, lddo, dxw(&P), D); break;
+    case MERGE_NONE: nd_copy(ctx, dt, R, D, dout, lddo, dxw(&P), D); break;
     case MERGE_NORM:
-        sn_d_norm_bwd(ctx, &P.s.n[0], R, D, dout, lddo, x, D, par(&P, 0), plane(&P, 0), dxw(&P), D,
-                      grd(&P, 0), 0);
+        nd_norm_bwd(ctx, dt, &P.s.n[0], R, D, dout, lddo, x, D, par(&P, 0), plane(&P, 0), dxw(&P),
+                    D, grd(&P, 0), 0);
         break;
     default:
         f = fuse_of(&P, &first);
-        sn_d_fuse_bwd(ctx, &f, R, D, dout, lddo, NULL, 0, x, D, slot(&P, P.s.yin), D, par(&P, 0),
-                      plane(&P, 0), dxw(&P), D, dyw(&P), D, grd(&P, 0), 0);
+        nd_fuse_bwd(ctx, dt, &f, R, D, dout, lddo, NULL, 0, x, D, slot(&P, P.s.yin), D, par(&P, 0),
+                    plane(&P, 0), dxw(&P), D, dyw(&P), D, grd(&P, 0), 0);
         break;
     }
     return SN_OK;
 }
 
-sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
-                               int32_t i, float *dz, int64_t lddz, uint32_t flags) {
+static sn_status exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                               int32_t i, sn_dtype cdt, void *dz, int64_t lddz, uint32_t flags) {
     pass P;
     const call c = {.dir = BWD,
+                    .dt = cdt,
                     .at = AT_SUB,
                     .i = i,
                     .out = dz,
@@ -743,75 +867,79 @@ sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_ne
     if (st != SN_OK) return st;
     const stage *s = &P.s;
     const int64_t R = P.R, D = P.L.D;
+    const sn_dtype dt = P.L.dt;
     const int acc = (flags & SN_ACCUMULATE) != 0;
-    float *dx = dxw(&P);
+    void *dx = dxw(&P);
     switch (s->op) {
     case OP_PERI: /* dz = N_out backward of dx_{i+1} */
-        sn_d_norm_bwd(ctx, &s->n[1], R, D, dx, D, slot(&P, s->aux), D, par(&P, 1), plane(&P, 1), dz,
-                      lddz, grd(&P, 1), acc);
+        nd_norm_bwd(ctx, dt, &s->n[1], R, D, dx, D, slot(&P, s->aux), D, par(&P, 1), plane(&P, 1),
+                    dz, lddz, grd(&P, 1), acc);
         return SN_OK;
     case OP_SIAM:
-    case OP_SIAMX: sn_d_add_div(ctx, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc); return SN_OK;
+    case OP_SIAMX: nd_add_div(ctx, dt, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc); return SN_OK;
     case OP_SIAMP: /* dt = N_post backward of dx_{i+1}, in place; dz = dt / c + dy */
-        sn_d_norm_bwd(ctx, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0), plane(&P, 0), dx,
-                      D, grd(&P, 0), 0);
-        sn_d_add_div(ctx, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc);
+        nd_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0), plane(&P, 0),
+                    dx, D, grd(&P, 0), 0);
+        nd_add_div(ctx, dt, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc);
         return SN_OK;
     case OP_POST: /* dt = N backward of dx_{i+1}, in place; dz = dt */
-        sn_d_norm_bwd(ctx, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0), plane(&P, 0), dx,
-                      D, grd(&P, 0), 0);
+        nd_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0), plane(&P, 0),
+                    dx, D, grd(&P, 0), 0);
         break;
     default: /* OP_PRE, OP_HMLP: dz = dx_{i+1} */ break;
     }
-    if (acc) sn_d_add_div(ctx, R, D, dz, lddz, dx, D, 1.0f, dz, lddz, 0);
-    else sn_d_copy(ctx, R, D, dx, D, dz, lddz);
+    if (acc) nd_add_div(ctx, dt, R, D, dz, lddz, dx, D, 1.0f, dz, lddz, 0);
+    else nd_copy(ctx, dt, R, D, dx, D, dz, lddz);
     return SN_OK;
 }
 
-sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
-                                int32_t i, const float *dh, int64_t lddh) {
+static sn_status enter_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                int32_t i, sn_dtype cdt, const void *dh, int64_t lddh) {
     pass P;
-    const call c = {.dir = BWD, .at = AT_SUB, .i = i, .in = dh, .ld = lddh};
+    const call c = {.dir = BWD, .at = AT_SUB, .i = i, .in = dh, .ld = lddh, .dt = cdt};
     sn_status st = begin(ctx, net, bufs, &c, &P);
     if (st != SN_OK) return st;
     const stage *s = &P.s;
     const int64_t R = P.R, D = P.L.D;
-    const float *x = slot(&P, s->xin);
-    float *dx = dxw(&P);
+    const sn_dtype dt = P.L.dt;
+    const void *x = slot(&P, s->xin);
+    void *dx = dxw(&P);
     int first;
     sn_fuse f;
     switch (s->op) {
     case OP_PRE:
     case OP_PERI: /* dx_i = dx' + N backward of dh */
-        sn_d_norm_bwd(ctx, &s->n[0], R, D, dh, lddh, x, D, par(&P, 0), plane(&P, 0), dx, D,
-                      grd(&P, 0), 1);
+        nd_norm_bwd(ctx, dt, &s->n[0], R, D, dh, lddh, x, D, par(&P, 0), plane(&P, 0), dx, D,
+                    grd(&P, 0), 1);
         break;
     case OP_POST: /* dx_i = alpha * dt + dh */
-        sn_d_axpy(ctx, R, D, s->c, dx, D, dh, lddh, dx, D);
+        nd_axpy(ctx, dt, R, D, s->c, dx, D, dh, lddh, dx, D);
         break;
     case OP_HMLP: /* dx_i = N backward of (dx' + dh) */
-        sn_d_add_div(ctx, R, D, dx, D, dh, lddh, 1.0f, dx, D, 0);
-        sn_d_norm_bwd(ctx, &s->n[0], R, D, dx, D, x, D, par(&P, 0), plane(&P, 0), dx, D, grd(&P, 0),
-                      0);
+        nd_add_div(ctx, dt, R, D, dx, D, dh, lddh, 1.0f, dx, D, 0);
+        nd_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, x, D, par(&P, 0), plane(&P, 0), dx, D,
+                    grd(&P, 0), 0);
         break;
     default:
         f = fuse_of(&P, &first);
         if (s->op == OP_SIAM) /* dx_i = N_post backward of (dx' + ds), in place */
-            sn_d_fuse_bwd(ctx, &f, R, D, dh, lddh, dx, D, x, D, slot(&P, s->yin), D, par(&P, first),
-                          plane(&P, first), dx, D, dyw(&P), D, grd(&P, first), SN_ACCUMULATE_Y);
+            nd_fuse_bwd(ctx, dt, &f, R, D, dh, lddh, dx, D, x, D, slot(&P, s->yin), D,
+                        par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
+                        SN_ACCUMULATE_Y);
         else /* the residual bypasses N_x: dx_i = dx' + N_x backward of ds */
-            sn_d_fuse_bwd(ctx, &f, R, D, dh, lddh, NULL, 0, x, D, slot(&P, s->yin), D,
-                          par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
-                          SN_ACCUMULATE | SN_ACCUMULATE_Y);
+            nd_fuse_bwd(ctx, dt, &f, R, D, dh, lddh, NULL, 0, x, D, slot(&P, s->yin), D,
+                        par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
+                        SN_ACCUMULATE | SN_ACCUMULATE_Y);
         break;
     }
     return SN_OK;
 }
 
-sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
-                                float *de, int64_t ldde, uint32_t flags) {
+static sn_status split_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                sn_dtype cdt, void *de, int64_t ldde, uint32_t flags) {
     pass P;
     const call c = {.dir = BWD,
+                    .dt = cdt,
                     .at = AT_SPLIT,
                     .out = de,
                     .ld = ldde,
@@ -820,12 +948,47 @@ sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
     sn_status st = begin(ctx, net, bufs, &c, &P);
     if (st != SN_OK) return st;
     const int64_t R = P.R, D = P.L.D;
+    const sn_dtype dt = P.L.dt;
     const int acc = (flags & SN_ACCUMULATE) != 0;
-    if (P.L.two) sn_d_add_div(ctx, R, D, dxw(&P), D, dyw(&P), D, 1.0f, de, ldde, acc);
+    if (P.L.two) nd_add_div(ctx, dt, R, D, dxw(&P), D, dyw(&P), D, 1.0f, de, ldde, acc);
     else if (P.L.split_norm)
-        sn_d_norm_bwd(ctx, &P.s.n[0], R, D, dxw(&P), D, slot(&P, 0), D, par(&P, 0), plane(&P, 0),
-                      de, ldde, grd(&P, 0), acc);
-    else if (acc) sn_d_add_div(ctx, R, D, de, ldde, dxw(&P), D, 1.0f, de, ldde, 0);
-    else sn_d_copy(ctx, R, D, dxw(&P), D, de, ldde);
+        nd_norm_bwd(ctx, dt, &P.s.n[0], R, D, dxw(&P), D, slot(&P, 0), D, par(&P, 0), plane(&P, 0),
+                    de, ldde, grd(&P, 0), acc);
+    else if (acc) nd_add_div(ctx, dt, R, D, de, ldde, dxw(&P), D, 1.0f, de, ldde, 0);
+    else nd_copy(ctx, dt, R, D, dxw(&P), D, de, ldde);
     return SN_OK;
+}
+
+sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                const float *dout, int64_t lddo) {
+    return merge_backward(ctx, net, bufs, SN_DTYPE_F32, dout, lddo);
+}
+sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                               int32_t i, float *dz, int64_t lddz, uint32_t flags) {
+    return exit_backward(ctx, net, bufs, i, SN_DTYPE_F32, dz, lddz, flags);
+}
+sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                int32_t i, const float *dh, int64_t lddh) {
+    return enter_backward(ctx, net, bufs, i, SN_DTYPE_F32, dh, lddh);
+}
+sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                float *de, int64_t ldde, uint32_t flags) {
+    return split_backward(ctx, net, bufs, SN_DTYPE_F32, de, ldde, flags);
+}
+
+sn_status sn_net_merge_backward_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                     const sn_bf16 *dout, int64_t lddo) {
+    return merge_backward(ctx, net, bufs, SN_DTYPE_BF16, dout, lddo);
+}
+sn_status sn_net_exit_backward_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                    int32_t i, sn_bf16 *dz, int64_t lddz, uint32_t flags) {
+    return exit_backward(ctx, net, bufs, i, SN_DTYPE_BF16, dz, lddz, flags);
+}
+sn_status sn_net_enter_backward_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                     int32_t i, const sn_bf16 *dh, int64_t lddh) {
+    return enter_backward(ctx, net, bufs, i, SN_DTYPE_BF16, dh, lddh);
+}
+sn_status sn_net_split_backward_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
+                                     sn_bf16 *de, int64_t ldde, uint32_t flags) {
+    return split_backward(ctx, net, bufs, SN_DTYPE_BF16, de, ldde, flags);
 }
