@@ -15,16 +15,16 @@ struct dnnl_peer {
     dnnl_memory_t mem[M_N];
 };
 
-dnnl_peer *dnnl_peer_create(int64_t N, int64_t C, float *src, float *dst, float *mean, float *var,
-                            float *scale, float *shift, float *ddst, float *dsrc, float *dscale,
-                            float *dshift) {
+dnnl_peer *dnnl_peer_create(int bf16, int64_t N, int64_t C, void *src, void *dst, float *mean,
+                            float *var, float *scale, float *shift, void *ddst, void *dsrc,
+                            float *dscale, float *dshift) {
     dnnl_peer *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     if (dnnl_engine_create(&p->eng, dnnl_cpu, 0) || dnnl_stream_create(&p->str, p->eng, 0))
         goto fail;
     dnnl_memory_desc_t data_md, stat_md, w_md;
     const dnnl_dims_t dd = {N, C}, sd = {N}, wd = {C};
-    if (dnnl_memory_desc_init_by_tag(&data_md, 2, dd, dnnl_f32, dnnl_ab) ||
+    if (dnnl_memory_desc_init_by_tag(&data_md, 2, dd, bf16 ? dnnl_bf16 : dnnl_f32, dnnl_ab) ||
         dnnl_memory_desc_init_by_tag(&stat_md, 1, sd, dnnl_f32, dnnl_a) ||
         dnnl_memory_desc_init_by_tag(&w_md, 1, wd, dnnl_f32, dnnl_a))
         goto fail;
@@ -40,7 +40,7 @@ dnnl_peer *dnnl_peer_create(int64_t N, int64_t C, float *src, float *dst, float 
         dnnl_primitive_desc_create(&p->bpd, &bd, NULL, p->eng, p->fpd) ||
         dnnl_primitive_create(&p->bwd, p->bpd))
         goto fail;
-    float *ptr[M_N] = {src, dst, mean, var, scale, shift, ddst, dsrc, dscale, dshift};
+    void *ptr[M_N] = {src, dst, mean, var, scale, shift, ddst, dsrc, dscale, dshift};
     const dnnl_memory_desc_t *md[M_N] = {&data_md, &data_md, &stat_md, &stat_md, &w_md,
                                          &w_md,    &data_md, &data_md, &w_md,    &w_md};
     for (int i = 0; i < M_N; i++)

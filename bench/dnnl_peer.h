@@ -7,11 +7,12 @@
 
 typedef struct dnnl_peer dnnl_peer;
 
-/* Builds the primitives over caller buffers (each N x C, stats N, scale/shift C each);
- * NULL on failure. */
-dnnl_peer *dnnl_peer_create(int64_t N, int64_t C, float *src, float *dst, float *mean, float *var,
-                            float *scale, float *shift, float *ddst, float *dsrc, float *dscale,
-                            float *dshift);
+/* Builds the primitives over caller buffers (each N x C, stats N, scale/shift C each): the
+ * data (src, dst, ddst, dsrc) in float, or in bf16 when bf16 (statistics, scale and shift and
+ * their gradients stay float); NULL on failure (e.g. a configuration oneDNN refuses). */
+dnnl_peer *dnnl_peer_create(int bf16, int64_t N, int64_t C, void *src, void *dst, float *mean,
+                            float *var, float *scale, float *shift, void *ddst, void *dsrc,
+                            float *dscale, float *dshift);
 int dnnl_peer_fwd(dnnl_peer *p);
 int dnnl_peer_bwd(dnnl_peer *p);
 void dnnl_peer_destroy(dnnl_peer *p);

@@ -128,8 +128,10 @@ typedef struct bench {
     /* R x D tensors */
     float *x, *y, *u, *h, *z, *xo, *yo, *dh, *du, *dx, *dy, *dz, *s, *t;
     float *nparams, *ndparams, *fparams, *fdparams, *stats, *mean, *rstd, *var;
+    /* the same R x D tensors in bf16, for the _bf16 calls */
+    sn_bf16 *xb, *yb, *ub, *hb, *zb, *xob, *yob, *dhb, *dub, *dxb, *dyb, *dzb;
 #ifdef SN_BENCH_DNNL
-    void *dnnl;
+    void *dnnl, *dnnl16;
 #endif
 } bench;
 
@@ -213,6 +215,80 @@ static void op_sublayer(void *a) {
     op_fuse_bwd(a);
 }
 
+/* the library's bf16 calls, on the same shapes */
+static void op16_ln_fwd(void *a) {
+    bench *b = a;
+    sn_norm_forward_bf16(b->ctx, &b->ln, b->R, b->D, b->xb, b->D, b->nparams, b->hb, b->D,
+                         b->stats);
+}
+static void op16_ln_bwd(void *a) {
+    bench *b = a;
+    sn_norm_backward_bf16(b->ctx, &b->ln, b->R, b->D, b->dhb, b->D, b->xb, b->D, b->nparams,
+                          b->stats, b->dxb, b->D, b->ndparams, 0);
+}
+static void op16_ln_fb(void *a) {
+    op16_ln_fwd(a);
+    op16_ln_bwd(a);
+}
+static void op16_rms_fwd(void *a) {
+    bench *b = a;
+    sn_norm_forward_bf16(b->ctx, &b->rms, b->R, b->D, b->xb, b->D, b->nparams, b->hb, b->D,
+                         b->stats);
+}
+static void op16_rms_bwd(void *a) {
+    bench *b = a;
+    sn_norm_backward_bf16(b->ctx, &b->rms, b->R, b->D, b->dhb, b->D, b->xb, b->D, b->nparams,
+                          b->stats, b->dxb, b->D, b->ndparams, 0);
+}
+static void op16_rms_fb(void *a) {
+    op16_rms_fwd(a);
+    op16_rms_bwd(a);
+}
+static void op16_fuse_fwd(void *a) {
+    bench *b = a;
+    sn_fuse_forward_bf16(b->ctx, &b->fuse, b->R, b->D, b->xb, b->D, b->yb, b->D, b->fparams, b->ub,
+                         b->D, b->hb, b->D, b->stats);
+}
+static void op16_fuse_bwd(void *a) {
+    bench *b = a;
+    sn_fuse_backward_bf16(b->ctx, &b->fuse, b->R, b->D, b->dhb, b->D, b->dub, b->D, b->xb, b->D,
+                          b->yb, b->D, b->fparams, b->stats, b->dxb, b->D, b->dyb, b->D,
+                          b->fdparams, SN_ACCUMULATE_Y);
+}
+static void op16_merge_fwd(void *a) {
+    bench *b = a;
+    sn_merge_forward_bf16(b->ctx, &b->fuse, b->R, b->D, b->xb, b->D, b->yb, b->D, b->fparams, b->hb,
+                          b->D, b->stats);
+}
+static void op16_merge_bwd(void *a) {
+    bench *b = a;
+    sn_merge_backward_bf16(b->ctx, &b->fuse, b->R, b->D, b->dhb, b->D, b->xb, b->D, b->yb, b->D,
+                           b->fparams, b->stats, b->dxb, b->D, b->dyb, b->D, b->fdparams, 0);
+}
+static void op16_apply_fwd(void *a) {
+    bench *b = a;
+    sn_apply_forward_bf16(b->ctx, b->R, b->D, b->c, b->zb, b->D, b->ub, b->D, b->yb, b->D, b->xob,
+                          b->D, b->yob, b->D);
+}
+static void op16_apply_bwd(void *a) {
+    bench *b = a;
+    sn_apply_backward_bf16(b->ctx, b->R, b->D, b->c, b->dub, b->D, b->dyb, b->D, b->dzb, b->D, 0);
+}
+static void op16_split_fwd(void *a) {
+    bench *b = a;
+    sn_split_forward_bf16(b->ctx, b->R, b->D, b->xb, b->D, b->xob, b->D, b->yob, b->D);
+}
+static void op16_split_bwd(void *a) {
+    bench *b = a;
+    sn_split_backward_bf16(b->ctx, b->R, b->D, b->dub, b->D, b->dyb, b->D, b->dzb, b->D, 0);
+}
+static void op16_sublayer(void *a) {
+    op16_fuse_fwd(a);
+    op16_apply_fwd(a);
+    op16_apply_bwd(a);
+    op16_fuse_bwd(a);
+}
+
 /* scalar -Ofast baseline */
 static void base_ln_fb(void *a) {
     bench *b = a;
@@ -282,34 +358,68 @@ static void dnnl_ln_fb(void *a) {
 }
 static void dnnl_ln_f(void *a) { dnnl_peer_fwd(((bench *)a)->dnnl); }
 static void dnnl_ln_b(void *a) { dnnl_peer_bwd(((bench *)a)->dnnl); }
+static void dnnl16_ln_fb(void *a) {
+    dnnl_peer_fwd(((bench *)a)->dnnl16);
+    dnnl_peer_bwd(((bench *)a)->dnnl16);
+}
+static void dnnl16_ln_f(void *a) { dnnl_peer_fwd(((bench *)a)->dnnl16); }
+static void dnnl16_ln_b(void *a) { dnnl_peer_bwd(((bench *)a)->dnnl16); }
 #endif
 
 typedef struct opdef {
     const char *name;
     void (*fn)(void *);
     int tensors;           /* R x D operands moved, at the minimum */
+    int esize;             /* bytes per element of those operands: 4, or 2 for the bf16 calls */
     void (*base)(void *);  /* scalar -Ofast peer or NULL */
     int dnnl;              /* 0 none, 1 fwd, 2 bwd, 3 fwd+bwd */
     void (*floor)(void *); /* the same minimum traffic as plain loops, or NULL */
 } opdef;
 
 static const opdef OPS[] = {
-    {"layernorm fwd", op_ln_fwd, 2, base_ln_f, 1, floor_f},
-    {"layernorm bwd", op_ln_bwd, 3, base_ln_b, 2, floor_b},
-    {"layernorm fwd+bwd", op_ln_fb, 5, base_ln_fb, 3, floor_fb},
-    {"rmsnorm fwd", op_rms_fwd, 2, base_rms_f, 0, floor_f},
-    {"rmsnorm bwd", op_rms_bwd, 3, base_rms_b, 0, floor_b},
-    {"rmsnorm fwd+bwd", op_rms_fb, 5, base_rms_fb, 0, floor_fb},
-    {"fuse fwd", op_fuse_fwd, 4, NULL, 0, NULL},
-    {"fuse bwd", op_fuse_bwd, 7, NULL, 0, NULL},
-    {"merge fwd", op_merge_fwd, 3, NULL, 0, NULL},
-    {"merge bwd", op_merge_bwd, 5, NULL, 0, NULL},
-    {"apply fwd", op_apply_fwd, 5, NULL, 0, NULL},
-    {"apply bwd", op_apply_bwd, 3, NULL, 0, NULL},
-    {"split fwd", op_split_fwd, 3, NULL, 0, NULL},
-    {"split bwd", op_split_bwd, 3, NULL, 0, NULL},
-    {"siamese sub-layer", op_sublayer, 19, base_sublayer, 0, NULL},
+    {"layernorm fwd", op_ln_fwd, 2, 4, base_ln_f, 1, floor_f},
+    {"layernorm bwd", op_ln_bwd, 3, 4, base_ln_b, 2, floor_b},
+    {"layernorm fwd+bwd", op_ln_fb, 5, 4, base_ln_fb, 3, floor_fb},
+    {"rmsnorm fwd", op_rms_fwd, 2, 4, base_rms_f, 0, floor_f},
+    {"rmsnorm bwd", op_rms_bwd, 3, 4, base_rms_b, 0, floor_b},
+    {"rmsnorm fwd+bwd", op_rms_fb, 5, 4, base_rms_fb, 0, floor_fb},
+    {"fuse fwd", op_fuse_fwd, 4, 4, NULL, 0, NULL},
+    {"fuse bwd", op_fuse_bwd, 7, 4, NULL, 0, NULL},
+    {"merge fwd", op_merge_fwd, 3, 4, NULL, 0, NULL},
+    {"merge bwd", op_merge_bwd, 5, 4, NULL, 0, NULL},
+    {"apply fwd", op_apply_fwd, 5, 4, NULL, 0, NULL},
+    {"apply bwd", op_apply_bwd, 3, 4, NULL, 0, NULL},
+    {"split fwd", op_split_fwd, 3, 4, NULL, 0, NULL},
+    {"split bwd", op_split_bwd, 3, 4, NULL, 0, NULL},
+    {"siamese sub-layer", op_sublayer, 19, 4, base_sublayer, 0, NULL},
+    /* bf16: the same ops, named with a " bf16" suffix (vs-f32: the fp32 op of the same run) */
+    {"layernorm fwd bf16", op16_ln_fwd, 2, 2, NULL, 1, NULL},
+    {"layernorm bwd bf16", op16_ln_bwd, 3, 2, NULL, 2, NULL},
+    {"layernorm fwd+bwd bf16", op16_ln_fb, 5, 2, NULL, 3, NULL},
+    {"rmsnorm fwd bf16", op16_rms_fwd, 2, 2, NULL, 0, NULL},
+    {"rmsnorm bwd bf16", op16_rms_bwd, 3, 2, NULL, 0, NULL},
+    {"rmsnorm fwd+bwd bf16", op16_rms_fb, 5, 2, NULL, 0, NULL},
+    {"fuse fwd bf16", op16_fuse_fwd, 4, 2, NULL, 0, NULL},
+    {"fuse bwd bf16", op16_fuse_bwd, 7, 2, NULL, 0, NULL},
+    {"merge fwd bf16", op16_merge_fwd, 3, 2, NULL, 0, NULL},
+    {"merge bwd bf16", op16_merge_bwd, 5, 2, NULL, 0, NULL},
+    {"apply fwd bf16", op16_apply_fwd, 5, 2, NULL, 0, NULL},
+    {"apply bwd bf16", op16_apply_bwd, 3, 2, NULL, 0, NULL},
+    {"split fwd bf16", op16_split_fwd, 3, 2, NULL, 0, NULL},
+    {"split bwd bf16", op16_split_bwd, 3, 2, NULL, 0, NULL},
+    {"siamese sub-layer bf16", op16_sublayer, 19, 2, NULL, 0, NULL},
 };
+
+/* the fp32 op a bf16 op is the twin of (its name without " bf16"), or -1 */
+static int f32_twin(size_t o) {
+    const size_t n = strlen(OPS[o].name);
+    if (OPS[o].esize != 2 || n < 5) return -1;
+    for (size_t k = 0; k < sizeof OPS / sizeof OPS[0]; k++)
+        if (OPS[k].esize == 4 && strlen(OPS[k].name) == n - 5 &&
+            !strncmp(OPS[k].name, OPS[o].name, n - 5))
+            return (int)k;
+    return -1;
+}
 
 static void bench_init(bench *b, int64_t R, int64_t D) {
     unsigned seed = 12345u;
@@ -325,6 +435,13 @@ static void bench_init(bench *b, int64_t R, int64_t D) {
     float **t[] = {&b->x,  &b->y,  &b->u,  &b->h,  &b->z,  &b->xo, &b->yo,
                    &b->dh, &b->du, &b->dx, &b->dy, &b->dz, &b->s,  &b->t};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) *t[i] = fbuf(b->n, -1.0f, 1.0f, &seed);
+    sn_bf16 **tb[] = {&b->xb,  &b->yb,  &b->ub,  &b->hb,  &b->zb,  &b->xob,
+                      &b->yob, &b->dhb, &b->dub, &b->dxb, &b->dyb, &b->dzb};
+    for (size_t i = 0; i < sizeof tb / sizeof tb[0]; i++) {
+        *tb[i] = malloc((size_t)b->n * sizeof(sn_bf16));
+        if (!*tb[i]) must(SN_ERR_NOMEM, "bf16 buffers");
+        must(sn_to_bf16(NULL, R, D, *t[i], D, *tb[i], D), "sn_to_bf16");
+    }
     b->nparams = fbuf(2 * D, 0.5f, 1.5f, &seed);
     b->ndparams = fbuf(2 * D, 0.0f, 0.0f, &seed);
     b->fparams = fbuf(6 * D, 0.5f, 1.5f, &seed);
@@ -334,10 +451,13 @@ static void bench_init(bench *b, int64_t R, int64_t D) {
     b->rstd = fbuf(R, 0.0f, 0.0f, &seed);
     b->var = fbuf(R, 0.0f, 0.0f, &seed);
 #ifdef SN_BENCH_DNNL
-    b->dnnl = dnnl_peer_create(R, D, b->x, b->h, b->mean, b->var, b->nparams, b->nparams + D, b->dh,
-                               b->dx, b->ndparams, b->ndparams + D);
+    b->dnnl = dnnl_peer_create(0, R, D, b->x, b->h, b->mean, b->var, b->nparams, b->nparams + D,
+                               b->dh, b->dx, b->ndparams, b->ndparams + D);
+    b->dnnl16 = dnnl_peer_create(1, R, D, b->xb, b->hb, b->mean, b->var, b->nparams, b->nparams + D,
+                                 b->dhb, b->dxb, b->ndparams, b->ndparams + D);
+    if (!b->dnnl16) fprintf(stderr, "sn-bench: oneDNN refuses bf16 layer normalisation here\n");
 #endif
-    op_fuse_fwd(b); /* valid statistics for the backward passes */
+    op_fuse_fwd(b); /* valid statistics for the backward passes (the bf16 ones use the same) */
 }
 
 static void bench_free(bench *b) {
@@ -346,8 +466,12 @@ static void bench_free(bench *b) {
                   b->s,     b->t,    b->nparams, b->ndparams, b->fparams, b->fdparams,
                   b->stats, b->mean, b->rstd,    b->var};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) free(t[i]);
+    sn_bf16 *tb[] = {b->xb,  b->yb,  b->ub,  b->hb,  b->zb,  b->xob,
+                     b->yob, b->dhb, b->dub, b->dxb, b->dyb, b->dzb};
+    for (size_t i = 0; i < sizeof tb / sizeof tb[0]; i++) free(tb[i]);
 #ifdef SN_BENCH_DNNL
     if (b->dnnl) dnnl_peer_destroy(b->dnnl);
+    if (b->dnnl16) dnnl_peer_destroy(b->dnnl16);
 #endif
     sn_ctx_destroy(b->ctx);
 }
@@ -370,6 +494,7 @@ static void s_triad(void *p) {
 int main(int argc, char **argv) {
     int json = 0, quick = 0, use_scratch = 1;
     const char *sizes = "512x768,4096x768", *threads = "1,2", *isa = NULL, *only = NULL;
+    const char *dtypes = "f32,bf16";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -380,10 +505,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = argv[++i];
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else if (!strcmp(argv[i], "--ops") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) dtypes = argv[++i];
         else {
             fprintf(stderr, "usage: sn-bench [--json] [--reps N] [--quick] [--sizes RxD,...] "
                             "[--threads 1,2] [--isa auto|scalar|avx2|avx512] [--ops SUBSTR] "
-                            "[--no-scratch] [--sample-ms MS]\n");
+                            "[--dtype f32,bf16] [--no-scratch] [--sample-ms MS]\n");
             return 2;
         }
     }
@@ -428,9 +554,9 @@ int main(int argc, char **argv) {
         free(s.c);
     }
     if (!json)
-        printf("# %-18s %5s %5s %3s %-6s %9s %9s %7s %6s %6s %9s %9s %11s %11s\n", "op", "R", "D",
-               "thr", "isa", "ms", "best-ms", "GB/s", "%roof", "noise", "vs-scalar", "vs-oneDNN",
-               "floor:lib/sc", "x1thr(best)");
+        printf("# %-22s %5s %5s %3s %-6s %9s %9s %7s %6s %6s %9s %9s %11s %11s %7s\n", "op", "R",
+               "D", "thr", "isa", "ms", "best-ms", "GB/s", "%roof", "noise", "vs-scalar",
+               "vs-oneDNN", "floor:lib/sc", "x1thr(best)", "vs-f32");
     int first = 1;
     for (const char *sz = sizes; sz && *sz;) {
         long long R, D;
@@ -445,13 +571,14 @@ int main(int argc, char **argv) {
         if (want != SN_ISA_AUTO) must(sn_ctx_set_isa(b.ctx, want), "sn_ctx_set_isa");
         const size_t nops = sizeof OPS / sizeof OPS[0];
         void *scratch = NULL;
-        timing t1[sizeof OPS / sizeof OPS[0]];
+        timing t1[sizeof OPS / sizeof OPS[0]], tT[sizeof OPS / sizeof OPS[0]];
         memset(t1, 0, sizeof t1);
         for (const char *th = threads; th && *th;) {
             int T = atoi(th);
             th = strchr(th, ',');
             if (th) th++;
             if (T < 1) continue;
+            memset(tT, 0, sizeof tT);
             must(sn_ctx_set_threads(b.ctx, T), "sn_ctx_set_threads");
             /* scratch sized by the query, as a trainer would (--no-scratch: the stack only) */
             free(scratch);
@@ -465,6 +592,7 @@ int main(int argc, char **argv) {
             for (size_t o = 0; o < nops; o++) {
                 const opdef *op = &OPS[o];
                 if (only && !strstr(op->name, only)) continue;
+                if (!strstr(dtypes, op->esize == 2 ? "bf16" : "f32")) continue;
                 /* the library and its peers (one thread), samples interleaved. Threaded runs
                  * are not interleaved with one-thread ones: the workers would fall asleep in
                  * between and every sample would time their wake-up. */
@@ -473,19 +601,26 @@ int main(int argc, char **argv) {
                 if (op->base && T == 1) ib = nf, fns[nf++] = op->base;
                 if (op->floor && T == 1) il = nf, fns[nf++] = op->floor;
 #ifdef SN_BENCH_DNNL
-                if (op->dnnl && b.dnnl && T == 1)
+                if (op->dnnl && op->esize == 4 && b.dnnl && T == 1)
                     id = nf, fns[nf++] = op->dnnl == 1   ? dnnl_ln_f
                                          : op->dnnl == 2 ? dnnl_ln_b
                                                          : dnnl_ln_fb;
+                if (op->dnnl && op->esize == 2 && b.dnnl16 && T == 1)
+                    id = nf, fns[nf++] = op->dnnl == 1   ? dnnl16_ln_f
+                                         : op->dnnl == 2 ? dnnl16_ln_b
+                                                         : dnnl16_ln_fb;
 #endif
                 timing tm[4];
                 measure_n(fns, nf, &b, tm);
                 const timing t = tm[0];
-                const double bytes = (double)op->tensors * (double)b.n * 4.0;
+                const double bytes = (double)op->tensors * (double)b.n * op->esize;
                 const double gbs = bytes / t.ms * 1e-6;
                 const double base = ib > 0 ? tm[ib].ms : 0.0, dn = id > 0 ? tm[id].ms : 0.0;
                 const double fl = il > 0 ? tm[il].ms : 0.0;
                 if (T == 1) t1[o] = t;
+                tT[o] = t;
+                const int tw = f32_twin(o);
+                const double v32 = tw >= 0 && tT[tw].ms > 0 ? tT[tw].ms / t.ms : 0.0;
                 const double sp = T > 1 && t1[o].ms > 0 ? t1[o].ms / t.ms : 0.0;
                 const double spb = T > 1 && t1[o].best > 0 ? t1[o].best / t.best : 0.0;
                 const char *in = sn_isa_name(sn_ctx_isa(b.ctx));
@@ -494,21 +629,22 @@ int main(int argc, char **argv) {
                            "\"isa\": \"%s\", \"ms\": %.5f, \"noise\": %.4f, \"gbs\": %.3f, "
                            "\"roofline\": %.4f, \"scalar_ms\": %.5f, \"onednn_ms\": %.5f, "
                            "\"speedup_vs_1thread\": %.3f, \"speedup_vs_1thread_best\": %.3f, "
-                           "\"best_ms\": %.5f, \"floor_ms\": %.5f}",
+                           "\"best_ms\": %.5f, \"floor_ms\": %.5f, \"speedup_vs_f32\": %.3f}",
                            first ? "" : ",\n", op->name, R, D, T, in, t.ms, t.noise, gbs, gbs / bw,
-                           base, dn, sp, spb, t.best, fl);
+                           base, dn, sp, spb, t.best, fl, v32);
                     first = 0;
                 } else {
-                    char vb[16] = "-", vd[16] = "-", vs[32] = "-", vf[24] = "-";
+                    char vb[16] = "-", vd[16] = "-", vs[32] = "-", vf[24] = "-", v3[16] = "-";
+                    if (v32 > 0) snprintf(v3, sizeof v3, "%.2fx", v32);
                     if (base > 0) snprintf(vb, sizeof vb, "%.2fx", base / t.ms);
                     if (fl > 0 && base > 0)
                         snprintf(vf, sizeof vf, "%.2f/%.2f", fl / t.ms, fl / base);
                     if (dn > 0) snprintf(vd, sizeof vd, "%.2fx", dn / t.ms);
                     if (sp > 0) snprintf(vs, sizeof vs, "%.2fx/%.2fx", sp, spb);
-                    printf("  %-18s %5lld %5lld %3d %-6s %9.4f %9.4f %7.1f %5.0f%% %5.1f%% %9s "
-                           "%9s %11s %11s\n",
+                    printf("  %-22s %5lld %5lld %3d %-6s %9.4f %9.4f %7.1f %5.0f%% %5.1f%% %9s "
+                           "%9s %11s %11s %7s\n",
                            op->name, R, D, T, in, t.ms, t.best, gbs, 100 * gbs / bw, 100 * t.noise,
-                           vb, vd, vf, vs);
+                           vb, vd, vf, vs, v3);
                 }
                 fflush(stdout);
             }

@@ -22,13 +22,6 @@
 #define SLOT_FLOATS 16384 /* the stack buffer of the parameter-gradient slots (64 KiB) */
 #define QUANTUM     16    /* slots and column blocks in multiples of a cache line */
 
-static void widen(const sn_bf16 *s, int64_t n, float *d) {
-    for (int64_t j = 0; j < n; j++) d[j] = sn_k_bf16_widen(s[j]);
-}
-static void narrow(const float *s, int64_t n, sn_bf16 *d) {
-    for (int64_t j = 0; j < n; j++) d[j] = sn_k_bf16_round(s[j]);
-}
-
 /* A bf16 call: its table, rows, task split and operands. Inputs a..d and outputs o, p are the
  * driver's matrices in the order its comment gives; ld* in elements. */
 typedef struct job16 {
@@ -128,14 +121,14 @@ static void norm_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     float v[SN_D16_ROW_MAX], o[SN_D16_ROW_MAX];
     const int64_t W = J->W;
     for (int64_t r = lo; r < hi; r++) {
-        widen(irow(J, 0, r), J->D, v);
+        J->K->bf16_widen(irow(J, 0, r), J->D, v);
         for (int64_t g = 0; g < J->ng; g++) {
             float m, rs;
             J->K->norm_fwd(J->n, &J->q0, v + g * W, W, o + g * W, &m, &rs);
             if (J->stats_out)
                 sn_k_stats_put(J->n->kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
         }
-        narrow(o, J->D, orow(J, 0, r));
+        J->K->bf16_round(o, J->D, orow(J, 0, r));
     }
 }
 
@@ -145,14 +138,14 @@ static void norm_bwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     const sn_rnorm dp = slot ? sn_k_resolve(J->n, W, slot, 0, 0) : (sn_rnorm){0};
     float *const dg = (float *)dp.gamma, *const db = (float *)dp.beta;
     for (int64_t r = lo; r < hi; r++) {
-        widen(irow(J, 0, r), J->D, d);
-        widen(irow(J, 1, r), J->D, v);
-        if (J->acc) widen(orow(J, 0, r), J->D, dv);
+        J->K->bf16_widen(irow(J, 0, r), J->D, d);
+        J->K->bf16_widen(irow(J, 1, r), J->D, v);
+        if (J->acc) J->K->bf16_widen(orow(J, 0, r), J->D, dv);
         for (int64_t g = 0; g < J->ng; g++) {
             const sn_rnorm q = seg_q(J, r, g);
             J->K->norm_bwd(&q, d + g * W, v + g * W, W, dv + g * W, J->acc, dg, db);
         }
-        narrow(dv, J->D, orow(J, 0, r));
+        J->K->bf16_round(dv, J->D, orow(J, 0, r));
     }
 }
 
@@ -220,8 +213,8 @@ static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     const sn_fuse *f = J->f;
     const int64_t D = J->D;
     for (int64_t r = lo; r < hi; r++) {
-        widen(irow(J, 0, r), D, x);
-        widen(irow(J, 1, r), D, y);
+        J->K->bf16_widen(irow(J, 0, r), D, x);
+        J->K->bf16_widen(irow(J, 1, r), D, y);
         float mx, rx, my, ry, mo = 0.0f, ro = 1.0f;
         sn_rfuse F = J->F0;
         J->K->stats2(&f->x, x, &f->y, y, D, &mx, &rx, &my, &ry);
@@ -238,8 +231,8 @@ static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
             sn_k_stats_put(f->y.kind, st + J->L.sy, 1, 0, my, ry);
             sn_k_stats_put(f->out.kind, st + J->L.so, 1, 0, mo, ro);
         }
-        if (J->out[0]) narrow(u, D, orow(J, 0, r));
-        narrow(s, D, orow(J, 1, r));
+        if (J->out[0]) J->K->bf16_round(u, D, orow(J, 0, r));
+        J->K->bf16_round(s, D, orow(J, 1, r));
     }
 }
 
@@ -265,12 +258,12 @@ typedef struct brow16 {
 /* row r staged into *w, and its sn_rfuse (F0 with the row's saved statistics) into *F */
 static void fuse_stage(const job16 *J, int64_t r, brow16 *w, sn_rfuse *F) {
     const int64_t D = J->D;
-    widen(irow(J, 0, r), D, w->dh);
-    if (J->in[1]) widen(irow(J, 1, r), D, w->du);
-    widen(irow(J, 2, r), D, w->x);
-    widen(irow(J, 3, r), D, w->y);
-    if (J->accx) widen(orow(J, 0, r), D, w->dx);
-    if (J->accy) widen(orow(J, 1, r), D, w->dy);
+    J->K->bf16_widen(irow(J, 0, r), D, w->dh);
+    if (J->in[1]) J->K->bf16_widen(irow(J, 1, r), D, w->du);
+    J->K->bf16_widen(irow(J, 2, r), D, w->x);
+    J->K->bf16_widen(irow(J, 3, r), D, w->y);
+    if (J->accx) J->K->bf16_widen(orow(J, 0, r), D, w->dx);
+    if (J->accy) J->K->bf16_widen(orow(J, 1, r), D, w->dy);
     *F = J->F0;
     if (J->stats) {
         const float *st = J->stats + r * J->spr;
@@ -288,8 +281,8 @@ static void fuse_bwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
         fuse_stage(J, r, &w, &F);
         J->K->fuse_bwd(&F, J->D, w.dh, J->in[1] ? w.du : NULL, w.x, w.y, w.dx, w.dy, J->accx,
                        J->accy, slot ? &dp : NULL);
-        narrow(w.dx, J->D, orow(J, 0, r));
-        narrow(w.dy, J->D, orow(J, 1, r));
+        J->K->bf16_round(w.dx, J->D, orow(J, 0, r));
+        J->K->bf16_round(w.dy, J->D, orow(J, 1, r));
     }
 }
 
@@ -347,8 +340,8 @@ static void fuse_bwd_wide(const sn_ctx *ctx, job16 *J) {
             F.oa = o[0], F.ob = o[1], F.xa = o[2], F.xb = o[3], F.ya = o[4], F.yb = o[5];
             J->K->fuse_dx(&F, D, w.dh, J->in[1] ? w.du : NULL, w.x, w.y, w.dx, w.dy, J->accx,
                           J->accy);
-            narrow(w.dx, D, orow(J, 0, r));
-            narrow(w.dy, D, orow(J, 1, r));
+            J->K->bf16_round(w.dx, D, orow(J, 0, r));
+            J->K->bf16_round(w.dy, D, orow(J, 1, r));
         }
     }
 }
@@ -389,12 +382,12 @@ static void apply_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     for (int64_t r = lo; r < hi; r++)
         for (int64_t j = 0; j < J->D; j += EW_BLOCK) {
             const int64_t n = J->D - j < EW_BLOCK ? J->D - j : EW_BLOCK;
-            widen(irow(J, 0, r) + j, n, z);
-            widen(irow(J, 1, r) + j, n, u);
-            widen(irow(J, 2, r) + j, n, y);
+            J->K->bf16_widen(irow(J, 0, r) + j, n, z);
+            J->K->bf16_widen(irow(J, 1, r) + j, n, u);
+            J->K->bf16_widen(irow(J, 2, r) + j, n, y);
             J->K->apply(z, u, y, J->c, u, y, n, 0);
-            narrow(u, n, orow(J, 0, r) + j);
-            narrow(y, n, orow(J, 1, r) + j);
+            J->K->bf16_round(u, n, orow(J, 0, r) + j);
+            J->K->bf16_round(y, n, orow(J, 1, r) + j);
         }
 }
 
@@ -419,15 +412,15 @@ static void add_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     for (int64_t r = lo; r < hi; r++)
         for (int64_t j = 0; j < J->D; j += EW_BLOCK) {
             const int64_t n = J->D - j < EW_BLOCK ? J->D - j : EW_BLOCK;
-            widen(irow(J, 0, r) + j, n, a);
-            widen(irow(J, 1, r) + j, n, b);
+            J->K->bf16_widen(irow(J, 0, r) + j, n, a);
+            J->K->bf16_widen(irow(J, 1, r) + j, n, b);
             if (J->acc < 0) {
                 J->K->axpy(a, b, J->c, o, n, 0);
             } else {
-                if (J->acc) widen(orow(J, 0, r) + j, n, o);
+                if (J->acc) J->K->bf16_widen(orow(J, 0, r) + j, n, o);
                 J->K->add_div(a, b, J->c, o, n, J->acc, 0);
             }
-            narrow(o, n, orow(J, 0, r) + j);
+            J->K->bf16_round(o, n, orow(J, 0, r) + j);
         }
 }
 
@@ -463,11 +456,11 @@ static void convert_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     for (int64_t r = lo; r < hi; r++)
         for (int64_t j = 0; j < J->D; j += EW_BLOCK) {
             const int64_t n = J->D - j < EW_BLOCK ? J->D - j : EW_BLOCK;
-            if (J->src32) narrow(J->src32 + r * J->ldi[0] + j, n, orow(J, 0, r) + j);
-            else if (J->dst32) widen(irow(J, 0, r) + j, n, J->dst32 + r * J->ldo[0] + j);
+            if (J->src32) J->K->bf16_round(J->src32 + r * J->ldi[0] + j, n, orow(J, 0, r) + j);
+            else if (J->dst32) J->K->bf16_widen(irow(J, 0, r) + j, n, J->dst32 + r * J->ldo[0] + j);
             else {
-                widen(irow(J, 0, r) + j, n, t);
-                narrow(t, n, orow(J, 0, r) + j);
+                J->K->bf16_widen(irow(J, 0, r) + j, n, t);
+                J->K->bf16_round(t, n, orow(J, 0, r) + j);
             }
         }
 }

@@ -146,6 +146,11 @@ typedef struct sn_kern {
                   int64_t D, int nt);
     /* out = alpha * a + b; out may equal a or b */
     void (*axpy)(const float *a, const float *b, float alpha, float *out, int64_t D, int nt);
+    /* bf16 rows of n elements: d = sn_k_bf16_widen(s) and d = sn_k_bf16_round(s) elementwise,
+     * the same bits on every path (integer operations only; each path's compiler flags pick
+     * its vector instructions) */
+    void (*bf16_widen)(const sn_bf16 *s, int64_t n, float *d);
+    void (*bf16_round)(const float *s, int64_t n, sn_bf16 *d);
 } sn_kern;
 
 extern const sn_kern sn_kern_scalar;
@@ -208,6 +213,14 @@ static inline sn_bf16 sn_k_bf16_round(float f) {
     memcpy(&u, &f, sizeof u);
     const uint32_t rne = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, nan = (u >> 16) | 0x0040u;
     return (sn_bf16)((u & 0x7fffffffu) > 0x7f800000u ? nan : rne);
+}
+
+/* The loops of the bf16_widen and bf16_round slots, compiled into each path's table. */
+static inline void sn_k_bf16_widen_row(const sn_bf16 *s, int64_t n, float *d) {
+    for (int64_t j = 0; j < n; j++) d[j] = sn_k_bf16_widen(s[j]);
+}
+static inline void sn_k_bf16_round_row(const float *s, int64_t n, sn_bf16 *d) {
+    for (int64_t j = 0; j < n; j++) d[j] = sn_k_bf16_round(s[j]);
 }
 
 /* The widest row fuse_fwd2 takes, and whether a fuse is of the kind it takes. */

@@ -1018,6 +1018,9 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
     if (nt) vfence();
 }
 
+static void bf16_widen(const sn_bf16 *s, int64_t n, float *d) { sn_k_bf16_widen_row(s, n, d); }
+static void bf16_round(const float *s, int64_t n, sn_bf16 *d) { sn_k_bf16_round_row(s, n, d); }
+
 const sn_kern SN_KERN_TABLE = {
     .norm_row = norm_row,
     .norm_fwd = norm_fwd,
@@ -1035,4 +1038,6 @@ const sn_kern SN_KERN_TABLE = {
     .add_div = add_div,
     .apply = apply,
     .axpy = axpy,
+    .bf16_widen = bf16_widen,
+    .bf16_round = bf16_round,
 };

@@ -2,6 +2,9 @@
  * aliasing the header allows, and streaming stores. */
 #include "checkasm.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 static void check_add_div(const ca_path *p, const ca_path *ref, int64_t D, int off) {
     const float *a = ca_row_rand(D, off, 1.0f, 0.0f), *b = ca_row_rand(D, off + 1, 2.0f, 0.5f);
     const float c = 1.7f;
@@ -60,6 +63,28 @@ static void check_axpy(const ca_path *p, const ca_path *ref, int64_t D, int off)
     ca_rows_ok("axpy");
 }
 
+/* the conversions: bitwise the scalar table's (integer operations), on values that include
+ * ties, NaNs, infinities and subnormals */
+static void check_bf16(const ca_path *p, const ca_path *ref, int64_t D, int off) {
+    float *v = ca_row_rand(D, off, 3.0f, 0.0f);
+    static const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xff800001u,
+                                       0x7f7fffffu, 0x00018000u, 0x80000001u, 0x7f800000u};
+    for (int64_t j = 0; j < D && j < 8; j++) memcpy(&v[j], &special[j], sizeof(float));
+    sn_bf16 *b = calloc((size_t)D + 1, sizeof *b), *br = calloc((size_t)D + 1, sizeof *b);
+    p->K->bf16_round(v, D, b);
+    ref->K->bf16_round(v, D, br);
+    int same = memcmp(b, br, (size_t)D * sizeof *b) == 0;
+    for (int64_t j = 0; j < D; j++) same &= b[j] == sn_bf16_from_f32(v[j]);
+    ca_check(same, "bf16_round differs from the scalar rounding");
+    float *w = ca_row(D, off + 1), *wr = ca_row(D, 0);
+    p->K->bf16_widen(b, D, w);
+    ref->K->bf16_widen(b, D, wr);
+    ca_same("bf16_widen", w, wr, D);
+    free(b);
+    free(br);
+    ca_rows_ok("bf16");
+}
+
 void check_elem(const ca_path *p, const ca_path *ref) {
     for (int wi = 0; wi < ca_nwidths; wi++) {
         const int64_t D = ca_widths[wi];
@@ -69,6 +94,7 @@ void check_elem(const ca_path *p, const ca_path *ref) {
         check_add_div(p, ref, D, off);
         check_apply(p, ref, D, off);
         check_axpy(p, ref, D, off);
+        check_bf16(p, ref, D, off);
         ca_rows_reset();
     }
 }
