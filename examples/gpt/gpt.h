@@ -67,6 +67,9 @@ typedef struct gpt_config {
     int scale_rule; /* sn_scale_rule of the network (SiameseNorm's c_i, DeepNorm's alpha) */
     int no_input_norm; /* 1: SiameseNorm without its input norm N_in (the paper's "w/o input
                           norm" ablation); 0: as the placement defines it */
+    int act_dtype;     /* sn_dtype of the residual streams and block inputs/outputs: SN_DTYPE_F32,
+                          or SN_DTYPE_BF16 (the matmuls stay fp32: h and z are converted at
+                          their boundary) */
 } gpt_config;
 
 /* Weight initialisation (--init). Biases start at 0 and every norm at gamma 1, beta 0 in all
@@ -138,7 +141,10 @@ typedef struct gpt_model {
     float *p[P_COUNT], *g[P_COUNT]; /* views into params / grads */
     /* forward activations, kept for the backward pass */
     float *e;       /* [R x D] embedding: the network input */
-    float *h;       /* [S x R x D] block inputs, from sn_net_enter */
+    float *h;       /* [S x R x D] block inputs, from sn_net_enter (bf16: [R x D], the block
+                       input the current matmul reads, widened from h16) */
+    sn_bf16 *h16;   /* bf16 only: [S x R x D] the block inputs, as sn_net_enter_bf16 wrote them */
+    sn_bf16 *t16;   /* bf16 only: [R x D] the bf16 side of a layer call (e, z, out, dz, ...) */
     float *qkv;     /* [L x R x 3D] q | k | v as attention reads them */
     float *qkvr;    /* [L x R x 3D] the qkv projection before the q/k/v norms (when on) */
     float *qkstats; /* [L x n_qkn x R x qkn_stats] the q/k/v norms' saved statistics */

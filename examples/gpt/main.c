@@ -28,53 +28,56 @@ static void usage(FILE *f) {
                "  --norm NAME         norm placement (default siamese), one of\n"
                "                      ");
     gpt_placement_list(f);
-    fprintf(f,
-            "\n"
-            "  --norm-kind K       layernorm|rmsnorm (default layernorm)\n"
-            "  --qk-norm MODE      per-head norms of attention's q and k (qk) or q, k and v\n"
-            "                      (qkv), of the --norm-kind, or none; default auto: qkv for\n"
-            "                      hybridnorm, hybridnorm_star, siamese_hybrid_pre, else none\n"
-            "  --init RULE         weights: mitchell (default; the official OLMo code's rule),\n"
-            "                      gpt2 (0.02, output projections 0.02/sqrt(2L)), or flat\n"
-            "                      (0.02: the official DeiT/DiT code)\n"
-            "  --eps X             every norm's epsilon (default 1e-5)\n"
-            "  --scales RULE       default|none: SiameseNorm's c_i = sqrt(2(floor(i/2)+1)) or\n"
-            "                      c = 1 (the paper's ablation); DeepNorm's alpha likewise\n"
-            "  --no-input-norm     SiameseNorm without its input norm (the paper's ablation)\n"
-            "data (default: the generated \"tales\" corpus, byte-level language modelling)\n"
-            "  --task NAME         tales|addition: the generated stories, or a+b=c problems\n"
-            "  --digits N          addition operands of 1..N digits (default 3)\n"
-            "  --data FILE         train on FILE at byte level instead\n"
-            "  --val-frac F        tales and FILE: held-out tail fraction (default 0.1)\n"
-            "  --val-size N        held-out windows / problems evaluated\n"
-            "                      (default: tales 256, FILE 64, addition 1000)\n"
-            "model\n"
-            "  --layers N (16)  --width D (64)  --heads H (4)\n"
-            "  --ctx T             positions (default: tales and text 64, addition 3N+3)\n"
-            "  --untied            separate output head (default: tied to the embedding)\n"
-            "training\n"
-            "  --batch B (16)  --steps N (300)  --lr X (1e-2)  --warmup N (steps/20)\n"
-            "  --min-lr-frac F (0.1)  --wd X (0.1)  --clip X (1.0)  --beta2 X (0.95)\n"
-            "  --seed N (1)\n"
-            "  weight decay applies to the matrices and the embeddings (wte, wpe), not to\n"
-            "  biases, norm gains and shifts, or the q/k/v norms\n"
-            "output\n"
-            "  --eval-every N (100)  --print-every N (50, 0: evals only)\n"
-            "  --evals N           N evaluations spread evenly (sets --eval-every)\n"
-            "  --log FILE          CSV, one row per step\n"
-            "  --json              stdout: JSON objects, one at the start (version, kernel\n"
-            "                      path, seed, config hash), one per eval, a final one;\n"
-            "                      progress goes to stderr\n"
-            "  --samples N         addition: show N held-out problems decoded at the end (4)\n"
-            "  --save FILE         checkpoint at the end;  --load FILE resumes from one\n"
-            "  --blas-threads N    OpenBLAS threads (default 1)\n"
-            "data parallel (MPI%s): mpirun -np P sn-gpt-train ... splits every batch of B rows\n"
-            "  over P ranks; only rank 0 evaluates, prints, logs and saves\n"
-            "  --reduce R          ordered (default: fixed summation order, bitwise\n"
-            "                      reproducible) or allreduce (MPI_Allreduce, for timing)\n"
-            "exit status: 0 done, 1 usage or I/O error, 3 diverged (NaN/Inf loss), 4 the\n"
-            "ranks' weights differ\n",
-            dist_available() ? "" : ": not in this build");
+    fprintf(
+        f,
+        "\n"
+        "  --norm-kind K       layernorm|rmsnorm (default layernorm)\n"
+        "  --qk-norm MODE      per-head norms of attention's q and k (qk) or q, k and v\n"
+        "                      (qkv), of the --norm-kind, or none; default auto: qkv for\n"
+        "                      hybridnorm, hybridnorm_star, siamese_hybrid_pre, else none\n"
+        "  --init RULE         weights: mitchell (default; the official OLMo code's rule),\n"
+        "                      gpt2 (0.02, output projections 0.02/sqrt(2L)), or flat\n"
+        "                      (0.02: the official DeiT/DiT code)\n"
+        "  --eps X             every norm's epsilon (default 1e-5)\n"
+        "  --scales RULE       default|none: SiameseNorm's c_i = sqrt(2(floor(i/2)+1)) or\n"
+        "                      c = 1 (the paper's ablation); DeepNorm's alpha likewise\n"
+        "  --no-input-norm     SiameseNorm without its input norm (the paper's ablation)\n"
+        "  --act-dtype TYPE    f32|bf16: the residual streams and block inputs/outputs in bf16\n"
+        "                      (fp32 arithmetic and matmuls; default f32)\n"
+        "data (default: the generated \"tales\" corpus, byte-level language modelling)\n"
+        "  --task NAME         tales|addition: the generated stories, or a+b=c problems\n"
+        "  --digits N          addition operands of 1..N digits (default 3)\n"
+        "  --data FILE         train on FILE at byte level instead\n"
+        "  --val-frac F        tales and FILE: held-out tail fraction (default 0.1)\n"
+        "  --val-size N        held-out windows / problems evaluated\n"
+        "                      (default: tales 256, FILE 64, addition 1000)\n"
+        "model\n"
+        "  --layers N (16)  --width D (64)  --heads H (4)\n"
+        "  --ctx T             positions (default: tales and text 64, addition 3N+3)\n"
+        "  --untied            separate output head (default: tied to the embedding)\n"
+        "training\n"
+        "  --batch B (16)  --steps N (300)  --lr X (1e-2)  --warmup N (steps/20)\n"
+        "  --min-lr-frac F (0.1)  --wd X (0.1)  --clip X (1.0)  --beta2 X (0.95)\n"
+        "  --seed N (1)\n"
+        "  weight decay applies to the matrices and the embeddings (wte, wpe), not to\n"
+        "  biases, norm gains and shifts, or the q/k/v norms\n"
+        "output\n"
+        "  --eval-every N (100)  --print-every N (50, 0: evals only)\n"
+        "  --evals N           N evaluations spread evenly (sets --eval-every)\n"
+        "  --log FILE          CSV, one row per step\n"
+        "  --json              stdout: JSON objects, one at the start (version, kernel\n"
+        "                      path, seed, config hash), one per eval, a final one;\n"
+        "                      progress goes to stderr\n"
+        "  --samples N         addition: show N held-out problems decoded at the end (4)\n"
+        "  --save FILE         checkpoint at the end;  --load FILE resumes from one\n"
+        "  --blas-threads N    OpenBLAS threads (default 1)\n"
+        "data parallel (MPI%s): mpirun -np P sn-gpt-train ... splits every batch of B rows\n"
+        "  over P ranks; only rank 0 evaluates, prints, logs and saves\n"
+        "  --reduce R          ordered (default: fixed summation order, bitwise\n"
+        "                      reproducible) or allreduce (MPI_Allreduce, for timing)\n"
+        "exit status: 0 done, 1 usage or I/O error, 3 diverged (NaN/Inf loss), 4 the\n"
+        "ranks' weights differ\n",
+        dist_available() ? "" : ": not in this build");
 }
 
 static int parse(int argc, char **argv, options *o) {
@@ -130,6 +133,13 @@ static int parse(int argc, char **argv, options *o) {
             o->cfg.init = gpt_init_from_name(v);
             if (o->cfg.init < 0) {
                 fprintf(stderr, "--init %s: expected mitchell|gpt2|flat\n", v);
+                return -1;
+            }
+        } else if (OPT("--act-dtype")) {
+            if (strcmp(v, "f32") == 0) o->cfg.act_dtype = SN_DTYPE_F32;
+            else if (strcmp(v, "bf16") == 0) o->cfg.act_dtype = SN_DTYPE_BF16;
+            else {
+                fprintf(stderr, "--act-dtype %s: expected f32|bf16\n", v);
                 return -1;
             }
         } else if (OPT("--scales")) {
@@ -271,6 +281,8 @@ static uint64_t config_hash(const options *o, const gpt_config *c, char *buf, si
              o->digits, o->val_size, o->val_frac, o->batch, o->opt.steps, (double)o->opt.lr,
              (double)o->opt.min_lr_frac, o->opt.warmup, (double)o->opt.beta1, (double)o->opt.beta2,
              (double)o->opt.eps, (double)o->opt.weight_decay, (double)o->opt.clip);
+    /* fp32 streams keep the hashes runs had before the option existed */
+    if (c->act_dtype == SN_DTYPE_BF16 && strlen(buf) + 10 < n) strcat(buf, " act=bf16");
     return fnv1a64((const unsigned char *)buf, strlen(buf));
 }
 

@@ -110,6 +110,7 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b) {
                          (sn_norm_kind)cfg->norm_kind, cfg->eps);
     if (st == SN_OK) {
         m->net.scale_rule = (sn_scale_rule)cfg->scale_rule;
+        m->net.act_dtype = (uint32_t)cfg->act_dtype;
         if (cfg->no_input_norm) m->net.input_norm.kind = SN_NORM_IDENTITY;
     }
     int64_t n_norm = 0, acts_per_row = 0, work_per_row = 0;
@@ -164,7 +165,13 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b) {
     }
     size_t R = (size_t)max_b * T, S = 2 * (size_t)L;
     m->e = alloc_floats(R * D, &failed);
-    m->h = alloc_floats(S * R * D, &failed);
+    const int bf16 = cfg->act_dtype == SN_DTYPE_BF16;
+    m->h = alloc_floats(bf16 ? R * D : S * R * D, &failed);
+    if (bf16) {
+        m->h16 = calloc(S * R * D, sizeof(sn_bf16));
+        m->t16 = calloc(R * D, sizeof(sn_bf16));
+        if (!m->h16 || !m->t16) failed = 1;
+    }
     m->qkv = alloc_floats(L * R * 3 * D, &failed);
     m->qkvr = alloc_floats(m->n_qkn ? L * R * 3 * D : 0, &failed);
     m->qkstats = alloc_floats(L * m->n_qkn * R * (size_t)m->qkn_stats, &failed);
@@ -201,6 +208,8 @@ void gpt_model_free(gpt_model *m) {
                      m->losses, m->acts,  m->work, m->dz,   m->dh,      m->dqkv, m->datty,
                      m->dfch,   m->dfchg, m->dout, m->de,   m->dscratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(m->h16);
+    free(m->t16);
     sn_ctx_destroy(m->ctx);
     memset(m, 0, sizeof *m);
 }
@@ -284,6 +293,106 @@ static void qk_norm_backward(gpt_model *m, int l, int R) {
     }
 }
 
+/* ---- the layer calls, in the streams' type ---------------------------------------------------
+ * With act_dtype bf16 the layer's streams and the matrices it exchanges are bf16, while the
+ * matmuls read and write fp32: each call converts its one matrix at that boundary (t16), and the
+ * block inputs are kept in bf16 (h16) and widened into h when a matmul reads them. */
+
+static int bf16_acts(const gpt_model *m) { return m->cfg.act_dtype == SN_DTYPE_BF16; }
+
+static void layer_split(gpt_model *m, const sn_net_pass *p, int R) {
+    const int D = m->cfg.width;
+    if (!bf16_acts(m)) {
+        SN_CHECK(sn_net_split(m->ctx, &m->net, p, m->e, D));
+        return;
+    }
+    SN_CHECK(sn_to_bf16(m->ctx, R, D, m->e, D, m->t16, D));
+    SN_CHECK(sn_net_split_bf16(m->ctx, &m->net, p, m->t16, D));
+}
+
+/* sub-layer i's block input, as the matmul reads it */
+static const float *layer_enter(gpt_model *m, const sn_net_pass *p, int i, int R) {
+    const int D = m->cfg.width;
+    const size_t RD = (size_t)R * D;
+    if (!bf16_acts(m)) {
+        float *h = m->h + (size_t)i * RD;
+        SN_CHECK(sn_net_enter(m->ctx, &m->net, p, i, h, D));
+        return h;
+    }
+    SN_CHECK(sn_net_enter_bf16(m->ctx, &m->net, p, i, m->h16 + (size_t)i * RD, D));
+    SN_CHECK(sn_from_bf16(m->ctx, R, D, m->h16 + (size_t)i * RD, D, m->h, D));
+    return m->h;
+}
+
+/* sub-layer i's saved block input again, for its matmul's backward */
+static const float *saved_h(gpt_model *m, int i, int R) {
+    const int D = m->cfg.width;
+    const size_t RD = (size_t)R * D;
+    if (!bf16_acts(m)) return m->h + (size_t)i * RD;
+    SN_CHECK(sn_from_bf16(m->ctx, R, D, m->h16 + (size_t)i * RD, D, m->h, D));
+    return m->h;
+}
+
+static void layer_exit(gpt_model *m, const sn_net_pass *p, int i, int R) {
+    const int D = m->cfg.width;
+    if (!bf16_acts(m)) {
+        SN_CHECK(sn_net_exit(m->ctx, &m->net, p, i, m->z, D));
+        return;
+    }
+    SN_CHECK(sn_to_bf16(m->ctx, R, D, m->z, D, m->t16, D));
+    SN_CHECK(sn_net_exit_bf16(m->ctx, &m->net, p, i, m->t16, D));
+}
+
+static void layer_merge(gpt_model *m, const sn_net_pass *p, int R) {
+    const int D = m->cfg.width;
+    if (!bf16_acts(m)) {
+        SN_CHECK(sn_net_merge(m->ctx, &m->net, p, m->out, D));
+        return;
+    }
+    SN_CHECK(sn_net_merge_bf16(m->ctx, &m->net, p, m->t16, D));
+    SN_CHECK(sn_from_bf16(m->ctx, R, D, m->t16, D, m->out, D));
+}
+
+static void layer_merge_backward(gpt_model *m, const sn_net_pass *p, int R) {
+    const int D = m->cfg.width;
+    if (!bf16_acts(m)) {
+        SN_CHECK(sn_net_merge_backward(m->ctx, &m->net, p, m->dout, D));
+        return;
+    }
+    SN_CHECK(sn_to_bf16(m->ctx, R, D, m->dout, D, m->t16, D));
+    SN_CHECK(sn_net_merge_backward_bf16(m->ctx, &m->net, p, m->t16, D));
+}
+
+static void layer_exit_backward(gpt_model *m, const sn_net_pass *p, int i, int R) {
+    const int D = m->cfg.width;
+    if (!bf16_acts(m)) {
+        SN_CHECK(sn_net_exit_backward(m->ctx, &m->net, p, i, m->dz, D, 0));
+        return;
+    }
+    SN_CHECK(sn_net_exit_backward_bf16(m->ctx, &m->net, p, i, m->t16, D, 0));
+    SN_CHECK(sn_from_bf16(m->ctx, R, D, m->t16, D, m->dz, D));
+}
+
+static void layer_enter_backward(gpt_model *m, const sn_net_pass *p, int i, int R) {
+    const int D = m->cfg.width;
+    if (!bf16_acts(m)) {
+        SN_CHECK(sn_net_enter_backward(m->ctx, &m->net, p, i, m->dh, D));
+        return;
+    }
+    SN_CHECK(sn_to_bf16(m->ctx, R, D, m->dh, D, m->t16, D));
+    SN_CHECK(sn_net_enter_backward_bf16(m->ctx, &m->net, p, i, m->t16, D));
+}
+
+static void layer_split_backward(gpt_model *m, const sn_net_pass *p, int R) {
+    const int D = m->cfg.width;
+    if (!bf16_acts(m)) {
+        SN_CHECK(sn_net_split_backward(m->ctx, &m->net, p, m->de, D, 0));
+        return;
+    }
+    SN_CHECK(sn_net_split_backward_bf16(m->ctx, &m->net, p, m->t16, D, 0));
+    SN_CHECK(sn_from_bf16(m->ctx, R, D, m->t16, D, m->de, D));
+}
+
 void gpt_zero_grad(gpt_model *m) { memset(m->grads, 0, m->n_params * sizeof(float)); }
 
 float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b) {
@@ -291,22 +400,20 @@ float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b) {
     int T = c->ctx, D = c->width, L = c->layers, NH = c->heads, V = c->vocab;
     int R = b * T;
     size_t RD = (size_t)R * D;
-    const sn_net *net = &m->net;
     const sn_net_pass pass = {.rows = R, .params = m->p[P_NORMS], .acts = m->acts};
     m->tokens = tokens;
     m->targets = targets;
     m->last_b = b;
 
     encoder_forward(m->e, tokens, m->p[P_WTE], m->p[P_WPE], b, T, D);
-    SN_CHECK(sn_net_split(m->ctx, net, &pass, m->e, D));
+    layer_split(m, &pass, R);
     for (int l = 0; l < L; l++) {
         float *qkv = m->qkv + (size_t)l * R * 3 * D, *atty = m->atty + l * RD;
         float *att = m->att + (size_t)l * b * NH * T * T;
         float *fch = m->fch + (size_t)l * R * 4 * D, *fchg = m->fchg + (size_t)l * R * 4 * D;
-        float *h_att = m->h + (size_t)(2 * l) * RD, *h_mlp = m->h + (size_t)(2 * l + 1) * RD;
 
         /* attention sub-layer 2l */
-        SN_CHECK(sn_net_enter(m->ctx, net, &pass, 2 * l, h_att, D));
+        const float *h_att = layer_enter(m, &pass, 2 * l, R);
         matmul_forward(m->n_qkn ? m->qkvr + (size_t)l * R * 3 * D : qkv, h_att,
                        m->p[P_QKVW] + (size_t)l * 3 * D * D, m->p[P_QKVB] + (size_t)l * 3 * D, R, D,
                        3 * D);
@@ -314,18 +421,18 @@ float gpt_forward(gpt_model *m, const int *tokens, const int *targets, int b) {
         attention_forward(atty, att, qkv, b, T, D, NH);
         matmul_forward(m->z, atty, m->p[P_ATTPW] + (size_t)l * D * D, m->p[P_ATTPB] + (size_t)l * D,
                        R, D, D);
-        SN_CHECK(sn_net_exit(m->ctx, net, &pass, 2 * l, m->z, D));
+        layer_exit(m, &pass, 2 * l, R);
 
         /* MLP sub-layer 2l + 1 */
-        SN_CHECK(sn_net_enter(m->ctx, net, &pass, 2 * l + 1, h_mlp, D));
+        const float *h_mlp = layer_enter(m, &pass, 2 * l + 1, R);
         matmul_forward(fch, h_mlp, m->p[P_FCW] + (size_t)l * 4 * D * D,
                        m->p[P_FCB] + (size_t)l * 4 * D, R, D, 4 * D);
         gelu_forward(fchg, fch, (size_t)R * 4 * D);
         matmul_forward(m->z, fchg, m->p[P_FCPW] + (size_t)l * D * 4 * D,
                        m->p[P_FCPB] + (size_t)l * D, R, 4 * D, D);
-        SN_CHECK(sn_net_exit(m->ctx, net, &pass, 2 * l + 1, m->z, D));
+        layer_exit(m, &pass, 2 * l + 1, R);
     }
-    SN_CHECK(sn_net_merge(m->ctx, net, &pass, m->out, D));
+    layer_merge(m, &pass, R);
     matmul_forward(m->logits, m->out, m->p[P_HEAD], NULL, R, D, V);
     m->n_valid = crossentropy_forward(m->logits, m->losses, targets, R, V);
     double sum = 0.0;
@@ -338,7 +445,6 @@ void gpt_backward(gpt_model *m) {
     int T = c->ctx, D = c->width, L = c->layers, NH = c->heads, V = c->vocab, b = m->last_b;
     int R = b * T;
     size_t RD = (size_t)R * D;
-    const sn_net *net = &m->net;
     const sn_net_pass pass = {.rows = R,
                               .params = m->p[P_NORMS],
                               .acts = m->acts,
@@ -350,35 +456,35 @@ void gpt_backward(gpt_model *m) {
     long n = m->loss_count > 0 ? m->loss_count : m->n_valid;
     crossentropy_backward(m->logits, m->targets, R, V, 1.0f / (float)n);
     matmul_backward(m->dout, m->g[P_HEAD], NULL, m->logits, m->out, m->p[P_HEAD], R, D, V);
-    SN_CHECK(sn_net_merge_backward(m->ctx, net, &pass, m->dout, D));
+    layer_merge_backward(m, &pass, R);
     for (int l = L - 1; l >= 0; l--) {
         const float *qkv = m->qkv + (size_t)l * R * 3 * D, *atty = m->atty + l * RD;
         const float *att = m->att + (size_t)l * b * NH * T * T;
         const float *fch = m->fch + (size_t)l * R * 4 * D;
         const float *fchg = m->fchg + (size_t)l * R * 4 * D;
-        const float *h_att = m->h + (size_t)(2 * l) * RD, *h_mlp = m->h + (size_t)(2 * l + 1) * RD;
 
         /* MLP sub-layer 2l + 1 */
-        SN_CHECK(sn_net_exit_backward(m->ctx, net, &pass, 2 * l + 1, m->dz, D, 0));
+        layer_exit_backward(m, &pass, 2 * l + 1, R);
         matmul_backward(m->dfchg, m->g[P_FCPW] + (size_t)l * D * 4 * D,
                         m->g[P_FCPB] + (size_t)l * D, m->dz, fchg,
                         m->p[P_FCPW] + (size_t)l * D * 4 * D, R, 4 * D, D);
         gelu_backward(m->dfch, fch, m->dfchg, (size_t)R * 4 * D);
         matmul_backward(m->dh, m->g[P_FCW] + (size_t)l * 4 * D * D, m->g[P_FCB] + (size_t)l * 4 * D,
-                        m->dfch, h_mlp, m->p[P_FCW] + (size_t)l * 4 * D * D, R, D, 4 * D);
-        SN_CHECK(sn_net_enter_backward(m->ctx, net, &pass, 2 * l + 1, m->dh, D));
+                        m->dfch, saved_h(m, 2 * l + 1, R), m->p[P_FCW] + (size_t)l * 4 * D * D, R,
+                        D, 4 * D);
+        layer_enter_backward(m, &pass, 2 * l + 1, R);
 
         /* attention sub-layer 2l */
-        SN_CHECK(sn_net_exit_backward(m->ctx, net, &pass, 2 * l, m->dz, D, 0));
+        layer_exit_backward(m, &pass, 2 * l, R);
         matmul_backward(m->datty, m->g[P_ATTPW] + (size_t)l * D * D, m->g[P_ATTPB] + (size_t)l * D,
                         m->dz, atty, m->p[P_ATTPW] + (size_t)l * D * D, R, D, D);
         attention_backward(m->dqkv, m->dscratch, m->datty, qkv, att, b, T, D, NH);
         if (m->n_qkn) qk_norm_backward(m, l, R);
         matmul_backward(m->dh, m->g[P_QKVW] + (size_t)l * 3 * D * D,
-                        m->g[P_QKVB] + (size_t)l * 3 * D, m->dqkv, h_att,
+                        m->g[P_QKVB] + (size_t)l * 3 * D, m->dqkv, saved_h(m, 2 * l, R),
                         m->p[P_QKVW] + (size_t)l * 3 * D * D, R, D, 3 * D);
-        SN_CHECK(sn_net_enter_backward(m->ctx, net, &pass, 2 * l, m->dh, D));
+        layer_enter_backward(m, &pass, 2 * l, R);
     }
-    SN_CHECK(sn_net_split_backward(m->ctx, net, &pass, m->de, D, 0));
+    layer_split_backward(m, &pass, R);
     encoder_backward(m->g[P_WTE], m->g[P_WPE], m->de, m->tokens, b, T, D);
 }

@@ -92,5 +92,25 @@ check "text file training exits 0" [ $? -eq 0 ]
 check "text file run reports a val loss" \
     grep -q "final | norm siamese | step 10 | val loss" "$tmp.out"
 
-rm -f "$tmp.help" "$tmp.csv" "$tmp.ckpt" "$tmp.json" "$tmp.err" "$tmp.out" "$tmp.txt"
+# bf16 streams (--act-dtype bf16): trains, the same weights (digest) on a second run and with
+# 2 threads, close to the fp32 run (one bf16 rounding per stage); a bad value is a usage error
+for run in a:1 b:1 c:2; do
+    SN_THREADS=${run#*:} "$exe" $tiny --norm siamese --act-dtype bf16 --steps 40 --eval-every 20 \
+        --json > "$tmp.bf${run%:*}" 2>&1
+done
+digest() { grep '"final":true' "$1" | sed 's/.*"digest":"//;s/".*//'; }
+val() { grep '"final":true' "$1" | sed 's/.*"val_loss"://;s/,.*//'; }
+check "--act-dtype bf16 runs" grep -q '"final":true.*"diverged":false' "$tmp.bfa"
+da=$(digest "$tmp.bfa") db=$(digest "$tmp.bfb") dc=$(digest "$tmp.bfc")
+check "--act-dtype bf16: the same weights again ($da $db) and with 2 threads ($dc)" \
+    sh -c "[ -n '$da' ] && [ '$da' = '$db' ] && [ '$da' = '$dc' ]"
+"$exe" $tiny --norm siamese --steps 40 --eval-every 20 --json > "$tmp.f32" 2>&1
+bf=$(val "$tmp.bfa") f32=$(val "$tmp.f32")
+first=$(grep '"val_loss"' "$tmp.bfa" | head -1 | sed 's/.*"val_loss"://;s/,.*//')
+check "--act-dtype bf16: the loss falls ($first -> $bf) and ends within 0.05 of fp32's ($f32)" \
+    awk -v a="$bf" -v b="$f32" -v s="$first" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a < s && d < 0.05) }'
+"$exe" --act-dtype fp16 > "$tmp.out" 2>&1
+check "unknown --act-dtype is a usage error" [ $? -eq 1 ]
+
+rm -f "$tmp.help" "$tmp.csv" "$tmp.bfa" "$tmp.bfb" "$tmp.bfc" "$tmp.f32" "$tmp.ckpt" "$tmp.json" "$tmp.err" "$tmp.out" "$tmp.txt"
 exit $fail
