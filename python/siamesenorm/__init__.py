@@ -27,6 +27,8 @@ C API -> Python:
     sn_merge_forward / _backward            Fuse.merge_forward(...) / Fuse.merge_backward(...)
     sn_apply_forward / _backward            apply_forward(...) / apply_backward(...)
     sn_split_forward / _backward            split_forward(...) / split_backward(...)
+    the `_bf16` primitives                  the same, on uint16 arrays of bf16 bits
+    sn_to_bf16 / sn_from_bf16               to_bf16(x) / from_bf16(b)
     sn_net_init / sn_net_check              Net(...) / Net.check()
     sn_net_scale / _sizes / _norm_at        Net.scale(i) / Net.sizes() / Net.norm_at(i, j)
     sn_net_init_gain                        Net.init_gain()
@@ -56,6 +58,7 @@ from .errors import __all__ as _errors_all
 from .norm import Context, Norm, isa_available, isa_name, default_isa, find_nonfinite
 from .streams import Fuse, apply_forward, apply_backward, split_forward, split_backward
 from .net import Net
+from .convert import to_bf16, from_bf16, bf16_round
 
 #: The path of the loaded shared library.
 library_path = _capi.lib.sn_path
@@ -71,7 +74,7 @@ def version_string():
     return _capi.lib.sn_version_string().decode()
 
 
-__all__ = ["Context", "find_nonfinite", "SN_NONFINITE_NONE", "SN_NONFINITE_PARAMS", "isa_available", "isa_name", "default_isa", "Norm", "Fuse", "Net", "apply_forward", "apply_backward",
+__all__ = ["to_bf16", "from_bf16", "bf16_round", "Context", "find_nonfinite", "SN_NONFINITE_NONE", "SN_NONFINITE_PARAMS", "isa_available", "isa_name", "default_isa", "Norm", "Fuse", "Net", "apply_forward", "apply_backward",
            "split_forward", "split_backward", "version_number", "version_string",
            "status_string", "library_path", "SN_ACCUMULATE", "SN_ACCUMULATE_Y",
            "SN_NORM_LAYERNORM", "SN_NORM_RMSNORM", "SN_NORM_IDENTITY", "SN_NORM_SCALE",

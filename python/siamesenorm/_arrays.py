@@ -7,40 +7,58 @@ from . import errors
 from ._capi import error
 
 _F32 = np.dtype(np.float32)
+# bf16 matrices are numpy uint16 arrays holding the bf16 bits (numpy has no bfloat16);
+# to_bf16 / from_bf16 convert
+BF16 = np.dtype(np.uint16)
 
 
-def _ensure_array(name, a):
+def _ensure_array(name, a, dtype=_F32):
     if not isinstance(a, np.ndarray):
-        raise errors.DTypeError(None, f"{name} must be a numpy.ndarray of float32, got "
-                                      f"{type(a).__name__}")
-    if a.dtype != _F32:
-        raise errors.DTypeError(None, f"{name} must have dtype float32, got {a.dtype}")
+        raise errors.DTypeError(None, f"{name} must be a numpy.ndarray of {_dname(dtype)}, "
+                                      f"got {type(a).__name__}")
+    if a.dtype != dtype:
+        raise errors.DTypeError(None, f"{name} must have dtype {_dname(dtype)}, got {a.dtype}")
     if not a.flags.aligned:
-        raise error(errors.StrideError, f"{name} is not aligned to 4 bytes")
+        raise error(errors.StrideError, f"{name} is not aligned to {dtype.itemsize} bytes")
 
 
-def matrix(name, a, R, D, write=False):
-    """Validate an R x D float32 matrix view; return (address, ld) for the C call.
+def _dname(dtype):
+    return "uint16 (bf16 bits)" if dtype == BF16 else "float32"
 
-    Accepted layouts: C-contiguous, or a row stride that is a multiple of 4 bytes and >= D
-    floats with unit column stride (a view of columns/rows of a larger row-major buffer)."""
+
+def call_dtype(name, a):
+    """The element type of a call whose first matrix is a: float32, or uint16 holding bf16;
+    every other matrix of the call must have the same (checked by matrix())."""
+    if isinstance(a, np.ndarray) and a.dtype == BF16:
+        return BF16
+    _ensure_array(name, a)
+    return _F32
+
+
+def matrix(name, a, R, D, write=False, dtype=_F32):
+    """Validate an R x D matrix view of dtype (float32, or uint16 bf16 bits); return (address,
+    ld) for the C call, ld in elements.
+
+    Accepted layouts: C-contiguous, or a row stride that is a multiple of the element size and
+    >= D elements with unit column stride (a view of columns/rows of a larger buffer)."""
     if a is None:
         raise error(errors.NullError, f"{name} is required")
-    _ensure_array(name, a)
+    _ensure_array(name, a, dtype)
+    es = dtype.itemsize
     if a.ndim != 2:
         raise error(errors.ShapeError, f"{name} must be 2-D (R, D), got shape {a.shape}")
     if a.shape != (R, D):
         raise error(errors.ShapeError, f"{name} has shape {a.shape}, expected ({R}, {D})")
     s0, s1 = a.strides
-    if D > 1 and s1 != 4:
+    if D > 1 and s1 != es:
         raise error(errors.StrideError, f"{name} must have unit column stride (strides "
                                         f"{a.strides}); pass np.ascontiguousarray({name})")
     if R > 1:
-        if s0 <= 0 or s0 % 4 or s0 // 4 < D:
+        if s0 <= 0 or s0 % es or s0 // es < D:
             raise error(errors.StrideError, f"{name} has row stride {s0} bytes; it must be a "
-                                            f"positive multiple of 4 bytes and >= D = {D} "
-                                            f"floats; pass np.ascontiguousarray({name})")
-        ld = s0 // 4
+                                            f"positive multiple of {es} bytes and >= D = {D} "
+                                            f"elements; pass np.ascontiguousarray({name})")
+        ld = s0 // es
     else:
         ld = D
     if write and not a.flags.writeable:
@@ -66,20 +84,25 @@ def vector(name, a, n, write=False, allow_none=False):
 
 
 def rows_cols(name, a):
-    """(R, D) of a 2-D float32 array, validated for type and rank."""
+    """(R, D) of a 2-D float32 (or bf16: uint16) array, validated for type and rank."""
     if a is None:
         raise error(errors.NullError, f"{name} is required")
-    _ensure_array(name, a)
+    _ensure_array(name, a, call_dtype(name, a))
     if a.ndim != 2:
         raise error(errors.ShapeError, f"{name} must be 2-D (R, D), got shape {a.shape}")
     return a.shape
 
 
-def out_matrix(name, a, R, D, zeros=False):
-    """Return a or a freshly allocated (R, D) float32 array."""
+def out_matrix(name, a, R, D, zeros=False, dtype=_F32):
+    """Return a or a freshly allocated (R, D) array of dtype."""
     if a is None:
-        return np.zeros((R, D), np.float32) if zeros else np.empty((R, D), np.float32)
+        return np.zeros((R, D), dtype) if zeros else np.empty((R, D), dtype)
     return a
+
+
+def fn(lib, name, dtype):
+    """The C function of a call for its element type: name, or name_bf16."""
+    return getattr(lib, name + "_bf16" if dtype == BF16 else name)
 
 
 def flags_value(accumulate=False, accumulate_y=False, flags=0):

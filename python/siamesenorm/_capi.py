@@ -41,6 +41,8 @@ SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE, SN_ERR_EPS, SN_ERR_SCALE, SN_ERR_ALIAS
 SN_ERR_PLACEMENT, SN_ERR_NORM, SN_ERR_GROUP, SN_ERR_FLAGS, SN_ERR_INDEX = 7, 8, 9, 10, 11
 SN_ERR_CONFIG, SN_ERR_UNSUPPORTED, SN_ERR_NOMEM, SN_ERR_NONFINITE = 12, 13, 14, 15
 SN_ERR_ALIGN = 16
+SN_ERR_DTYPE = 17
+SN_DTYPE_F32, SN_DTYPE_BF16 = 0, 1
 SN_NONFINITE_NONE, SN_NONFINITE_PARAMS = -1, -2
 
 SN_ACCUMULATE = 1
@@ -277,6 +279,21 @@ _INT_RANGES = {
     ctypes.c_uint32: (0, 2**32 - 1), ctypes.c_uint64: (0, 2**64 - 1),
     ctypes.c_size_t: (0, 2**(8 * ctypes.sizeof(ctypes.c_size_t)) - 1),
 }
+
+# bf16 twins: the same arguments (matrices as raw addresses of uint16 bf16 bits)
+for _name in ("sn_norm_forward", "sn_norm_backward", "sn_fuse_forward", "sn_fuse_backward",
+              "sn_merge_forward", "sn_merge_backward", "sn_apply_forward", "sn_apply_backward",
+              "sn_split_forward", "sn_split_backward", "sn_find_nonfinite"):
+    PROTOTYPES[_name + "_bf16"] = PROTOTYPES[_name]
+for _name in ("sn_net_split", "sn_net_enter", "sn_net_exit", "sn_net_merge",
+              "sn_net_merge_backward", "sn_net_exit_backward", "sn_net_enter_backward",
+              "sn_net_split_backward", "sn_net_infer_split", "sn_net_infer_enter",
+              "sn_net_infer_exit", "sn_net_infer_merge"):
+    PROTOTYPES[_name + "_bf16"] = PROTOTYPES[_name]
+PROTOTYPES["sn_to_bf16"] = (_st, [_vp, _i64, _i64, _fp, _i64, _fp, _i64])
+PROTOTYPES["sn_from_bf16"] = (_st, [_vp, _i64, _i64, _fp, _i64, _fp, _i64])
+PROTOTYPES["sn_bf16_from_f32"] = (ctypes.c_uint16, [_f])
+PROTOTYPES["sn_bf16_to_f32"] = (_f, [ctypes.c_uint16])
 
 
 def check_int(value, ctype, what):

@@ -113,12 +113,15 @@ class NonFiniteError(SiameseNormError, FloatingPointError):
 
 
 class AlignError(SiameseNormError, ValueError):
-    """SN_ERR_ALIGN: a float buffer is not aligned to 4 bytes."""
+    """SN_ERR_ALIGN: a buffer is not aligned to its element size (float32 4 bytes, bf16 2)."""
     status = 16
 
 
 class DTypeError(SiameseNormError, TypeError):
-    """An array is not numpy float32 (the C library only handles fp32). status is None."""
+    """SN_ERR_DTYPE, and what the binding raises before any C call: an array that is neither
+    float32 nor uint16 (bf16 bits), matrices of one call with different dtypes, or a Net pass
+    call whose dtype is not the net's act_dtype."""
+    status = 17
 
 
 class ReadOnlyError(SiameseNormError, ValueError):
@@ -137,7 +140,7 @@ class VersionMismatchError(SiameseNormError, ImportError):
 _BY_STATUS = {cls.status: cls for cls in (
     NullError, ShapeError, StrideError, EpsError, ScaleError, AliasError, PlacementError,
     NormError, GroupError, FlagsError, IndexOutOfRange, ConfigError, UnsupportedError,
-    NoMemError, NonFiniteError, AlignError)}
+    NoMemError, NonFiniteError, AlignError, DTypeError)}
 
 
 def error_for_status(status, library_message, detail=None):

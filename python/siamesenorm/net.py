@@ -44,6 +44,8 @@ class Net:
         scales: None or "default" (c_i = sqrt(2 (floor(i/2) + 1)); DeepNorm alpha =
             (2L)^(1/4)), "none" (1), or a sequence of S floats (explicit c_i / alpha_i).
         mix_fraction: Mix-LN only: the fraction of Post-Norm layers (None: the library's 0.25).
+        act_dtype: "f32" or "bf16": the streams' type (sn_net.act_dtype). With "bf16" every
+            matrix the pass calls take or return is a uint16 array of bf16 bits (to_bf16).
         ctx: a Context used by every call, or None.
 
     Attributes: params / grads (n_params float32, grads accumulated by the backward calls:
@@ -51,8 +53,11 @@ class Net:
     """
 
     def __init__(self, placement, n_sublayers, d, kind="layernorm", eps=1e-5, norm=None,
-                 input_norm=None, scales=None, mix_fraction=None, ctx=None):
+                 input_norm=None, scales=None, mix_fraction=None, act_dtype="f32", ctx=None):
         s = _capi.sn_net()
+        if act_dtype not in ("f32", "bf16"):
+            raise errors.DTypeError(None, f"act_dtype must be 'f32' or 'bf16', got {act_dtype!r}")
+        self.dtype = A.BF16 if act_dtype == "bf16" else np.dtype(np.float32)
         # a norm override replaces kind and eps: initialise with its own, so that an eps (or
         # kind) the override makes irrelevant cannot fail sn_net_init
         init_kind = norm.kind if norm is not None else _code(KINDS, kind, "norm kind")
@@ -82,6 +87,8 @@ class Net:
             s.scales = arr.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
         if mix_fraction is not None:
             s.mix_fraction = float(mix_fraction)
+        if act_dtype == "bf16":
+            s.act_dtype = _capi.SN_DTYPE_BF16
         self._s = s
         check(status, "sn_net_init")
         self.check()
@@ -204,36 +211,36 @@ class Net:
         """sn_net_split: x_0 (and y_0) = e, with e of shape (R, D); (re)allocates acts and work
         for R rows."""
         R, D = A.rows_cols("e", e)
-        pe, lde = A.matrix("e", e, R, self.d)
+        pe, lde = A.matrix("e", e, R, self.d, dtype=self.dtype)
         if self.R != R:
             self.R = R
             self.acts = np.zeros(R * self.acts_per_row, np.float32)
             self.work = np.zeros(R * self.work_per_row, np.float32)
-        check(lib.sn_net_split(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(), pe,
+        check(A.fn(lib, "sn_net_split", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(), pe,
                                lde), "sn_net_split")
 
     def enter(self, i, h=None):
         """sn_net_enter: the block input of sub-layer i into h (allocated when None); returns h."""
         self._need_pass()
-        h = A.out_matrix("h", h, self.R, self.d)
-        ph, ldh = A.matrix("h", h, self.R, self.d, write=True)
-        check(lib.sn_net_enter(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(),
+        h = A.out_matrix("h", h, self.R, self.d, dtype=self.dtype)
+        ph, ldh = A.matrix("h", h, self.R, self.d, write=True, dtype=self.dtype)
+        check(A.fn(lib, "sn_net_enter", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(),
                                int(i), ph, ldh), "sn_net_enter")
         return h
 
     def exit(self, i, z):
         """sn_net_exit: fold the block output z (R, D) of sub-layer i into the streams."""
         self._need_pass()
-        pz, ldz = A.matrix("z", z, self.R, self.d)
-        check(lib.sn_net_exit(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(), int(i),
+        pz, ldz = A.matrix("z", z, self.R, self.d, dtype=self.dtype)
+        check(A.fn(lib, "sn_net_exit", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(), int(i),
                               pz, ldz), "sn_net_exit")
 
     def merge(self, out=None):
         """sn_net_merge: the network output (R, D) (allocated when None); returns it."""
         self._need_pass()
-        out = A.out_matrix("out", out, self.R, self.d)
-        po, ldo = A.matrix("out", out, self.R, self.d, write=True)
-        check(lib.sn_net_merge(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(), po,
+        out = A.out_matrix("out", out, self.R, self.d, dtype=self.dtype)
+        po, ldo = A.matrix("out", out, self.R, self.d, write=True, dtype=self.dtype)
+        check(A.fn(lib, "sn_net_merge", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(), po,
                                ldo), "sn_net_merge")
         return out
 
@@ -250,17 +257,17 @@ class Net:
         """sn_net_merge_backward: start the backward pass from dout (R, D); accumulates the
         merge's parameter gradients into grads."""
         self._need_pass()
-        pdo, lddo = A.matrix("dout", dout, self.R, self.d)
-        check(lib.sn_net_merge_backward(ctx_handle(self.ctx), ctypes.byref(self._s),
+        pdo, lddo = A.matrix("dout", dout, self.R, self.d, dtype=self.dtype)
+        check(A.fn(lib, "sn_net_merge_backward", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s),
                                         self._bwd_buffers(), pdo, lddo), "sn_net_merge_backward")
 
     def exit_backward(self, i, dz=None, accumulate=False, flags=0):
         """sn_net_exit_backward: the gradient of sub-layer i's block output into dz (written,
         += with accumulate; allocated when None); returns dz."""
         self._need_pass()
-        dz = A.out_matrix("dz", dz, self.R, self.d, zeros=True)
-        pdz, lddz = A.matrix("dz", dz, self.R, self.d, write=True)
-        check(lib.sn_net_exit_backward(ctx_handle(self.ctx), ctypes.byref(self._s),
+        dz = A.out_matrix("dz", dz, self.R, self.d, zeros=True, dtype=self.dtype)
+        pdz, lddz = A.matrix("dz", dz, self.R, self.d, write=True, dtype=self.dtype)
+        check(A.fn(lib, "sn_net_exit_backward", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s),
                                        self._bwd_buffers(), int(i), pdz, lddz,
                                        A.flags_value(accumulate, flags=flags)),
               "sn_net_exit_backward")
@@ -270,8 +277,8 @@ class Net:
         """sn_net_enter_backward: take the block-input gradient dh (R, D) of sub-layer i back
         into the stream gradients; accumulates sub-layer i's norm gradients."""
         self._need_pass()
-        pdh, lddh = A.matrix("dh", dh, self.R, self.d)
-        check(lib.sn_net_enter_backward(ctx_handle(self.ctx), ctypes.byref(self._s),
+        pdh, lddh = A.matrix("dh", dh, self.R, self.d, dtype=self.dtype)
+        check(A.fn(lib, "sn_net_enter_backward", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s),
                                         self._bwd_buffers(), int(i), pdh, lddh),
               "sn_net_enter_backward")
 
@@ -279,15 +286,15 @@ class Net:
         """sn_net_split_backward: the gradient of the network input e into de (written, += with
         accumulate; allocated when None); returns de."""
         self._need_pass()
-        de = A.out_matrix("de", de, self.R, self.d, zeros=True)
-        pde, ldde = A.matrix("de", de, self.R, self.d, write=True)
+        de = A.out_matrix("de", de, self.R, self.d, zeros=True, dtype=self.dtype)
+        pde, ldde = A.matrix("de", de, self.R, self.d, write=True, dtype=self.dtype)
         p = A.vector("params", self.params, self.n_params, allow_none=self.n_params == 0)
         a = A.vector("acts", self.acts, self.R * self.acts_per_row)
         g = A.vector("grads", self.grads, self.n_params, write=True,
                      allow_none=self.n_params == 0)
         w = A.vector("work", self.work, self.R * self.work_per_row)
         bufs = ctypes.byref(_capi.sn_net_pass(self.R, p, a, g, w))
-        check(lib.sn_net_split_backward(ctx_handle(self.ctx), ctypes.byref(self._s), bufs, pde,
+        check(A.fn(lib, "sn_net_split_backward", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s), bufs, pde,
                                         ldde, A.flags_value(accumulate, flags=flags)),
               "sn_net_split_backward")
         return de

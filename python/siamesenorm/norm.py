@@ -41,12 +41,14 @@ ISAS = {"auto": _capi.SN_ISA_AUTO, "scalar": _capi.SN_ISA_SCALAR, "avx2": _capi.
 
 
 def find_nonfinite(x):
-    """sn_find_nonfinite: the first row of the (R, D) float32 array x holding a NaN or an
-    infinity, or -1."""
+    """sn_find_nonfinite (sn_find_nonfinite_bf16 for a uint16 bf16 array): the first row of the
+    (R, D) array x holding a NaN or an infinity, or -1."""
     R, D = A.rows_cols("x", x)
-    px, ldx = A.matrix("x", x, R, D)
+    dt = A.call_dtype("x", x)
+    px, ldx = A.matrix("x", x, R, D, dtype=dt)
     row = ctypes.c_int64(0)
-    check(lib.sn_find_nonfinite(R, D, px, ldx, ctypes.byref(row)), "sn_find_nonfinite")
+    check(A.fn(lib, "sn_find_nonfinite", dt)(R, D, px, ldx, ctypes.byref(row)),
+          "sn_find_nonfinite")
     return int(row.value)
 
 
@@ -271,13 +273,14 @@ class Norm(_ParamBlock):
         out: (R, D) written (allocated when None; may be x itself for in-place).
         stats: (R, stats_per_row) written for training (see empty_stats); None: inference."""
         R, D = A.rows_cols("x", x)
+        dt = A.call_dtype("x", x)
         n_params, spr = self.query(D)
-        px, ldx = A.matrix("x", x, R, D)
+        px, ldx = A.matrix("x", x, R, D, dtype=dt)
         pp = A.vector("params", params, n_params, allow_none=(n_params == 0))
-        out = A.out_matrix("out", out, R, D)
-        po, ldo = A.matrix("out", out, R, D, write=True)
+        out = A.out_matrix("out", out, R, D, dtype=dt)
+        po, ldo = A.matrix("out", out, R, D, write=True, dtype=dt)
         ps = A.vector("stats", stats, R * spr, write=True, allow_none=True)
-        check(lib.sn_norm_forward(ctx_handle(ctx), ctypes.byref(self.to_struct()), R, D, px, ldx,
+        check(A.fn(lib, "sn_norm_forward", dt)(ctx_handle(ctx), ctypes.byref(self.to_struct()), R, D, px, ldx,
                                   pp, po, ldo, ps), "sn_norm_forward")
         return out
 
@@ -287,15 +290,16 @@ class Norm(_ParamBlock):
         dparams (same layout as params) is accumulated when given. dx may be dout itself
         (in-place, not with accumulate)."""
         R, D = A.rows_cols("x", x)
+        dt = A.call_dtype("x", x)
         n_params, spr = self.query(D)
-        pdo, lddo = A.matrix("dout", dout, R, D)
-        px, ldx = A.matrix("x", x, R, D)
+        pdo, lddo = A.matrix("dout", dout, R, D, dtype=dt)
+        px, ldx = A.matrix("x", x, R, D, dtype=dt)
         pp = A.vector("params", params, n_params, allow_none=(n_params == 0))
         ps = A.vector("stats", stats, R * spr, allow_none=(spr == 0))
-        dx = A.out_matrix("dx", dx, R, D, zeros=True)
-        pdx, lddx = A.matrix("dx", dx, R, D, write=True)
+        dx = A.out_matrix("dx", dx, R, D, zeros=True, dtype=dt)
+        pdx, lddx = A.matrix("dx", dx, R, D, write=True, dtype=dt)
         pdp = A.vector("dparams", dparams, n_params, write=True, allow_none=True)
-        check(lib.sn_norm_backward(ctx_handle(ctx), ctypes.byref(self.to_struct()), R, D, pdo,
+        check(A.fn(lib, "sn_norm_backward", dt)(ctx_handle(ctx), ctypes.byref(self.to_struct()), R, D, pdo,
                                    lddo, px, ldx, pp, ps, pdx, lddx, pdp,
                                    A.flags_value(accumulate, flags=flags)), "sn_norm_backward")
         return dx

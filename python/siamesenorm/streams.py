@@ -57,19 +57,20 @@ class Fuse(_ParamBlock):
         (None, h). stats: (R, stats_per_row) written for training, None for inference.
         No buffer may alias another."""
         R, D = A.rows_cols("x", x)
+        dt = A.call_dtype("x", x)
         n_params, spr = self.query(D)
-        px, ldx = A.matrix("x", x, R, D)
-        py, ldy = A.matrix("y", y, R, D)
+        px, ldx = A.matrix("x", x, R, D, dtype=dt)
+        py, ldy = A.matrix("y", y, R, D, dtype=dt)
         pp = A.vector("params", params, n_params, allow_none=(n_params == 0))
         if want_u:
-            u = A.out_matrix("u", u, R, D)
-            pu, ldu = A.matrix("u", u, R, D, write=True)
+            u = A.out_matrix("u", u, R, D, dtype=dt)
+            pu, ldu = A.matrix("u", u, R, D, write=True, dtype=dt)
         else:
             u, pu, ldu = None, None, D
-        h = A.out_matrix("h", h, R, D)
-        ph, ldh = A.matrix("h", h, R, D, write=True)
+        h = A.out_matrix("h", h, R, D, dtype=dt)
+        ph, ldh = A.matrix("h", h, R, D, write=True, dtype=dt)
         ps = A.vector("stats", stats, R * spr, write=True, allow_none=True)
-        check(lib.sn_fuse_forward(ctx_handle(ctx), ctypes.byref(self.to_struct()), R, D, px, ldx,
+        check(A.fn(lib, "sn_fuse_forward", dt)(ctx_handle(ctx), ctypes.byref(self.to_struct()), R, D, px, ldx,
                                   py, ldy, pp, pu, ldu, ph, ldh, ps), "sn_fuse_forward")
         return u, h
 
@@ -82,22 +83,23 @@ class Fuse(_ParamBlock):
         three norms' parameter gradients when given. du None means zero; dx may be du itself
         (not with accumulate_x)."""
         R, D = A.rows_cols("x", x)
+        dt = A.call_dtype("x", x)
         n_params, spr = self.query(D)
-        pdh, lddh = A.matrix("dh", dh, R, D)
+        pdh, lddh = A.matrix("dh", dh, R, D, dtype=dt)
         if du is None:
             pdu, lddu = None, D
         else:
-            pdu, lddu = A.matrix("du", du, R, D)
-        px, ldx = A.matrix("x", x, R, D)
-        py, ldy = A.matrix("y", y, R, D)
+            pdu, lddu = A.matrix("du", du, R, D, dtype=dt)
+        px, ldx = A.matrix("x", x, R, D, dtype=dt)
+        py, ldy = A.matrix("y", y, R, D, dtype=dt)
         pp = A.vector("params", params, n_params, allow_none=(n_params == 0))
         ps = A.vector("stats", stats, R * spr, allow_none=(spr == 0))
-        dx = A.out_matrix("dx", dx, R, D, zeros=True)
-        pdx, lddx = A.matrix("dx", dx, R, D, write=True)
-        dy = A.out_matrix("dy", dy, R, D, zeros=True)
-        pdy, lddy = A.matrix("dy", dy, R, D, write=True)
+        dx = A.out_matrix("dx", dx, R, D, zeros=True, dtype=dt)
+        pdx, lddx = A.matrix("dx", dx, R, D, write=True, dtype=dt)
+        dy = A.out_matrix("dy", dy, R, D, zeros=True, dtype=dt)
+        pdy, lddy = A.matrix("dy", dy, R, D, write=True, dtype=dt)
         pdp = A.vector("dparams", dparams, n_params, write=True, allow_none=True)
-        check(lib.sn_fuse_backward(ctx_handle(ctx), ctypes.byref(self.to_struct()), R, D, pdh,
+        check(A.fn(lib, "sn_fuse_backward", dt)(ctx_handle(ctx), ctypes.byref(self.to_struct()), R, D, pdh,
                                    lddh, pdu, lddu, px, ldx, py, ldy, pp, ps, pdx, lddx, pdy,
                                    lddy, pdp, A.flags_value(accumulate_x, accumulate_y, flags)),
               "sn_fuse_backward")
@@ -106,14 +108,15 @@ class Fuse(_ParamBlock):
     def merge_forward(self, x, y, params, out=None, stats=None, ctx=None):
         """sn_merge_forward: out = N_out(N_x(x) + N_y(y)); returns out."""
         R, D = A.rows_cols("x", x)
+        dt = A.call_dtype("x", x)
         n_params, spr = self.query(D)
-        px, ldx = A.matrix("x", x, R, D)
-        py, ldy = A.matrix("y", y, R, D)
+        px, ldx = A.matrix("x", x, R, D, dtype=dt)
+        py, ldy = A.matrix("y", y, R, D, dtype=dt)
         pp = A.vector("params", params, n_params, allow_none=(n_params == 0))
-        out = A.out_matrix("out", out, R, D)
-        po, ldo = A.matrix("out", out, R, D, write=True)
+        out = A.out_matrix("out", out, R, D, dtype=dt)
+        po, ldo = A.matrix("out", out, R, D, write=True, dtype=dt)
         ps = A.vector("stats", stats, R * spr, write=True, allow_none=True)
-        check(lib.sn_merge_forward(ctx_handle(ctx), ctypes.byref(self.to_struct()), R, D, px,
+        check(A.fn(lib, "sn_merge_forward", dt)(ctx_handle(ctx), ctypes.byref(self.to_struct()), R, D, px,
                                    ldx, py, ldy, pp, po, ldo, ps), "sn_merge_forward")
         return out
 
@@ -121,18 +124,19 @@ class Fuse(_ParamBlock):
                        accumulate_x=False, accumulate_y=False, flags=0, ctx=None):
         """sn_merge_backward (sn_fuse_backward with du = NULL); returns (dx, dy)."""
         R, D = A.rows_cols("x", x)
+        dt = A.call_dtype("x", x)
         n_params, spr = self.query(D)
-        pdo, lddo = A.matrix("dout", dout, R, D)
-        px, ldx = A.matrix("x", x, R, D)
-        py, ldy = A.matrix("y", y, R, D)
+        pdo, lddo = A.matrix("dout", dout, R, D, dtype=dt)
+        px, ldx = A.matrix("x", x, R, D, dtype=dt)
+        py, ldy = A.matrix("y", y, R, D, dtype=dt)
         pp = A.vector("params", params, n_params, allow_none=(n_params == 0))
         ps = A.vector("stats", stats, R * spr, allow_none=(spr == 0))
-        dx = A.out_matrix("dx", dx, R, D, zeros=True)
-        pdx, lddx = A.matrix("dx", dx, R, D, write=True)
-        dy = A.out_matrix("dy", dy, R, D, zeros=True)
-        pdy, lddy = A.matrix("dy", dy, R, D, write=True)
+        dx = A.out_matrix("dx", dx, R, D, zeros=True, dtype=dt)
+        pdx, lddx = A.matrix("dx", dx, R, D, write=True, dtype=dt)
+        dy = A.out_matrix("dy", dy, R, D, zeros=True, dtype=dt)
+        pdy, lddy = A.matrix("dy", dy, R, D, write=True, dtype=dt)
         pdp = A.vector("dparams", dparams, n_params, write=True, allow_none=True)
-        check(lib.sn_merge_backward(ctx_handle(ctx), ctypes.byref(self.to_struct()), R, D, pdo,
+        check(A.fn(lib, "sn_merge_backward", dt)(ctx_handle(ctx), ctypes.byref(self.to_struct()), R, D, pdo,
                                     lddo, px, ldx, py, ldy, pp, ps, pdx, lddx, pdy, lddy, pdp,
                                     A.flags_value(accumulate_x, accumulate_y, flags)),
               "sn_merge_backward")
@@ -143,14 +147,15 @@ def apply_forward(z, u, y, c, xo=None, yo=None, ctx=None):
     """sn_apply_forward: xo = u + z / c, yo = y + z; returns (xo, yo). xo may be u and yo may
     be y (in-place); outputs are allocated when None."""
     R, D = A.rows_cols("z", z)
-    pz, ldz = A.matrix("z", z, R, D)
-    pu, ldu = A.matrix("u", u, R, D)
-    py, ldy = A.matrix("y", y, R, D)
-    xo = A.out_matrix("xo", xo, R, D)
-    pxo, ldxo = A.matrix("xo", xo, R, D, write=True)
-    yo = A.out_matrix("yo", yo, R, D)
-    pyo, ldyo = A.matrix("yo", yo, R, D, write=True)
-    check(lib.sn_apply_forward(ctx_handle(ctx), R, D, float(c), pz, ldz, pu, ldu, py, ldy, pxo,
+    dt = A.call_dtype("z", z)
+    pz, ldz = A.matrix("z", z, R, D, dtype=dt)
+    pu, ldu = A.matrix("u", u, R, D, dtype=dt)
+    py, ldy = A.matrix("y", y, R, D, dtype=dt)
+    xo = A.out_matrix("xo", xo, R, D, dtype=dt)
+    pxo, ldxo = A.matrix("xo", xo, R, D, write=True, dtype=dt)
+    yo = A.out_matrix("yo", yo, R, D, dtype=dt)
+    pyo, ldyo = A.matrix("yo", yo, R, D, write=True, dtype=dt)
+    check(A.fn(lib, "sn_apply_forward", dt)(ctx_handle(ctx), R, D, float(c), pz, ldz, pu, ldu, py, ldy, pxo,
                                ldxo, pyo, ldyo), "sn_apply_forward")
     return xo, yo
 
@@ -159,11 +164,12 @@ def apply_backward(dxo, dyo, c, dz=None, accumulate=False, flags=0, ctx=None):
     """sn_apply_backward: dz = dxo / c + dyo (written, += with accumulate); returns dz. The
     gradients of u and y are dxo and dyo themselves."""
     R, D = A.rows_cols("dxo", dxo)
-    pdxo, lddxo = A.matrix("dxo", dxo, R, D)
-    pdyo, lddyo = A.matrix("dyo", dyo, R, D)
-    dz = A.out_matrix("dz", dz, R, D, zeros=True)
-    pdz, lddz = A.matrix("dz", dz, R, D, write=True)
-    check(lib.sn_apply_backward(ctx_handle(ctx), R, D, float(c), pdxo, lddxo, pdyo, lddyo, pdz,
+    dt = A.call_dtype("dxo", dxo)
+    pdxo, lddxo = A.matrix("dxo", dxo, R, D, dtype=dt)
+    pdyo, lddyo = A.matrix("dyo", dyo, R, D, dtype=dt)
+    dz = A.out_matrix("dz", dz, R, D, zeros=True, dtype=dt)
+    pdz, lddz = A.matrix("dz", dz, R, D, write=True, dtype=dt)
+    check(A.fn(lib, "sn_apply_backward", dt)(ctx_handle(ctx), R, D, float(c), pdxo, lddxo, pdyo, lddyo, pdz,
                                 lddz, A.flags_value(accumulate, flags=flags)),
           "sn_apply_backward")
     return dz
@@ -172,12 +178,13 @@ def apply_backward(dxo, dyo, c, dz=None, accumulate=False, flags=0, ctx=None):
 def split_forward(e, x=None, y=None, ctx=None):
     """sn_split_forward: x = e, y = e (copies); returns (x, y). x may be e itself."""
     R, D = A.rows_cols("e", e)
-    pe, lde = A.matrix("e", e, R, D)
-    x = A.out_matrix("x", x, R, D)
-    px, ldx = A.matrix("x", x, R, D, write=True)
-    y = A.out_matrix("y", y, R, D)
-    py, ldy = A.matrix("y", y, R, D, write=True)
-    check(lib.sn_split_forward(ctx_handle(ctx), R, D, pe, lde, px, ldx, py, ldy),
+    dt = A.call_dtype("e", e)
+    pe, lde = A.matrix("e", e, R, D, dtype=dt)
+    x = A.out_matrix("x", x, R, D, dtype=dt)
+    px, ldx = A.matrix("x", x, R, D, write=True, dtype=dt)
+    y = A.out_matrix("y", y, R, D, dtype=dt)
+    py, ldy = A.matrix("y", y, R, D, write=True, dtype=dt)
+    check(A.fn(lib, "sn_split_forward", dt)(ctx_handle(ctx), R, D, pe, lde, px, ldx, py, ldy),
           "sn_split_forward")
     return x, y
 
@@ -185,10 +192,11 @@ def split_forward(e, x=None, y=None, ctx=None):
 def split_backward(dx, dy, de=None, accumulate=False, flags=0, ctx=None):
     """sn_split_backward: de = dx + dy (written, += with accumulate); returns de."""
     R, D = A.rows_cols("dx", dx)
-    pdx, lddx = A.matrix("dx", dx, R, D)
-    pdy, lddy = A.matrix("dy", dy, R, D)
-    de = A.out_matrix("de", de, R, D, zeros=True)
-    pde, ldde = A.matrix("de", de, R, D, write=True)
-    check(lib.sn_split_backward(ctx_handle(ctx), R, D, pdx, lddx, pdy, lddy, pde, ldde,
+    dt = A.call_dtype("dx", dx)
+    pdx, lddx = A.matrix("dx", dx, R, D, dtype=dt)
+    pdy, lddy = A.matrix("dy", dy, R, D, dtype=dt)
+    de = A.out_matrix("de", de, R, D, zeros=True, dtype=dt)
+    pde, ldde = A.matrix("de", de, R, D, write=True, dtype=dt)
+    check(A.fn(lib, "sn_split_backward", dt)(ctx_handle(ctx), R, D, pdx, lddx, pdy, lddy, pde, ldde,
                                 A.flags_value(accumulate, flags=flags)), "sn_split_backward")
     return de

@@ -1,5 +1,6 @@
 """PyTorch adapter: autograd Functions running the SiameseNorm primitives through the C kernels
-on CPU float32 tensors, and nn.Modules wrapping them. Import it explicitly (it needs torch):
+on CPU float32 or bfloat16 tensors (bf16: the `_bf16` calls; parameters stay float32), and
+nn.Modules wrapping them. Import it explicitly (it needs torch):
 
     from siamesenorm.torch_adapter import SiameseNorm
     model = SiameseNorm([block0, block1, ...], d=D, kind="layernorm")
@@ -40,18 +41,36 @@ __all__ = ["FuseFunction", "MergeFunction", "ApplyFunction", "SplitFunction", "N
            "default_scale"]
 
 
-def _np(t, name):
-    """A float32 numpy view of a 2-D CPU tensor (copied to contiguous when needed)."""
+def _np(t, name, bf16_ok=True):
+    """A numpy view of a CPU tensor (copied to contiguous when needed): float32 as float32,
+    torch.bfloat16 as uint16 bf16 bits (the library's bf16 calls)."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor")
-    if t.dtype != torch.float32 or t.device.type != "cpu":
-        raise TypeError(f"{name} must be a float32 CPU tensor (libsiamesenorm is fp32), got "
-                        f"{t.dtype} on {t.device}")
-    return t.detach().contiguous().numpy()
+    ok = t.dtype == torch.float32 or (bf16_ok and t.dtype == torch.bfloat16)
+    if not ok or t.device.type != "cpu":
+        raise TypeError(f"{name} must be a float32{' or bfloat16' if bf16_ok else ''} CPU "
+                        f"tensor, got {t.dtype} on {t.device}")
+    t = t.detach().contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16)
+    return t.numpy()
+
+
+def _t(a):
+    """A tensor over a numpy result: uint16 bf16 bits become torch.bfloat16."""
+    if a.dtype == np.uint16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def _zeros(ref):
+    """Zeros for a missing gradient, of ref's shape and type."""
+    return np.zeros(tuple(ref.shape), np.uint16 if ref.dtype == torch.bfloat16 else np.float32)
 
 
 def _params_np(p):
-    return None if p is None or p.numel() == 0 else _np(p, "params").reshape(-1)
+    """Parameters stay float32 whatever the activations' type."""
+    return None if p is None or p.numel() == 0 else _np(p, "params", False).reshape(-1)
 
 
 def _zeros_like_np(a):
@@ -70,7 +89,7 @@ class FuseFunction(torch.autograd.Function):
         u, h = fuse.forward(xn, yn, pn, stats=stats)
         ctx.fuse, ctx.stats = fuse, stats
         ctx.save_for_backward(x, y, params)
-        return torch.from_numpy(u), torch.from_numpy(h)
+        return _t(u), _t(h)
 
     @staticmethod
     @once_differentiable
@@ -82,8 +101,8 @@ class FuseFunction(torch.autograd.Function):
         dparams = np.zeros(params.numel(), np.float32)
         dx, dy = ctx.fuse.backward(dhn, xn, yn, pn, ctx.stats, du=dun,
                                    dparams=dparams if dparams.size else None)
-        return (torch.from_numpy(dx), torch.from_numpy(dy),
-                torch.from_numpy(dparams).view_as(params), None)
+        return (_t(dx), _t(dy),
+                _t(dparams).view_as(params), None)
 
 
 class MergeFunction(torch.autograd.Function):
@@ -98,7 +117,7 @@ class MergeFunction(torch.autograd.Function):
         out = fuse.merge_forward(xn, yn, pn, stats=stats)
         ctx.fuse, ctx.stats = fuse, stats
         ctx.save_for_backward(x, y, params)
-        return torch.from_numpy(out)
+        return _t(out)
 
     @staticmethod
     @once_differentiable
@@ -108,8 +127,8 @@ class MergeFunction(torch.autograd.Function):
         dparams = np.zeros(params.numel(), np.float32)
         dx, dy = ctx.fuse.merge_backward(_np(dout, "dout"), xn, yn, pn, ctx.stats,
                                          dparams=dparams if dparams.size else None)
-        return (torch.from_numpy(dx), torch.from_numpy(dy),
-                torch.from_numpy(dparams).view_as(params), None)
+        return (_t(dx), _t(dy),
+                _t(dparams).view_as(params), None)
 
 
 class ApplyFunction(torch.autograd.Function):
@@ -120,7 +139,7 @@ class ApplyFunction(torch.autograd.Function):
     def forward(ctx, z, u, y, c):
         xo, yo = apply_forward(_np(z, "z"), _np(u, "u"), _np(y, "y"), float(c))
         ctx.c = float(c)
-        return torch.from_numpy(xo), torch.from_numpy(yo)
+        return _t(xo), _t(yo)
 
     @staticmethod
     @once_differentiable
@@ -128,11 +147,11 @@ class ApplyFunction(torch.autograd.Function):
         if dxo is None and dyo is None:
             return None, None, None, None
         ref = dxo if dxo is not None else dyo
-        dxon = _np(dxo, "dxo") if dxo is not None else np.zeros(tuple(ref.shape), np.float32)
-        dyon = _np(dyo, "dyo") if dyo is not None else np.zeros(tuple(ref.shape), np.float32)
+        dxon = _np(dxo, "dxo") if dxo is not None else _zeros(ref)
+        dyon = _np(dyo, "dyo") if dyo is not None else _zeros(ref)
         dz = apply_backward(dxon, dyon, ctx.c)
         # The gradients of u and y are dxo and dyo themselves (like torch's own add).
-        return torch.from_numpy(dz), dxo, dyo, None
+        return _t(dz), dxo, dyo, None
 
 
 class SplitFunction(torch.autograd.Function):
@@ -142,7 +161,7 @@ class SplitFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, e):
         x, y = split_forward(_np(e, "e"))
-        return torch.from_numpy(x), torch.from_numpy(y)
+        return _t(x), _t(y)
 
     @staticmethod
     @once_differentiable
@@ -150,9 +169,9 @@ class SplitFunction(torch.autograd.Function):
         ref = dx if dx is not None else dy
         if ref is None:
             return None
-        dxn = _np(dx, "dx") if dx is not None else np.zeros(tuple(ref.shape), np.float32)
-        dyn = _np(dy, "dy") if dy is not None else np.zeros(tuple(ref.shape), np.float32)
-        return torch.from_numpy(split_backward(dxn, dyn))
+        dxn = _np(dx, "dx") if dx is not None else _zeros(ref)
+        dyn = _np(dy, "dy") if dy is not None else _zeros(ref)
+        return _t(split_backward(dxn, dyn))
 
 
 def default_scale(i):
@@ -174,7 +193,7 @@ class NormParams(torch.nn.Module):
         self.norm = norm
         n, _ = norm.query(int(d))
         W = _width(norm, int(d))
-        init = torch.from_numpy(norm.init_params(int(d))) if n else torch.empty(0)
+        init = _t(norm.init_params(int(d))) if n else torch.empty(0)
         self.weight = torch.nn.Parameter(init[:W].clone()) if n >= W else None
         self.bias = torch.nn.Parameter(init[W:2 * W].clone()) if n >= 2 * W else None
         self.n_params = n
