@@ -489,7 +489,17 @@ SN_API sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, cons
  * writes on the same path, thread count and flags (with SN_ACCUMULATE the fp32 call
  * accumulating into the widened bf16 values). So each output is within one bf16 rounding
  * (a relative 2^-8) of the fp32 result, and parameter gradients and statistics, which stay
- * fp32, are bitwise the fp32 call's. Determinism across thread counts holds as for fp32. */
+ * fp32, are bitwise the fp32 call's (a NaN output is a NaN in both, but its sign and payload
+ * may differ). Determinism across thread counts holds as for fp32.
+ *
+ * How (this version): each row's bf16 inputs are widened into fp32 rows on the stack, the fp32
+ * row kernels of the path run on them, and each written row is rounded into its destination;
+ * no R x D fp32 copy is made. The norm, fuse and merge calls need whole rows on the stack:
+ * they take D <= 4096 and return SN_ERR_UNSUPPORTED beyond (after every other check; the
+ * elementwise calls and the conversions take any D), and use up to about 180 KiB of stack
+ * (96 KiB of staged rows per thread, 64 KiB of parameter-gradient slots on the calling thread)
+ * besides the fp32 calls' 90 KiB. The halved memory traffic does not yet make them faster than
+ * the fp32 calls: see docs/performance.md, "bf16". */
 typedef uint16_t sn_bf16;
 
 /* Element types of the R x D matrices. Only grows at the end. */
@@ -688,7 +698,7 @@ SN_API sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_subl
  * (explicit scales not aligned to 4 bytes), SN_ERR_CONFIG (unknown scale rule, scales given
  * without SN_SCALE_EXPLICIT, an act_dtype outside 0 .. SN_DTYPE_COUNT - 1, nonzero flags or
  * reserved words, mix_fraction outside [0, 1] or
- * NaN for Mix-LN, nonzero otherwise). */
+ * NaN for Mix-LN, nonzero otherwise), SN_ERR_UNSUPPORTED (act_dtype bf16 and D > 4096). */
 SN_API sn_status sn_net_check(const sn_net *net);
 
 /* The residual scale of sub-layer i into *c: c_i for the SiameseNorm family, alpha for
@@ -873,7 +883,8 @@ SN_API sn_status sn_net_infer_merge(const sn_ctx *ctx, const sn_net *net, const 
  * primitives do; statistics and parameter gradients stay fp32. sn_net_sizes and
  * sn_net_infer_sizes count the bf16 streams in floats (two elements a float, rounded up), so
  * the buffers are allocated as for fp32. An fp32 pass call on a bf16 net, or a `_bf16` call on
- * an fp32 net, returns SN_ERR_DTYPE. */
+ * an fp32 net, returns SN_ERR_DTYPE. A bf16 net is at most 4096 wide: sn_net_check returns
+ * SN_ERR_UNSUPPORTED for a wider one (see "bf16 storage"). */
 SN_API sn_status sn_net_split_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
                                    const sn_bf16 *e, int64_t lde);
 SN_API sn_status sn_net_enter_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,

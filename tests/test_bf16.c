@@ -399,7 +399,8 @@ int main(void) {
                 continue;
             }
             for (size_t d = 0; d < sizeof Ds / sizeof Ds[0]; d++) {
-                const int64_t D = Ds[d], R = D >= 768 ? 24 : 20000 / D + 3;
+                /* R x D beyond 16384 (2 threads split) at D = 100 and from 768 up */
+                const int64_t D = Ds[d], R = D >= 768 ? 24 : D == 100 ? 203 : 9;
                 cfg c = {ctx, isa, threads, R, D, D + (d % 2 ? 3 : 0)};
                 sn_norm ln = {SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 0, 1e-5f};
                 sn_norm rms = {SN_NORM_RMSNORM, SN_AFFINE_SCALE, 0, 1e-5f};
