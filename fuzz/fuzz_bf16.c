@@ -12,16 +12,6 @@
 #define DMAX 80
 #define RMAX 4
 
-static sn_ctx *paths[3];
-static int npaths = -1;
-
-static void init_paths(void) {
-    static const sn_isa isas[3] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
-    npaths = 0;
-    for (int i = 0; i < 3; i++)
-        if ((paths[npaths] = tu_isa_ctx(isas[i])) != NULL) npaths++;
-}
-
 /* n bf16 values from the input: raw bit patterns, or tame values when tame */
 static void fill(fz *f, sn_bf16 *b, float *w, int64_t n, int tame) {
     for (int64_t k = 0; k < n; k++) {
@@ -52,10 +42,9 @@ static void check_rounded(const sn_bf16 *b, float *w, int64_t n, const char *wha
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (npaths < 0) init_paths();
     fz f = {data, size};
     const int op = fz_pick(&f, 7), tame = fz_pick(&f, 4) != 0;
-    const sn_ctx *ctx = paths[fz_pick(&f, npaths)];
+    const sn_ctx *ctx = fz_ctx(fz_pick(&f, FZ_NCTX)); /* every path, and a parallel-for hook */
     static const int64_t widths[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 80};
     const int64_t D = widths[fz_pick(&f, 16)], R = 1 + fz_pick(&f, RMAX), n = R * D;
     const uint32_t flags = (uint32_t)fz_pick(&f, 4);
