@@ -212,7 +212,31 @@ static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     float x[SN_D16_ROW_MAX], y[SN_D16_ROW_MAX], u[SN_D16_ROW_MAX], s[SN_D16_ROW_MAX];
     const sn_fuse *f = J->f;
     const int64_t D = J->D;
-    for (int64_t r = lo; r < hi; r++) {
+    /* rows in pairs where the fp32 driver pairs them (fuse_fwd2, bitwise two single rows):
+     * the two statistics chains overlap; each row is staged in half of the stack rows */
+    int64_t r = lo;
+    for (; sn_k_fuse2_ok(f, D) && r + 1 < hi; r += 2) {
+        const float *const xs[2] = {x, x + D}, *const ys[2] = {y, y + D};
+        float *const us[2] = {J->out[0] ? u : NULL, J->out[0] ? u + D : NULL};
+        float *const hs[2] = {s, s + D};
+        float st2[2][6];
+        for (int q = 0; q < 2; q++) {
+            J->K->bf16_widen(irow(J, 0, r + q), D, x + q * D);
+            J->K->bf16_widen(irow(J, 1, r + q), D, y + q * D);
+        }
+        J->K->fuse_fwd2(&J->F0, f, D, xs, ys, us, hs, st2);
+        for (int q = 0; q < 2; q++) {
+            if (J->stats_out) {
+                float *st = J->stats_out + (r + q) * J->spr;
+                sn_k_stats_put(f->x.kind, st + J->L.sx, 1, 0, st2[q][0], st2[q][1]);
+                sn_k_stats_put(f->y.kind, st + J->L.sy, 1, 0, st2[q][2], st2[q][3]);
+                sn_k_stats_put(f->out.kind, st + J->L.so, 1, 0, st2[q][4], st2[q][5]);
+            }
+            if (J->out[0]) J->K->bf16_round(u + q * D, D, orow(J, 0, r + q));
+            J->K->bf16_round(s + q * D, D, orow(J, 1, r + q));
+        }
+    }
+    for (; r < hi; r++) {
         J->K->bf16_widen(irow(J, 0, r), D, x);
         J->K->bf16_widen(irow(J, 1, r), D, y);
         float mx, rx, my, ry, mo = 0.0f, ro = 1.0f;
@@ -249,14 +273,20 @@ void sn_d16_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, 
     run(ctx, &J);
 }
 
-/* A staged backward row: the inputs widened, dx and dy widened when accumulated into. */
+/* A staged backward row: six rows of D floats in a stack buffer: the inputs widened, dx and dy
+ * (widened when accumulated into). */
 typedef struct brow16 {
-    float dh[SN_D16_ROW_MAX], du[SN_D16_ROW_MAX], x[SN_D16_ROW_MAX], y[SN_D16_ROW_MAX];
-    float dx[SN_D16_ROW_MAX], dy[SN_D16_ROW_MAX];
+    float *dh, *du, *x, *y, *dx, *dy;
 } brow16;
+#define STAGE_FLOATS (6 * SN_D16_ROW_MAX) /* one staged row at the widest, two up to 2048 */
+
+static brow16 brow_at(float *buf, int64_t D) {
+    brow16 w = {buf, buf + D, buf + 2 * D, buf + 3 * D, buf + 4 * D, buf + 5 * D};
+    return w;
+}
 
 /* row r staged into *w, and its sn_rfuse (F0 with the row's saved statistics) into *F */
-static void fuse_stage(const job16 *J, int64_t r, brow16 *w, sn_rfuse *F) {
+static void fuse_stage(const job16 *J, int64_t r, const brow16 *w, sn_rfuse *F) {
     const int64_t D = J->D;
     J->K->bf16_widen(irow(J, 0, r), D, w->dh);
     if (J->in[1]) J->K->bf16_widen(irow(J, 1, r), D, w->du);
@@ -274,15 +304,34 @@ static void fuse_stage(const job16 *J, int64_t r, brow16 *w, sn_rfuse *F) {
 }
 
 static void fuse_bwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
-    brow16 w;
-    const sn_dfuse dp = sn_k_fuse_dparams(J->f, &J->L, J->D, slot);
-    for (int64_t r = lo; r < hi; r++) {
+    float buf[STAGE_FLOATS];
+    const int64_t D = J->D;
+    const sn_dfuse dp = sn_k_fuse_dparams(J->f, &J->L, D, slot);
+    const int pairs = 12 * D <= STAGE_FLOATS; /* room for two staged rows */
+    const brow16 w = brow_at(buf, D), v = brow_at(buf + (pairs ? 6 * D : 0), D);
+    int64_t r = lo;
+    /* with parameter gradients, rows in pairs as the fp32 driver takes them (fuse_bwd2: bitwise
+     * two single rows) where two staged rows fit */
+    for (; slot && pairs && r + 1 < hi; r += 2) {
+        sn_rfuse F[2];
+        fuse_stage(J, r, &w, &F[0]);
+        fuse_stage(J, r + 1, &v, &F[1]);
+        const float *const dh[2] = {w.dh, v.dh}, *const x[2] = {w.x, v.x}, *const y[2] = {w.y, v.y};
+        const float *const du[2] = {J->in[1] ? w.du : NULL, J->in[1] ? v.du : NULL};
+        float *const dx[2] = {w.dx, v.dx}, *const dy[2] = {w.dy, v.dy};
+        J->K->fuse_bwd2(F, D, dh, du, x, y, dx, dy, J->accx, J->accy, &dp);
+        J->K->bf16_round(w.dx, D, orow(J, 0, r));
+        J->K->bf16_round(w.dy, D, orow(J, 1, r));
+        J->K->bf16_round(v.dx, D, orow(J, 0, r + 1));
+        J->K->bf16_round(v.dy, D, orow(J, 1, r + 1));
+    }
+    for (; r < hi; r++) {
         sn_rfuse F;
         fuse_stage(J, r, &w, &F);
-        J->K->fuse_bwd(&F, J->D, w.dh, J->in[1] ? w.du : NULL, w.x, w.y, w.dx, w.dy, J->accx,
-                       J->accy, slot ? &dp : NULL);
-        J->K->bf16_round(w.dx, J->D, orow(J, 0, r));
-        J->K->bf16_round(w.dy, J->D, orow(J, 1, r));
+        J->K->fuse_bwd(&F, D, w.dh, J->in[1] ? w.du : NULL, w.x, w.y, w.dx, w.dy, J->accx, J->accy,
+                       slot ? &dp : NULL);
+        J->K->bf16_round(w.dx, D, orow(J, 0, r));
+        J->K->bf16_round(w.dy, D, orow(J, 1, r));
     }
 }
 
@@ -301,7 +350,8 @@ static void fuse_bwd_wide(const sn_ctx *ctx, job16 *J) {
     int64_t per = 0;
     for (int k = 0; k < 6; k++) per += dst[k] != NULL;
     const int64_t bw = nbuf / per / QUANTUM * QUANTUM;
-    brow16 w;
+    float stage[STAGE_FLOATS];
+    const brow16 w = brow_at(stage, D);
     float red[8 * 6]; /* 6 reductions of each of the C = 16384 / D <= 5 rows of a chunk */
     for (int64_t lo = 0; lo < J->R; lo += C) {
         const int64_t hi = lo + C < J->R ? lo + C : J->R;

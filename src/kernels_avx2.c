@@ -4,6 +4,8 @@
     defined(__FMA__) /* compiled with its -m flags (src/meson.build); else empty */
 #include <immintrin.h>
 
+#include "siamesenorm.h"
+
 typedef __m256 V;
 typedef __m256i M;
 #define VW            8
@@ -33,6 +35,21 @@ static inline float hsum(V a) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
     return _mm_cvtss_f32(s);
+}
+
+/* VW floats rounded to bf16 as sn_k_bf16_round: to nearest even on the bits, NaNs quieted */
+static inline void vround_bf16(const float *s, sn_bf16 *d) {
+    const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(s)), hi = _mm256_srli_epi32(u, 16);
+    const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+    r = _mm256_srli_epi32(r, 16);
+    /* |u| > inf's bits: both sides are below 2^31, so the signed compare is exact */
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                           _mm256_set1_epi32(0x7f800000));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+    /* 8 x 32 -> 8 x 16: pack (lanes 0-3 and 4-7 land in each 128-bit half), then gather */
+    const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8);
+    _mm_storeu_si128((__m128i *)(void *)d, _mm256_castsi256_si128(p));
 }
 
 #include "kernels_simd.h"

@@ -5,6 +5,8 @@
     defined(__FMA__) /* compiled with its -m flags (src/meson.build); else empty */
 #include <immintrin.h>
 
+#include "siamesenorm.h"
+
 typedef __m512 V;
 typedef __mmask16 M;
 #define VW            16
@@ -34,6 +36,18 @@ static inline float hsum(V a) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
     return _mm_cvtss_f32(s);
+}
+
+/* VW floats rounded to bf16 as sn_k_bf16_round: to nearest even on the bits, NaNs quieted */
+static inline void vround_bf16(const float *s, sn_bf16 *d) {
+    const __m512i u = _mm512_castps_si512(_mm512_loadu_ps(s)), hi = _mm512_srli_epi32(u, 16);
+    const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
+    r = _mm512_srli_epi32(r, 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+    _mm256_storeu_si256((__m256i *)(void *)d, _mm512_cvtepi32_epi16(r));
 }
 
 #include "kernels_simd.h"

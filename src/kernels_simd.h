@@ -7,6 +7,7 @@
  *   vset1 vadd vsub vmul vdiv vfma(a,b,c)=a*b+c  vfnma(a,b,c)=c-a*b  vfms(a,b,c)=a*b-c
  *   hsum          horizontal sum in a fixed order
  *   vstream       streaming store to an address aligned to a whole vector; vfence after them
+ *   vround_bf16   VW floats rounded to bf16 (sn_k_bf16_round's bits) and stored
  *   SN_KERN_TABLE the name of the sn_kern table to define
  * Every column, including the last partial vector (handled with masks), goes through the same
  * vector arithmetic, so results do not depend on where a row starts or how columns are split.
@@ -1019,7 +1020,12 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 }
 
 static void bf16_widen(const sn_bf16 *s, int64_t n, float *d) { sn_k_bf16_widen_row(s, n, d); }
-static void bf16_round(const float *s, int64_t n, sn_bf16 *d) { sn_k_bf16_round_row(s, n, d); }
+/* full vectors with the path's rounding, the tail with the scalar one (the same bits) */
+static void bf16_round(const float *s, int64_t n, sn_bf16 *d) {
+    int64_t j = 0;
+    for (; j + VW <= n; j += VW) vround_bf16(s + j, d + j);
+    sn_k_bf16_round_row(s + j, n - j, d + j);
+}
 
 const sn_kern SN_KERN_TABLE = {
     .norm_row = norm_row,

@@ -105,6 +105,7 @@ typedef struct be {
     const sn_kern *K;
     int64_t D;
     float *a, *b, *c, *o1, *o2;
+    sn_bf16 *h;
 } be;
 
 static void b_add_div(void *arg) {
@@ -120,6 +121,15 @@ static void b_axpy(void *arg) {
     e->K->axpy(e->a, e->b, 1.3f, e->o1, e->D, 0);
 }
 
+static void b_bf16_round(void *arg) {
+    be *e = arg;
+    e->K->bf16_round(e->a, e->D, e->h);
+}
+static void b_bf16_widen(void *arg) {
+    be *e = arg;
+    e->K->bf16_widen(e->h, e->D, e->o1);
+}
+
 void bench_elem(const ca_path *p) {
     const int64_t Ds[3] = {64, 768, 4096};
     for (int di = 0; di < 3; di++) {
@@ -130,10 +140,14 @@ void bench_elem(const ca_path *p) {
                 ca_row_rand(D, 0, 1.0f, 0.0f),
                 ca_row_rand(D, 0, 1.0f, 0.0f),
                 ca_row(D, 0),
-                ca_row(D, 0)};
+                ca_row(D, 0),
+                calloc((size_t)D, sizeof(sn_bf16))};
         ca_bench("add_div", p->name, D, b_add_div, &e);
         ca_bench("apply", p->name, D, b_apply, &e);
         ca_bench("axpy", p->name, D, b_axpy, &e);
+        ca_bench("bf16_round", p->name, D, b_bf16_round, &e);
+        ca_bench("bf16_widen", p->name, D, b_bf16_widen, &e);
+        free(e.h);
         ca_rows_reset();
     }
 }
