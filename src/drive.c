@@ -77,7 +77,7 @@ static job job_of(const sn_ctx *ctx, int64_t R, int64_t D) {
     return J;
 }
 
-static int64_t row_pieces(const sn_ctx *ctx, int64_t R, int64_t D) {
+int64_t sn_d_row_pieces(const sn_ctx *ctx, int64_t R, int64_t D) {
     const int w = sn_ctx_width(ctx);
     if (w <= 1 || R < 2 || R * D < GRAIN) return 1;
     /* a few tasks per thread, so that a thread that starts late still gets a share */
@@ -142,7 +142,7 @@ static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
 /* Runs fn over the rows of the call in J->pieces tasks; arg is the driver's struct, whose
  * first member is J. */
 static void run_rows(const sn_ctx *ctx, job *J, sn_task_fn fn, void *arg) {
-    J->pieces = row_pieces(ctx, J->R, J->D);
+    J->pieces = sn_d_row_pieces(ctx, J->R, J->D);
     sn_ctx_par(ctx, J->pieces, fn, arg);
 }
 
@@ -246,7 +246,8 @@ static void pg_run(const sn_ctx *ctx, job *J, void *arg, sn_task_fn chunk_task,
         wide(arg);
         return;
     }
-    if (row_pieces(ctx, R, J->D) == 1 || K < 2 || nch < 2) K = 1; /* the calling thread alone */
+    if (sn_d_row_pieces(ctx, R, J->D) == 1 || K < 2 || nch < 2)
+        K = 1; /* the calling thread alone */
     if (K > nch) K = nch;
     for (int64_t c0 = 0; c0 < nch; c0 += K) {
         J->c0 = c0;

@@ -44,6 +44,10 @@ void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float
 void sn_d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float *out,
                int64_t ldo);
 
+/* The tasks a call over R rows of D floats is split into: 1 (the calling thread) for small
+ * calls and single-threaded contexts, else a few per thread. */
+int64_t sn_d_row_pieces(const sn_ctx *ctx, int64_t R, int64_t D);
+
 /* Rows per parameter-gradient chunk for rows of D floats (a function of D only: see pg_run). */
 int64_t sn_d_pg_chunk_rows(int64_t D);
 
@@ -82,6 +86,32 @@ void sn_d16_to_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const float *src, i
                     sn_bf16 *dst, int64_t ldd);
 void sn_d16_from_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *src, int64_t lds,
                       float *dst, int64_t ldd);
+
+/* ---- either type (drive_dt.c): the fp32 driver for SN_DTYPE_F32, the bf16 one for
+ * SN_DTYPE_BF16, with the matrices as untyped pointers of elements of dt ---- */
+void sn_dt_copy(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, const void *a, int64_t lda,
+                void *out, int64_t ldo);
+void sn_dt_add_div(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, const void *a, int64_t lda,
+                   const void *b, int64_t ldb, float c, void *out, int64_t ldo, int acc);
+void sn_dt_axpy(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, float alpha, const void *a,
+                int64_t lda, const void *b, int64_t ldb, void *out, int64_t ldo);
+void sn_dt_apply(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, float c, const void *z,
+                 int64_t ldz, const void *u, int64_t ldu, const void *y, int64_t ldy, void *xo,
+                 int64_t ldxo, void *yo, int64_t ldyo);
+void sn_dt_norm_fwd(const sn_ctx *ctx, sn_dtype dt, const sn_norm *n, int64_t R, int64_t D,
+                    const void *x, int64_t ldx, const float *params, void *out, int64_t ldo,
+                    float *stats);
+void sn_dt_norm_bwd(const sn_ctx *ctx, sn_dtype dt, const sn_norm *n, int64_t R, int64_t D,
+                    const void *dout, int64_t lddo, const void *x, int64_t ldx, const float *params,
+                    const float *stats, void *dx, int64_t lddx, float *dparams, int acc);
+void sn_dt_fuse_fwd(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f, int64_t R, int64_t D,
+                    const void *x, int64_t ldx, const void *y, int64_t ldy, const float *params,
+                    void *u, int64_t ldu, void *h, int64_t ldh, float *stats);
+void sn_dt_fuse_bwd(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f, int64_t R, int64_t D,
+                    const void *dh, int64_t lddh, const void *du, int64_t lddu, const void *x,
+                    int64_t ldx, const void *y, int64_t ldy, const float *params,
+                    const float *stats, void *dx, int64_t lddx, void *dy, int64_t lddy,
+                    float *dparams, uint32_t flags);
 
 /* Bytes of caller scratch (sn_ctx_set_scratch) with which backward passes of ctx on rows of D
  * columns run their parameter gradients on all of ctx's threads without pausing (see pg_run). */

@@ -17,7 +17,6 @@
 #include "ctx.h"
 #include "drive.h"
 
-#define GRAIN       16384 /* calls with fewer elements stay on the calling thread */
 #define EW_BLOCK    1024  /* columns per block of the elementwise drivers */
 #define SLOT_FLOATS 16384 /* the stack buffer of the parameter-gradient slots (64 KiB) */
 #define QUANTUM     16    /* slots and column blocks in multiples of a cache line */
@@ -55,8 +54,7 @@ static job16 job16_of(const sn_ctx *ctx, int64_t R, int64_t D) {
     J.K = sn_ctx_kern(ctx);
     J.R = R;
     J.D = D;
-    const int64_t w = sn_ctx_width(ctx);
-    J.pieces = (w <= 1 || R < 2 || R * D < GRAIN) ? 1 : R < 4 * w ? R : 4 * w;
+    J.pieces = sn_d_row_pieces(ctx, R, D);
     return J;
 }
 

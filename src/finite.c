@@ -64,13 +64,6 @@ sn_status sn_find_nonfinite(int64_t R, int64_t D, const float *x, int64_t ldx, i
     return SN_OK;
 }
 
-sn_status sn_check_inputs(const sn_ctx *ctx, int64_t R, int64_t D, const float *const *mats,
-                          const int64_t *lds, int nm, const float *params, int64_t n_params) {
-    const void *m[8];
-    for (int k = 0; k < nm && k < 8; k++) m[k] = mats[k];
-    return sn_check_inputs_dt(ctx, SN_DTYPE_F32, R, D, m, lds, nm < 8 ? nm : 8, params, n_params);
-}
-
 sn_status sn_check_inputs_dt(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D,
                              const void *const *mats, const int64_t *lds, int nm,
                              const float *params, int64_t n_params) {

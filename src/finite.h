@@ -7,15 +7,13 @@
 /* The first row r < R in which x [R x D, ldx] holds a NaN or an infinity, or -1. */
 int64_t sn_first_nonfinite_row(int64_t R, int64_t D, const float *x, int64_t ldx);
 
-/* With ctx in checked mode (sn_ctx_set_check_finite): SN_ERR_NONFINITE, recorded in ctx, when
- * one of the nm matrices mats[k] [R x D, lds[k]] (NULL entries skipped) or the n_params floats
- * of params hold a NaN or an infinity; SN_OK otherwise, and always without checked mode. */
-sn_status sn_check_inputs(const sn_ctx *ctx, int64_t R, int64_t D, const float *const *mats,
-                          const int64_t *lds, int nm, const float *params, int64_t n_params);
-
-/* As sn_first_nonfinite_row and sn_check_inputs, on matrices of elements of type dt (mats are
- * then pointers to sn_bf16 for SN_DTYPE_BF16). */
+/* The first row r < R of the bf16 matrix x [R x D, ldx] holding a NaN or an infinity, or -1. */
 int64_t sn_first_nonfinite_row_bf16(int64_t R, int64_t D, const sn_bf16 *x, int64_t ldx);
+
+/* With ctx in checked mode (sn_ctx_set_check_finite): SN_ERR_NONFINITE, recorded in ctx, when
+ * one of the nm matrices mats[k] [R x D, lds[k]] of elements of type dt (NULL entries skipped)
+ * or the n_params floats of params hold a NaN or an infinity; SN_OK otherwise, and always
+ * without checked mode. */
 sn_status sn_check_inputs_dt(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D,
                              const void *const *mats, const int64_t *lds, int nm,
                              const float *params, int64_t n_params);

@@ -73,9 +73,7 @@ static sn_status fuse_forward(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f, 
     st = sn_check_inputs_dt(ctx, dt, R, D, in, ldin, 2, params, np);
     if (st != SN_OK) return st;
 
-    if (dt == SN_DTYPE_BF16)
-        sn_d16_fuse_fwd(ctx, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
-    else sn_d_fuse_fwd(ctx, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
+    sn_dt_fuse_fwd(ctx, dt, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
     return SN_OK;
 }
 
@@ -118,13 +116,8 @@ static sn_status fuse_backward(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f,
     st = sn_check_inputs_dt(ctx, dt, R, D, in, ldin, 4, params, np);
     if (st != SN_OK) return st;
 
-    float *dp = np ? dparams : NULL;
-    if (dt == SN_DTYPE_BF16)
-        sn_d16_fuse_bwd(ctx, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params, stats, dx, lddx,
-                        dy, lddy, dp, flags);
-    else
-        sn_d_fuse_bwd(ctx, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params, stats, dx, lddx, dy,
-                      lddy, dp, flags);
+    sn_dt_fuse_bwd(ctx, dt, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params, stats, dx, lddx,
+                   dy, lddy, np ? dparams : NULL, flags);
     return SN_OK;
 }
 

@@ -577,76 +577,17 @@ static sn_fuse fuse_of(const pass *P, int *first) {
 static void *dxw(const pass *P) { return P->work; }
 static void *dyw(const pass *P) { return (char *)P->work + P->R * P->L.D * P->L.esz; }
 
-/* ---- the drivers for the net's element type ------------------------------------------------ */
-
-static void nd_copy(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, const void *a,
-                    int64_t lda, void *out, int64_t ldo) {
-    if (dt == SN_DTYPE_BF16) sn_d16_copy(ctx, R, D, a, lda, out, ldo);
-    else sn_d_copy(ctx, R, D, a, lda, out, ldo);
-}
-static void nd_add_div(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, const void *a,
-                       int64_t lda, const void *b, int64_t ldb, float c, void *out, int64_t ldo,
-                       int acc) {
-    if (dt == SN_DTYPE_BF16) sn_d16_add_div(ctx, R, D, a, lda, b, ldb, c, out, ldo, acc);
-    else sn_d_add_div(ctx, R, D, a, lda, b, ldb, c, out, ldo, acc);
-}
-static void nd_axpy(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, float alpha,
-                    const void *a, int64_t lda, const void *b, int64_t ldb, void *out,
-                    int64_t ldo) {
-    if (dt == SN_DTYPE_BF16) sn_d16_axpy(ctx, R, D, alpha, a, lda, b, ldb, out, ldo);
-    else sn_d_axpy(ctx, R, D, alpha, a, lda, b, ldb, out, ldo);
-}
-static void nd_apply(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, float c, const void *z,
-                     int64_t ldz, const void *u, int64_t ldu, const void *y, int64_t ldy, void *xo,
-                     int64_t ldxo, void *yo, int64_t ldyo) {
-    if (dt == SN_DTYPE_BF16) sn_d16_apply(ctx, R, D, c, z, ldz, u, ldu, y, ldy, xo, ldxo, yo, ldyo);
-    else sn_d_apply(ctx, R, D, c, z, ldz, u, ldu, y, ldy, xo, ldxo, yo, ldyo);
-}
-static void nd_norm_fwd(const sn_ctx *ctx, sn_dtype dt, const sn_norm *n, int64_t R, int64_t D,
-                        const void *x, int64_t ldx, const float *params, void *out, int64_t ldo,
-                        float *stats) {
-    if (dt == SN_DTYPE_BF16) sn_d16_norm_fwd(ctx, n, R, D, x, ldx, params, out, ldo, stats);
-    else sn_d_norm_fwd(ctx, n, R, D, x, ldx, params, out, ldo, stats);
-}
-static void nd_norm_bwd(const sn_ctx *ctx, sn_dtype dt, const sn_norm *n, int64_t R, int64_t D,
-                        const void *dout, int64_t lddo, const void *x, int64_t ldx,
-                        const float *params, const float *stats, void *dx, int64_t lddx,
-                        float *dparams, int acc) {
-    if (dt == SN_DTYPE_BF16)
-        sn_d16_norm_bwd(ctx, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx, dparams, acc);
-    else sn_d_norm_bwd(ctx, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx, dparams, acc);
-}
-static void nd_fuse_fwd(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f, int64_t R, int64_t D,
-                        const void *x, int64_t ldx, const void *y, int64_t ldy, const float *params,
-                        void *u, int64_t ldu, void *h, int64_t ldh, float *stats) {
-    if (dt == SN_DTYPE_BF16)
-        sn_d16_fuse_fwd(ctx, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
-    else sn_d_fuse_fwd(ctx, f, R, D, x, ldx, y, ldy, params, u, ldu, h, ldh, stats);
-}
-static void nd_fuse_bwd(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f, int64_t R, int64_t D,
-                        const void *dh, int64_t lddh, const void *du, int64_t lddu, const void *x,
-                        int64_t ldx, const void *y, int64_t ldy, const float *params,
-                        const float *stats, void *dx, int64_t lddx, void *dy, int64_t lddy,
-                        float *dparams, uint32_t flags) {
-    if (dt == SN_DTYPE_BF16)
-        sn_d16_fuse_bwd(ctx, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params, stats, dx, lddx,
-                        dy, lddy, dparams, flags);
-    else
-        sn_d_fuse_bwd(ctx, f, R, D, dh, lddh, du, lddu, x, ldx, y, ldy, params, stats, dx, lddx, dy,
-                      lddy, dparams, flags);
-}
-
 /* ---- forward ------------------------------------------------------------------------------- */
 
 static void split_fwd(const sn_ctx *ctx, const pass *P, const void *e, int64_t lde) {
     const sn_dtype dt = P->L.dt;
     const int64_t R = P->R, D = P->L.D;
-    nd_copy(ctx, dt, R, D, e, lde, slot(P, P->s.xin), D);
+    sn_dt_copy(ctx, dt, R, D, e, lde, slot(P, P->s.xin), D);
     if (P->L.split_norm)
-        nd_norm_fwd(ctx, dt, &P->s.n[0], R, D, slot(P, P->s.xin), D, par(P, 0), slot(P, P->s.xout),
-                    D, plane(P, 0));
+        sn_dt_norm_fwd(ctx, dt, &P->s.n[0], R, D, slot(P, P->s.xin), D, par(P, 0),
+                       slot(P, P->s.xout), D, plane(P, 0));
     if (P->infer && P->L.two) /* training's y_0 shares x_0's slot; the state updates y in place */
-        nd_copy(ctx, dt, R, D, e, lde, slot(P, P->s.yout), D);
+        sn_dt_copy(ctx, dt, R, D, e, lde, slot(P, P->s.yout), D);
 }
 
 static void enter_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
@@ -658,16 +599,18 @@ static void enter_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
     sn_fuse f;
     switch (s->op) {
     case OP_PRE:
-    case OP_PERI: nd_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), h, ldh, plane(P, 0)); break;
-    case OP_POST: nd_copy(ctx, dt, R, D, x, D, h, ldh); break;
+    case OP_PERI:
+        sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), h, ldh, plane(P, 0));
+        break;
+    case OP_POST: sn_dt_copy(ctx, dt, R, D, x, D, h, ldh); break;
     case OP_HMLP: /* u into x_{i+1}'s slot, where exit(i) completes it; h = u */
-        nd_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), slot(P, s->xout), D, plane(P, 0));
-        nd_copy(ctx, dt, R, D, slot(P, s->xout), D, h, ldh);
+        sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), slot(P, s->xout), D, plane(P, 0));
+        sn_dt_copy(ctx, dt, R, D, slot(P, s->xout), D, h, ldh);
         break;
     default: /* the SiameseNorm family; OP_SIAM keeps u in x_{i+1}'s slot */
         f = fuse_of(P, &first);
-        nd_fuse_fwd(ctx, dt, &f, R, D, x, D, slot(P, s->yin), D, par(P, first),
-                    s->op == OP_SIAM ? slot(P, s->xout) : NULL, D, h, ldh, plane(P, first));
+        sn_dt_fuse_fwd(ctx, dt, &f, R, D, x, D, slot(P, s->yin), D, par(P, first),
+                       s->op == OP_SIAM ? slot(P, s->xout) : NULL, D, h, ldh, plane(P, first));
         break;
     }
 }
@@ -678,28 +621,31 @@ static void exit_fwd(const sn_ctx *ctx, const pass *P, const void *z, int64_t ld
     const int64_t R = P->R, D = P->L.D;
     void *x = slot(P, s->xin), *xo = slot(P, s->xout);
     switch (s->op) {
-    case OP_PRE: nd_add_div(ctx, dt, R, D, x, D, z, ldz, 1.0f, xo, D, 0); break;
+    case OP_PRE: sn_dt_add_div(ctx, dt, R, D, x, D, z, ldz, 1.0f, xo, D, 0); break;
     case OP_POST: /* t = alpha * x + z, x' = N(t) */
-        nd_axpy(ctx, dt, R, D, s->c, x, D, z, ldz, slot(P, s->aux), D);
-        nd_norm_fwd(ctx, dt, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
+        sn_dt_axpy(ctx, dt, R, D, s->c, x, D, z, ldz, slot(P, s->aux), D);
+        sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
         break;
     case OP_PERI: /* x' = x + N_out(z); training keeps z for N_out's backward */
-        if (!P->infer) nd_copy(ctx, dt, R, D, z, ldz, slot(P, s->aux), D);
-        nd_norm_fwd(ctx, dt, &s->n[1], R, D, z, ldz, par(P, 1), xo, D, plane(P, 1));
-        nd_add_div(ctx, dt, R, D, xo, D, x, D, 1.0f, xo, D, 0);
+        if (!P->infer) sn_dt_copy(ctx, dt, R, D, z, ldz, slot(P, s->aux), D);
+        sn_dt_norm_fwd(ctx, dt, &s->n[1], R, D, z, ldz, par(P, 1), xo, D, plane(P, 1));
+        sn_dt_add_div(ctx, dt, R, D, xo, D, x, D, 1.0f, xo, D, 0);
         break;
-    case OP_HMLP: /* xo holds u */ nd_add_div(ctx, dt, R, D, xo, D, z, ldz, 1.0f, xo, D, 0); break;
+    case OP_HMLP: /* xo holds u */
+        sn_dt_add_div(ctx, dt, R, D, xo, D, z, ldz, 1.0f, xo, D, 0);
+        break;
     case OP_SIAM: /* xo holds u */
-        nd_apply(ctx, dt, R, D, s->c, z, ldz, xo, D, slot(P, s->yin), D, xo, D, slot(P, s->yout),
-                 D);
+        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, xo, D, slot(P, s->yin), D, xo, D, slot(P, s->yout),
+                    D);
         break;
     case OP_SIAMX:
-        nd_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, xo, D, slot(P, s->yout), D);
+        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, xo, D, slot(P, s->yout),
+                    D);
         break;
     default: /* OP_SIAMP: t = x + z/c, x' = N_post(t) */
-        nd_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, slot(P, s->aux), D,
-                 slot(P, s->yout), D);
-        nd_norm_fwd(ctx, dt, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
+        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, slot(P, s->aux), D,
+                    slot(P, s->yout), D);
+        sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
         break;
     }
 }
@@ -711,14 +657,14 @@ static void merge_fwd(const sn_ctx *ctx, const pass *P, void *out, int64_t ldo) 
     int first;
     sn_fuse f;
     switch (P->L.merge) {
-    case MERGE_NONE: nd_copy(ctx, dt, R, D, x, D, out, ldo); break;
+    case MERGE_NONE: sn_dt_copy(ctx, dt, R, D, x, D, out, ldo); break;
     case MERGE_NORM:
-        nd_norm_fwd(ctx, dt, &P->s.n[0], R, D, x, D, par(P, 0), out, ldo, plane(P, 0));
+        sn_dt_norm_fwd(ctx, dt, &P->s.n[0], R, D, x, D, par(P, 0), out, ldo, plane(P, 0));
         break;
     default:
         f = fuse_of(P, &first);
-        nd_fuse_fwd(ctx, dt, &f, R, D, x, D, slot(P, P->s.yin), D, par(P, 0), NULL, 0, out, ldo,
-                    plane(P, 0));
+        sn_dt_fuse_fwd(ctx, dt, &f, R, D, x, D, slot(P, P->s.yin), D, par(P, 0), NULL, 0, out, ldo,
+                       plane(P, 0));
         break;
     }
 }
@@ -839,15 +785,15 @@ static sn_status merge_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
     int first;
     sn_fuse f;
     switch (P.L.merge) {
-    case MERGE_NONE: nd_copy(ctx, dt, R, D, dout, lddo, dxw(&P), D); break;
+    case MERGE_NONE: sn_dt_copy(ctx, dt, R, D, dout, lddo, dxw(&P), D); break;
     case MERGE_NORM:
-        nd_norm_bwd(ctx, dt, &P.s.n[0], R, D, dout, lddo, x, D, par(&P, 0), plane(&P, 0), dxw(&P),
-                    D, grd(&P, 0), 0);
+        sn_dt_norm_bwd(ctx, dt, &P.s.n[0], R, D, dout, lddo, x, D, par(&P, 0), plane(&P, 0),
+                       dxw(&P), D, grd(&P, 0), 0);
         break;
     default:
         f = fuse_of(&P, &first);
-        nd_fuse_bwd(ctx, dt, &f, R, D, dout, lddo, NULL, 0, x, D, slot(&P, P.s.yin), D, par(&P, 0),
-                    plane(&P, 0), dxw(&P), D, dyw(&P), D, grd(&P, 0), 0);
+        sn_dt_fuse_bwd(ctx, dt, &f, R, D, dout, lddo, NULL, 0, x, D, slot(&P, P.s.yin), D,
+                       par(&P, 0), plane(&P, 0), dxw(&P), D, dyw(&P), D, grd(&P, 0), 0);
         break;
     }
     return SN_OK;
@@ -873,24 +819,26 @@ static sn_status exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_ne
     void *dx = dxw(&P);
     switch (s->op) {
     case OP_PERI: /* dz = N_out backward of dx_{i+1} */
-        nd_norm_bwd(ctx, dt, &s->n[1], R, D, dx, D, slot(&P, s->aux), D, par(&P, 1), plane(&P, 1),
-                    dz, lddz, grd(&P, 1), acc);
+        sn_dt_norm_bwd(ctx, dt, &s->n[1], R, D, dx, D, slot(&P, s->aux), D, par(&P, 1),
+                       plane(&P, 1), dz, lddz, grd(&P, 1), acc);
         return SN_OK;
     case OP_SIAM:
-    case OP_SIAMX: nd_add_div(ctx, dt, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc); return SN_OK;
+    case OP_SIAMX:
+        sn_dt_add_div(ctx, dt, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc);
+        return SN_OK;
     case OP_SIAMP: /* dt = N_post backward of dx_{i+1}, in place; dz = dt / c + dy */
-        nd_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0), plane(&P, 0),
-                    dx, D, grd(&P, 0), 0);
-        nd_add_div(ctx, dt, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc);
+        sn_dt_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0),
+                       plane(&P, 0), dx, D, grd(&P, 0), 0);
+        sn_dt_add_div(ctx, dt, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc);
         return SN_OK;
     case OP_POST: /* dt = N backward of dx_{i+1}, in place; dz = dt */
-        nd_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0), plane(&P, 0),
-                    dx, D, grd(&P, 0), 0);
+        sn_dt_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0),
+                       plane(&P, 0), dx, D, grd(&P, 0), 0);
         break;
     default: /* OP_PRE, OP_HMLP: dz = dx_{i+1} */ break;
     }
-    if (acc) nd_add_div(ctx, dt, R, D, dz, lddz, dx, D, 1.0f, dz, lddz, 0);
-    else nd_copy(ctx, dt, R, D, dx, D, dz, lddz);
+    if (acc) sn_dt_add_div(ctx, dt, R, D, dz, lddz, dx, D, 1.0f, dz, lddz, 0);
+    else sn_dt_copy(ctx, dt, R, D, dx, D, dz, lddz);
     return SN_OK;
 }
 
@@ -910,27 +858,27 @@ static sn_status enter_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
     switch (s->op) {
     case OP_PRE:
     case OP_PERI: /* dx_i = dx' + N backward of dh */
-        nd_norm_bwd(ctx, dt, &s->n[0], R, D, dh, lddh, x, D, par(&P, 0), plane(&P, 0), dx, D,
-                    grd(&P, 0), 1);
+        sn_dt_norm_bwd(ctx, dt, &s->n[0], R, D, dh, lddh, x, D, par(&P, 0), plane(&P, 0), dx, D,
+                       grd(&P, 0), 1);
         break;
     case OP_POST: /* dx_i = alpha * dt + dh */
-        nd_axpy(ctx, dt, R, D, s->c, dx, D, dh, lddh, dx, D);
+        sn_dt_axpy(ctx, dt, R, D, s->c, dx, D, dh, lddh, dx, D);
         break;
     case OP_HMLP: /* dx_i = N backward of (dx' + dh) */
-        nd_add_div(ctx, dt, R, D, dx, D, dh, lddh, 1.0f, dx, D, 0);
-        nd_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, x, D, par(&P, 0), plane(&P, 0), dx, D,
-                    grd(&P, 0), 0);
+        sn_dt_add_div(ctx, dt, R, D, dx, D, dh, lddh, 1.0f, dx, D, 0);
+        sn_dt_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, x, D, par(&P, 0), plane(&P, 0), dx, D,
+                       grd(&P, 0), 0);
         break;
     default:
         f = fuse_of(&P, &first);
         if (s->op == OP_SIAM) /* dx_i = N_post backward of (dx' + ds), in place */
-            nd_fuse_bwd(ctx, dt, &f, R, D, dh, lddh, dx, D, x, D, slot(&P, s->yin), D,
-                        par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
-                        SN_ACCUMULATE_Y);
+            sn_dt_fuse_bwd(ctx, dt, &f, R, D, dh, lddh, dx, D, x, D, slot(&P, s->yin), D,
+                           par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
+                           SN_ACCUMULATE_Y);
         else /* the residual bypasses N_x: dx_i = dx' + N_x backward of ds */
-            nd_fuse_bwd(ctx, dt, &f, R, D, dh, lddh, NULL, 0, x, D, slot(&P, s->yin), D,
-                        par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
-                        SN_ACCUMULATE | SN_ACCUMULATE_Y);
+            sn_dt_fuse_bwd(ctx, dt, &f, R, D, dh, lddh, NULL, 0, x, D, slot(&P, s->yin), D,
+                           par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
+                           SN_ACCUMULATE | SN_ACCUMULATE_Y);
         break;
     }
     return SN_OK;
@@ -951,12 +899,12 @@ static sn_status split_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
     const int64_t R = P.R, D = P.L.D;
     const sn_dtype dt = P.L.dt;
     const int acc = (flags & SN_ACCUMULATE) != 0;
-    if (P.L.two) nd_add_div(ctx, dt, R, D, dxw(&P), D, dyw(&P), D, 1.0f, de, ldde, acc);
+    if (P.L.two) sn_dt_add_div(ctx, dt, R, D, dxw(&P), D, dyw(&P), D, 1.0f, de, ldde, acc);
     else if (P.L.split_norm)
-        nd_norm_bwd(ctx, dt, &P.s.n[0], R, D, dxw(&P), D, slot(&P, 0), D, par(&P, 0), plane(&P, 0),
-                    de, ldde, grd(&P, 0), acc);
-    else if (acc) nd_add_div(ctx, dt, R, D, de, ldde, dxw(&P), D, 1.0f, de, ldde, 0);
-    else nd_copy(ctx, dt, R, D, dxw(&P), D, de, ldde);
+        sn_dt_norm_bwd(ctx, dt, &P.s.n[0], R, D, dxw(&P), D, slot(&P, 0), D, par(&P, 0),
+                       plane(&P, 0), de, ldde, grd(&P, 0), acc);
+    else if (acc) sn_dt_add_div(ctx, dt, R, D, de, ldde, dxw(&P), D, 1.0f, de, ldde, 0);
+    else sn_dt_copy(ctx, dt, R, D, dxw(&P), D, de, ldde);
     return SN_OK;
 }
 

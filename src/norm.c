@@ -50,8 +50,7 @@ static sn_status norm_forward(const sn_ctx *ctx, sn_dtype dt, const sn_norm *n, 
     st = sn_check_inputs_dt(ctx, dt, R, D, in, ldin, 1, params, np);
     if (st != SN_OK) return st;
 
-    if (dt == SN_DTYPE_BF16) sn_d16_norm_fwd(ctx, n, R, D, x, ldx, params, out, ldo, stats);
-    else sn_d_norm_fwd(ctx, n, R, D, x, ldx, params, out, ldo, stats);
+    sn_dt_norm_fwd(ctx, dt, n, R, D, x, ldx, params, out, ldo, stats);
     return SN_OK;
 }
 
@@ -86,10 +85,8 @@ static sn_status norm_backward(const sn_ctx *ctx, sn_dtype dt, const sn_norm *n,
     st = sn_check_inputs_dt(ctx, dt, R, D, in, ldin, 2, params, np);
     if (st != SN_OK) return st;
 
-    float *dp = np ? dparams : NULL;
-    if (dt == SN_DTYPE_BF16)
-        sn_d16_norm_bwd(ctx, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx, dp, acc);
-    else sn_d_norm_bwd(ctx, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx, dp, acc);
+    sn_dt_norm_bwd(ctx, dt, n, R, D, dout, lddo, x, ldx, params, stats, dx, lddx,
+                   np ? dparams : NULL, acc);
     return SN_OK;
 }
 

@@ -31,8 +31,7 @@ static sn_status apply_forward(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_
     st = sn_check_alias(bufs, 5);
     if (st == SN_OK) st = sn_check_inputs_dt(ctx, dt, R, D, p, ld, 3, NULL, 0);
     if (st != SN_OK) return st;
-    if (dt == SN_DTYPE_BF16) sn_d16_apply(ctx, R, D, c, z, ldz, u, ldu, y, ldy, xo, ldxo, yo, ldyo);
-    else sn_d_apply(ctx, R, D, c, z, ldz, u, ldu, y, ldy, xo, ldxo, yo, ldyo);
+    sn_dt_apply(ctx, dt, R, D, c, z, ldz, u, ldu, y, ldy, xo, ldxo, yo, ldyo);
     return SN_OK;
 }
 
@@ -54,8 +53,7 @@ static sn_status apply_backward(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64
     st = sn_check_alias(bufs, 3);
     if (st == SN_OK) st = sn_check_inputs_dt(ctx, dt, R, D, p, ld, 2, NULL, 0);
     if (st != SN_OK) return st;
-    if (dt == SN_DTYPE_BF16) sn_d16_add_div(ctx, R, D, dyo, lddyo, dxo, lddxo, c, dz, lddz, acc);
-    else sn_d_add_div(ctx, R, D, dyo, lddyo, dxo, lddxo, c, dz, lddz, acc);
+    sn_dt_add_div(ctx, dt, R, D, dyo, lddyo, dxo, lddxo, c, dz, lddz, acc);
     return SN_OK;
 }
 
@@ -73,13 +71,8 @@ static sn_status split_forward(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_
     st = sn_check_alias(bufs, 3);
     if (st == SN_OK) st = sn_check_inputs_dt(ctx, dt, R, D, p, ld, 1, NULL, 0);
     if (st != SN_OK) return st;
-    if (dt == SN_DTYPE_BF16) { /* y first: x may be e itself */
-        sn_d16_copy(ctx, R, D, e, lde, y, ldy);
-        sn_d16_copy(ctx, R, D, e, lde, x, ldx);
-    } else {
-        sn_d_copy(ctx, R, D, e, lde, y, ldy);
-        sn_d_copy(ctx, R, D, e, lde, x, ldx);
-    }
+    sn_dt_copy(ctx, dt, R, D, e, lde, y, ldy); /* y first: x may be e itself */
+    sn_dt_copy(ctx, dt, R, D, e, lde, x, ldx);
     return SN_OK;
 }
 
@@ -100,8 +93,7 @@ static sn_status split_backward(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64
     st = sn_check_alias(bufs, 3);
     if (st == SN_OK) st = sn_check_inputs_dt(ctx, dt, R, D, p, ld, 2, NULL, 0);
     if (st != SN_OK) return st;
-    if (dt == SN_DTYPE_BF16) sn_d16_add_div(ctx, R, D, dx, lddx, dy, lddy, 1.0f, de, ldde, acc);
-    else sn_d_add_div(ctx, R, D, dx, lddx, dy, lddy, 1.0f, de, ldde, acc);
+    sn_dt_add_div(ctx, dt, R, D, dx, lddx, dy, lddy, 1.0f, de, ldde, acc);
     return SN_OK;
 }
 

@@ -328,6 +328,78 @@ static void test_accuracy(tu_rng *g) {
     free(p), free(st), free(q), free(fst), free(xd), free(pd), free(od), free(dd), free(qd);
 }
 
+/* ---- finite differences: the bf16 backward passes against the float64 forward ---------------
+ * L = sum(wh * h) + sum(wu * u) through the float64 reference fuse (tests/ref64.c); the bf16
+ * fuse backward given dh = wh, du = wu must give dL/dx, dL/dy within one bf16 rounding plus the
+ * fp32 tolerance (2^-7 of the largest gradient), and the norm backward likewise for L = sum(w *
+ * N(x)). */
+typedef struct fdl {
+    const sn_fuse *f;
+    const sn_norm *n;
+    int64_t R, D;
+    double *x, *y, *p, *wh, *wu, *h, *u;
+} fdl;
+
+static double fd_loss(void *arg) {
+    const fdl *c = arg;
+    const int64_t n = c->R * c->D;
+    double L = 0.0;
+    if (c->f) {
+        ref_fuse_fwd(c->f, c->R, c->D, c->x, c->D, c->y, c->D, c->p, c->u, c->D, c->h, c->D);
+        for (int64_t k = 0; k < n; k++) L += c->wh[k] * c->h[k] + c->wu[k] * c->u[k];
+    } else {
+        ref_norm_fwd(c->n, c->R, c->D, c->x, c->D, c->p, c->h, c->D, NULL);
+        for (int64_t k = 0; k < n; k++) L += c->wh[k] * c->h[k];
+    }
+    return L;
+}
+
+/* the largest |lib - fd| over the largest |fd| for the gradient of v, lib given in bf16 */
+static double fd_err(fdl *c, double *v, const sn_bf16 *lib) {
+    const int64_t n = c->R * c->D;
+    double e = 0.0, m = 1e-30;
+    for (int64_t k = 0; k < n; k++) {
+        const double g = tu_fd(fd_loss, c, &v[k], 1e-6);
+        e = fmax(e, fabs((double)sn_bf16_to_f32(lib[k]) - g));
+        m = fmax(m, fabs(g));
+    }
+    return e / m;
+}
+
+static void test_fd(tu_rng *g) {
+    const int64_t R = 3, D = 7, n = R * D;
+    sn_fuse f;
+    sn_fuse_init(&f, SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 1e-5f);
+    int64_t np, spr;
+    sn_fuse_query(&f, D, &np, &spr);
+    float *p = params_new(g, np), *st = tu_falloc(R * spr);
+    pair x = pair_new(g, R, D, D, 2.0), y = pair_new(g, R, D, D, 1.0);
+    pair wh = pair_new(g, R, D, D, 1.0), wu = pair_new(g, R, D, D, 1.0);
+    pair u = pair_new(g, R, D, D, 1.0), h = pair_new(g, R, D, D, 1.0);
+    pair dx = pair_new(g, R, D, D, 1.0), dy = pair_new(g, R, D, D, 1.0);
+    double *d[7];
+    for (int k = 0; k < 7; k++) d[k] = tu_dalloc(k == 2 ? np : n);
+    const float *src[6] = {x.f, y.f, p, wh.f, wu.f, NULL};
+    for (int k = 0; k < 5; k++)
+        for (int64_t j = 0; j < (k == 2 ? np : n); j++) d[k][j] = src[k][j];
+    fdl c = {&f, NULL, R, D, d[0], d[1], d[2], d[3], d[4], d[5], d[6]};
+    CHECK_OK(sn_fuse_forward_bf16(NULL, &f, R, D, x.b, D, y.b, D, p, u.b, D, h.b, D, st));
+    CHECK_OK(sn_fuse_backward_bf16(NULL, &f, R, D, wh.b, D, wu.b, D, x.b, D, y.b, D, p, st, dx.b, D,
+                                   dy.b, D, NULL, 0));
+    CHECK_ERR("bf16 fuse backward dx vs float64 finite differences", fd_err(&c, c.x, dx.b), 0x1p-7);
+    CHECK_ERR("bf16 fuse backward dy vs float64 finite differences", fd_err(&c, c.y, dy.b), 0x1p-7);
+    sn_norm rms = {SN_NORM_RMSNORM, SN_AFFINE_SCALE, 0, 1e-5f};
+    c.f = NULL;
+    c.n = &rms;
+    CHECK_OK(sn_norm_forward_bf16(NULL, &rms, R, D, x.b, D, p, h.b, D, st));
+    CHECK_OK(sn_norm_backward_bf16(NULL, &rms, R, D, wh.b, D, x.b, D, p, st, dx.b, D, NULL, 0));
+    CHECK_ERR("bf16 RMSNorm backward vs float64 finite differences", fd_err(&c, c.x, dx.b), 0x1p-7);
+    pair *ps[] = {&x, &y, &wh, &wu, &u, &h, &dx, &dy};
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) pair_free(ps[k]);
+    for (int k = 0; k < 7; k++) free(d[k]);
+    free(p), free(st);
+}
+
 /* ---- errors specific to bf16 --------------------------------------------------------------- */
 
 static void test_errors(void) {
@@ -389,6 +461,7 @@ int main(void) {
     test_errors();
     tu_rng g = {2026};
     test_accuracy(&g);
+    test_fd(&g);
     static const int64_t Ds[] = {1, 7, 16, 100, 768, 1030, 4096};
     for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++) {
         for (int threads = 1; threads <= 2; threads++) {
