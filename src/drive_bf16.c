@@ -1,11 +1,13 @@
-/* Drivers for bf16 matrices (see drive.h): the fp32 row kernels on rows staged in fp32.
+/* Drivers for bf16 matrices (see drive.h).
  *
- * Every task widens the bf16 rows a kernel reads into fp32 rows on its own stack, calls the
- * kernels of the call's table exactly as the fp32 drivers do, and rounds the rows it wrote into
- * their bf16 destinations. A row's fp32 arithmetic is therefore the fp32 driver's, whatever the
- * split into tasks (the fp32 drivers' pair kernels are bitwise their one-row kernels, and
- * streaming stores never change a value), so each bf16 output is the rounding of the fp32
- * output. Parameter gradients use the fp32 drivers' scheme: chunks of sn_d_pg_chunk_rows(D) rows,
+ * On a SIMD path each row goes through the path's bf16 kernels (sn_kern16), which widen what
+ * they load and round what they store inside their one pass over the row. Where a path has no
+ * bf16 kernel for a case (the scalar path; fuses that fuse_fwd2 does not take; the wide fuse
+ * backward), a task instead widens the bf16 rows a kernel reads into fp32 rows on its own stack,
+ * calls the fp32 kernel exactly as the fp32 driver does, and rounds the rows it wrote into their
+ * bf16 destinations. Either way a row's fp32 arithmetic is the fp32 driver's, whatever the split
+ * into tasks (the pair kernels are bitwise their one-row kernels, and streaming stores never
+ * change a value), so each bf16 output is the rounding of the fp32 output. Parameter gradients use the fp32 drivers' scheme: chunks of sn_d_pg_chunk_rows(D) rows,
  * each a left fold from zero over its rows into a slot, the slots added onto dparams in chunk
  * order; so they are the fp32 driver's bits.
  *
@@ -25,6 +27,8 @@
  * driver's matrices in the order its comment gives; ld* in elements. */
 typedef struct job16 {
     const sn_kern *K;
+    const sn_kern16 *K16; /* the path's bf16 kernels (NULL: stage rows in fp32) */
+    int nt;               /* the bf16 kernels may write their outputs with streaming stores */
     int64_t R, D, pieces;
     const sn_bf16 *in[4];
     int64_t ldi[4];
@@ -52,6 +56,7 @@ static job16 job16_of(const sn_ctx *ctx, int64_t R, int64_t D) {
     job16 J;
     memset(&J, 0, sizeof J);
     J.K = sn_ctx_kern(ctx);
+    J.K16 = sn_kern16_for(sn_ctx_isa(ctx));
     J.R = R;
     J.D = D;
     J.pieces = sn_d_row_pieces(ctx, R, D);
@@ -118,6 +123,17 @@ static void norm_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     (void)slot;
     float v[SN_D16_ROW_MAX], o[SN_D16_ROW_MAX];
     const int64_t W = J->W;
+    if (J->K16) {
+        for (int64_t r = lo; r < hi; r++)
+            for (int64_t g = 0; g < J->ng; g++) {
+                float m, rs;
+                J->K16->norm_fwd(J->n, &J->q0, irow(J, 0, r) + g * W, W, orow(J, 0, r) + g * W, &m,
+                                 &rs);
+                if (J->stats_out)
+                    sn_k_stats_put(J->n->kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
+            }
+        return;
+    }
     for (int64_t r = lo; r < hi; r++) {
         J->K->bf16_widen(irow(J, 0, r), J->D, v);
         for (int64_t g = 0; g < J->ng; g++) {
@@ -135,6 +151,15 @@ static void norm_bwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     const int64_t W = J->W;
     const sn_rnorm dp = slot ? sn_k_resolve(J->n, W, slot, 0, 0) : (sn_rnorm){0};
     float *const dg = (float *)dp.gamma, *const db = (float *)dp.beta;
+    if (J->K16) {
+        for (int64_t r = lo; r < hi; r++)
+            for (int64_t g = 0; g < J->ng; g++) {
+                const sn_rnorm q = seg_q(J, r, g);
+                J->K16->norm_bwd(&q, irow(J, 0, r) + g * W, irow(J, 1, r) + g * W, W,
+                                 orow(J, 0, r) + g * W, J->acc, dg, db);
+            }
+        return;
+    }
     for (int64_t r = lo; r < hi; r++) {
         J->K->bf16_widen(irow(J, 0, r), J->D, d);
         J->K->bf16_widen(irow(J, 1, r), J->D, v);
@@ -203,6 +228,14 @@ static job16 fuse_job16(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t 
     return J;
 }
 
+/* a fuse row's statistics {mx, rx, my, ry, mo, ro} into its saved block */
+static void fuse_stats_put(const job16 *J, int64_t r, const float st[6]) {
+    float *b = J->stats_out + r * J->spr;
+    sn_k_stats_put(J->f->x.kind, b + J->L.sx, 1, 0, st[0], st[1]);
+    sn_k_stats_put(J->f->y.kind, b + J->L.sy, 1, 0, st[2], st[3]);
+    sn_k_stats_put(J->f->out.kind, b + J->L.so, 1, 0, st[4], st[5]);
+}
+
 /* As the fp32 driver's one-row path: the statistics of x and y, s = N_x(x) + N_y(y) (u = N_x(x)),
  * then h = N_out(s) in place. */
 static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
@@ -213,6 +246,16 @@ static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     /* rows in pairs where the fp32 driver pairs them (fuse_fwd2, bitwise two single rows):
      * the two statistics chains overlap; each row is staged in half of the stack rows */
     int64_t r = lo;
+    for (; J->K16 && sn_k_fuse2_ok(f, D) && r + 1 < hi; r += 2) {
+        const sn_bf16 *const xs[2] = {irow(J, 0, r), irow(J, 0, r + 1)};
+        const sn_bf16 *const ys[2] = {irow(J, 1, r), irow(J, 1, r + 1)};
+        sn_bf16 *const us[2] = {J->out[0] ? orow(J, 0, r) : NULL,
+                                J->out[0] ? orow(J, 0, r + 1) : NULL};
+        sn_bf16 *const hs[2] = {orow(J, 1, r), orow(J, 1, r + 1)};
+        float st2[2][6];
+        J->K16->fuse_fwd2(&J->F0, f, D, xs, ys, us, hs, st2);
+        for (int q = 0; q < 2 && J->stats_out; q++) fuse_stats_put(J, r + q, st2[q]);
+    }
     for (; sn_k_fuse2_ok(f, D) && r + 1 < hi; r += 2) {
         const float *const xs[2] = {x, x + D}, *const ys[2] = {y, y + D};
         float *const us[2] = {J->out[0] ? u : NULL, J->out[0] ? u + D : NULL};
@@ -224,12 +267,7 @@ static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
         }
         J->K->fuse_fwd2(&J->F0, f, D, xs, ys, us, hs, st2);
         for (int q = 0; q < 2; q++) {
-            if (J->stats_out) {
-                float *st = J->stats_out + (r + q) * J->spr;
-                sn_k_stats_put(f->x.kind, st + J->L.sx, 1, 0, st2[q][0], st2[q][1]);
-                sn_k_stats_put(f->y.kind, st + J->L.sy, 1, 0, st2[q][2], st2[q][3]);
-                sn_k_stats_put(f->out.kind, st + J->L.so, 1, 0, st2[q][4], st2[q][5]);
-            }
+            if (J->stats_out) fuse_stats_put(J, r + q, st2[q]);
             if (J->out[0]) J->K->bf16_round(u + q * D, D, orow(J, 0, r + q));
             J->K->bf16_round(s + q * D, D, orow(J, 1, r + q));
         }
@@ -248,10 +286,8 @@ static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
             J->K->norm_row(&F.O, s, D, s);
         }
         if (J->stats_out) {
-            float *st = J->stats_out + r * J->spr;
-            sn_k_stats_put(f->x.kind, st + J->L.sx, 1, 0, mx, rx);
-            sn_k_stats_put(f->y.kind, st + J->L.sy, 1, 0, my, ry);
-            sn_k_stats_put(f->out.kind, st + J->L.so, 1, 0, mo, ro);
+            const float st[6] = {mx, rx, my, ry, mo, ro};
+            fuse_stats_put(J, r, st);
         }
         if (J->out[0]) J->K->bf16_round(u, D, orow(J, 0, r));
         J->K->bf16_round(s, D, orow(J, 1, r));
@@ -283,7 +319,19 @@ static brow16 brow_at(float *buf, int64_t D) {
     return w;
 }
 
-/* row r staged into *w, and its sn_rfuse (F0 with the row's saved statistics) into *F */
+/* row r's sn_rfuse: F0 with the row's saved statistics */
+static sn_rfuse fuse_row_F(const job16 *J, int64_t r) {
+    sn_rfuse F = J->F0;
+    if (J->stats) {
+        const float *st = J->stats + r * J->spr;
+        sn_k_stats_get(&F.X, J->f->x.kind, st + J->L.sx, 1, 0);
+        sn_k_stats_get(&F.Y, J->f->y.kind, st + J->L.sy, 1, 0);
+        sn_k_stats_get(&F.O, J->f->out.kind, st + J->L.so, 1, 0);
+    }
+    return F;
+}
+
+/* row r staged into *w, and its sn_rfuse into *F */
 static void fuse_stage(const job16 *J, int64_t r, const brow16 *w, sn_rfuse *F) {
     const int64_t D = J->D;
     J->K->bf16_widen(irow(J, 0, r), D, w->dh);
@@ -292,19 +340,38 @@ static void fuse_stage(const job16 *J, int64_t r, const brow16 *w, sn_rfuse *F) 
     J->K->bf16_widen(irow(J, 3, r), D, w->y);
     if (J->accx) J->K->bf16_widen(orow(J, 0, r), D, w->dx);
     if (J->accy) J->K->bf16_widen(orow(J, 1, r), D, w->dy);
-    *F = J->F0;
-    if (J->stats) {
-        const float *st = J->stats + r * J->spr;
-        sn_k_stats_get(&F->X, J->f->x.kind, st + J->L.sx, 1, 0);
-        sn_k_stats_get(&F->Y, J->f->y.kind, st + J->L.sy, 1, 0);
-        sn_k_stats_get(&F->O, J->f->out.kind, st + J->L.so, 1, 0);
+    *F = fuse_row_F(J, r);
+}
+
+/* fuse_bwd_rows with the bf16 kernels: pairs as the fp32 driver takes them */
+static void fuse_bwd_rows16(const job16 *J, int64_t lo, int64_t hi, const sn_dfuse *dp) {
+    const sn_bf16 *const du0 = J->in[1];
+    int64_t r = lo;
+    for (; dp && r + 1 < hi; r += 2) {
+        sn_rfuse F[2] = {fuse_row_F(J, r), fuse_row_F(J, r + 1)};
+        const sn_bf16 *const dh[2] = {irow(J, 0, r), irow(J, 0, r + 1)};
+        const sn_bf16 *const du[2] = {du0 ? irow(J, 1, r) : NULL, du0 ? irow(J, 1, r + 1) : NULL};
+        const sn_bf16 *const x[2] = {irow(J, 2, r), irow(J, 2, r + 1)};
+        const sn_bf16 *const y[2] = {irow(J, 3, r), irow(J, 3, r + 1)};
+        sn_bf16 *const dx[2] = {orow(J, 0, r), orow(J, 0, r + 1)};
+        sn_bf16 *const dy[2] = {orow(J, 1, r), orow(J, 1, r + 1)};
+        J->K16->fuse_bwd2(F, J->D, dh, du, x, y, dx, dy, J->accx, J->accy, dp);
+    }
+    for (; r < hi; r++) {
+        sn_rfuse F = fuse_row_F(J, r);
+        J->K16->fuse_bwd(&F, J->D, irow(J, 0, r), du0 ? irow(J, 1, r) : NULL, irow(J, 2, r),
+                         irow(J, 3, r), orow(J, 0, r), orow(J, 1, r), J->accx, J->accy, dp);
     }
 }
 
 static void fuse_bwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
-    float buf[STAGE_FLOATS];
     const int64_t D = J->D;
     const sn_dfuse dp = sn_k_fuse_dparams(J->f, &J->L, D, slot);
+    if (J->K16) {
+        fuse_bwd_rows16(J, lo, hi, slot ? &dp : NULL);
+        return;
+    }
+    float buf[STAGE_FLOATS];
     const int pairs = 12 * D <= STAGE_FLOATS; /* room for two staged rows */
     const brow16 w = brow_at(buf, D), v = brow_at(buf + (pairs ? 6 * D : 0), D);
     int64_t r = lo;
@@ -426,6 +493,12 @@ void sn_d16_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, 
 /* apply: in[0] z, in[1] u, in[2] y; out[0] xo = u + z / c, out[1] yo = y + z */
 static void apply_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     (void)slot;
+    if (J->K16) {
+        for (int64_t r = lo; r < hi; r++)
+            J->K16->apply(irow(J, 0, r), irow(J, 1, r), irow(J, 2, r), J->c, orow(J, 0, r),
+                          orow(J, 1, r), J->D, J->nt);
+        return;
+    }
     float z[EW_BLOCK], u[EW_BLOCK], y[EW_BLOCK];
     for (int64_t r = lo; r < hi; r++)
         for (int64_t j = 0; j < J->D; j += EW_BLOCK) {
@@ -456,6 +529,16 @@ void sn_d16_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const sn_bf1
 /* add_div: out[0] (+= with acc) in[0] + in[1] / c; axpy (acc = -1): out[0] = c * in[0] + in[1] */
 static void add_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     (void)slot;
+    if (J->K16) {
+        for (int64_t r = lo; r < hi; r++) {
+            if (J->acc < 0)
+                J->K16->axpy(irow(J, 0, r), irow(J, 1, r), J->c, orow(J, 0, r), J->D, J->nt);
+            else
+                J->K16->add_div(irow(J, 0, r), irow(J, 1, r), J->c, orow(J, 0, r), J->D, J->acc,
+                                J->nt);
+        }
+        return;
+    }
     float a[EW_BLOCK], b[EW_BLOCK], o[EW_BLOCK];
     for (int64_t r = lo; r < hi; r++)
         for (int64_t j = 0; j < J->D; j += EW_BLOCK) {

@@ -32,6 +32,18 @@ const sn_kern *sn_kern_for(sn_isa isa) {
     }
 }
 
+const sn_kern16 *sn_kern16_for(sn_isa isa) {
+    switch (isa) {
+#ifdef SN_HAVE_AVX512
+    case SN_ISA_AVX512: return &sn_kern16_avx512;
+#endif
+#ifdef SN_HAVE_AVX2
+    case SN_ISA_AVX2: return &sn_kern16_avx2;
+#endif
+    default: return NULL;
+    }
+}
+
 sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r) {
     sn_rnorm q = {0.0f, 1.0f, 0.0f, 0.0f, NULL, NULL, 0};
     if (n->kind == SN_NORM_IDENTITY) return q;
@@ -122,6 +134,23 @@ void sn_k_stats_f64(const sn_norm *n, const float *v, int64_t W, float *m, float
     const double mean = n->kind == SN_NORM_LAYERNORM ? s / (double)W : 0.0;
     for (int64_t j = 0; j < W; j++) {
         const double d = (double)v[j] - mean;
+        q += d * d;
+    }
+    *m = (float)mean;
+    *r = (float)(1.0 / sqrt(q / (double)W + (double)n->eps));
+}
+
+void sn_k_stats_f64_16(const sn_norm *n, const sn_bf16 *v, int64_t W, float *m, float *r) {
+    if (n->kind != SN_NORM_LAYERNORM && n->kind != SN_NORM_RMSNORM) return;
+    double s = 0.0, q = 0.0;
+    for (int64_t j = 0; j < W; j++) {
+        const float f = sn_k_bf16_widen(v[j]);
+        if (!isfinite(f)) return; /* NaN / infinity: keep propagating */
+        s += f;
+    }
+    const double mean = n->kind == SN_NORM_LAYERNORM ? s / (double)W : 0.0;
+    for (int64_t j = 0; j < W; j++) {
+        const double d = (double)sn_k_bf16_widen(v[j]) - mean;
         q += d * d;
     }
     *m = (float)mean;

@@ -164,6 +164,48 @@ extern const sn_kern sn_kern_avx512;
 /* The table of a path (never NULL: paths not compiled in give the scalar table). */
 const sn_kern *sn_kern_for(sn_isa isa);
 
+/* The same kernels on bf16 rows: every row matrix (x, y, u, h, out, dout, dx, ...) is bf16,
+ * widened as it is loaded and rounded (sn_k_bf16_round) as it is stored; parameters, their
+ * gradients and statistics are float, and the arithmetic is the fp32 table's, step for step.
+ * So each slot's outputs are bitwise sn_k_bf16_round of the same path's fp32 slot's outputs on
+ * the widened inputs (an accumulated output is widened, added to, rounded), and its float
+ * outputs are the fp32 slot's bits. Each slot's contract is its namesake's in sn_kern. Only
+ * the SIMD paths have one (their kernels_simd.h instantiated with bf16 rows); the scalar path
+ * stages rows in fp32 instead (drive_bf16.c). Not here: the slots of the one-row fuse forward
+ * (stats2, fuse_s, norm_row), which keep h = s in a row of fp32 that is read again; fuses that
+ * fuse_fwd2 does not take stage their rows. */
+typedef struct sn_kern16 {
+    void (*norm_fwd)(const sn_norm *n, const sn_rnorm *q0, const sn_bf16 *v, int64_t W,
+                     sn_bf16 *out, float *m, float *r);
+    void (*norm_bwd)(const sn_rnorm *q, const sn_bf16 *dout, const sn_bf16 *v, int64_t W,
+                     sn_bf16 *dv, int acc, float *dgamma, float *dbeta);
+    void (*fuse_fwd2)(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const sn_bf16 *const x[2],
+                      const sn_bf16 *const y[2], sn_bf16 *const u[2], sn_bf16 *const h[2],
+                      float st[2][6]);
+    void (*fuse_bwd)(sn_rfuse *F, int64_t D, const sn_bf16 *dh, const sn_bf16 *du, const sn_bf16 *x,
+                     const sn_bf16 *y, sn_bf16 *dx, sn_bf16 *dy, int accx, int accy,
+                     const sn_dfuse *dp);
+    void (*fuse_bwd2)(sn_rfuse F[2], int64_t D, const sn_bf16 *const dh[2],
+                      const sn_bf16 *const du[2], const sn_bf16 *const x[2],
+                      const sn_bf16 *const y[2], sn_bf16 *const dx[2], sn_bf16 *const dy[2],
+                      int accx, int accy, const sn_dfuse *dp);
+    void (*add_div)(const sn_bf16 *a, const sn_bf16 *b, float c, sn_bf16 *out, int64_t D, int acc,
+                    int nt);
+    void (*apply)(const sn_bf16 *z, const sn_bf16 *u, const sn_bf16 *y, float c, sn_bf16 *xo,
+                  sn_bf16 *yo, int64_t D, int nt);
+    void (*axpy)(const sn_bf16 *a, const sn_bf16 *b, float alpha, sn_bf16 *out, int64_t D, int nt);
+} sn_kern16;
+
+#ifdef SN_HAVE_AVX2
+extern const sn_kern16 sn_kern16_avx2;
+#endif
+#ifdef SN_HAVE_AVX512
+extern const sn_kern16 sn_kern16_avx512;
+#endif
+
+/* The bf16 table of a path; NULL for the scalar path and paths not compiled in. */
+const sn_kern16 *sn_kern16_for(sn_isa isa);
+
 /* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */
 sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r);
 
@@ -250,6 +292,12 @@ void sn_k_stats_f64(const sn_norm *n, const float *v, int64_t W, float *m, float
 static inline void sn_k_stats_guard(const sn_norm *n, const float *v, int64_t W, float *m,
                                     float *r) {
     if (!(*r > 0.0f) || !(*m - *m == 0.0f)) sn_k_stats_f64(n, v, W, m, r);
+}
+/* the same on a bf16 row (its widened values: the same result as on the fp32 row) */
+void sn_k_stats_f64_16(const sn_norm *n, const sn_bf16 *v, int64_t W, float *m, float *r);
+static inline void sn_k_stats_guard16(const sn_norm *n, const sn_bf16 *v, int64_t W, float *m,
+                                      float *r) {
+    if (!(*r > 0.0f) || !(*m - *m == 0.0f)) sn_k_stats_f64_16(n, v, W, m, r);
 }
 
 #endif

@@ -18,6 +18,15 @@
 
 #include "kernels.h"
 
+/* The element type of the row matrices (inputs, outputs and their gradients): float, or with
+ * SN_K16 defined bf16 (a table of sn_kern16). Parameters, their gradients, statistics and the
+ * kernels' own stack rows are always float. */
+#ifdef SN_K16
+#define SN_T sn_bf16
+#else
+#define SN_T float
+#endif
+
 /* The column sweeps. They stay macros that take their loop body (a few statements calling the
  * inline steps below): each copy of the body sees t and k as constants, so a full step has no
  * mask test and each accumulator set stays its own register, and the summation order of every
@@ -155,16 +164,37 @@
 #define KINLINE static inline
 #endif
 
-KINLINE V load(const float *p, int t, M m) { return t ? vldm(p, m) : vld(p); }
-KINLINE void store(float *p, V v, int t, M m) {
+/* Loads and stores of a vector at p (the partial step: masked), for fp32 rows and for bf16
+ * rows (widened on load, rounded on store); load, store and store_out pick by p's type, so a
+ * kernel's body is the same for either SN_T and its arithmetic is the same fp32 arithmetic. */
+KINLINE V load_f(const float *p, int t, M m) { return t ? vldm(p, m) : vld(p); }
+KINLINE V load_h(const sn_bf16 *p, int t, M m) { return t ? vldm16(p, m) : vld16(p); }
+KINLINE void store_f(float *p, V v, int t, M m) {
     if (t) vstm(p, m, v);
     else vst(p, v);
 }
-/* a final output: a streaming store when allowed and the address is aligned, else store */
-KINLINE void store_out(float *p, V v, int t, M m, int nt) {
-    if (nt && !t && ((uintptr_t)p & (VW * sizeof(float) - 1)) == 0) vstream(p, v);
-    else store(p, v, t, m);
+KINLINE void store_h(sn_bf16 *p, V v, int t, M m) {
+    if (t) vstm16(p, m, v);
+    else vst16(p, v);
 }
+/* a final output: a streaming store when allowed and the address is aligned, else store */
+KINLINE void store_out_f(float *p, V v, int t, M m, int nt) {
+    if (nt && !t && ((uintptr_t)p & (VW * sizeof(float) - 1)) == 0) vstream(p, v);
+    else store_f(p, v, t, m);
+}
+KINLINE void store_out_h(sn_bf16 *p, V v, int t, M m, int nt) {
+    if (nt && !t && ((uintptr_t)p & (VW * sizeof(sn_bf16) - 1)) == 0) vstream16(p, v);
+    else store_h(p, v, t, m);
+}
+#define load(p, t, m)                                                                              \
+    _Generic((p), const sn_bf16 * : load_h, sn_bf16 * : load_h, default : load_f)(p, t, m)
+#define store(p, v, t, m) _Generic((p), sn_bf16 * : store_h, default : store_f)(p, v, t, m)
+#define store_out(p, v, t, m, nt)                                                                  \
+    _Generic((p), sn_bf16 * : store_out_h, default : store_out_f)(p, v, t, m, nt)
+/* sn_k_stats_guard on a row of either type */
+#define stats_guard(n, v, W, m, r)                                                                 \
+    _Generic((v), const sn_bf16 *: sn_k_stats_guard16, sn_bf16 *: sn_k_stats_guard16,            \
+             default: sn_k_stats_guard)(n, v, W, m, r)
 
 /* the lanes a partial step leaves off contribute 0 to reductions */
 KINLINE V keep(V v, int t, M m) { return t ? vmaskz(m, v) : v; }
@@ -205,13 +235,13 @@ KINLINE float hsum4(const V a[4]) { return hsum(vadd(vadd(a[0], a[1]), vadd(a[2]
 #define ZERO4                                                                                      \
     { vset1(0.0f), vset1(0.0f), vset1(0.0f), vset1(0.0f) }
 
-static float vsum(const float *v, int64_t n) {
+static float vsum(const SN_T *v, int64_t n) {
     V a[4] = ZERO4;
     RCOLS4(n, { a[k] = vadd(a[k], keep(load(v + j, t, m), t, m)); });
     return hsum4(a);
 }
 
-static float vsum_sqdev(const float *v, int64_t n, float mean) {
+static float vsum_sqdev(const SN_T *v, int64_t n, float mean) {
     V a[4] = ZERO4;
     const V mu = vset1(mean);
     if (mean == 0.0f && !signbit(mean)) /* v - (+0) is exactly v (RMSNorm) */
@@ -228,7 +258,7 @@ static float vsum_sqdev(const float *v, int64_t n, float mean) {
 }
 
 /* stats and norm_row are not inlined into norm_fwd (see there). */
-__attribute__((noinline)) static void stats(const sn_norm *n, const float *v, int64_t W, float *m,
+__attribute__((noinline)) static void stats(const sn_norm *n, const SN_T *v, int64_t W, float *m,
                                             float *r) {
     *m = 0.0f;
     *r = 1.0f;
@@ -241,13 +271,13 @@ __attribute__((noinline)) static void stats(const sn_norm *n, const float *v, in
         float ms = vsum_sqdev(v, W, 0.0f) / (float)W;
         *r = 1.0f / sqrtf(ms + n->eps);
     }
-    sn_k_stats_guard(n, v, W, m, r);
+    stats_guard(n, v, W, m, r);
 }
 
 /* ---- one norm ------------------------------------------------------------------------------ */
 
-__attribute__((noinline)) static void norm_row(const sn_rnorm *q, const float *v, int64_t W,
-                                               float *out) {
+__attribute__((noinline)) static void norm_row(const sn_rnorm *q, const SN_T *v, int64_t W,
+                                               SN_T *out) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
     const int nt = q->nt;
@@ -259,7 +289,7 @@ __attribute__((noinline)) static void norm_row(const sn_rnorm *q, const float *v
  * m = 0, r = 1); the same arithmetic, so the same bits, as the two. Both are called from here
  * rather than from the driver, and stay separate (noinline) functions: each was measurably
  * faster than the alternative (docs/performance.md, "Measurements behind the code"). */
-static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64_t W, float *out,
+static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const SN_T *v, int64_t W, SN_T *out,
                      float *m, float *r) {
     stats(n, v, W, m, r);
     sn_rnorm q = *q0;
@@ -272,8 +302,8 @@ static void norm_fwd(const sn_norm *n, const sn_rnorm *q0, const float *v, int64
 typedef struct xhd {
     V xh, d;
 } xhd;
-KINLINE xhd norm_red_step(const sn_rnorm *q, const float *dout, const float *v, int64_t j, int t,
-                          M m, V *a, V *b) {
+KINLINE xhd norm_red_step(const sn_rnorm *q, const SN_T *dout, const SN_T *v, int64_t j, int t, M m,
+                          V *a, V *b) {
     xhd r;
     r.xh = xhat(q, load(v + j, t, m));
     r.d = load(dout + j, t, m);
@@ -287,8 +317,8 @@ KINLINE xhd norm_red_step(const sn_rnorm *q, const float *dout, const float *v, 
 typedef struct xhd2 {
     V xh0, d0, xh1, d1;
 } xhd2;
-KINLINE xhd2 norm_red2_step(const sn_rnorm *q0, const sn_rnorm *q1, const float *dout0,
-                            const float *dout1, const float *v0, const float *v1, int64_t j, int t,
+KINLINE xhd2 norm_red2_step(const sn_rnorm *q0, const sn_rnorm *q1, const SN_T *dout0,
+                            const SN_T *dout1, const SN_T *v0, const SN_T *v1, int64_t j, int t,
                             M m, V *a0, V *b0, V *a1, V *b1) {
     xhd2 r;
     r.xh0 = xhat(q0, load(v0 + j, t, m)), r.d0 = load(dout0 + j, t, m);
@@ -302,7 +332,8 @@ KINLINE xhd2 norm_red2_step(const sn_rnorm *q0, const sn_rnorm *q1, const float 
     return r;
 }
 
-static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_t n, float *dgamma,
+#ifndef SN_K16 /* not in the bf16 table */
+static void norm_pg(const sn_rnorm *q, const SN_T *dout, const SN_T *v, int64_t n, float *dgamma,
                     float *dbeta) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
@@ -320,9 +351,10 @@ static void norm_pg(const sn_rnorm *q, const float *dout, const float *v, int64_
     else if (dbeta)
         COLS(n, { store(dbeta + j, vadd(load(dbeta + j, t, m), load(dout + j, t, m)), t, m); });
 }
+#endif
 
-static void norm_dx(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float sa,
-                    float sb, float *dv, int acc) {
+static void norm_dx(const sn_rnorm *q, const SN_T *dout, const SN_T *v, int64_t W, float sa,
+                    float sb, SN_T *dv, int acc) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
     const V r = vset1(q->r), va = vset1(sa), vb = vset1(sb);
@@ -344,7 +376,7 @@ static void norm_dx(const sn_rnorm *q, const float *dout, const float *v, int64_
 
 /* the whole backward of one row: the reductions and the parameter gradients in one sweep (the
  * parameter gradients with norm_pg's arithmetic), then norm_dx */
-static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *dv,
+static void norm_bwd(const sn_rnorm *q, const SN_T *dout, const SN_T *v, int64_t W, SN_T *dv,
                      int acc, float *dgamma, float *dbeta) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
@@ -369,15 +401,16 @@ static void norm_bwd(const sn_rnorm *q, const float *dout, const float *v, int64
     norm_dx(q, dout, v, W, q->ca * hsum4(a) / (float)W, q->cb * hsum4(b) / (float)W, dv, acc);
 }
 
+#ifndef SN_K16 /* not in the bf16 table */
 /* norm_bwd of two row segments of one call (the same gamma, beta and W), bitwise the same as
  * norm_bwd on segment 0 then segment 1: the two segments' reductions in the same sweep, so that
  * their dependency chains overlap (short rows), and the parameter gradients loaded and stored
  * once per column for the two (segment 0's contribution first). */
-static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float *const *v2,
-                      int64_t W, float *const *dv2, int acc, float *dgamma, float *dbeta) {
+static void norm_bwd2(const sn_rnorm *q2, const SN_T *const *dout2, const SN_T *const *v2,
+                      int64_t W, SN_T *const *dv2, int acc, float *dgamma, float *dbeta) {
     const sn_rnorm Q0 = q2[0], Q1 = q2[1]; /* local copies: the stores cannot alias them */
-    const float *const dout0 = dout2[0], *const dout1 = dout2[1], *const v0 = v2[0],
-                       *const v1 = v2[1];
+    const SN_T *const dout0 = dout2[0], *const dout1 = dout2[1], *const v0 = v2[0],
+                      *const v1 = v2[1];
     V a0[4] = ZERO4, b0[4] = ZERO4, a1[4] = ZERO4, b1[4] = ZERO4;
     if (dgamma && dbeta)
         RCOLS4(W, {
@@ -407,6 +440,7 @@ static void norm_bwd2(const sn_rnorm *q2, const float *const *dout2, const float
     norm_dx(&Q1, dout1, v1, W, Q1.ca * hsum4(a1) / (float)W, Q1.cb * hsum4(b1) / (float)W, dv2[1],
             acc);
 }
+#endif
 
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
@@ -429,14 +463,15 @@ KINLINE void prefetch_step(const sn_rfuse *F, int n, int64_t j, int k) {
 #define ZERO2                                                                                      \
     { vset1(0.0f), vset1(0.0f) }
 
+#ifndef SN_K16 /* not in the bf16 table */
 static int has_rstd(const sn_norm *n) {
     return n->kind == SN_NORM_LAYERNORM || n->kind == SN_NORM_RMSNORM;
 }
 
 /* stats of two rows in the same sweeps: the same accumulators and order as vsum and
  * vsum_sqdev for each row, so the same bits as two calls of stats */
-static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const float *vb,
-                   int64_t W, float *ma, float *ra, float *mb, float *rb) {
+static void stats2(const sn_norm *na, const SN_T *va, const sn_norm *nb, const SN_T *vb, int64_t W,
+                   float *ma, float *ra, float *mb, float *rb) {
     if (!has_rstd(na) || !has_rstd(nb)) {
         stats(na, va, W, ma, ra);
         stats(nb, vb, W, mb, rb);
@@ -469,20 +504,21 @@ static void stats2(const sn_norm *na, const float *va, const sn_norm *nb, const 
     *mb = mub;
     *ra = 1.0f / sqrtf(hsum4(a) / (float)W + na->eps);
     *rb = 1.0f / sqrtf(hsum4(b) / (float)W + nb->eps);
-    sn_k_stats_guard(na, va, W, ma, ra);
-    sn_k_stats_guard(nb, vb, W, mb, rb);
+    stats_guard(na, va, W, ma, ra);
+    stats_guard(nb, vb, W, mb, rb);
 }
+#endif
 
 /* s = N_x(x) + N_y(y) */
-KINLINE V s_of(const sn_rnorm *X, const sn_rnorm *Y, const float *x, const float *y, int64_t j,
-               int t, M m, V *ux) {
+KINLINE V s_of(const sn_rnorm *X, const sn_rnorm *Y, const SN_T *x, const SN_T *y, int64_t j, int t,
+               M m, V *ux) {
     *ux = scale_shift(X, xhat_sub(X, load(x + j, t, m)), j, t, m);
     return vadd(*ux, scale_shift(Y, xhat_sub(Y, load(y + j, t, m)), j, t, m));
 }
 
 /* s at column j, stored into h, and u = N_x(x) when u is non-NULL */
-KINLINE V fuse_s_step(const sn_rfuse *F, const float *x, const float *y, float *u, float *h,
-                      int64_t j, int t, M m) {
+KINLINE V fuse_s_step(const sn_rfuse *F, const SN_T *x, const SN_T *y, SN_T *u, SN_T *h, int64_t j,
+                      int t, M m) {
     V ux;
     const V s = s_of(&F->X, &F->Y, x, y, j, t, m, &ux);
     if (u) store_out(u + j, ux, t, m, F->nt);
@@ -490,9 +526,10 @@ KINLINE V fuse_s_step(const sn_rfuse *F, const float *x, const float *y, float *
     return s;
 }
 
+#ifndef SN_K16 /* not in the bf16 table: h is a stack row there */
 /* u (if non-NULL) and h = s; the first sweep of N_out's statistics rides along (the same
  * accumulators and order as vsum / vsum_sqdev over h) */
-static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u, float *h,
+static void fuse_s(const sn_rfuse *F, int64_t D, const SN_T *x, const SN_T *y, SN_T *u, SN_T *h,
                    const sn_norm *no, float *mo, float *ro) {
     const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
     F = &F_;
@@ -522,12 +559,13 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
     } else if (rms) {
         *ro = 1.0f / sqrtf(hsum4(a) / (float)D + no->eps);
     }
-    sn_k_stats_guard(no, h, D, mo, ro);
+    stats_guard(no, h, D, mo, ro);
 }
+#endif
 
 /* fuse_fwd2's stores at column j: u0 and u1 when set (both or neither), s into the stack rows */
-KINLINE void store_s2(float *u0, float *u1, V ux0, V ux1, float *s0p, float *s1p, V s0, V s1,
-                      int nt, int64_t j, int t, M m) {
+KINLINE void store_s2(SN_T *u0, SN_T *u1, V ux0, V ux1, float *s0p, float *s1p, V s0, V s1, int nt,
+                      int64_t j, int t, M m) {
     if (u0) {
         store_out(u0 + j, ux0, t, m, nt);
         store_out(u1 + j, ux1, t, m, nt);
@@ -546,15 +584,15 @@ KINLINE void store_s2(float *u0, float *u1, V ux0, V ux1, float *s0p, float *s1p
  * the s sweep with AVX-512 and during the second statistics sweep (loads only, no streaming
  * stores) with AVX2, each the faster on its path (docs/performance.md, "Measurements behind
  * the code"). */
-KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
-                            const float *const x[2], const float *const y[2], float *const u[2],
-                            float *const h[2], float st[2][6], int pf) {
+KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const SN_T *const x[2],
+                            const SN_T *const y[2], SN_T *const u[2], SN_T *const h[2],
+                            float st[2][6], int pf) {
     const sn_norm nx = f->x, ny = f->y, no = f->out;
     const int lxy = nx.kind == SN_NORM_LAYERNORM, lo = no.kind == SN_NORM_LAYERNORM;
     const int nt = F0->nt;
     const float fD = (float)D;
-    const float *const x0 = x[0], *const x1 = x[1], *const y0 = y[0], *const y1 = y[1];
-    float *const u0 = u[0], *const u1 = u[1];
+    const SN_T *const x0 = x[0], *const x1 = x[1], *const y0 = y[0], *const y1 = y[1];
+    SN_T *const u0 = u[0], *const u1 = u[1];
     /* local copies: the stores below cannot alias them */
     sn_rnorm X0 = F0->X, X1 = F0->X, Y0 = F0->Y, Y1 = F0->Y, O0 = F0->O, O1 = F0->O;
     float mx0 = 0.0f, mx1 = 0.0f, my0 = 0.0f, my1 = 0.0f, rx0, rx1, ry0, ry1;
@@ -591,10 +629,10 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
         rx1 = 1.0f / sqrtf(hsum4(ax1) / fD + nx.eps);
         ry1 = 1.0f / sqrtf(hsum4(ay1) / fD + ny.eps);
     }
-    sn_k_stats_guard(&nx, x0, D, &mx0, &rx0);
-    sn_k_stats_guard(&ny, y0, D, &my0, &ry0);
-    sn_k_stats_guard(&nx, x1, D, &mx1, &rx1);
-    sn_k_stats_guard(&ny, y1, D, &my1, &ry1);
+    stats_guard(&nx, x0, D, &mx0, &rx0);
+    stats_guard(&ny, y0, D, &my0, &ry0);
+    stats_guard(&nx, x1, D, &mx1, &rx1);
+    stats_guard(&ny, y1, D, &my1, &ry1);
     X0.m = mx0, X0.r = rx0, Y0.m = my0, Y0.r = ry0; /* RMSNorm: m is 0 either way */
     X1.m = mx1, X1.r = rx1, Y1.m = my1, Y1.r = ry1;
     /* s = N_x(x) + N_y(y) into stack rows, u, and the first sweep of N_out's statistics
@@ -644,11 +682,11 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
             ro1 = 1.0f / sqrtf(hsum4(a1) / fD + no.eps);
         }
     }
-    sn_k_stats_guard(&no, s0p, D, &mo0, &ro0);
-    sn_k_stats_guard(&no, s1p, D, &mo1, &ro1);
+    stats_guard(&no, s0p, D, &mo0, &ro0);
+    stats_guard(&no, s1p, D, &mo1, &ro1);
     O0.m = mo0, O0.r = ro0, O1.m = mo1, O1.r = ro1;
     /* h = N_out(s) (norm_row) */
-    float *const h0 = h[0], *const h1 = h[1];
+    SN_T *const h0 = h[0], *const h1 = h[1];
     COLS(D, {
         store_out(h0 + j, scale_shift(&O0, xhat_sub(&O0, load(s0p + j, t, m)), j, t, m), t, m, nt);
         store_out(h1 + j, scale_shift(&O1, xhat_sub(&O1, load(s1p + j, t, m)), j, t, m), t, m, nt);
@@ -662,9 +700,8 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D,
 /* Rows of exactly four vectors (D = 64 with AVX-512, 32 with AVX2) get a version with the
  * width a constant: the loops unroll and the loads of the statistics passes are shared. Calls
  * that prefetch (rows beyond the L2, never that short) get their own version. */
-static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
-                      const float *const y[2], float *const u[2], float *const h[2],
-                      float st[2][6]) {
+static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const SN_T *const x[2],
+                      const SN_T *const y[2], SN_T *const u[2], SN_T *const h[2], float st[2][6]) {
     if (F0->npf) fuse_fwd2_body(F0, f, D, x, y, u, h, st, 1);
     else if (D == 4 * VW) fuse_fwd2_body(F0, f, 4 * VW, x, y, u, h, st, 0);
     else fuse_fwd2_body(F0, f, D, x, y, u, h, st, 0);
@@ -681,7 +718,7 @@ KINLINE V ds_of(const sn_rfuse *F, V xs, V dh, int64_t j, int t, M m) {
     const V g = vfms(gamma_at(F->O.gamma, j, t, m), dh, vset1(F->oa));
     return vmul(vset1(F->O.r), vfnma(xs, vset1(F->ob), g));
 }
-KINLINE V dt_of(const float *du, V ds, int64_t j, int t, M m) {
+KINLINE V dt_of(const SN_T *du, V ds, int64_t j, int t, M m) {
     return du ? vadd(load(du + j, t, m), ds) : ds;
 }
 
@@ -689,8 +726,8 @@ typedef struct belem {
     V xx, yy, xs, ds, dt, gx, gy, dh;
 } belem;
 
-KINLINE belem belem_of(const sn_rfuse *F, int64_t j, int t, M m, const float *dh, const float *du,
-                       const float *x, const float *y) {
+KINLINE belem belem_of(const sn_rfuse *F, int64_t j, int t, M m, const SN_T *dh, const SN_T *du,
+                       const SN_T *x, const SN_T *y) {
     belem e;
     e.xx = xhat_sub(&F->X, load(x + j, t, m));
     e.yy = xhat_sub(&F->Y, load(y + j, t, m));
@@ -705,7 +742,7 @@ KINLINE belem belem_of(const sn_rfuse *F, int64_t j, int t, M m, const float *dh
 
 /* pass 1 of the reductions at column j: N_out's into *a, *b, from g = gamma_out * dh and
  * xs = xs_of(xx, yy) */
-KINLINE void fuse_red1_step(const sn_rfuse *F, const float *dh, V xx, V yy, int64_t j, int t, M m,
+KINLINE void fuse_red1_step(const sn_rfuse *F, const SN_T *dh, V xx, V yy, int64_t j, int t, M m,
                             V *a, V *b) {
     const V g = keep(vmul(gamma_at(F->O.gamma, j, t, m), load(dh + j, t, m)), t, m);
     *a = vadd(*a, g);
@@ -735,8 +772,8 @@ KINLINE void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2
     F->yb = F->Y.cb * hsum2(by) / fD;
 }
 
-static void fuse_red(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
-                     const float *y) {
+static void fuse_red(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
+                     const SN_T *y) {
     V a[2] = ZERO2, b[2] = ZERO2;
     RCOLS2(D, {
         V xx = xhat_sub(&F->X, load(x + j, t, m)), yy = xhat_sub(&F->Y, load(y + j, t, m));
@@ -769,8 +806,8 @@ KINLINE void fuse_pg_step(const sn_dfuse *dp, const belem *e, int64_t j, int t, 
     acc_add(at(dp->by, j), e->ds, t, m);
 }
 
-static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *du, const float *x,
-                    const float *y, const sn_dfuse *dp) {
+static void fuse_pg(const sn_rfuse *F, int64_t n, const SN_T *dh, const SN_T *du, const SN_T *x,
+                    const SN_T *y, const sn_dfuse *dp) {
     const sn_dfuse dp_ = *dp;
     dp = &dp_;
     const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
@@ -782,7 +819,7 @@ static void fuse_pg(const sn_rfuse *F, int64_t n, const float *dh, const float *
 }
 
 /* the input gradients of one step from xx, yy, gx, gy */
-KINLINE void fuse_dx_step(const sn_rfuse *F, V xx, V yy, V gx, V gy, float *dx, float *dy, int accx,
+KINLINE void fuse_dx_step(const sn_rfuse *F, V xx, V yy, V gx, V gy, SN_T *dx, SN_T *dy, int accx,
                           int accy, int64_t j, int t, M m) {
     V ddx = vmul(vset1(F->X.r), vfnma(xx, vset1(F->xb), vsub(gx, vset1(F->xa))));
     V ddy = vmul(vset1(F->Y.r), vfnma(yy, vset1(F->yb), vsub(gy, vset1(F->ya))));
@@ -792,8 +829,8 @@ KINLINE void fuse_dx_step(const sn_rfuse *F, V xx, V yy, V gx, V gy, float *dx, 
     else store_out(dy + j, ddy, t, m, F->nt);
 }
 
-static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
-                    const float *y, float *dx, float *dy, int accx, int accy) {
+static void fuse_dx(const sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
+                    const SN_T *y, SN_T *dx, SN_T *dy, int accx, int accy) {
     const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
     F = &F_;
     /* du is read (inside belem_of) before dx is written: dx may be du */
@@ -817,15 +854,15 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
  * registers. */
 typedef struct brow {
     sn_rfuse F;
-    const float *dh, *du, *x, *y;
-    float *dx, *dy;
+    const SN_T *dh, *du, *x, *y;
+    SN_T *dx, *dy;
     float *bs, *bg;               /* stack rows of FUSE_ROW_MAX + VW floats */
     V a[2], b[2];                 /* pass 1: N_out's reductions */
     V ax[2], bx[2], ay[2], by[2]; /* pass 2: N_x's and N_y's */
 } brow;
 
-KINLINE void brow_init(brow *w, const sn_rfuse *F, const float *dh, const float *du, const float *x,
-                       const float *y, float *dx, float *dy, float *bs, float *bg) {
+KINLINE void brow_init(brow *w, const sn_rfuse *F, const SN_T *dh, const SN_T *du, const SN_T *x,
+                       const SN_T *y, SN_T *dx, SN_T *dy, float *bs, float *bg) {
     w->F = *F;
     w->dh = dh, w->du = du, w->x = x, w->y = y, w->dx = dx, w->dy = dy;
     w->bs = bs, w->bg = bg;
@@ -886,8 +923,8 @@ KINLINE void acc_fma2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
     if (p) store(p, vfma(a1, b1, vfma(a0, b0, load(p, t, m))), t, m);
 }
 
-static void fuse_bwd(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
-                     const float *y, float *dx, float *dy, int accx, int accy, const sn_dfuse *dp) {
+static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
+                     const SN_T *y, SN_T *dx, SN_T *dy, int accx, int accy, const sn_dfuse *dp) {
     if (D > FUSE_ROW_MAX) {
         sn_k_prefetch_rows(F, D);
         fuse_red(F, D, dh, du, x, y);
@@ -949,10 +986,10 @@ KINLINE void fuse_bwd2_passes(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp,
 /* Two consecutive rows of one call (the same parameters) with parameter gradients: each row's
  * arithmetic is fuse_bwd's, and each parameter-gradient vector gets row 0's then row 1's
  * contribution while loaded once. */
-KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
-                            const float *const du[2], const float *const x[2],
-                            const float *const y[2], float *const dx[2], float *const dy[2],
-                            int accx, int accy, const sn_dfuse *dp2) {
+KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2],
+                            const SN_T *const du[2], const SN_T *const x[2], const SN_T *const y[2],
+                            SN_T *const dx[2], SN_T *const dy[2], int accx, int accy,
+                            const sn_dfuse *dp2) {
     if (D > FUSE_ROW_MAX || !dp2) {
         for (int q = 0; q < 2; q++)
             fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp2);
@@ -978,17 +1015,16 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const float *const dh[2],
     else fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
     if (F0->nt) vfence();
 }
-static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const float *const dh[2], const float *const du[2],
-                      const float *const x[2], const float *const y[2], float *const dx[2],
-                      float *const dy[2], int accx, int accy, const sn_dfuse *dp) {
+static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2], const SN_T *const du[2],
+                      const SN_T *const x[2], const SN_T *const y[2], SN_T *const dx[2],
+                      SN_T *const dy[2], int accx, int accy, const sn_dfuse *dp) {
     if (D == 4 * VW) fuse_bwd2_body(F2, 4 * VW, dh, du, x, y, dx, dy, accx, accy, dp);
     else fuse_bwd2_body(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
 }
 
 /* ---- elementwise --------------------------------------------------------------------------- */
 
-static void add_div(const float *a, const float *b, float c, float *out, int64_t D, int acc,
-                    int nt) {
+static void add_div(const SN_T *a, const SN_T *b, float c, SN_T *out, int64_t D, int acc, int nt) {
     const V vc = vset1(c);
     if (acc)
         COLS(D, {
@@ -1002,7 +1038,7 @@ static void add_div(const float *a, const float *b, float c, float *out, int64_t
     if (nt && !acc) vfence();
 }
 
-static void apply(const float *z, const float *u, const float *y, float c, float *xo, float *yo,
+static void apply(const SN_T *z, const SN_T *u, const SN_T *y, float c, SN_T *xo, SN_T *yo,
                   int64_t D, int nt) {
     const V vc = vset1(c);
     COLS(D, {
@@ -1013,12 +1049,24 @@ static void apply(const float *z, const float *u, const float *y, float c, float
     if (nt) vfence();
 }
 
-static void axpy(const float *a, const float *b, float alpha, float *out, int64_t D, int nt) {
+static void axpy(const SN_T *a, const SN_T *b, float alpha, SN_T *out, int64_t D, int nt) {
     const V va = vset1(alpha);
     COLS(D, { store_out(out + j, vfma(va, load(a + j, t, m), load(b + j, t, m)), t, m, nt); });
     if (nt) vfence();
 }
 
+#ifdef SN_K16
+const sn_kern16 SN_KERN_TABLE = {
+    .norm_fwd = norm_fwd,
+    .norm_bwd = norm_bwd,
+    .fuse_fwd2 = fuse_fwd2,
+    .fuse_bwd = fuse_bwd,
+    .fuse_bwd2 = fuse_bwd2,
+    .add_div = add_div,
+    .apply = apply,
+    .axpy = axpy,
+};
+#else
 static void bf16_widen(const sn_bf16 *s, int64_t n, float *d) { sn_k_bf16_widen_row(s, n, d); }
 /* full vectors with the path's rounding, the tail with the scalar one (the same bits) */
 static void bf16_round(const float *s, int64_t n, sn_bf16 *d) {
@@ -1047,3 +1095,4 @@ const sn_kern SN_KERN_TABLE = {
     .bf16_widen = bf16_widen,
     .bf16_round = bf16_round,
 };
+#endif

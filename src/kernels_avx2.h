@@ -1,0 +1,82 @@
+/* AVX2 + FMA vector primitives for kernels_simd.h, 8 float lanes. Included only by the
+ * translation units compiled with -mavx2 -mfma (kernels_avx2.c, kernels_avx2_bf16.c), which
+ * run only after CPUID says so (cpu.c). */
+#ifndef SN_KERNELS_AVX2_H
+#define SN_KERNELS_AVX2_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "siamesenorm.h"
+
+typedef __m256 V;
+typedef __m256i M;
+#define VW    8
+#define MFULL _mm256_set1_epi32(-1)
+
+static inline V vld(const float *p) { return _mm256_loadu_ps(p); }
+static inline void vst(float *p, V v) { _mm256_storeu_ps(p, v); }
+static inline V vldm(const float *p, M m) { return _mm256_maskload_ps(p, m); }
+static inline void vstm(float *p, M m, V v) { _mm256_maskstore_ps(p, m, v); }
+static inline V vmaskz(M m, V v) { return _mm256_and_ps(_mm256_castsi256_ps(m), v); }
+static inline M mask_n(int k) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline void vstream(float *p, V v) { _mm256_stream_ps(p, v); }
+static inline void vfence(void) { _mm_sfence(); }
+static inline V vset1(float a) { return _mm256_set1_ps(a); }
+static inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
+static inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
+static inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
+static inline V vdiv(V a, V b) { return _mm256_div_ps(a, b); }
+static inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+static inline V vfnma(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
+static inline V vfms(V a, V b, V c) { return _mm256_fmsub_ps(a, b, c); }
+static inline float hsum(V a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+/* ---- bf16 rows: VW elements widened into a vector (exact), a vector rounded into VW -------- */
+
+/* VW floats rounded to bf16 as sn_k_bf16_round: to nearest even on the bits, NaNs quieted */
+static inline __m128i vrnd16(V v) {
+    const __m256i u = _mm256_castps_si256(v), hi = _mm256_srli_epi32(u, 16);
+    const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb);
+    r = _mm256_srli_epi32(r, 16);
+    /* |u| > inf's bits: both sides are below 2^31, so the signed compare is exact */
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                           _mm256_set1_epi32(0x7f800000));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+    /* 8 x 32 -> 8 x 16: pack (lanes 0-3 and 4-7 land in each 128-bit half), then gather */
+    const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8);
+    return _mm256_castsi256_si128(p);
+}
+static inline V vld16(const sn_bf16 *p) {
+    const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+static inline void vst16(sn_bf16 *p, V v) { _mm_storeu_si128((__m128i *)(void *)p, vrnd16(v)); }
+/* the lanes of a mask_n mask: AVX2 has no 16-bit masked moves, so the partial step of a row
+ * goes through a small buffer (lanes off: 0 when loaded, untouched when stored) */
+static inline int mask_lanes(M m) {
+    return __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)));
+}
+static inline V vldm16(const sn_bf16 *p, M m) {
+    sn_bf16 b[VW] = {0};
+    memcpy(b, p, (size_t)mask_lanes(m) * sizeof *p);
+    return vld16(b);
+}
+static inline void vstm16(sn_bf16 *p, M m, V v) {
+    sn_bf16 b[VW];
+    vst16(b, v);
+    memcpy(p, b, (size_t)mask_lanes(m) * sizeof *p);
+}
+/* to an address aligned to VW bf16 (16 bytes) */
+static inline void vstream16(sn_bf16 *p, V v) { _mm_stream_si128((__m128i *)(void *)p, vrnd16(v)); }
+static inline void vround_bf16(const float *s, sn_bf16 *d) { vst16(d, vld(s)); }
+
+#endif

@@ -1,0 +1,79 @@
+/* AVX-512F vector primitives for kernels_simd.h, 16 float lanes with opmask tails. Included
+ * only by the translation units compiled with -mavx512f (and -mavx2 -mfma: kernels_avx512.c,
+ * kernels_avx512_bf16.c), which run only after CPUID and XCR0 say so (cpu.c). */
+#ifndef SN_KERNELS_AVX512_H
+#define SN_KERNELS_AVX512_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "siamesenorm.h"
+
+typedef __m512 V;
+typedef __mmask16 M;
+#define VW    16
+#define MFULL ((__mmask16)0xffff)
+
+static inline V vld(const float *p) { return _mm512_loadu_ps(p); }
+static inline void vst(float *p, V v) { _mm512_storeu_ps(p, v); }
+static inline V vldm(const float *p, M m) { return _mm512_maskz_loadu_ps(m, p); }
+static inline void vstm(float *p, M m, V v) { _mm512_mask_storeu_ps(p, m, v); }
+static inline V vmaskz(M m, V v) { return _mm512_maskz_mov_ps(m, v); }
+static inline M mask_n(int k) { return (M)((1u << k) - 1u); }
+static inline void vstream(float *p, V v) { _mm512_stream_ps(p, v); }
+static inline void vfence(void) { _mm_sfence(); }
+static inline V vset1(float a) { return _mm512_set1_ps(a); }
+static inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
+static inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
+static inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
+static inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
+static inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+static inline V vfnma(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }
+static inline V vfms(V a, V b, V c) { return _mm512_fmsub_ps(a, b, c); }
+static inline float hsum(V a) {
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+
+/* ---- bf16 rows: VW elements widened into a vector (exact), a vector rounded into VW -------- */
+
+/* VW floats rounded to bf16 as sn_k_bf16_round: to nearest even on the bits, NaNs quieted */
+static inline __m256i vrnd16(V v) {
+    const __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
+    const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
+    r = _mm512_srli_epi32(r, 16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+    return _mm512_cvtepi32_epi16(r);
+}
+static inline V vld16(const sn_bf16 *p) {
+    const __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+static inline void vst16(sn_bf16 *p, V v) { _mm256_storeu_si256((__m256i *)(void *)p, vrnd16(v)); }
+/* AVX-512F alone has no 16-bit masked moves (they are AVX512BW), so the partial step of a row
+ * goes through a small buffer (lanes off: 0 when loaded, untouched when stored) */
+static inline int mask_lanes(M m) { return __builtin_popcount((unsigned)m); }
+static inline V vldm16(const sn_bf16 *p, M m) {
+    sn_bf16 b[VW] = {0};
+    memcpy(b, p, (size_t)mask_lanes(m) * sizeof *p);
+    return vld16(b);
+}
+static inline void vstm16(sn_bf16 *p, M m, V v) {
+    sn_bf16 b[VW];
+    vst16(b, v);
+    memcpy(p, b, (size_t)mask_lanes(m) * sizeof *p);
+}
+/* to an address aligned to VW bf16 (32 bytes) */
+static inline void vstream16(sn_bf16 *p, V v) {
+    _mm256_stream_si256((__m256i *)(void *)p, vrnd16(v));
+}
+static inline void vround_bf16(const float *s, sn_bf16 *d) { vst16(d, vld(s)); }
+
+#endif
