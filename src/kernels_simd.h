@@ -859,7 +859,29 @@ typedef struct brow {
     float *bs, *bg;               /* stack rows of FUSE_ROW_MAX + VW floats */
     V a[2], b[2];                 /* pass 1: N_out's reductions */
     V ax[2], bx[2], ay[2], by[2]; /* pass 2: N_x's and N_y's */
+#ifdef SN_K16
+    float *kx, *ky, *kdh; /* x, y, dh widened by pass 1, for passes 2 and 3 (stack rows) */
+#endif
 } brow;
+
+/* Row f (x, y or dh) of w at column j in pass 1, and in passes 2 and 3. With bf16 rows, pass 1
+ * keeps the widened vectors in stack rows (BROW_KEEP) and the later passes load those: widening
+ * costs more instructions than a load, in kernels bound by their instructions. */
+#ifdef SN_K16
+KINLINE V keep_st(float *p, V v) {
+    vst(p, v); /* the stack rows are padded: whole vectors */
+    return v;
+}
+#define ROW_P1(w, f, j, t, m)  keep_st((w)->k##f + (j), load((w)->f + (j), t, m))
+#define ROW_P23(w, f, j, t, m) vld((w)->k##f + (j))
+#define BROW_KEEP(w)                                                                               \
+    float w##_keep[3][FUSE_ROW_MAX + VW];                                                          \
+    (w).kx = w##_keep[0], (w).ky = w##_keep[1], (w).kdh = w##_keep[2]
+#else
+#define ROW_P1(w, f, j, t, m)  load((w)->f + (j), t, m)
+#define ROW_P23(w, f, j, t, m) load((w)->f + (j), t, m)
+#define BROW_KEEP(w)
+#endif
 
 KINLINE void brow_init(brow *w, const sn_rfuse *F, const SN_T *dh, const SN_T *du, const SN_T *x,
                        const SN_T *y, SN_T *dx, SN_T *dy, float *bs, float *bg) {
@@ -874,11 +896,11 @@ KINLINE void brow_init(brow *w, const sn_rfuse *F, const SN_T *dh, const SN_T *d
 
 /* pass 1 at column j (accumulator set k): N_out's reductions, xs kept in bs */
 KINLINE void fuse_p1(brow *w, int64_t j, int t, M m, int k) {
-    const V xx = xhat_sub(&w->F.X, load(w->x + j, t, m));
-    const V yy = xhat_sub(&w->F.Y, load(w->y + j, t, m));
+    const V xx = xhat_sub(&w->F.X, ROW_P1(w, x, j, t, m));
+    const V yy = xhat_sub(&w->F.Y, ROW_P1(w, y, j, t, m));
     const V xs = xs_of(&w->F, xx, yy, j, t, m);
     vst(w->bs + j, xs); /* the stack rows are padded: whole vectors */
-    const V g = keep(vmul(gamma_at(w->F.O.gamma, j, t, m), load(w->dh + j, t, m)), t, m);
+    const V g = keep(vmul(gamma_at(w->F.O.gamma, j, t, m), ROW_P1(w, dh, j, t, m)), t, m);
     w->a[k] = vadd(w->a[k], g); /* fuse_red1_step's arithmetic, xs already at hand */
     w->b[k] = vfma(g, keep(xs, t, m), w->b[k]);
 }
@@ -893,10 +915,10 @@ KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
         for (int i = 0; i < w->F.npf; i++) __builtin_prefetch(w->F.pf[i] + j, 0, 2);
 #endif
     belem e;
-    e.xx = xhat_sub(&w->F.X, load(w->x + j, t, m));
-    e.yy = xhat_sub(&w->F.Y, load(w->y + j, t, m));
+    e.xx = xhat_sub(&w->F.X, ROW_P23(w, x, j, t, m));
+    e.yy = xhat_sub(&w->F.Y, ROW_P23(w, y, j, t, m));
     e.xs = vld(w->bs + j);
-    e.dh = load(w->dh + j, t, m);
+    e.dh = ROW_P23(w, dh, j, t, m);
     e.ds = ds_of(&w->F, e.xs, e.dh, j, t, m);
     e.dt = dt_of(w->du, e.ds, j, t, m);
     e.gx = vmul(gamma_at(w->F.X.gamma, j, t, m), e.dt);
@@ -909,8 +931,8 @@ KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
 
 /* pass 3 at column j: the input gradients */
 KINLINE void fuse_p3(const brow *w, int accx, int accy, int64_t j, int t, M m) {
-    const V xx = xhat_sub(&w->F.X, load(w->x + j, t, m));
-    const V yy = xhat_sub(&w->F.Y, load(w->y + j, t, m));
+    const V xx = xhat_sub(&w->F.X, ROW_P23(w, x, j, t, m));
+    const V yy = xhat_sub(&w->F.Y, ROW_P23(w, y, j, t, m));
     fuse_dx_step(&w->F, xx, yy, vld(w->bs + j), vld(w->bg + j), w->dx, w->dy, accx, accy, j, t, m);
 }
 
@@ -935,6 +957,7 @@ static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, con
     float bs[FUSE_ROW_MAX + VW], bg[FUSE_ROW_MAX + VW];
     brow w;
     brow_init(&w, F, dh, du, x, y, dx, dy, bs, bg);
+    BROW_KEEP(w);
     RCOLS2(D, { fuse_p1(&w, j, t, m, k); });
     fuse_red_out(&w.F, w.a, w.b, D);
     RCOLS2(D, {
@@ -1000,6 +1023,8 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2],
     brow w0, w1;
     brow_init(&w0, &F2[0], dh[0], du[0], x[0], y[0], dx[0], dy[0], bs[0], bg[0]);
     brow_init(&w1, &F2[1], dh[1], du[1], x[1], y[1], dx[1], dy[1], bs[1], bg[1]);
+    BROW_KEEP(w0);
+    BROW_KEEP(w1);
     const sn_rfuse *F0 = &w0.F;
     /* both rows have the fuse's parameters: say so, so that each vector is loaded once */
     w1.F.X.gamma = F0->X.gamma, w1.F.X.beta = F0->X.beta;
