@@ -60,7 +60,8 @@
  * this, and the README's changelog says how (0.2.0 did: at most 2^10 sub-layers, SN_ERR_ALIGN;
  * 0.3.0 did: the pass calls take an sn_net_pass, and the shared object's name carries the minor
  * version while the major is 0; 0.4.0 added bf16 storage as new calls and gave sn_net's
- * reserved32 its meaning, act_dtype, breaking nothing but that field's name).
+ * reserved32 its meaning, act_dtype, breaking nothing but that field's name; 0.4.1 changed
+ * only how the bf16 calls compute, not what they write).
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -76,10 +77,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 4
-#define SN_VERSION_PATCH 0
+#define SN_VERSION_PATCH 1
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.4.0"
+#define SN_VERSION_STRING "0.4.1"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
@@ -492,14 +493,17 @@ SN_API sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, cons
  * fp32, are bitwise the fp32 call's (a NaN output is a NaN in both, but its sign and payload
  * may differ). Determinism across thread counts holds as for fp32.
  *
- * How (this version): each row's bf16 inputs are widened into fp32 rows on the stack, the fp32
- * row kernels of the path run on them, and each written row is rounded into its destination;
- * no R x D fp32 copy is made. The norm, fuse and merge calls need whole rows on the stack:
- * they take D <= 4096 and return SN_ERR_UNSUPPORTED beyond (after every other check; the
- * elementwise calls and the conversions take any D), and use up to about 180 KiB of stack
- * (96 KiB of staged rows per thread, 64 KiB of parameter-gradient slots on the calling thread)
- * besides the fp32 calls' 90 KiB. The halved memory traffic does not yet make them faster than
- * the fp32 calls: see docs/performance.md, "bf16". */
+ * How (since 0.4.1): on the AVX2 and AVX-512 paths the row kernels themselves read bf16 and
+ * write bf16 (each vector widened as it is loaded and rounded as it is stored, the arithmetic
+ * the fp32 kernels' own); the scalar path, and the few cases without such a kernel (fuses whose
+ * norms are not both LayerNorm or both RMSNorm, rows wider than 1024 in a fuse forward, an odd
+ * last row of a fuse forward pair, the wide fuse backward), widen a row into fp32 rows on the
+ * stack, run the fp32 kernels and round what they wrote. No R x D fp32 copy is ever made. The
+ * norm, fuse and merge calls therefore take D <= 4096 and return SN_ERR_UNSUPPORTED beyond
+ * (after every other check; the elementwise calls and the conversions take any D), and use up
+ * to about 210 KiB of stack (96 KiB of staged rows and 40 KiB of kernel rows per thread, 64 KiB
+ * of parameter-gradient slots on the calling thread) besides the fp32 calls' 90 KiB. Speed
+ * against the fp32 calls: docs/performance.md, "bf16". */
 typedef uint16_t sn_bf16;
 
 /* Element types of the R x D matrices. Only grows at the end. */
