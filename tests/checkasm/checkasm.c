@@ -195,12 +195,13 @@ int main(int argc, char **argv) {
     init_widths();
     ca_path paths[3];
     int np = 0;
-    paths[np++] = (ca_path){"scalar", &sn_kern_scalar};
+    paths[np++] = (ca_path){"scalar", &sn_kern_scalar, NULL};
     const sn_isa isas[2] = {SN_ISA_AVX2, SN_ISA_AVX512};
     const char *names[2] = {"avx2", "avx512"};
     for (int i = 0; i < 2; i++) {
         const sn_kern *K = sn_kern_for(isas[i]);
-        if (K != &sn_kern_scalar && sn_cpu_has(isas[i])) paths[np++] = (ca_path){names[i], K};
+        if (K != &sn_kern_scalar && sn_cpu_has(isas[i]))
+            paths[np++] = (ca_path){names[i], K, sn_kern16_for(isas[i])};
         else
             printf("checkasm: path %s not built or not supported by this CPU: skipped\n", names[i]);
     }
@@ -209,6 +210,7 @@ int main(int argc, char **argv) {
         check_norm(&paths[i], &paths[0]);
         check_fuse(&paths[i], &paths[0]);
         check_elem(&paths[i], &paths[0]);
+        check_bf16k(&paths[i]);
         printf("checkasm: %-7s %ld checks\n", paths[i].name, tu_checks - c0);
     }
     if (ca_bench_on) {
@@ -217,6 +219,7 @@ int main(int argc, char **argv) {
             bench_norm(&paths[i]);
             bench_fuse(&paths[i]);
             bench_elem(&paths[i]);
+            bench_bf16k(&paths[i]);
         }
     }
     printf("checkasm: %d paths x %d widths: %ld checks, %d failures; worst error vs scalar %.2g "

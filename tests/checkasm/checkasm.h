@@ -1,6 +1,6 @@
 /* checkasm for the kernel table (src/kernels.h): every slot of every path this CPU runs, called
  * directly against the scalar table. The slots are checked in check_norm.c, check_fuse.c and
- * check_elem.c; this header is the harness they share (checkasm.c): the paths, inputs, rows with
+ * check_elem.c, and the bf16 tables' slots against their path's fp32 slots in check_bf16k.c; this header is the harness they share (checkasm.c): the paths, inputs, rows with
  * canaries around them, the comparisons, and the --bench timer.
  *
  * Each check_* file has one function per slot group, run for every path and width:
@@ -19,6 +19,7 @@
 typedef struct ca_path {
     const char *name;
     const sn_kern *K;
+    const sn_kern16 *K16; /* its bf16 table (NULL: none), checked against K (check_bf16k.c) */
 } ca_path;
 
 /* the widths every slot is called with: 1..70, then 127, 128, 129, 768, 1000, 4096 (fewer
@@ -62,8 +63,10 @@ void ca_bench(const char *slot, const char *path, int64_t n, void (*fn)(void *),
 void check_norm(const ca_path *p, const ca_path *ref);
 void check_fuse(const ca_path *p, const ca_path *ref);
 void check_elem(const ca_path *p, const ca_path *ref);
+void check_bf16k(const ca_path *p);
 void bench_norm(const ca_path *p);
 void bench_fuse(const ca_path *p);
 void bench_elem(const ca_path *p);
+void bench_bf16k(const ca_path *p);
 
 #endif

@@ -1,0 +1,437 @@
+/* checkasm: the bf16 tables (sn_kern16 of kernels.h: norm_fwd, norm_bwd, fuse_fwd2, fuse_bwd,
+ * fuse_bwd2, add_div, apply, axpy) of every SIMD path, each slot against the same path's fp32
+ * slot on the widened inputs: every bf16 output is bitwise sn_k_bf16_round of the fp32 slot's
+ * output, every float output (statistics, parameter gradients) bitwise the fp32 slot's; the
+ * aliasing the fp32 slot allows gives the same bits; streaming stores change nothing; nothing
+ * is written outside the rows. The fp32 slots themselves are checked against scalar in the
+ * other check_* files. */
+#include "checkasm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- bf16 rows with canaries (as ca_row's, in bf16 elements) -------------------------------- */
+
+enum { G16 = 64, MAX16 = 128 };
+static const sn_bf16 CAN16 =
+    0x7fa5; /* a signalling NaN: the rounding quiets NaNs, never writes it */
+
+typedef struct r16 {
+    sn_bf16 *base;
+    int64_t lead, n;
+} r16;
+static r16 rows16[MAX16];
+static int nrows16;
+
+static sn_bf16 *b16_row(int64_t n, int off) {
+    if (nrows16 == MAX16) {
+        fprintf(stderr, "checkasm: more than %d bf16 rows in one check\n", MAX16);
+        exit(2);
+    }
+    const int64_t lead = G16 + off, total = lead + n + G16;
+    const size_t bytes = ((size_t)total * 2 + 63) / 64 * 64;
+    sn_bf16 *b = aligned_alloc(64, bytes);
+    if (!b) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    for (size_t i = 0; i < bytes / 2; i++) b[i] = CAN16;
+    rows16[nrows16++] = (r16){b, lead, total};
+    sn_bf16 *p = b + lead;
+    for (int64_t j = 0; j < n; j++) p[j] = sn_k_bf16_round(0.25f * (float)(j % 7) - 0.5f);
+    return p;
+}
+
+static sn_bf16 *b16_rand(int64_t n, int off, float scale, float shift) {
+    sn_bf16 *p = b16_row(n, off);
+    for (int64_t j = 0; j < n; j++) p[j] = sn_k_bf16_round(shift + scale * ca_rand());
+    return p;
+}
+
+static sn_bf16 *b16_copy(const sn_bf16 *src, int64_t n, int off) {
+    sn_bf16 *p = b16_row(n, off);
+    memcpy(p, src, (size_t)n * sizeof *p);
+    return p;
+}
+
+/* the fp32 row of a bf16 row's values */
+static float *widen(const sn_bf16 *b, int64_t n) {
+    float *f = ca_row(n, 0);
+    for (int64_t j = 0; j < n; j++) f[j] = sn_k_bf16_widen(b[j]);
+    return f;
+}
+
+static void b16_ok(const char *label) {
+    for (int i = 0; i < nrows16; i++) {
+        const r16 *r = &rows16[i];
+        const int64_t n = r->n - r->lead - G16, end = ((r->n * 2 + 63) / 64 * 64) / 2;
+        for (int64_t k = 0; k < end; k++) {
+            if (k == r->lead) k += n;
+            if (k < end && r->base[k] != CAN16) {
+                ca_check(0, "%s: bf16 row %d written at column %lld (row of %lld)", label, i,
+                         (long long)(k - r->lead), (long long)n);
+                break;
+            }
+        }
+    }
+    ca_rows_ok(label);
+}
+
+static void b16_reset(void) {
+    for (int i = 0; i < nrows16; i++) free(rows16[i].base);
+    nrows16 = 0;
+    ca_rows_reset();
+}
+
+/* bf16 row a is bitwise the rounding of fp32 row r */
+static void same16(const char *what, const sn_bf16 *a, const float *r, int64_t n) {
+    for (int64_t j = 0; j < n; j++)
+        if (a[j] != sn_k_bf16_round(r[j])) {
+            ca_check(0, "%s: [%lld] is %04x, the rounding of the fp32 slot's %.9g is %04x", what,
+                     (long long)j, a[j], (double)r[j], sn_k_bf16_round(r[j]));
+            return;
+        }
+    ca_check(1, "");
+}
+static void same16b(const char *what, const sn_bf16 *a, const sn_bf16 *b, int64_t n) {
+    ca_check(memcmp(a, b, (size_t)n * sizeof *a) == 0, "%s: not bitwise the same", what);
+}
+
+/* ---- norms --------------------------------------------------------------------------------- */
+
+static void check_norm16(const ca_path *p, int64_t W, int off) {
+    for (int ni = 0; ni < CA_NNORMS; ni++) {
+        const sn_norm n = ca_norm(ni);
+        const float *prm = ca_row_rand(2 * W, off, 0.5f, 1.0f);
+        const sn_rnorm q0 = sn_k_resolve(&n, W, prm, 0.0f, 1.0f);
+        const sn_bf16 *v = b16_rand(W, off, 1.0f, 2.0f * ca_rand());
+        const float *vf = widen(v, W);
+        float *o32 = ca_row(W, 0), m32, r32, m16, r16v;
+        sn_bf16 *o16 = b16_row(W, off + 1);
+        p->K->norm_fwd(&n, &q0, vf, W, o32, &m32, &r32);
+        p->K16->norm_fwd(&n, &q0, v, W, o16, &m16, &r16v);
+        same16("norm_fwd out", o16, o32, W);
+        ca_same("norm_fwd mean", &m16, &m32, 1);
+        ca_same("norm_fwd rstd", &r16v, &r32, 1);
+        sn_bf16 *io = b16_copy(v, W, off);
+        p->K16->norm_fwd(&n, &q0, io, W, io, &m16, &r16v);
+        same16b("norm_fwd out = v", io, o16, W);
+
+        sn_rnorm q = sn_k_resolve(&n, W, prm, m32, r32);
+        const sn_bf16 *dout = b16_rand(W, off + 2, 1.0f, 0.0f);
+        const float *doutf = widen(dout, W);
+        for (int acc = 0; acc < 2; acc++) {
+            const float *g0 = ca_row_rand(2 * W, off, 0.25f, 0.0f);
+            float *dg32 = ca_row_copy(g0, 2 * W, 0), *dg16 = ca_row_copy(g0, 2 * W, 0);
+            sn_bf16 *dv16 = b16_rand(W, off + 3, 1.0f, 0.0f);
+            float *dv32 = widen(dv16, W);
+            float *gm32 = q.gamma ? dg32 : NULL, *bt32 = q.beta ? dg32 + W : NULL;
+            float *gm16 = q.gamma ? dg16 : NULL, *bt16 = q.beta ? dg16 + W : NULL;
+            p->K->norm_bwd(&q, doutf, vf, W, dv32, acc, gm32, bt32);
+            p->K16->norm_bwd(&q, dout, v, W, dv16, acc, gm16, bt16);
+            same16("norm_bwd dv", dv16, dv32, W);
+            ca_same("norm_bwd dgamma, dbeta", dg16, dg32, 2 * W);
+            if (acc) continue;
+            sn_bf16 *id = b16_copy(dout, W, off + 2);
+            p->K16->norm_bwd(&q, id, v, W, id, 0, NULL, NULL);
+            same16b("norm_bwd dv = dout", id, dv16, W);
+        }
+        b16_ok("bf16 norm");
+    }
+}
+
+/* ---- fuses --------------------------------------------------------------------------------- */
+
+/* indices of ca_norm for N_x, N_y, N_out: the fuses fuse_fwd2 takes, and others for fuse_bwd */
+static const int FUSES16[][3] = {{0, 0, 0}, {4, 4, 4}, {4, 4, 0}, {0, 0, 4}, {1, 1, 3},
+                                 {3, 3, 5}, {2, 2, 2}, {1, 2, 3}, {9, 0, 4}, {10, 11, 7}};
+#define N_FUSES16 ((int)(sizeof FUSES16 / sizeof FUSES16[0]))
+
+static void check_fuse16(const ca_path *p, int64_t D, int off) {
+    for (int fi = 0; fi < N_FUSES16; fi++) {
+        sn_fuse f;
+        f.x = ca_norm(FUSES16[fi][0]);
+        f.y = ca_norm(FUSES16[fi][1]);
+        f.out = ca_norm(FUSES16[fi][2]);
+        const sn_fuse_layout L = sn_k_fuse_layout(&f, D);
+        const float *prm = ca_row_rand(6 * D, off, 0.5f, 1.0f);
+        sn_rfuse F0;
+        memset(&F0, 0, sizeof F0);
+        F0.X = sn_k_resolve(&f.x, D, prm + L.px, 0.0f, 1.0f);
+        F0.Y = sn_k_resolve(&f.y, D, prm + L.py, 0.0f, 1.0f);
+        F0.O = sn_k_resolve(&f.out, D, prm + L.po, 0.0f, 1.0f);
+        const sn_bf16 *x[2], *y[2], *dh[2], *du[2];
+        const float *xf[2], *yf[2], *dhf[2], *duf[2];
+        sn_rfuse F[2];
+        for (int k = 0; k < 2; k++) {
+            x[k] = b16_rand(D, off + k, 1.0f, 2.0f * ca_rand());
+            y[k] = b16_rand(D, off + 2 + k, 1.5f, ca_rand());
+            dh[k] = b16_rand(D, off + 4 + k, 1.0f, 0.0f);
+            du[k] = b16_rand(D, off + 6 + k, 0.5f, 0.0f);
+            xf[k] = widen(x[k], D), yf[k] = widen(y[k], D);
+            dhf[k] = widen(dh[k], D), duf[k] = widen(du[k], D);
+            /* the row's statistics, from the fp32 slots on the widened rows */
+            float mx, rx, my, ry, mo, ro;
+            F[k] = F0;
+            p->K->stats2(&f.x, xf[k], &f.y, yf[k], D, &mx, &rx, &my, &ry);
+            sn_k_set_stats(&F[k].X, f.x.kind, mx, rx);
+            sn_k_set_stats(&F[k].Y, f.y.kind, my, ry);
+            p->K->fuse_s(&F[k], D, xf[k], yf[k], NULL, ca_row(D, 0), &f.out, &mo, &ro);
+            sn_k_set_stats(&F[k].O, f.out.kind, mo, ro);
+        }
+        if (sn_k_fuse2_ok(&f, D))
+            for (int withu = 0; withu < 2; withu++) {
+                float *u32[2], *h32[2], st32[2][6], st16[2][6];
+                sn_bf16 *u16[2], *h16[2], *hnt[2], *unt[2];
+                for (int k = 0; k < 2; k++) {
+                    u32[k] = withu ? ca_row(D, 0) : NULL;
+                    h32[k] = ca_row(D, 0);
+                    u16[k] = withu ? b16_row(D, off + 8 + k) : NULL;
+                    h16[k] = b16_row(D, off + 10 + k);
+                    unt[k] = withu ? b16_row(D, 0) : NULL;
+                    hnt[k] = b16_row(D, 0);
+                }
+                p->K->fuse_fwd2(&F0, &f, D, xf, yf, u32, h32, st32);
+                p->K16->fuse_fwd2(&F0, &f, D, x, y, u16, h16, st16);
+                sn_rfuse Fn = F0;
+                Fn.nt = 1;
+                p->K16->fuse_fwd2(&Fn, &f, D, x, y, unt, hnt, st16);
+                for (int k = 0; k < 2; k++) {
+                    same16("fuse_fwd2 h", h16[k], h32[k], D);
+                    same16b("fuse_fwd2 streaming h", hnt[k], h16[k], D);
+                    if (withu) {
+                        same16("fuse_fwd2 u", u16[k], u32[k], D);
+                        same16b("fuse_fwd2 streaming u", unt[k], u16[k], D);
+                    }
+                }
+                ca_same("fuse_fwd2 statistics", &st16[0][0], &st32[0][0], 12);
+            }
+        int64_t np;
+        sn_fuse_query(&f, D, &np, NULL);
+        for (int mode = 0; mode < 8; mode++) {
+            const int accx = mode & 1, accy = (mode >> 1) & 1, withdu = (mode >> 2) & 1;
+            const float *s0 = ca_row_rand(np > 0 ? np : 1, 0, 0.25f, 0.0f);
+            float *slot32 = ca_row_copy(s0, np > 0 ? np : 1, 0);
+            float *slot16 = ca_row_copy(s0, np > 0 ? np : 1, 0);
+            const sn_dfuse dp32 = sn_k_fuse_dparams(&f, &L, D, slot32);
+            const sn_dfuse dp16 = sn_k_fuse_dparams(&f, &L, D, slot16);
+            sn_bf16 *dx16[2], *dy16[2];
+            float *dx32[2], *dy32[2];
+            for (int k = 0; k < 2; k++) {
+                dx16[k] = b16_rand(D, off + 12 + k, 1.0f, 0.0f);
+                dy16[k] = b16_rand(D, off + 14 + k, 1.0f, 0.0f);
+                dx32[k] = widen(dx16[k], D), dy32[k] = widen(dy16[k], D);
+            }
+            const sn_bf16 *du16[2] = {withdu ? du[0] : NULL, withdu ? du[1] : NULL};
+            const float *du32[2] = {withdu ? duf[0] : NULL, withdu ? duf[1] : NULL};
+            /* row 0 alone (fuse_bwd), then both rows (fuse_bwd2) onto the same outputs */
+            sn_rfuse Fa = F[0], Fb = F[0];
+            p->K->fuse_bwd(&Fa, D, dhf[0], du32[0], xf[0], yf[0], dx32[0], dy32[0], accx, accy,
+                           &dp32);
+            p->K16->fuse_bwd(&Fb, D, dh[0], du16[0], x[0], y[0], dx16[0], dy16[0], accx, accy,
+                             &dp16);
+            same16("fuse_bwd dx", dx16[0], dx32[0], D);
+            same16("fuse_bwd dy", dy16[0], dy32[0], D);
+            ca_same("fuse_bwd parameter gradients", slot16, slot32, np);
+            /* the fp32 outputs restarted from the bf16 ones (what a bf16 call accumulates into) */
+            for (int k = 0; k < 2; k++)
+                for (int64_t j = 0; j < D; j++) {
+                    dx32[k][j] = sn_k_bf16_widen(dx16[k][j]);
+                    dy32[k][j] = sn_k_bf16_widen(dy16[k][j]);
+                }
+            sn_rfuse F2a[2] = {F[0], F[1]}, F2b[2] = {F[0], F[1]};
+            p->K->fuse_bwd2(F2a, D, dhf, du32, xf, yf, dx32, dy32, accx, accy, &dp32);
+            p->K16->fuse_bwd2(F2b, D, dh, du16, x, y, dx16, dy16, accx, accy, &dp16);
+            for (int k = 0; k < 2; k++) {
+                same16("fuse_bwd2 dx", dx16[k], dx32[k], D);
+                same16("fuse_bwd2 dy", dy16[k], dy32[k], D);
+            }
+            ca_same("fuse_bwd2 parameter gradients", slot16, slot32, np);
+            if (accx || !withdu) continue;
+            /* dx = du, streaming stores, no parameter gradients: the same input gradients */
+            sn_bf16 *ref = b16_row(D, 0), *io = b16_copy(du[0], D, off + 6);
+            sn_bf16 *sdy = b16_copy(dy16[0], D, 0), *ddy = b16_copy(dy16[0], D, 0);
+            Fa = F[0];
+            p->K16->fuse_bwd(&Fa, D, dh[0], du[0], x[0], y[0], ref, sdy, 0, accy, NULL);
+            Fa = F[0];
+            p->K16->fuse_bwd(&Fa, D, dh[0], io, x[0], y[0], io, ddy, 0, accy, NULL);
+            same16b("fuse_bwd dx = du", io, ref, D);
+            same16b("fuse_bwd dx = du (dy)", ddy, sdy, D);
+            sn_bf16 *ndx = b16_row(D, 0), *ady = b16_copy(dy16[0], D, 0);
+            Fa = F[0];
+            Fa.nt = 1;
+            p->K16->fuse_bwd(&Fa, D, dh[0], du[0], x[0], y[0], ndx, ady, 0, accy, NULL);
+            same16b("fuse_bwd streaming dx", ndx, ref, D);
+            same16b("fuse_bwd streaming dy", ady, sdy, D);
+        }
+        b16_ok("bf16 fuse");
+        b16_reset();
+    }
+}
+
+/* ---- elementwise --------------------------------------------------------------------------- */
+
+static void check_elem16(const ca_path *p, int64_t D, int off) {
+    const sn_bf16 *a = b16_rand(D, off, 1.0f, 0.0f), *b = b16_rand(D, off + 1, 2.0f, 0.5f),
+                  *c = b16_rand(D, off + 2, 3.0f, 0.0f);
+    const float *af = widen(a, D), *bf = widen(b, D), *cf = widen(c, D);
+    for (int acc = 0; acc < 2; acc++) {
+        sn_bf16 *o16 = b16_rand(D, off + 3, 1.0f, 0.0f), *ont = b16_copy(o16, D, 0);
+        float *o32 = widen(o16, D);
+        p->K->add_div(af, bf, 1.7f, o32, D, acc, 0);
+        p->K16->add_div(a, b, 1.7f, o16, D, acc, 0);
+        same16("add_div", o16, o32, D);
+        if (acc) continue;
+        p->K16->add_div(a, b, 1.7f, ont, D, 0, 1);
+        same16b("add_div streaming", ont, o16, D);
+        sn_bf16 *ia = b16_copy(a, D, off), *ib = b16_copy(b, D, off + 1);
+        p->K16->add_div(ia, b, 1.7f, ia, D, 0, 0);
+        p->K16->add_div(a, ib, 1.7f, ib, D, 0, 0);
+        same16b("add_div out = a", ia, o16, D);
+        same16b("add_div out = b", ib, o16, D);
+    }
+    for (int nt = 0; nt < 2; nt++) {
+        sn_bf16 *xo = b16_row(D, off + 4), *yo = b16_row(D, off + 5), *ax = b16_row(D, off + 6);
+        float *xo32 = ca_row(D, 0), *yo32 = ca_row(D, 0), *ax32 = ca_row(D, 0);
+        p->K->apply(af, bf, cf, 2.3f, xo32, yo32, D, 0);
+        p->K16->apply(a, b, c, 2.3f, xo, yo, D, nt);
+        same16("apply xo", xo, xo32, D);
+        same16("apply yo", yo, yo32, D);
+        p->K->axpy(af, bf, 1.3f, ax32, D, 0);
+        p->K16->axpy(a, b, 1.3f, ax, D, nt);
+        same16("axpy", ax, ax32, D);
+    }
+    sn_bf16 *iu = b16_copy(b, D, off + 1), *iy = b16_copy(c, D, off + 2);
+    float *xo32 = ca_row(D, 0), *yo32 = ca_row(D, 0);
+    p->K->apply(af, bf, cf, 2.3f, xo32, yo32, D, 0);
+    p->K16->apply(a, iu, iy, 2.3f, iu, iy, D, 0);
+    same16("apply xo = u", iu, xo32, D);
+    same16("apply yo = y", iy, yo32, D);
+    b16_ok("bf16 elementwise");
+}
+
+void check_bf16k(const ca_path *p) {
+    if (!p->K16) return;
+    for (int wi = 0; wi < ca_nwidths; wi++) {
+        const int64_t D = ca_widths[wi];
+        const int off = (int)(D % 16);
+        ca_seed((uint64_t)D + 7);
+        ca_where(p->name, "bf16 norm", D, "offset %d", off);
+        check_norm16(p, D, off);
+        b16_reset();
+        ca_where(p->name, "bf16 fuse", D, "offset %d", off);
+        check_fuse16(p, D, off);
+        ca_where(p->name, "bf16 elementwise", D, "offset %d", off);
+        check_elem16(p, D, off);
+        b16_reset();
+    }
+}
+
+/* ---- --bench: each bf16 slot beside its fp32 slot ------------------------------------------ */
+
+typedef struct bb {
+    const ca_path *p;
+    int64_t D;
+    sn_norm n;
+    sn_fuse f;
+    sn_rnorm q0, q;
+    sn_rfuse F0, F[2];
+    sn_dfuse dp;
+    const float *xf[2], *yf[2], *dhf[2], *duf[2];
+    float *of[4], st[2][6];
+    const sn_bf16 *x[2], *y[2], *dh[2], *du[2];
+    sn_bf16 *o[4];
+} bb;
+
+static void b32_nfwd(void *a) {
+    bb *e = a;
+    float m, r;
+    e->p->K->norm_fwd(&e->n, &e->q0, e->xf[0], e->D, e->of[0], &m, &r);
+}
+static void b16_nfwd(void *a) {
+    bb *e = a;
+    float m, r;
+    e->p->K16->norm_fwd(&e->n, &e->q0, e->x[0], e->D, e->o[0], &m, &r);
+}
+static void b32_nbwd(void *a) {
+    bb *e = a;
+    e->p->K->norm_bwd(&e->q, e->dhf[0], e->xf[0], e->D, e->of[0], 0, e->of[2], e->of[3]);
+}
+static void b16_nbwd(void *a) {
+    bb *e = a;
+    e->p->K16->norm_bwd(&e->q, e->dh[0], e->x[0], e->D, e->o[0], 0, e->of[2], e->of[3]);
+}
+static void b32_ffwd2(void *a) {
+    bb *e = a;
+    float *u[2] = {e->of[0], e->of[1]}, *h[2] = {e->of[2], e->of[3]};
+    e->p->K->fuse_fwd2(&e->F0, &e->f, e->D, e->xf, e->yf, u, h, e->st);
+}
+static void b16_ffwd2(void *a) {
+    bb *e = a;
+    sn_bf16 *u[2] = {e->o[0], e->o[1]}, *h[2] = {e->o[2], e->o[3]};
+    e->p->K16->fuse_fwd2(&e->F0, &e->f, e->D, e->x, e->y, u, h, e->st);
+}
+static void b32_fbwd2(void *a) {
+    bb *e = a;
+    sn_rfuse F[2] = {e->F[0], e->F[1]};
+    float *dx[2] = {e->of[0], e->of[1]}, *dy[2] = {e->of[2], e->of[3]};
+    e->p->K->fuse_bwd2(F, e->D, e->dhf, e->duf, e->xf, e->yf, dx, dy, 0, 1, &e->dp);
+}
+static void b16_fbwd2(void *a) {
+    bb *e = a;
+    sn_rfuse F[2] = {e->F[0], e->F[1]};
+    sn_bf16 *dx[2] = {e->o[0], e->o[1]}, *dy[2] = {e->o[2], e->o[3]};
+    e->p->K16->fuse_bwd2(F, e->D, e->dh, e->du, e->x, e->y, dx, dy, 0, 1, &e->dp);
+}
+static void b32_apply(void *a) {
+    bb *e = a;
+    e->p->K->apply(e->xf[0], e->yf[0], e->dhf[0], 2.3f, e->of[0], e->of[1], e->D, 0);
+}
+static void b16_apply(void *a) {
+    bb *e = a;
+    e->p->K16->apply(e->x[0], e->y[0], e->dh[0], 2.3f, e->o[0], e->o[1], e->D, 0);
+}
+
+void bench_bf16k(const ca_path *p) {
+    if (!p->K16) return;
+    const int64_t Ds[2] = {64, 768};
+    for (int di = 0; di < 2; di++) {
+        bb e;
+        memset(&e, 0, sizeof e);
+        e.p = p;
+        e.D = Ds[di];
+        const int64_t D = e.D;
+        e.n = ca_norm(0);
+        e.f.x = e.f.y = e.f.out = ca_norm(0);
+        const float *prm = ca_row_rand(6 * D, 0, 0.5f, 1.0f);
+        e.q0 = sn_k_resolve(&e.n, D, prm, 0.0f, 1.0f);
+        e.q = sn_k_resolve(&e.n, D, prm, 0.1f, 1.2f);
+        e.F0.X = e.F0.Y = e.F0.O = e.q0;
+        e.F[0].X = e.F[0].Y = e.F[0].O = e.q;
+        e.F[1] = e.F[0];
+        float *slot = ca_row(6 * D, 0);
+        e.dp = (sn_dfuse){slot, slot + D, slot + 2 * D, slot + 3 * D, slot + 4 * D, slot + 5 * D};
+        for (int k = 0; k < 2; k++) {
+            e.x[k] = b16_rand(D, 0, 1.0f, 0.0f), e.y[k] = b16_rand(D, 0, 1.0f, 0.0f);
+            e.dh[k] = b16_rand(D, 0, 1.0f, 0.0f), e.du[k] = b16_rand(D, 0, 1.0f, 0.0f);
+            e.xf[k] = widen(e.x[k], D), e.yf[k] = widen(e.y[k], D);
+            e.dhf[k] = widen(e.dh[k], D), e.duf[k] = widen(e.du[k], D);
+        }
+        for (int k = 0; k < 4; k++) e.o[k] = b16_row(D, 0), e.of[k] = ca_row(D, 0);
+        char name[32];
+        snprintf(name, sizeof name, "%s f32", p->name);
+        ca_bench("norm_fwd", name, D, b32_nfwd, &e);
+        ca_bench("norm_bwd", name, D, b32_nbwd, &e);
+        ca_bench("fuse_fwd2", name, 2 * D, b32_ffwd2, &e);
+        ca_bench("fuse_bwd2", name, 2 * D, b32_fbwd2, &e);
+        ca_bench("apply", name, D, b32_apply, &e);
+        snprintf(name, sizeof name, "%s bf16", p->name);
+        ca_bench("norm_fwd", name, D, b16_nfwd, &e);
+        ca_bench("norm_bwd", name, D, b16_nbwd, &e);
+        ca_bench("fuse_fwd2", name, 2 * D, b16_ffwd2, &e);
+        ca_bench("fuse_bwd2", name, 2 * D, b16_fbwd2, &e);
+        ca_bench("apply", name, D, b16_apply, &e);
+        b16_reset();
+    }
+}
