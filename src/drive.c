@@ -277,6 +277,36 @@ static float *pg_chunk(const job *J, int64_t i, int64_t *lo, int64_t *hi) {
     return s;
 }
 
+/* sn_d_pg_rows: pg_run over a caller's row function */
+typedef struct rows_job {
+    job run;
+    sn_d_rows_fn fn;
+    void *arg;
+    int wide; /* not even one slot fits */
+} rows_job;
+
+static void rows_chunk_task(void *arg, int64_t i) {
+    const rows_job *J = arg;
+    int64_t lo, hi;
+    float *s = pg_chunk(&J->run, i, &lo, &hi);
+    J->fn(J->arg, lo, hi, s);
+}
+
+static void rows_wide(void *arg) { ((rows_job *)arg)->wide = 1; }
+
+int sn_d_pg_rows(const sn_ctx *ctx, int64_t R, int64_t D, int64_t npg, float *dparams,
+                 sn_d_rows_fn fn, void *arg) {
+    rows_job J;
+    memset(&J, 0, sizeof J);
+    J.run = job_of(ctx, R, D);
+    J.run.dparams = dparams;
+    J.run.npg = npg;
+    J.fn = fn;
+    J.arg = arg;
+    pg_run(ctx, &J.run, &J, rows_chunk_task, rows_wide);
+    return !J.wide;
+}
+
 /* ---- norms --------------------------------------------------------------------------------- */
 
 /* A norm call: the forward reads x and writes out (and stats_out unless NULL); the backward

@@ -51,12 +51,23 @@ int64_t sn_d_row_pieces(const sn_ctx *ctx, int64_t R, int64_t D);
 /* Rows per parameter-gradient chunk for rows of D floats (a function of D only: see pg_run). */
 int64_t sn_d_pg_chunk_rows(int64_t D);
 
+/* The parameter gradients of a backward pass over R rows of D columns with the fp32 drivers'
+ * scheme (drive.c, pg_run: chunks of sn_d_pg_chunk_rows(D) rows, each folded from zero into a
+ * slot of npg floats, the slots added onto dparams in chunk order, so the bits never depend on
+ * the threads): fn(arg, lo, hi, slot) does rows [lo, hi) of one chunk, adding their
+ * contribution into slot, which it gets zeroed. Returns 0, having done nothing, when not even
+ * one slot fits the context's scratch or the stack buffer (the caller then works in column
+ * blocks itself). */
+typedef void (*sn_d_rows_fn)(void *arg, int64_t lo, int64_t hi, float *slot);
+int sn_d_pg_rows(const sn_ctx *ctx, int64_t R, int64_t D, int64_t npg, float *dparams,
+                 sn_d_rows_fn fn, void *arg);
+
 /* ---- bf16 matrices (drive_bf16.c) ----
- * The same operations on sn_bf16 matrices, strides in elements: each row's bf16 inputs are
- * widened into fp32 rows on the stack, the call's fp32 row kernels run on them exactly as in the
- * fp32 drivers (the same kernel table, parameter-gradient chunks and fold order), and each
- * written row is rounded once into its bf16 destination. So every bf16 output is the rounding of
- * the fp32 driver's output, and statistics and parameter gradients are the fp32 driver's bits.
+ * The same operations on sn_bf16 matrices, strides in elements: the path's bf16 row kernels
+ * (sn_kern16), or where it has none the fp32 row kernels on rows staged in fp32 on the stack,
+ * called exactly as in the fp32 drivers (pair kernels where they pair, the parameter-gradient
+ * scheme of sn_d_pg_rows). So every bf16 output is the rounding of the fp32 driver's output,
+ * and statistics and parameter gradients are the fp32 driver's bits.
  * The norm and fuse drivers need whole rows: D <= SN_D16_ROW_MAX (checked by the callers). */
 #define SN_D16_ROW_MAX 4096
 void sn_d16_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const sn_bf16 *x,

@@ -47,9 +47,7 @@ typedef struct job16 {
     const float *src32;  /* to_bf16 */
     float *dst32;        /* from_bf16 */
     void (*rows)(const struct job16 *J, int64_t lo, int64_t hi, float *slot);
-    /* backward passes with parameter gradients */
-    float *dparams, *buf;
-    int64_t npg, C, slot, c0;
+    float *dparams; /* backward passes: the parameter gradients (fuse_bwd_wide) */
 } job16;
 
 static job16 job16_of(const sn_ctx *ctx, int64_t R, int64_t D) {
@@ -75,40 +73,17 @@ static void rows_task(void *arg, int64_t i) {
 
 static void run(const sn_ctx *ctx, job16 *J) { sn_ctx_par(ctx, J->pieces, rows_task, J); }
 
-/* ---- parameter gradients: the fp32 drivers' chunks and fold order ------------------------- */
+/* ---- parameter gradients: sn_d_pg_rows, the fp32 drivers' scheme ---------------------------- */
 
-/* chunk c0 + i into slot i, zeroed first */
-static void chunk_task(void *arg, int64_t i) {
+static void pg_rows(void *arg, int64_t lo, int64_t hi, float *slot) {
     const job16 *J = arg;
-    const int64_t lo = (J->c0 + i) * J->C, hi = lo + J->C < J->R ? lo + J->C : J->R;
-    float *s = J->buf + i * J->slot;
-    memset(s, 0, (size_t)J->npg * sizeof(float));
-    J->rows(J, lo, hi, s);
+    J->rows(J, lo, hi, slot);
 }
 
-/* The chunks of a backward pass, as many at once as slots fit, added onto dparams in chunk
- * order. Returns 0 when not even one slot fits (the caller then runs its wide variant). */
-static int pg_run16(const sn_ctx *ctx, job16 *J) {
-    _Alignas(64) float stack[SLOT_FLOATS];
-    int64_t nbuf;
-    sn_ctx_scratch(ctx, &J->buf, &nbuf);
-    if (nbuf < SLOT_FLOATS) J->buf = stack, nbuf = SLOT_FLOATS;
-    J->C = sn_d_pg_chunk_rows(J->D);
-    J->slot = (J->npg + QUANTUM - 1) / QUANTUM * QUANTUM;
-    const int64_t nch = (J->R + J->C - 1) / J->C;
-    int64_t K = nbuf / J->slot;
-    if (K < 1) return 0;
-    if (J->pieces == 1) K = 1;
-    if (K > nch) K = nch;
-    for (J->c0 = 0; J->c0 < nch; J->c0 += K) {
-        const int64_t nk = nch - J->c0 < K ? nch - J->c0 : K;
-        sn_ctx_par(ctx, nk, chunk_task, J);
-        for (int64_t k = 0; k < nk; k++) {
-            const float *s = J->buf + k * J->slot;
-            for (int64_t j = 0; j < J->npg; j++) J->dparams[j] += s[j];
-        }
-    }
-    return 1;
+/* J's rows with parameter gradients into dparams (npg floats); 0 when no slot fits */
+static int pg_run16(const sn_ctx *ctx, job16 *J, float *dparams, int64_t npg) {
+    J->dparams = dparams;
+    return sn_d_pg_rows(ctx, J->R, J->D, npg, dparams, pg_rows, J);
 }
 
 /* ---- norms: in[0] x (forward) or dout, in[1] x (backward); out[0] out or dx --------------- */
@@ -207,9 +182,8 @@ void sn_d16_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, 
         run(ctx, &J);
         return;
     }
-    J.dparams = dparams;
-    J.npg = n->affine == SN_AFFINE_SCALE_SHIFT ? 2 * J.W : J.W;
-    pg_run16(ctx, &J); /* 2W <= 2 * SN_D16_ROW_MAX floats: a slot always fits */
+    /* 2W <= 2 * SN_D16_ROW_MAX floats: a slot always fits */
+    pg_run16(ctx, &J, dparams, n->affine == SN_AFFINE_SCALE_SHIFT ? 2 * J.W : J.W);
 }
 
 /* ---- fuses: forward in[0] x, in[1] y, out[0] u (may be NULL), out[1] h; backward in[0] dh,
@@ -483,9 +457,7 @@ void sn_d16_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, 
         run(ctx, &J);
         return;
     }
-    J.dparams = dparams;
-    J.npg = npg;
-    if (!pg_run16(ctx, &J)) fuse_bwd_wide(ctx, &J);
+    if (!pg_run16(ctx, &J, dparams, npg)) fuse_bwd_wide(ctx, &J);
 }
 
 /* ---- elementwise, in column blocks: any D ------------------------------------------------- */
