@@ -15,7 +15,7 @@ static uint64_t xcr0(void) {
     return ((uint64_t)hi << 32) | lo;
 }
 
-/* bit 0: AVX2 + FMA usable; bit 1: AVX-512F usable */
+/* bit 0: AVX2 + FMA usable; bit 1: AVX-512F usable; bit 2: and AVX512-BF16 with AVX512DQ */
 static unsigned detect(void) {
     unsigned a, b, c, d, out = 0;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
@@ -28,6 +28,11 @@ static unsigned detect(void) {
     const int avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1;
     if (avx2 && fma) out |= 1u;
     if (avx512f && (out & 1u) && (x & 0xe6) == 0xe6) out |= 2u; /* + opmask, ZMM state */
+    const int avx512dq = (b >> 17) & 1;
+    if ((out & 2u) && avx512dq && a >= 1) { /* a: the highest subleaf of leaf 7 */
+        __cpuid_count(7, 1, a, b, c, d);
+        if ((a >> 5) & 1) out |= 4u;
+    }
     return out;
 }
 
@@ -62,6 +67,14 @@ int sn_cpu_has(sn_isa isa) {
 #endif
     default: return 0;
     }
+}
+
+int sn_cpu_has_avx512bf16(void) {
+#if defined(SN_X86) && defined(SN_HAVE_AVX512BF16)
+    return (features() & 4u) != 0;
+#else
+    return 0;
+#endif
 }
 
 sn_isa sn_cpu_best(void) {

@@ -9,6 +9,10 @@
 /* 1 if path isa (not SN_ISA_AUTO) was compiled in and the CPU and OS support it. */
 int sn_cpu_has(sn_isa isa);
 
+/* 1 if the AVX-512 path's bf16 kernels with AVX512-BF16 instructions were compiled in and the
+ * CPU has AVX512-BF16 and AVX512DQ (on top of sn_cpu_has(SN_ISA_AVX512)). */
+int sn_cpu_has_avx512bf16(void);
+
 /* The best available path (never SN_ISA_AUTO). */
 sn_isa sn_cpu_best(void);
 

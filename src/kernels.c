@@ -6,6 +6,8 @@
  * single float accumulator), and the result is the same on every run. */
 #include "kernels.h"
 
+#include "cpu.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -35,7 +37,11 @@ const sn_kern *sn_kern_for(sn_isa isa) {
 const sn_kern16 *sn_kern16_for(sn_isa isa) {
     switch (isa) {
 #ifdef SN_HAVE_AVX512
-    case SN_ISA_AVX512: return &sn_kern16_avx512;
+    case SN_ISA_AVX512:
+#ifdef SN_HAVE_AVX512BF16
+        if (sn_cpu_has_avx512bf16()) return &sn_kern16_avx512bf16;
+#endif
+        return &sn_kern16_avx512;
 #endif
 #ifdef SN_HAVE_AVX2
     case SN_ISA_AVX2: return &sn_kern16_avx2;

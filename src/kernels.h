@@ -194,6 +194,8 @@ typedef struct sn_kern16 {
     void (*apply)(const sn_bf16 *z, const sn_bf16 *u, const sn_bf16 *y, float c, sn_bf16 *xo,
                   sn_bf16 *yo, int64_t D, int nt);
     void (*axpy)(const sn_bf16 *a, const sn_bf16 *b, float alpha, sn_bf16 *out, int64_t D, int nt);
+    /* d = sn_k_bf16_round(s) elementwise: the table's own vector rounding, the same bits */
+    void (*round)(const float *s, int64_t n, sn_bf16 *d);
 } sn_kern16;
 
 #ifdef SN_HAVE_AVX2
@@ -202,8 +204,13 @@ extern const sn_kern16 sn_kern16_avx2;
 #ifdef SN_HAVE_AVX512
 extern const sn_kern16 sn_kern16_avx512;
 #endif
+#ifdef SN_HAVE_AVX512BF16
+/* the AVX-512 path's bf16 table rounding with AVX512-BF16 instructions (the same bits) */
+extern const sn_kern16 sn_kern16_avx512bf16;
+#endif
 
-/* The bf16 table of a path; NULL for the scalar path and paths not compiled in. */
+/* The bf16 table of a path; NULL for the scalar path and paths not compiled in. For the AVX-512
+ * path, sn_kern16_avx512bf16 where the CPU has AVX512-BF16 and AVX512DQ. */
 const sn_kern16 *sn_kern16_for(sn_isa isa);
 
 /* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */

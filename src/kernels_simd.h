@@ -1081,6 +1081,11 @@ static void axpy(const SN_T *a, const SN_T *b, float alpha, SN_T *out, int64_t D
 }
 
 #ifdef SN_K16
+/* floats rounded with this table's rounding (a vector at a time, vrnd16) */
+static void round16(const float *s, int64_t n, sn_bf16 *d) {
+    COLS(n, { store(d + j, load(s + j, t, m), t, m); });
+}
+
 const sn_kern16 SN_KERN_TABLE = {
     .norm_fwd = norm_fwd,
     .norm_bwd = norm_bwd,
@@ -1090,6 +1095,7 @@ const sn_kern16 SN_KERN_TABLE = {
     .add_div = add_div,
     .apply = apply,
     .axpy = axpy,
+    .round = round16,
 };
 #else
 static void bf16_widen(const sn_bf16 *s, int64_t n, float *d) { sn_k_bf16_widen_row(s, n, d); }

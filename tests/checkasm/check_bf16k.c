@@ -311,8 +311,49 @@ static void check_elem16(const ca_path *p, int64_t D, int off) {
     b16_ok("bf16 elementwise");
 }
 
+/* the table's rounding against sn_k_bf16_round: special values (ties, NaNs, infinities,
+ * subnormals, overflow) at every width; and all 2^32 floats for the table that rounds with
+ * AVX512-BF16 (a different instruction: its agreement is the claim to check), every 257th for
+ * the others (the same integer formula as the scalar one) and under the sanitizers */
+static void check_round16(const ca_path *p, int64_t D, int off) {
+    float *v = ca_row_rand(D, off, 3.0f, 0.0f);
+    static const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xff800001u,
+                                       0x7f7fffffu, 0x00018000u, 0x80000001u, 0x7f800000u,
+                                       0x007fffffu, 0x807f8000u, 0xffffffffu, 0x7f808000u};
+    for (int64_t j = 0; j < D && j < 12; j++) memcpy(&v[(j * 5) % D], &special[j], sizeof(float));
+    sn_bf16 *b = b16_row(D, off + 1);
+    p->K16->round(v, D, b);
+    same16("round", b, v, D);
+}
+
+static void check_round16_all(const ca_path *p) {
+    enum { N = 4096 };
+    float *v = ca_row(N, 0);
+    sn_bf16 *b = b16_row(N, 0);
+    uint64_t step = 257;
+#if defined(SN_HAVE_AVX512BF16) && !defined(SN_TEST_SMALL)
+    if (p->K16 == &sn_kern16_avx512bf16) step = 1;
+#endif
+    uint64_t bad = 0, first = 0;
+    for (uint64_t u0 = 0; u0 < (1ull << 32); u0 += N * step) {
+        for (uint64_t k = 0; k < N; k++) {
+            const uint32_t u = (uint32_t)(u0 + k * step);
+            memcpy(&v[k], &u, sizeof u);
+        }
+        p->K16->round(v, N, b);
+        for (uint64_t k = 0; k < N; k++)
+            if (b[k] != sn_k_bf16_round(v[k]) && bad++ == 0) first = u0 + k * step;
+    }
+    ca_check(bad == 0, "round: %llu of 2^32 / %llu floats round differently, first %08llx",
+             (unsigned long long)bad, (unsigned long long)step, (unsigned long long)first);
+    b16_ok("bf16 round");
+    b16_reset();
+}
+
 void check_bf16k(const ca_path *p) {
     if (!p->K16) return;
+    ca_where(p->name, "bf16 round", 0, "all floats");
+    check_round16_all(p);
     for (int wi = 0; wi < ca_nwidths; wi++) {
         const int64_t D = ca_widths[wi];
         const int off = (int)(D % 16);
@@ -324,6 +365,7 @@ void check_bf16k(const ca_path *p) {
         check_fuse16(p, D, off);
         ca_where(p->name, "bf16 elementwise", D, "offset %d", off);
         check_elem16(p, D, off);
+        check_round16(p, D, off);
         b16_reset();
     }
 }
