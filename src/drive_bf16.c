@@ -559,7 +559,9 @@ static void convert_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     for (int64_t r = lo; r < hi; r++)
         for (int64_t j = 0; j < J->D; j += EW_BLOCK) {
             const int64_t n = J->D - j < EW_BLOCK ? J->D - j : EW_BLOCK;
-            if (J->src32) J->K->bf16_round(J->src32 + r * J->ldi[0] + j, n, orow(J, 0, r) + j);
+            if (J->src32 && J->K16)
+                J->K16->round(J->src32 + r * J->ldi[0] + j, n, orow(J, 0, r) + j);
+            else if (J->src32) J->K->bf16_round(J->src32 + r * J->ldi[0] + j, n, orow(J, 0, r) + j);
             else if (J->dst32) J->K->bf16_widen(irow(J, 0, r) + j, n, J->dst32 + r * J->ldo[0] + j);
             else {
                 J->K->bf16_widen(irow(J, 0, r) + j, n, t);
