@@ -20,16 +20,6 @@
 
 /* Calls with fewer elements stay on the calling thread. */
 #define GRAIN 16384
-/* Calls whose matrices together span more than this many bytes (a large last-level cache)
- * write their outputs with streaming stores where a SIMD path can: such outputs cannot still be
- * in the caches when the next call reads them, and skipping the read-for-ownership of every
- * written line saves a third of a write's traffic. Smaller calls store normally, so that their
- * outputs stay in the cache for the next call (e.g. the block's matmul reading h). */
-#define NT_MIN_BYTES (40.0 * 1024 * 1024)
-/* The fuse and merge calls stream from the size of the last-level cache (32 MiB) up, the other
- * calls from NT_MIN_BYTES: between the two, a merge forward is faster streamed and a norm
- * backward with normal stores (docs/performance.md, "Measurements behind the code"). */
-#define FUSE_NT_MIN_BYTES (32.0 * 1024 * 1024)
 /* Fuse forward rows up to this width build s on the stack, so that h is written once. */
 #define FUSE_STACK_MAX 1024
 /* Columns are split in multiples of 16 floats (one 64-byte cache line). */
@@ -55,7 +45,7 @@ typedef struct job {
     const sn_kern *K;
     int64_t R, D;   /* rows of the call; floats per row */
     int64_t pieces; /* tasks of the parallel for under way (row runs, chunk runs or columns) */
-    int nt;         /* streaming stores (see NT_MIN_BYTES) */
+    int nt;         /* streaming stores (see SN_D_NT_MIN_BYTES) */
     int pf;         /* software prefetch of the rows ahead (see PF_MIN_BYTES) */
     /* backward passes with parameter gradients (see pg_run) */
     float *dparams;   /* the call's parameter gradients (accumulated) */
@@ -136,7 +126,7 @@ static void set_mem_at(job *J, int64_t R, int64_t D, int nmat, double nt_min) {
     J->pf = bytes > PF_MIN_BYTES;
 }
 static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
-    set_mem_at(J, R, D, nmat, NT_MIN_BYTES);
+    set_mem_at(J, R, D, nmat, SN_D_NT_MIN_BYTES);
 }
 
 /* Runs fn over the rows of the call in J->pieces tasks; arg is the driver's struct, whose
@@ -657,7 +647,7 @@ void sn_d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
     fuse_job J;
     memset(&J, 0, sizeof J);
     J.run = job_of(ctx, R, D);
-    set_mem_at(&J.run, R, D, u ? 4 : 3, FUSE_NT_MIN_BYTES);
+    set_mem_at(&J.run, R, D, u ? 4 : 3, SN_D_FUSE_NT_MIN_BYTES);
     J.pf_spread = (double)R * (double)D * (u ? 4 : 3) * sizeof(float) > FUSE_PF_SPREAD_MIN_BYTES;
     fuse_job_init(&J, f, params);
     J.x = (mat_in){x, ldx};
@@ -829,7 +819,7 @@ void sn_d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
     J.run = job_of(ctx, R, D);
     J.accx = (flags & SN_ACCUMULATE) != 0;
     J.accy = (flags & SN_ACCUMULATE_Y) != 0;
-    set_mem_at(&J.run, R, D, 5 + (du != NULL) + J.accx + J.accy, FUSE_NT_MIN_BYTES);
+    set_mem_at(&J.run, R, D, 5 + (du != NULL) + J.accx + J.accy, SN_D_FUSE_NT_MIN_BYTES);
     fuse_job_init(&J, f, params);
     J.dh = (mat_in){dh, lddh};
     J.du = (mat_in){du, lddu};

@@ -44,6 +44,17 @@ void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float
 void sn_d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float *out,
                int64_t ldo);
 
+/* Calls whose matrices together span more than this many bytes (a large last-level cache)
+ * (both drivers, counting the bytes of their elements) write their outputs with streaming
+ * stores where a SIMD path can: such outputs cannot still be
+ * in the caches when the next call reads them, and skipping the read-for-ownership of every
+ * written line saves a third of a write's traffic. Smaller calls store normally, so that their
+ * outputs stay in the cache for the next call (e.g. the block's matmul reading h). */
+#define SN_D_NT_MIN_BYTES (40.0 * 1024 * 1024)
+/* The fuse and merge calls stream from the size of the last-level cache (32 MiB) up, the other
+ * calls from SN_D_NT_MIN_BYTES: between the two, a merge forward is faster streamed and a norm
+ * backward with normal stores (docs/performance.md, "Measurements behind the code"). */
+#define SN_D_FUSE_NT_MIN_BYTES (32.0 * 1024 * 1024)
 /* The tasks a call over R rows of D floats is split into: 1 (the calling thread) for small
  * calls and single-threaded contexts, else a few per thread. */
 int64_t sn_d_row_pieces(const sn_ctx *ctx, int64_t R, int64_t D);

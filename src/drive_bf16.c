@@ -28,7 +28,7 @@
 typedef struct job16 {
     const sn_kern *K;
     const sn_kern16 *K16; /* the path's bf16 kernels (NULL: stage rows in fp32) */
-    int nt;               /* the bf16 kernels may write their outputs with streaming stores */
+    int nt; /* the bf16 kernels may write their outputs with streaming stores (set_nt) */
     int64_t R, D, pieces;
     const sn_bf16 *in[4];
     int64_t ldi[4];
@@ -59,6 +59,12 @@ static job16 job16_of(const sn_ctx *ctx, int64_t R, int64_t D) {
     J.D = D;
     J.pieces = sn_d_row_pieces(ctx, R, D);
     return J;
+}
+
+/* streaming stores for the bf16 kernels of a call over nmat bf16 matrices, as the fp32 drivers
+ * decide them (SN_D_NT_MIN_BYTES); never for the fp32 kernels on staged rows */
+static void set_nt(job16 *J, int nmat, double min_bytes) {
+    J->nt = (double)J->R * (double)J->D * nmat * sizeof(sn_bf16) > min_bytes;
 }
 
 static const sn_bf16 *irow(const job16 *J, int k, int64_t r) { return J->in[k] + r * J->ldi[k]; }
@@ -99,10 +105,12 @@ static void norm_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     float v[SN_D16_ROW_MAX], o[SN_D16_ROW_MAX];
     const int64_t W = J->W;
     if (J->K16) {
+        sn_rnorm q0 = J->q0;
+        q0.nt = J->nt;
         for (int64_t r = lo; r < hi; r++)
             for (int64_t g = 0; g < J->ng; g++) {
                 float m, rs;
-                J->K16->norm_fwd(J->n, &J->q0, irow(J, 0, r) + g * W, W, orow(J, 0, r) + g * W, &m,
+                J->K16->norm_fwd(J->n, &q0, irow(J, 0, r) + g * W, W, orow(J, 0, r) + g * W, &m,
                                  &rs);
                 if (J->stats_out)
                     sn_k_stats_put(J->n->kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
@@ -129,7 +137,8 @@ static void norm_bwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     if (J->K16) {
         for (int64_t r = lo; r < hi; r++)
             for (int64_t g = 0; g < J->ng; g++) {
-                const sn_rnorm q = seg_q(J, r, g);
+                sn_rnorm q = seg_q(J, r, g);
+                q.nt = J->nt;
                 J->K16->norm_bwd(&q, irow(J, 0, r) + g * W, irow(J, 1, r) + g * W, W,
                                  orow(J, 0, r) + g * W, J->acc, dg, db);
             }
@@ -164,6 +173,7 @@ void sn_d16_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, 
     J.in[0] = x, J.ldi[0] = ldx;
     J.out[0] = out, J.ldo[0] = ldo;
     J.stats_out = stats;
+    set_nt(&J, 2, SN_D_NT_MIN_BYTES);
     J.rows = norm_fwd_rows;
     run(ctx, &J);
 }
@@ -177,6 +187,7 @@ void sn_d16_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, 
     J.out[0] = dx, J.ldo[0] = lddx;
     J.stats = stats;
     J.acc = acc;
+    set_nt(&J, 3 + acc, SN_D_NT_MIN_BYTES);
     J.rows = norm_bwd_rows;
     if (!dparams || n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE) {
         run(ctx, &J);
@@ -227,7 +238,9 @@ static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
                                 J->out[0] ? orow(J, 0, r + 1) : NULL};
         sn_bf16 *const hs[2] = {orow(J, 1, r), orow(J, 1, r + 1)};
         float st2[2][6];
-        J->K16->fuse_fwd2(&J->F0, f, D, xs, ys, us, hs, st2);
+        sn_rfuse F0 = J->F0;
+        F0.nt = J->nt;
+        J->K16->fuse_fwd2(&F0, f, D, xs, ys, us, hs, st2);
         for (int q = 0; q < 2 && J->stats_out; q++) fuse_stats_put(J, r + q, st2[q]);
     }
     for (; sn_k_fuse2_ok(f, D) && r + 1 < hi; r += 2) {
@@ -277,6 +290,7 @@ void sn_d16_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, 
     J.out[0] = u, J.ldo[0] = ldu;
     J.out[1] = h, J.ldo[1] = ldh;
     J.stats_out = stats;
+    set_nt(&J, u ? 4 : 3, SN_D_FUSE_NT_MIN_BYTES);
     J.rows = fuse_fwd_rows;
     run(ctx, &J);
 }
@@ -323,6 +337,7 @@ static void fuse_bwd_rows16(const job16 *J, int64_t lo, int64_t hi, const sn_dfu
     int64_t r = lo;
     for (; dp && r + 1 < hi; r += 2) {
         sn_rfuse F[2] = {fuse_row_F(J, r), fuse_row_F(J, r + 1)};
+        F[0].nt = F[1].nt = J->nt;
         const sn_bf16 *const dh[2] = {irow(J, 0, r), irow(J, 0, r + 1)};
         const sn_bf16 *const du[2] = {du0 ? irow(J, 1, r) : NULL, du0 ? irow(J, 1, r + 1) : NULL};
         const sn_bf16 *const x[2] = {irow(J, 2, r), irow(J, 2, r + 1)};
@@ -333,6 +348,7 @@ static void fuse_bwd_rows16(const job16 *J, int64_t lo, int64_t hi, const sn_dfu
     }
     for (; r < hi; r++) {
         sn_rfuse F = fuse_row_F(J, r);
+        F.nt = J->nt;
         J->K16->fuse_bwd(&F, J->D, irow(J, 0, r), du0 ? irow(J, 1, r) : NULL, irow(J, 2, r),
                          irow(J, 3, r), orow(J, 0, r), orow(J, 1, r), J->accx, J->accy, dp);
     }
@@ -450,6 +466,7 @@ void sn_d16_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, 
     J.stats = stats;
     J.accx = (flags & SN_ACCUMULATE) != 0;
     J.accy = (flags & SN_ACCUMULATE_Y) != 0;
+    set_nt(&J, 5 + (du != NULL) + J.accx + J.accy, SN_D_FUSE_NT_MIN_BYTES);
     J.rows = fuse_bwd_rows;
     int64_t npg = 0;
     if (dparams) sn_fuse_query(f, D, &npg, NULL);
@@ -494,6 +511,7 @@ void sn_d16_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const sn_bf1
     J.out[0] = xo, J.ldo[0] = ldxo;
     J.out[1] = yo, J.ldo[1] = ldyo;
     J.c = c;
+    set_nt(&J, 5, SN_D_NT_MIN_BYTES);
     J.rows = apply_rows;
     run(ctx, &J);
 }
@@ -535,6 +553,7 @@ void sn_d16_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *a, i
     J.out[0] = out, J.ldo[0] = ldo;
     J.c = c;
     J.acc = acc;
+    set_nt(&J, 3 + acc, SN_D_NT_MIN_BYTES);
     J.rows = add_rows;
     run(ctx, &J);
 }
@@ -547,6 +566,7 @@ void sn_d16_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const sn_
     J.out[0] = out, J.ldo[0] = ldo;
     J.c = alpha;
     J.acc = -1;
+    set_nt(&J, 3, SN_D_NT_MIN_BYTES);
     J.rows = add_rows;
     run(ctx, &J);
 }
