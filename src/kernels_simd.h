@@ -182,8 +182,11 @@ KINLINE void store_out_f(float *p, V v, int t, M m, int nt) {
     if (nt && !t && ((uintptr_t)p & (VW * sizeof(float) - 1)) == 0) vstream(p, v);
     else store_f(p, v, t, m);
 }
+/* (bf16: only where a vector is at least half a cache line; AVX2's 16-byte streaming stores,
+ * four per line, made the bf16 sub-layer slower beyond the caches, docs/performance.md) */
 KINLINE void store_out_h(sn_bf16 *p, V v, int t, M m, int nt) {
-    if (nt && !t && ((uintptr_t)p & (VW * sizeof(sn_bf16) - 1)) == 0) vstream16(p, v);
+    if (VW * sizeof(sn_bf16) >= 32 && nt && !t && ((uintptr_t)p & (VW * sizeof(sn_bf16) - 1)) == 0)
+        vstream16(p, v);
     else store_h(p, v, t, m);
 }
 #define load(p, t, m)                                                                              \
