@@ -2,14 +2,14 @@
  *
  * On a SIMD path each row goes through the path's bf16 kernels (sn_kern16), which widen what
  * they load and round what they store inside their one pass over the row. Where a path has no
- * bf16 kernel for a case (the scalar path; fuses that fuse_fwd2 does not take; the wide fuse
- * backward), a task instead widens the bf16 rows a kernel reads into fp32 rows on its own stack,
- * calls the fp32 kernel exactly as the fp32 driver does, and rounds the rows it wrote into their
- * bf16 destinations. Either way a row's fp32 arithmetic is the fp32 driver's, whatever the split
- * into tasks (the pair kernels are bitwise their one-row kernels, and streaming stores never
- * change a value), so each bf16 output is the rounding of the fp32 output. Parameter gradients use the fp32 drivers' scheme: chunks of sn_d_pg_chunk_rows(D) rows,
- * each a left fold from zero over its rows into a slot, the slots added onto dparams in chunk
- * order; so they are the fp32 driver's bits.
+ * bf16 kernel for a case (the scalar path; fuses that fuse_fwd2 does not take, rows wider than
+ * it takes and an odd last row in a fuse forward; the wide fuse backward), a task instead widens
+ * the bf16 rows a kernel reads into fp32 rows on its own stack, calls the fp32 kernel exactly as
+ * the fp32 driver does, and rounds the rows it wrote into their bf16 destinations. Either way a
+ * row's fp32 arithmetic is the fp32 driver's, whatever the split into tasks (the pair kernels
+ * are bitwise their one-row kernels, and streaming stores never change a value), so each bf16
+ * output is the rounding of the fp32 output. Parameter gradients go through the fp32 drivers'
+ * scheme (sn_d_pg_rows), so they are the fp32 driver's bits.
  *
  * Stack: a task stages at most six rows of SN_D16_ROW_MAX floats (96 KiB); a backward pass with
  * parameter gradients also keeps a 64 KiB slot buffer on the calling thread. */

@@ -1,5 +1,7 @@
-/* SIMD row kernels, written once for any vector width. Included by kernels_avx2.c and
- * kernels_avx512.c, each compiled with its own -m flags, after they define:
+/* SIMD row kernels, written once for any vector width and for fp32 or bf16 rows. Included by
+ * kernels_avx2.c, kernels_avx512.c (fp32 rows) and kernels_avx2_bf16.c, kernels_avx512_bf16.c,
+ * kernels_avx512bf16.c (bf16 rows, SN_K16 defined), each compiled with its path's -m flags,
+ * after kernels_avx2.h or kernels_avx512.h has defined:
  *   V, M          the vector and lane-mask types; VW the number of float lanes
  *   vld vst       unaligned load / store;  vldm vstm  masked load / store (lanes off: 0 / kept)
  *   vmaskz        zero the lanes a mask leaves off;  mask_n(k) the first k lanes (0 < k < VW)
@@ -7,8 +9,11 @@
  *   vset1 vadd vsub vmul vdiv vfma(a,b,c)=a*b+c  vfnma(a,b,c)=c-a*b  vfms(a,b,c)=a*b-c
  *   hsum          horizontal sum in a fixed order
  *   vstream       streaming store to an address aligned to a whole vector; vfence after them
- *   vround_bf16   VW floats rounded to bf16 (sn_k_bf16_round's bits) and stored
- *   SN_KERN_TABLE the name of the sn_kern table to define
+ *   vld16 vst16 vldm16 vstm16 vstream16   the same on VW bf16: widened as loaded, rounded
+ *                 (vrnd16, sn_k_bf16_round's bits) as stored
+ *   vround_bf16   VW floats rounded to bf16 and stored
+ * and the including file SN_KERN_TABLE, the name of the table to define (an sn_kern, or with
+ * SN_K16 an sn_kern16).
  * Every column, including the last partial vector (handled with masks), goes through the same
  * vector arithmetic, so results do not depend on where a row starts or how columns are split.
  * Each quantity has one definition below (xhat, s, ds, ...), used by every kernel that needs it:
