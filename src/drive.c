@@ -323,8 +323,6 @@ static sn_rnorm norm_q0(const norm_job *J) {
     q.nt = J->run.nt;
     return q;
 }
-/* The widest rows the norm forward takes in pairs (see norm_fwd_task). */
-#define NORM_PAIR_MAX_W 128
 
 /* The forward of segment g of row r (a row, or a group of a row). */
 static void norm_fwd_seg(const norm_job *J, const sn_rnorm *q0, int64_t r, int64_t g) {
@@ -363,7 +361,7 @@ static void norm_fwd_task(void *arg, int64_t i) {
     int64_t lo, hi;
     task_rows(&J->run, i, &lo, &hi);
     const sn_rnorm q0 = norm_q0(J);
-    if (J->W > NORM_PAIR_MAX_W) {
+    if (J->W > SN_D_NORM_PAIR_MAX_W) {
         for (int64_t r = lo; r < hi; r++)
             for (int64_t g = 0; g < J->ng; g++) norm_fwd_seg(J, &q0, r, g);
         return;
@@ -421,7 +419,7 @@ static void norm_bwd_rows(const norm_job *J, int64_t lo, int64_t hi, float *pg) 
     float *const dg = (float *)dp.gamma, *const db = (float *)dp.beta;
     const sn_rnorm q0 = norm_q0(J);
     /* short segments in pairs, as the forward (norm_fwd_task) */
-    const int pairs = W <= NORM_PAIR_MAX_W;
+    const int pairs = W <= SN_D_NORM_PAIR_MAX_W;
     sn_rnorm q[2];
     const float *dout[2], *v[2];
     float *dv[2];

@@ -55,6 +55,10 @@ void sn_d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t 
  * calls from SN_D_NT_MIN_BYTES: between the two, a merge forward is faster streamed and a norm
  * backward with normal stores (docs/performance.md, "Measurements behind the code"). */
 #define SN_D_FUSE_NT_MIN_BYTES (32.0 * 1024 * 1024)
+/* The widest segments the norm drivers take in pairs (stats2, norm_bwd2), so that two rows'
+ * statistics chains overlap (drive.c, norm_fwd_task). */
+#define SN_D_NORM_PAIR_MAX_W 128
+
 /* The tasks a call over R rows of D floats is split into: 1 (the calling thread) for small
  * calls and single-threaded contexts, else a few per thread. */
 int64_t sn_d_row_pieces(const sn_ctx *ctx, int64_t R, int64_t D);

@@ -100,21 +100,55 @@ static sn_rnorm seg_q(const job16 *J, int64_t r, int64_t g) {
     return q;
 }
 
+/* norm_fwd_rows with the bf16 kernels: short segments in pairs (stats2, then norm_row on
+ * each), as the fp32 driver takes them */
+static void norm_fwd_rows16(const job16 *J, int64_t lo, int64_t hi) {
+    const sn_kern16 *K = J->K16;
+    const int64_t W = J->W;
+    const int32_t kind = J->n->kind;
+    sn_rnorm q0 = J->q0;
+    q0.nt = J->nt;
+    const int pairs = W <= SN_D_NORM_PAIR_MAX_W;
+    int64_t pr = 0, pg = 0; /* a segment waiting for its partner, when `waiting` */
+    int waiting = 0;
+    for (int64_t r = lo; r < hi; r++)
+        for (int64_t g = 0; g < J->ng; g++) {
+            if (pairs && !waiting) {
+                pr = r, pg = g, waiting = 1;
+                continue;
+            }
+            if (!pairs) {
+                float m, rs;
+                K->norm_fwd(J->n, &q0, irow(J, 0, r) + g * W, W, orow(J, 0, r) + g * W, &m, &rs);
+                if (J->stats_out) sn_k_stats_put(kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
+                continue;
+            }
+            const int64_t rs_[2] = {pr, r}, gs[2] = {pg, g};
+            float m[2], rv[2];
+            K->stats2(J->n, irow(J, 0, pr) + pg * W, J->n, irow(J, 0, r) + g * W, W, &m[0], &rv[0],
+                      &m[1], &rv[1]);
+            for (int k = 0; k < 2; k++) {
+                sn_rnorm q = q0;
+                sn_k_set_stats(&q, kind, m[k], rv[k]);
+                K->norm_row(&q, irow(J, 0, rs_[k]) + gs[k] * W, W, orow(J, 0, rs_[k]) + gs[k] * W);
+                if (J->stats_out)
+                    sn_k_stats_put(kind, J->stats_out + rs_[k] * J->spr, J->ng, gs[k], m[k], rv[k]);
+            }
+            waiting = 0;
+        }
+    if (waiting) {
+        float m, rs;
+        K->norm_fwd(J->n, &q0, irow(J, 0, pr) + pg * W, W, orow(J, 0, pr) + pg * W, &m, &rs);
+        if (J->stats_out) sn_k_stats_put(kind, J->stats_out + pr * J->spr, J->ng, pg, m, rs);
+    }
+}
+
 static void norm_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     (void)slot;
     float v[SN_D16_ROW_MAX], o[SN_D16_ROW_MAX];
     const int64_t W = J->W;
     if (J->K16) {
-        sn_rnorm q0 = J->q0;
-        q0.nt = J->nt;
-        for (int64_t r = lo; r < hi; r++)
-            for (int64_t g = 0; g < J->ng; g++) {
-                float m, rs;
-                J->K16->norm_fwd(J->n, &q0, irow(J, 0, r) + g * W, W, orow(J, 0, r) + g * W, &m,
-                                 &rs);
-                if (J->stats_out)
-                    sn_k_stats_put(J->n->kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
-            }
+        norm_fwd_rows16(J, lo, hi);
         return;
     }
     for (int64_t r = lo; r < hi; r++) {
@@ -134,14 +168,27 @@ static void norm_bwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     const int64_t W = J->W;
     const sn_rnorm dp = slot ? sn_k_resolve(J->n, W, slot, 0, 0) : (sn_rnorm){0};
     float *const dg = (float *)dp.gamma, *const db = (float *)dp.beta;
-    if (J->K16) {
+    if (J->K16) { /* short segments in pairs (norm_bwd2), as the fp32 driver takes them */
+        const int pairs = W <= SN_D_NORM_PAIR_MAX_W;
+        sn_rnorm q[2];
+        const sn_bf16 *d16[2], *v16[2];
+        sn_bf16 *dv16[2];
+        int n = 0;
         for (int64_t r = lo; r < hi; r++)
             for (int64_t g = 0; g < J->ng; g++) {
-                sn_rnorm q = seg_q(J, r, g);
-                q.nt = J->nt;
-                J->K16->norm_bwd(&q, irow(J, 0, r) + g * W, irow(J, 1, r) + g * W, W,
-                                 orow(J, 0, r) + g * W, J->acc, dg, db);
+                q[n] = seg_q(J, r, g);
+                q[n].nt = J->nt;
+                d16[n] = irow(J, 0, r) + g * W;
+                v16[n] = irow(J, 1, r) + g * W;
+                dv16[n] = orow(J, 0, r) + g * W;
+                if (!pairs) {
+                    J->K16->norm_bwd(&q[0], d16[0], v16[0], W, dv16[0], J->acc, dg, db);
+                } else if (++n == 2) {
+                    J->K16->norm_bwd2(q, d16, v16, W, dv16, J->acc, dg, db);
+                    n = 0;
+                }
             }
+        if (n) J->K16->norm_bwd(&q[0], d16[0], v16[0], W, dv16[0], J->acc, dg, db);
         return;
     }
     for (int64_t r = lo; r < hi; r++) {

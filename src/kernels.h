@@ -171,14 +171,19 @@ const sn_kern *sn_kern_for(sn_isa isa);
  * the widened inputs (an accumulated output is widened, added to, rounded), and its float
  * outputs are the fp32 slot's bits. Each slot's contract is its namesake's in sn_kern. Only
  * the SIMD paths have one (their kernels_simd.h instantiated with bf16 rows); the scalar path
- * stages rows in fp32 instead (drive_bf16.c). Not here: the slots of the one-row fuse forward
- * (stats2, fuse_s, norm_row), which keep h = s in a row of fp32 that is read again; fuses that
- * fuse_fwd2 does not take stage their rows. */
+ * stages rows in fp32 instead (drive_bf16.c). Not here: norm_pg, and the one-row fuse forward's
+ * fuse_s, which keeps h = s in a row of fp32 that is read again (fuses that fuse_fwd2 does not
+ * take stage their rows), and the wide fuse backward's fuse_red, fuse_pg and fuse_dx. */
 typedef struct sn_kern16 {
+    void (*norm_row)(const sn_rnorm *q, const sn_bf16 *v, int64_t W, sn_bf16 *out);
     void (*norm_fwd)(const sn_norm *n, const sn_rnorm *q0, const sn_bf16 *v, int64_t W,
                      sn_bf16 *out, float *m, float *r);
     void (*norm_bwd)(const sn_rnorm *q, const sn_bf16 *dout, const sn_bf16 *v, int64_t W,
                      sn_bf16 *dv, int acc, float *dgamma, float *dbeta);
+    void (*norm_bwd2)(const sn_rnorm *q, const sn_bf16 *const *dout, const sn_bf16 *const *v,
+                      int64_t W, sn_bf16 *const *dv, int acc, float *dgamma, float *dbeta);
+    void (*stats2)(const sn_norm *na, const sn_bf16 *va, const sn_norm *nb, const sn_bf16 *vb,
+                   int64_t W, float *ma, float *ra, float *mb, float *rb);
     void (*fuse_fwd2)(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const sn_bf16 *const x[2],
                       const sn_bf16 *const y[2], sn_bf16 *const u[2], sn_bf16 *const h[2],
                       float st[2][6]);

@@ -409,7 +409,6 @@ static void norm_bwd(const sn_rnorm *q, const SN_T *dout, const SN_T *v, int64_t
     norm_dx(q, dout, v, W, q->ca * hsum4(a) / (float)W, q->cb * hsum4(b) / (float)W, dv, acc);
 }
 
-#ifndef SN_K16 /* not in the bf16 table */
 /* norm_bwd of two row segments of one call (the same gamma, beta and W), bitwise the same as
  * norm_bwd on segment 0 then segment 1: the two segments' reductions in the same sweep, so that
  * their dependency chains overlap (short rows), and the parameter gradients loaded and stored
@@ -448,7 +447,6 @@ static void norm_bwd2(const sn_rnorm *q2, const SN_T *const *dout2, const SN_T *
     norm_dx(&Q1, dout1, v1, W, Q1.ca * hsum4(a1) / (float)W, Q1.cb * hsum4(b1) / (float)W, dv2[1],
             acc);
 }
-#endif
 
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
@@ -471,7 +469,6 @@ KINLINE void prefetch_step(const sn_rfuse *F, int n, int64_t j, int k) {
 #define ZERO2                                                                                      \
     { vset1(0.0f), vset1(0.0f) }
 
-#ifndef SN_K16 /* not in the bf16 table */
 static int has_rstd(const sn_norm *n) {
     return n->kind == SN_NORM_LAYERNORM || n->kind == SN_NORM_RMSNORM;
 }
@@ -515,7 +512,6 @@ static void stats2(const sn_norm *na, const SN_T *va, const sn_norm *nb, const S
     stats_guard(na, va, W, ma, ra);
     stats_guard(nb, vb, W, mb, rb);
 }
-#endif
 
 /* s = N_x(x) + N_y(y) */
 KINLINE V s_of(const sn_rnorm *X, const sn_rnorm *Y, const SN_T *x, const SN_T *y, int64_t j, int t,
@@ -1095,8 +1091,11 @@ static void round16(const float *s, int64_t n, sn_bf16 *d) {
 }
 
 const sn_kern16 SN_KERN_TABLE = {
+    .norm_row = norm_row,
     .norm_fwd = norm_fwd,
     .norm_bwd = norm_bwd,
+    .norm_bwd2 = norm_bwd2,
+    .stats2 = stats2,
     .fuse_fwd2 = fuse_fwd2,
     .fuse_bwd = fuse_bwd,
     .fuse_bwd2 = fuse_bwd2,

@@ -1,10 +1,10 @@
-/* checkasm: the bf16 tables (sn_kern16 of kernels.h: norm_fwd, norm_bwd, fuse_fwd2, fuse_bwd,
- * fuse_bwd2, add_div, apply, axpy) of every SIMD path, each slot against the same path's fp32
- * slot on the widened inputs: every bf16 output is bitwise sn_k_bf16_round of the fp32 slot's
- * output, every float output (statistics, parameter gradients) bitwise the fp32 slot's; the
- * aliasing the fp32 slot allows gives the same bits; streaming stores change nothing; nothing
- * is written outside the rows. The fp32 slots themselves are checked against scalar in the
- * other check_* files. */
+/* checkasm: the bf16 tables (sn_kern16 of kernels.h: norm_row, norm_fwd, norm_bwd, norm_bwd2,
+ * stats2, fuse_fwd2, fuse_bwd, fuse_bwd2, add_div, apply, axpy, round) of every SIMD path,
+ * each slot against the same path's fp32 slot on the widened inputs: every bf16 output is
+ * bitwise sn_k_bf16_round of the fp32 slot's output, every float output (statistics, parameter
+ * gradients) bitwise the fp32 slot's; the aliasing the fp32 slot allows gives the same bits;
+ * streaming stores change nothing; nothing is written outside the rows. The fp32 slots
+ * themselves are checked against scalar in the other check_* files. */
 #include "checkasm.h"
 
 #include <stdio.h>
@@ -118,6 +118,22 @@ static void check_norm16(const ca_path *p, int64_t W, int off) {
         p->K16->norm_fwd(&n, &q0, io, W, io, &m16, &r16v);
         same16b("norm_fwd out = v", io, o16, W);
 
+        /* stats2 (with a second row and another norm) and norm_row */
+        const sn_norm n2 = ca_norm((ni + 4) % CA_NNORMS);
+        const sn_bf16 *v2 = b16_rand(W, off + 4, 2.0f, ca_rand());
+        const float *v2f = widen(v2, W);
+        float s32[4], s16[4];
+        p->K->stats2(&n, vf, &n2, v2f, W, &s32[0], &s32[1], &s32[2], &s32[3]);
+        p->K16->stats2(&n, v, &n2, v2, W, &s16[0], &s16[1], &s16[2], &s16[3]);
+        ca_same("stats2", s16, s32, 4);
+        sn_rnorm qs = q0;
+        sn_k_set_stats(&qs, n.kind, s32[0], s32[1]);
+        float *row32 = ca_row(W, 0);
+        sn_bf16 *row16 = b16_row(W, off + 5);
+        p->K->norm_row(&qs, vf, W, row32);
+        p->K16->norm_row(&qs, v, W, row16);
+        same16("norm_row", row16, row32, W);
+
         sn_rnorm q = sn_k_resolve(&n, W, prm, m32, r32);
         const sn_bf16 *dout = b16_rand(W, off + 2, 1.0f, 0.0f);
         const float *doutf = widen(dout, W);
@@ -132,12 +148,26 @@ static void check_norm16(const ca_path *p, int64_t W, int off) {
             p->K16->norm_bwd(&q, dout, v, W, dv16, acc, gm16, bt16);
             same16("norm_bwd dv", dv16, dv32, W);
             ca_same("norm_bwd dgamma, dbeta", dg16, dg32, 2 * W);
+            /* norm_bwd2: two segments (the second with the other row's statistics) */
+            sn_rnorm q2[2] = {q, sn_k_resolve(&n, W, prm, s32[0], s32[1])};
+            const sn_bf16 *dd[2] = {dout, b16_rand(W, off + 6, 1.0f, 0.0f)};
+            const float *ddf[2] = {doutf, widen(dd[1], W)};
+            const sn_bf16 *vv[2] = {v, v2};
+            const float *vvf[2] = {vf, v2f};
+            sn_bf16 *o2[2] = {b16_rand(W, off + 7, 1.0f, 0.0f), b16_rand(W, off + 8, 1.0f, 0.0f)};
+            float *o2f[2] = {widen(o2[0], W), widen(o2[1], W)};
+            p->K->norm_bwd2(q2, ddf, vvf, W, o2f, acc, gm32, bt32);
+            p->K16->norm_bwd2(q2, dd, vv, W, o2, acc, gm16, bt16);
+            same16("norm_bwd2 dv 0", o2[0], o2f[0], W);
+            same16("norm_bwd2 dv 1", o2[1], o2f[1], W);
+            ca_same("norm_bwd2 dgamma, dbeta", dg16, dg32, 2 * W);
             if (acc) continue;
             sn_bf16 *id = b16_copy(dout, W, off + 2);
             p->K16->norm_bwd(&q, id, v, W, id, 0, NULL, NULL);
             same16b("norm_bwd dv = dout", id, dv16, W);
         }
         b16_ok("bf16 norm");
+        b16_reset();
     }
 }
 
