@@ -130,37 +130,31 @@ static float sum_sqdev(const float *v, int64_t n, float m) {
     return lanes_sum(a) + t;
 }
 
-void sn_k_stats_f64(const sn_norm *n, const float *v, int64_t W, float *m, float *r) {
+/* sn_k_stats_f64 on a row of floats (v) or of bf16 (v16, when v is NULL) */
+static void stats_f64(const sn_norm *n, const float *v, const sn_bf16 *v16, int64_t W, float *m,
+                      float *r) {
     if (n->kind != SN_NORM_LAYERNORM && n->kind != SN_NORM_RMSNORM) return;
     double s = 0.0, q = 0.0;
     for (int64_t j = 0; j < W; j++) {
-        if (!isfinite(v[j])) return; /* NaN / infinity: keep propagating */
-        s += v[j];
+        const float f = v ? v[j] : sn_k_bf16_widen(v16[j]);
+        if (!isfinite(f)) return; /* NaN / infinity: keep propagating */
+        s += f;
     }
     const double mean = n->kind == SN_NORM_LAYERNORM ? s / (double)W : 0.0;
     for (int64_t j = 0; j < W; j++) {
-        const double d = (double)v[j] - mean;
+        const double d = (double)(v ? v[j] : sn_k_bf16_widen(v16[j])) - mean;
         q += d * d;
     }
     *m = (float)mean;
     *r = (float)(1.0 / sqrt(q / (double)W + (double)n->eps));
 }
 
+void sn_k_stats_f64(const sn_norm *n, const float *v, int64_t W, float *m, float *r) {
+    stats_f64(n, v, NULL, W, m, r);
+}
+
 void sn_k_stats_f64_16(const sn_norm *n, const sn_bf16 *v, int64_t W, float *m, float *r) {
-    if (n->kind != SN_NORM_LAYERNORM && n->kind != SN_NORM_RMSNORM) return;
-    double s = 0.0, q = 0.0;
-    for (int64_t j = 0; j < W; j++) {
-        const float f = sn_k_bf16_widen(v[j]);
-        if (!isfinite(f)) return; /* NaN / infinity: keep propagating */
-        s += f;
-    }
-    const double mean = n->kind == SN_NORM_LAYERNORM ? s / (double)W : 0.0;
-    for (int64_t j = 0; j < W; j++) {
-        const double d = (double)sn_k_bf16_widen(v[j]) - mean;
-        q += d * d;
-    }
-    *m = (float)mean;
-    *r = (float)(1.0 / sqrt(q / (double)W + (double)n->eps));
+    stats_f64(n, NULL, v, W, m, r);
 }
 
 static void stats(const sn_norm *n, const float *v, int64_t W, float *m, float *r) {

@@ -234,6 +234,38 @@ static void test_fuse(const cfg *c, tu_rng *g, sn_fuse f) {
     free(s16);
 }
 
+/* Rows of order 1e30, whose fp32 sums of squares overflow: the statistics come from the
+ * float64 fallback, on the bf16 rows as on the fp32 ones (sn_k_stats_guard16) */
+static void test_big(const cfg *c, tu_rng *g) {
+    const int64_t R = c->R, D = c->D, ld = c->ld;
+    sn_norm ns[2] = {{SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 0, 1e-5f},
+                     {SN_NORM_RMSNORM, SN_AFFINE_SCALE, 0, 1e-5f}};
+    pair x = pair_new(g, R, D, ld, 1e30), y = pair_new(g, R, D, ld, 3e29);
+    pair o = pair_new(g, R, D, ld, 1.0), u = pair_new(g, R, D, ld, 1.0);
+    for (int k = 0; k < 2; k++) {
+        int64_t np, spr;
+        CHECK_OK(sn_norm_query(&ns[k], D, &np, &spr));
+        float *p = params_new(g, np), *s32 = tu_fzeros(R * spr + 1), *s16 = tu_fzeros(R * spr + 1);
+        CHECK_OK(sn_norm_forward(c->ctx, &ns[k], R, D, x.f, ld, p, o.f, ld, s32));
+        CHECK_OK(sn_norm_forward_bf16(c->ctx, &ns[k], R, D, x.b, ld, p, o.b, ld, s16));
+        check_pair(&o, "norm forward, rows of 1e30", c->isa, c->threads);
+        check_same(s32, s16, R * spr, "norm forward stats, rows of 1e30", c->isa, c->threads, D);
+        free(p), free(s32), free(s16);
+        sn_fuse f;
+        sn_fuse_init(&f, (sn_norm_kind)ns[k].kind, (sn_affine)ns[k].affine, 1e-5f);
+        CHECK_OK(sn_fuse_query(&f, D, &np, &spr));
+        p = params_new(g, np), s32 = tu_fzeros(R * spr + 1), s16 = tu_fzeros(R * spr + 1);
+        CHECK_OK(sn_fuse_forward(c->ctx, &f, R, D, x.f, ld, y.f, ld, p, u.f, ld, o.f, ld, s32));
+        CHECK_OK(
+            sn_fuse_forward_bf16(c->ctx, &f, R, D, x.b, ld, y.b, ld, p, u.b, ld, o.b, ld, s16));
+        check_pair(&u, "fuse forward u, rows of 1e30", c->isa, c->threads);
+        check_pair(&o, "fuse forward h, rows of 1e30", c->isa, c->threads);
+        check_same(s32, s16, R * spr, "fuse forward stats, rows of 1e30", c->isa, c->threads, D);
+        free(p), free(s32), free(s16);
+    }
+    pair_free(&x), pair_free(&y), pair_free(&o), pair_free(&u);
+}
+
 static void test_elementwise(const cfg *c, tu_rng *g) {
     const int64_t R = c->R, D = c->D, ld = c->ld;
     pair z = pair_new(g, R, D, ld, 1.0), u = pair_new(g, R, D, ld, 1.0);
@@ -494,6 +526,7 @@ int main(void) {
                 f.y.affine = SN_AFFINE_SCALE;
                 test_fuse(&c, &g, f);
                 test_elementwise(&c, &g);
+                test_big(&c, &g);
             }
             sn_ctx_destroy(ctx);
         }
