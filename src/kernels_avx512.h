@@ -71,23 +71,12 @@ static inline V vld16(const sn_bf16 *p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 static inline void vst16(sn_bf16 *p, V v) { _mm256_storeu_si256((__m256i *)(void *)p, vrnd16(v)); }
-/* AVX-512F alone has no 16-bit masked moves (they are AVX512BW), so the partial step of a row
- * goes through a small buffer (lanes off: 0 when loaded, untouched when stored) */
+/* the lanes of a mask_n mask (AVX-512F alone has no 16-bit masked moves, they are AVX512BW:
+ * kernels_simd.h's vldm16 and vstm16 take the partial step of a bf16 row through a buffer) */
 static inline int mask_lanes(M m) { return __builtin_popcount((unsigned)m); }
-static inline V vldm16(const sn_bf16 *p, M m) {
-    sn_bf16 b[VW] = {0};
-    memcpy(b, p, (size_t)mask_lanes(m) * sizeof *p);
-    return vld16(b);
-}
-static inline void vstm16(sn_bf16 *p, M m, V v) {
-    sn_bf16 b[VW];
-    vst16(b, v);
-    memcpy(p, b, (size_t)mask_lanes(m) * sizeof *p);
-}
 /* to an address aligned to VW bf16 (32 bytes) */
 static inline void vstream16(sn_bf16 *p, V v) {
     _mm256_stream_si256((__m256i *)(void *)p, vrnd16(v));
 }
-static inline void vround_bf16(const float *s, sn_bf16 *d) { vst16(d, vld(s)); }
 
 #endif

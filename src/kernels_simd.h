@@ -9,9 +9,8 @@
  *   vset1 vadd vsub vmul vdiv vfma(a,b,c)=a*b+c  vfnma(a,b,c)=c-a*b  vfms(a,b,c)=a*b-c
  *   hsum          horizontal sum in a fixed order
  *   vstream       streaming store to an address aligned to a whole vector; vfence after them
- *   vld16 vst16 vldm16 vstm16 vstream16   the same on VW bf16: widened as loaded, rounded
- *                 (vrnd16, sn_k_bf16_round's bits) as stored
- *   vround_bf16   VW floats rounded to bf16 and stored
+ *   vld16 vst16 vstream16   the same on VW bf16: widened as loaded, rounded (vrnd16,
+ *                 sn_k_bf16_round's bits) as stored;  mask_lanes(m) the lanes of a mask_n mask
  * and the including file SN_KERN_TABLE, the name of the table to define (an sn_kern, or with
  * SN_K16 an sn_kern16).
  * Every column, including the last partial vector (handled with masks), goes through the same
@@ -20,6 +19,7 @@
  * the backward recomputes the forward's s with exactly the forward's arithmetic. */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels.h"
 
@@ -168,6 +168,22 @@
 #else
 #define KINLINE static inline
 #endif
+
+/* The partial step of a bf16 row, through a small buffer (neither ISA header has 16-bit masked
+ * moves: AVX2 has none, AVX-512F leaves them to AVX512BW): lanes off load 0 and are not
+ * stored. */
+static inline V vldm16(const sn_bf16 *p, M m) {
+    sn_bf16 b[VW] = {0};
+    memcpy(b, p, (size_t)mask_lanes(m) * sizeof *p);
+    return vld16(b);
+}
+static inline void vstm16(sn_bf16 *p, M m, V v) {
+    sn_bf16 b[VW];
+    vst16(b, v);
+    memcpy(p, b, (size_t)mask_lanes(m) * sizeof *p);
+}
+/* VW floats rounded to bf16 and stored (the bf16_round slot) */
+static inline void vround_bf16(const float *s, sn_bf16 *d) { vst16(d, vld(s)); }
 
 /* Loads and stores of a vector at p (the partial step: masked), for fp32 rows and for bf16
  * rows (widened on load, rounded on store); load, store and store_out pick by p's type, so a
