@@ -8,49 +8,18 @@
 #include "checkasm.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-/* ---- bf16 rows with canaries (as ca_row's, in bf16 elements) -------------------------------- */
-
-enum { G16 = 64, MAX16 = 128 };
-static const sn_bf16 CAN16 =
-    0x7fa5; /* a signalling NaN: the rounding quiets NaNs, never writes it */
-
-typedef struct r16 {
-    sn_bf16 *base;
-    int64_t lead, n;
-} r16;
-static r16 rows16[MAX16];
-static int nrows16;
-
-static sn_bf16 *b16_row(int64_t n, int off) {
-    if (nrows16 == MAX16) {
-        fprintf(stderr, "checkasm: more than %d bf16 rows in one check\n", MAX16);
-        exit(2);
-    }
-    const int64_t lead = G16 + off, total = lead + n + G16;
-    const size_t bytes = ((size_t)total * 2 + 63) / 64 * 64;
-    sn_bf16 *b = aligned_alloc(64, bytes);
-    if (!b) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    for (size_t i = 0; i < bytes / 2; i++) b[i] = CAN16;
-    rows16[nrows16++] = (r16){b, lead, total};
-    sn_bf16 *p = b + lead;
-    for (int64_t j = 0; j < n; j++) p[j] = sn_k_bf16_round(0.25f * (float)(j % 7) - 0.5f);
-    return p;
-}
+/* ---- bf16 rows (ca_row16) ----------------------------------------------------------------- */
 
 static sn_bf16 *b16_rand(int64_t n, int off, float scale, float shift) {
-    sn_bf16 *p = b16_row(n, off);
+    sn_bf16 *p = ca_row16(n, off);
     for (int64_t j = 0; j < n; j++) p[j] = sn_k_bf16_round(shift + scale * ca_rand());
     return p;
 }
 
 static sn_bf16 *b16_copy(const sn_bf16 *src, int64_t n, int off) {
-    sn_bf16 *p = b16_row(n, off);
+    sn_bf16 *p = ca_row16(n, off);
     memcpy(p, src, (size_t)n * sizeof *p);
     return p;
 }
@@ -60,28 +29,6 @@ static float *widen(const sn_bf16 *b, int64_t n) {
     float *f = ca_row(n, 0);
     for (int64_t j = 0; j < n; j++) f[j] = sn_k_bf16_widen(b[j]);
     return f;
-}
-
-static void b16_ok(const char *label) {
-    for (int i = 0; i < nrows16; i++) {
-        const r16 *r = &rows16[i];
-        const int64_t n = r->n - r->lead - G16, end = ((r->n * 2 + 63) / 64 * 64) / 2;
-        for (int64_t k = 0; k < end; k++) {
-            if (k == r->lead) k += n;
-            if (k < end && r->base[k] != CAN16) {
-                ca_check(0, "%s: bf16 row %d written at column %lld (row of %lld)", label, i,
-                         (long long)(k - r->lead), (long long)n);
-                break;
-            }
-        }
-    }
-    ca_rows_ok(label);
-}
-
-static void b16_reset(void) {
-    for (int i = 0; i < nrows16; i++) free(rows16[i].base);
-    nrows16 = 0;
-    ca_rows_reset();
 }
 
 /* bf16 row a is bitwise the rounding of fp32 row r */
@@ -108,7 +55,7 @@ static void check_norm16(const ca_path *p, int64_t W, int off) {
         const sn_bf16 *v = b16_rand(W, off, 1.0f, 2.0f * ca_rand());
         const float *vf = widen(v, W);
         float *o32 = ca_row(W, 0), m32, r32, m16, r16v;
-        sn_bf16 *o16 = b16_row(W, off + 1);
+        sn_bf16 *o16 = ca_row16(W, off + 1);
         p->K->norm_fwd(&n, &q0, vf, W, o32, &m32, &r32);
         p->K16->norm_fwd(&n, &q0, v, W, o16, &m16, &r16v);
         same16("norm_fwd out", o16, o32, W);
@@ -129,7 +76,7 @@ static void check_norm16(const ca_path *p, int64_t W, int off) {
         sn_rnorm qs = q0;
         sn_k_set_stats(&qs, n.kind, s32[0], s32[1]);
         float *row32 = ca_row(W, 0);
-        sn_bf16 *row16 = b16_row(W, off + 5);
+        sn_bf16 *row16 = ca_row16(W, off + 5);
         p->K->norm_row(&qs, vf, W, row32);
         p->K16->norm_row(&qs, v, W, row16);
         same16("norm_row", row16, row32, W);
@@ -166,8 +113,8 @@ static void check_norm16(const ca_path *p, int64_t W, int off) {
             p->K16->norm_bwd(&q, id, v, W, id, 0, NULL, NULL);
             same16b("norm_bwd dv = dout", id, dv16, W);
         }
-        b16_ok("bf16 norm");
-        b16_reset();
+        ca_rows_ok("bf16 norm");
+        ca_rows_reset();
     }
 }
 
@@ -217,10 +164,10 @@ static void check_fuse16(const ca_path *p, int64_t D, int off) {
                 for (int k = 0; k < 2; k++) {
                     u32[k] = withu ? ca_row(D, 0) : NULL;
                     h32[k] = ca_row(D, 0);
-                    u16[k] = withu ? b16_row(D, off + 8 + k) : NULL;
-                    h16[k] = b16_row(D, off + 10 + k);
-                    unt[k] = withu ? b16_row(D, 0) : NULL;
-                    hnt[k] = b16_row(D, 0);
+                    u16[k] = withu ? ca_row16(D, off + 8 + k) : NULL;
+                    h16[k] = ca_row16(D, off + 10 + k);
+                    unt[k] = withu ? ca_row16(D, 0) : NULL;
+                    hnt[k] = ca_row16(D, 0);
                 }
                 p->K->fuse_fwd2(&F0, &f, D, xf, yf, u32, h32, st32);
                 p->K16->fuse_fwd2(&F0, &f, D, x, y, u16, h16, st16);
@@ -280,7 +227,7 @@ static void check_fuse16(const ca_path *p, int64_t D, int off) {
             ca_same("fuse_bwd2 parameter gradients", slot16, slot32, np);
             if (accx || !withdu) continue;
             /* dx = du, streaming stores, no parameter gradients: the same input gradients */
-            sn_bf16 *ref = b16_row(D, 0), *io = b16_copy(du[0], D, off + 6);
+            sn_bf16 *ref = ca_row16(D, 0), *io = b16_copy(du[0], D, off + 6);
             sn_bf16 *sdy = b16_copy(dy16[0], D, 0), *ddy = b16_copy(dy16[0], D, 0);
             Fa = F[0];
             p->K16->fuse_bwd(&Fa, D, dh[0], du[0], x[0], y[0], ref, sdy, 0, accy, NULL);
@@ -288,15 +235,15 @@ static void check_fuse16(const ca_path *p, int64_t D, int off) {
             p->K16->fuse_bwd(&Fa, D, dh[0], io, x[0], y[0], io, ddy, 0, accy, NULL);
             same16b("fuse_bwd dx = du", io, ref, D);
             same16b("fuse_bwd dx = du (dy)", ddy, sdy, D);
-            sn_bf16 *ndx = b16_row(D, 0), *ady = b16_copy(dy16[0], D, 0);
+            sn_bf16 *ndx = ca_row16(D, 0), *ady = b16_copy(dy16[0], D, 0);
             Fa = F[0];
             Fa.nt = 1;
             p->K16->fuse_bwd(&Fa, D, dh[0], du[0], x[0], y[0], ndx, ady, 0, accy, NULL);
             same16b("fuse_bwd streaming dx", ndx, ref, D);
             same16b("fuse_bwd streaming dy", ady, sdy, D);
         }
-        b16_ok("bf16 fuse");
-        b16_reset();
+        ca_rows_ok("bf16 fuse");
+        ca_rows_reset();
     }
 }
 
@@ -322,7 +269,7 @@ static void check_elem16(const ca_path *p, int64_t D, int off) {
         same16b("add_div out = b", ib, o16, D);
     }
     for (int nt = 0; nt < 2; nt++) {
-        sn_bf16 *xo = b16_row(D, off + 4), *yo = b16_row(D, off + 5), *ax = b16_row(D, off + 6);
+        sn_bf16 *xo = ca_row16(D, off + 4), *yo = ca_row16(D, off + 5), *ax = ca_row16(D, off + 6);
         float *xo32 = ca_row(D, 0), *yo32 = ca_row(D, 0), *ax32 = ca_row(D, 0);
         p->K->apply(af, bf, cf, 2.3f, xo32, yo32, D, 0);
         p->K16->apply(a, b, c, 2.3f, xo, yo, D, nt);
@@ -338,7 +285,7 @@ static void check_elem16(const ca_path *p, int64_t D, int off) {
     p->K16->apply(a, iu, iy, 2.3f, iu, iy, D, 0);
     same16("apply xo = u", iu, xo32, D);
     same16("apply yo = y", iy, yo32, D);
-    b16_ok("bf16 elementwise");
+    ca_rows_ok("bf16 elementwise");
 }
 
 /* the table's rounding against sn_k_bf16_round: special values (ties, NaNs, infinities,
@@ -351,7 +298,7 @@ static void check_round16(const ca_path *p, int64_t D, int off) {
                                        0x7f7fffffu, 0x00018000u, 0x80000001u, 0x7f800000u,
                                        0x007fffffu, 0x807f8000u, 0xffffffffu, 0x7f808000u};
     for (int64_t j = 0; j < D && j < 12; j++) memcpy(&v[(j * 5) % D], &special[j], sizeof(float));
-    sn_bf16 *b = b16_row(D, off + 1);
+    sn_bf16 *b = ca_row16(D, off + 1);
     p->K16->round(v, D, b);
     same16("round", b, v, D);
 }
@@ -359,7 +306,7 @@ static void check_round16(const ca_path *p, int64_t D, int off) {
 static void check_round16_all(const ca_path *p) {
     enum { N = 4096 };
     float *v = ca_row(N, 0);
-    sn_bf16 *b = b16_row(N, 0);
+    sn_bf16 *b = ca_row16(N, 0);
     uint64_t step = 257;
 #if defined(SN_HAVE_AVX512BF16) && !defined(SN_TEST_SMALL)
     if (p->K16 == &sn_kern16_avx512bf16) step = 1;
@@ -376,8 +323,8 @@ static void check_round16_all(const ca_path *p) {
     }
     ca_check(bad == 0, "round: %llu of 2^32 / %llu floats round differently, first %08llx",
              (unsigned long long)bad, (unsigned long long)step, (unsigned long long)first);
-    b16_ok("bf16 round");
-    b16_reset();
+    ca_rows_ok("bf16 round");
+    ca_rows_reset();
 }
 
 void check_bf16k(const ca_path *p) {
@@ -390,13 +337,13 @@ void check_bf16k(const ca_path *p) {
         ca_seed((uint64_t)D + 7);
         ca_where(p->name, "bf16 norm", D, "offset %d", off);
         check_norm16(p, D, off);
-        b16_reset();
+        ca_rows_reset();
         ca_where(p->name, "bf16 fuse", D, "offset %d", off);
         check_fuse16(p, D, off);
         ca_where(p->name, "bf16 elementwise", D, "offset %d", off);
         check_elem16(p, D, off);
         check_round16(p, D, off);
-        b16_reset();
+        ca_rows_reset();
     }
 }
 
@@ -490,7 +437,7 @@ void bench_bf16k(const ca_path *p) {
             e.xf[k] = widen(e.x[k], D), e.yf[k] = widen(e.y[k], D);
             e.dhf[k] = widen(e.dh[k], D), e.duf[k] = widen(e.du[k], D);
         }
-        for (int k = 0; k < 4; k++) e.o[k] = b16_row(D, 0), e.of[k] = ca_row(D, 0);
+        for (int k = 0; k < 4; k++) e.o[k] = ca_row16(D, 0), e.of[k] = ca_row(D, 0);
         char name[32];
         snprintf(name, sizeof name, "%s f32", p->name);
         ca_bench("norm_fwd", name, D, b32_nfwd, &e);
@@ -504,6 +451,6 @@ void bench_bf16k(const ca_path *p) {
         ca_bench("fuse_fwd2", name, 2 * D, b16_ffwd2, &e);
         ca_bench("fuse_bwd2", name, 2 * D, b16_fbwd2, &e);
         ca_bench("apply", name, D, b16_apply, &e);
-        b16_reset();
+        ca_rows_reset();
     }
 }

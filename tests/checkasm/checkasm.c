@@ -48,10 +48,12 @@ float ca_rand(void) { return tu_xs_unif(&rng); }
 
 enum { GUARD = 64, MAX_ROWS = 256 };        /* floats on each side */
 static const uint32_t CANARY = 0x7fa5c3e1u; /* a NaN no kernel computes */
+static const sn_bf16 CANARY16 = 0x7fa5;     /* a signalling bf16 NaN: no rounding writes one */
 
 typedef struct row {
-    uint32_t *base;
-    int64_t lead, n; /* floats before the row, floats in it */
+    unsigned char *base;
+    int64_t lead, n, total; /* elements before the row, in it, in the whole allocation */
+    size_t es;              /* bytes per element: 4 (float) or 2 (bf16) */
 } row;
 static row rows[MAX_ROWS];
 static int nrows;
@@ -59,22 +61,37 @@ static int nrows;
 static char where[256];
 static double worst; /* the largest error ca_close saw */
 
-float *ca_row(int64_t n, int off) {
+static const void *canary_of(size_t es) {
+    return es == 2 ? (const void *)&CANARY16 : (const void *)&CANARY;
+}
+
+/* a row of n elements of es bytes, `off` elements past a 64-byte boundary, canaries around */
+static void *row_new(int64_t n, int off, size_t es) {
     if (nrows == MAX_ROWS) {
         fprintf(stderr, "checkasm: more than %d rows in one check\n", MAX_ROWS);
         exit(2);
     }
-    const int64_t lead = GUARD + off, total = lead + n + GUARD;
-    const size_t bytes = ((size_t)total * 4 + 63) / 64 * 64;
-    uint32_t *b = aligned_alloc(64, bytes);
+    const int64_t lead = GUARD + off;
+    const size_t bytes = ((size_t)(lead + n + GUARD) * es + 63) / 64 * 64;
+    unsigned char *b = aligned_alloc(64, bytes);
     if (!b) {
         fprintf(stderr, "out of memory\n");
         exit(2);
     }
-    for (size_t i = 0; i < bytes / 4; i++) b[i] = CANARY;
-    rows[nrows++] = (row){b, lead, n};
-    float *p = (float *)(void *)(b + lead);
+    for (size_t i = 0; i < bytes; i += es) memcpy(b + i, canary_of(es), es);
+    rows[nrows++] = (row){b, lead, n, (int64_t)(bytes / es), es};
+    return b + (size_t)lead * es;
+}
+
+float *ca_row(int64_t n, int off) {
+    float *p = row_new(n, off, sizeof(float));
     for (int64_t j = 0; j < n; j++) p[j] = 0.25f * (float)(j % 7) - 0.5f; /* for += outputs */
+    return p;
+}
+
+sn_bf16 *ca_row16(int64_t n, int off) {
+    sn_bf16 *p = row_new(n, off, sizeof(sn_bf16));
+    for (int64_t j = 0; j < n; j++) p[j] = sn_k_bf16_round(0.25f * (float)(j % 7) - 0.5f);
     return p;
 }
 
@@ -93,10 +110,9 @@ float *ca_row_copy(const float *src, int64_t n, int off) {
 void ca_rows_ok(const char *label) {
     for (int i = 0; i < nrows; i++) {
         const row *r = &rows[i];
-        const int64_t end = ((r->lead + r->n + GUARD) * 4 + 63) / 64 * 16;
-        for (int64_t k = 0; k < end; k++) {
+        for (int64_t k = 0; k < r->total; k++) {
             if (k == r->lead) k += r->n;
-            if (k < end && r->base[k] != CANARY) {
+            if (k < r->total && memcmp(r->base + (size_t)k * r->es, canary_of(r->es), r->es)) {
                 ca_check(0, "%s: row %d written at column %lld (row of %lld)", label, i,
                          (long long)(k - r->lead), (long long)r->n);
                 break;

@@ -42,6 +42,8 @@ float ca_rand(void);
 float *ca_row(int64_t n, int off);
 float *ca_row_rand(int64_t n, int off, float scale, float shift); /* shift + scale * rand */
 float *ca_row_copy(const float *src, int64_t n, int off);
+/* the same for a row of n bf16 (off in bf16 elements; its canary a signalling NaN) */
+sn_bf16 *ca_row16(int64_t n, int off);
 void ca_rows_ok(const char *label);
 void ca_rows_reset(void);
 
