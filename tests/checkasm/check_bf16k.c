@@ -438,19 +438,22 @@ void bench_bf16k(const ca_path *p) {
             e.dhf[k] = widen(e.dh[k], D), e.duf[k] = widen(e.du[k], D);
         }
         for (int k = 0; k < 4; k++) e.o[k] = ca_row16(D, 0), e.of[k] = ca_row(D, 0);
-        char name[32];
-        snprintf(name, sizeof name, "%s f32", p->name);
-        ca_bench("norm_fwd", name, D, b32_nfwd, &e);
-        ca_bench("norm_bwd", name, D, b32_nbwd, &e);
-        ca_bench("fuse_fwd2", name, 2 * D, b32_ffwd2, &e);
-        ca_bench("fuse_bwd2", name, 2 * D, b32_fbwd2, &e);
-        ca_bench("apply", name, D, b32_apply, &e);
-        snprintf(name, sizeof name, "%s bf16", p->name);
-        ca_bench("norm_fwd", name, D, b16_nfwd, &e);
-        ca_bench("norm_bwd", name, D, b16_nbwd, &e);
-        ca_bench("fuse_fwd2", name, 2 * D, b16_ffwd2, &e);
-        ca_bench("fuse_bwd2", name, 2 * D, b16_fbwd2, &e);
-        ca_bench("apply", name, D, b16_apply, &e);
+        /* each slot in fp32, then in bf16; the fuse pairs over 2 * D elements */
+        static const struct {
+            const char *slot;
+            int rows;
+            void (*fn[2])(void *);
+        } slots[] = {{"norm_fwd", 1, {b32_nfwd, b16_nfwd}},
+                     {"norm_bwd", 1, {b32_nbwd, b16_nbwd}},
+                     {"fuse_fwd2", 2, {b32_ffwd2, b16_ffwd2}},
+                     {"fuse_bwd2", 2, {b32_fbwd2, b16_fbwd2}},
+                     {"apply", 1, {b32_apply, b16_apply}}};
+        for (int t = 0; t < 2; t++) {
+            char name[32];
+            snprintf(name, sizeof name, "%s %s", p->name, t ? "bf16" : "f32");
+            for (size_t k = 0; k < sizeof slots / sizeof slots[0]; k++)
+                ca_bench(slots[k].slot, name, slots[k].rows * D, slots[k].fn[t], &e);
+        }
         ca_rows_reset();
     }
 }
