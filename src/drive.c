@@ -46,7 +46,7 @@ typedef struct job {
     int64_t R, D;   /* rows of the call; floats per row */
     int64_t pieces; /* tasks of the parallel for under way (row runs, chunk runs or columns) */
     int nt;         /* streaming stores (see SN_D_NT_MIN_BYTES) */
-    int pf;         /* software prefetch of the rows ahead (see PF_MIN_BYTES) */
+    int pf;         /* software prefetch of the rows ahead (see SN_D_PF_MIN_BYTES) */
     /* backward passes with parameter gradients (see pg_run) */
     float *dparams;   /* the call's parameter gradients (accumulated) */
     int64_t npg;      /* floats of the parameter block */
@@ -89,33 +89,24 @@ static void col_range(int64_t W, int64_t pieces, int64_t i, int64_t *j0, int64_t
     *j1 = q1 * COL_QUANTUM < W ? q1 * COL_QUANTUM : W;
 }
 
-/* Calls spanning more than this many bytes (beyond the L2) prefetch their input rows ahead. */
-#define PF_MIN_BYTES (4.0 * 1024 * 1024)
-/* Rows of a call beyond the caches are prefetched this many rows ahead: the row kernels are
- * long enough that the hardware prefetcher alone lets compute and memory take turns. */
-#define PF_AHEAD 2
-static void prefetch_row(const float *p, int64_t n) {
+void sn_d_prefetch_row(const void *p, int64_t bytes) {
 #if defined(__GNUC__)
-    for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(p + j, 0, 2);
-    __builtin_prefetch(p + n - 1, 0, 2);
+    const char *c = p;
+    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, 0, 2);
+    __builtin_prefetch(c + bytes - 1, 0, 2);
 #else
     (void)p;
-    (void)n;
+    (void)bytes;
 #endif
 }
 
-/* Calls below PF_MIN_BYTES still meet lines that left the caches since they were last touched:
- * in a trainer the fuse forward's outputs (u, h) and the fuse backward's x and y were last used
- * a whole pass earlier, with the block's matrix products in between. The fuse drivers touch
- * those rows PF_NEAR rows ahead, so that the misses overlap the row kernels (measurements:
- * docs/performance.md, "Measurements behind the code"). */
-#define PF_NEAR 4
-static void prefetch_near(const float *p, int64_t n) {
+void sn_d_prefetch_near(const void *p, int64_t bytes) {
 #if defined(__GNUC__)
-    for (int64_t j = 0; j < n; j += 16) __builtin_prefetch(p + j, 1, 3);
+    const char *c = p;
+    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, 1, 3);
 #else
     (void)p;
-    (void)n;
+    (void)bytes;
 #endif
 }
 
@@ -123,7 +114,7 @@ static void prefetch_near(const float *p, int64_t n) {
 static void set_mem_at(job *J, int64_t R, int64_t D, int nmat, double nt_min) {
     const double bytes = (double)R * (double)D * (double)nmat * sizeof(float);
     J->nt = bytes > nt_min;
-    J->pf = bytes > PF_MIN_BYTES;
+    J->pf = bytes > SN_D_PF_MIN_BYTES;
 }
 static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
     set_mem_at(J, R, D, nmat, SN_D_NT_MIN_BYTES);
@@ -523,7 +514,7 @@ typedef struct fuse_job {
     const float *stats; /* backward: the forward's stats_out */
     mat_out dx, dy;     /* backward */
     int accx, accy;     /* backward: dx += and dy += instead of = */
-    int pf_spread;      /* forward: the pair kernel prefetches (see FUSE_PF_SPREAD_MIN_BYTES) */
+    int pf_spread; /* forward: the pair kernel prefetches (see SN_D_FUSE_PF_SPREAD_MIN_BYTES) */
 } fuse_job;
 
 /* the fuse call's job, with F0: the parts of every row's sn_rfuse that do not depend on the
@@ -542,13 +533,8 @@ static void fuse_job_init(fuse_job *J, const sn_fuse *f, const float *params) {
     J->F0.nt = J->run.nt;
 }
 
-/* Fuse forward calls over more than this many bytes have the pair kernel spread its prefetches
- * over a sweep (fuse_fwd_pf); smaller ones, whose rows are mostly in the L3, prefetch in the
- * driver, at once (docs/performance.md, "Measurements behind the code"). */
-#define FUSE_PF_SPREAD_MIN_BYTES (16.0 * 1024 * 1024)
-
 /* Beyond L2 (pf), the forward kernel working on rows r, r + 1 prefetches the x and y rows of
- * q and q + 1 (q = r + PF_AHEAD; those below R) through F->pf, as the backward's does: four
+ * q and q + 1 (q = r + SN_D_PF_AHEAD; those below R) through F->pf, as the backward's does: four
  * pointers (q's repeated when q + 1 is past the end; the kernel takes four), none when q is. */
 static void fuse_fwd_pf(const fuse_job *J, int64_t q, sn_rfuse *F) {
     int k = 0;
@@ -571,7 +557,7 @@ static void fuse_fwd_task(void *arg, int64_t i) {
     task_rows(P, i, &lo, &hi);
     const int two = sn_k_fuse2_ok(f, D);
     const int near = !P->pf;
-    const int64_t rend = P->R;
+    const int64_t rend = P->R, rb = D * (int64_t)sizeof(float);
     for (int64_t r = lo; r < hi; r++) {
         const float *x = in_row(J->x, r), *y = in_row(J->y, r);
         float *h = out_row(J->h, r);
@@ -579,19 +565,20 @@ static void fuse_fwd_task(void *arg, int64_t i) {
         float mx, rx, my, ry, mo, ro;
         const int pair = two && r + 1 < hi;
         int prefetch_pair = 0;
-        for (int64_t q = r + PF_NEAR; near && q <= r + PF_NEAR + pair && q < rend; q++) {
-            prefetch_near(out_row(J->h, q), D);
-            if (J->u.p) prefetch_near(out_row(J->u, q), D);
+        for (int64_t q = r + SN_D_PF_NEAR; near && q <= r + SN_D_PF_NEAR + pair && q < rend; q++) {
+            sn_d_prefetch_near(out_row(J->h, q), rb);
+            if (J->u.p) sn_d_prefetch_near(out_row(J->u, q), rb);
         }
-        /* in calls beyond FUSE_PF_SPREAD_MIN_BYTES a pair's kernel spreads the prefetches over
+        /* in calls beyond SN_D_FUSE_PF_SPREAD_MIN_BYTES a pair's kernel spreads the prefetches over
          * a sweep (fuse_fwd_pf); other rows get them here, at once */
-        for (int64_t q = r + PF_AHEAD; P->pf && q <= r + PF_AHEAD + pair && q < rend; q++) {
+        for (int64_t q = r + SN_D_PF_AHEAD; P->pf && q <= r + SN_D_PF_AHEAD + pair && q < rend;
+             q++) {
             if (pair && J->pf_spread) {
                 prefetch_pair = 1;
                 break;
             }
-            prefetch_row(in_row(J->x, q), D);
-            prefetch_row(in_row(J->y, q), D);
+            sn_d_prefetch_row(in_row(J->x, q), rb);
+            sn_d_prefetch_row(in_row(J->y, q), rb);
         }
         if (pair) { /* two rows interleaved, the same bits as two rows one by one */
             const float *const xs[2] = {x, in_row(J->x, r + 1)};
@@ -601,7 +588,7 @@ static void fuse_fwd_task(void *arg, int64_t i) {
             float st2[2][6];
             if (prefetch_pair) {
                 sn_rfuse F0 = J->F0;
-                fuse_fwd_pf(J, r + PF_AHEAD, &F0);
+                fuse_fwd_pf(J, r + SN_D_PF_AHEAD, &F0);
                 K->fuse_fwd2(&F0, f, D, xs, ys, us, hs, st2);
             } else {
                 K->fuse_fwd2(&J->F0, f, D, xs, ys, us, hs, st2);
@@ -646,7 +633,8 @@ void sn_d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
     memset(&J, 0, sizeof J);
     J.run = job_of(ctx, R, D);
     set_mem_at(&J.run, R, D, u ? 4 : 3, SN_D_FUSE_NT_MIN_BYTES);
-    J.pf_spread = (double)R * (double)D * (u ? 4 : 3) * sizeof(float) > FUSE_PF_SPREAD_MIN_BYTES;
+    J.pf_spread =
+        (double)R * (double)D * (u ? 4 : 3) * sizeof(float) > SN_D_FUSE_PF_SPREAD_MIN_BYTES;
     fuse_job_init(&J, f, params);
     J.x = (mat_in){x, ldx};
     J.y = (mat_in){y, ldy};
@@ -678,7 +666,7 @@ static void fuse_row_F(const fuse_job *J, int64_t r, sn_rfuse *F) {
     }
 }
 
-/* Beyond L2 (pf), the kernel working on row r prefetches row r + PF_AHEAD: the SIMD kernels
+/* Beyond L2 (pf), the kernel working on row r prefetches row r + SN_D_PF_AHEAD: the SIMD kernels
  * spread the prefetches over their second sweep, so that the misses overlap the arithmetic
  * (issued here at once before each call, they stalled it: docs/performance.md, "Measurements
  * behind the code"). */
@@ -702,23 +690,25 @@ static void fuse_bwd_rows(const fuse_job *J, int64_t lo, int64_t hi, float *pg) 
     const sn_kern *K = P->K;
     const int64_t D = P->D;
     const sn_dfuse dp = sn_k_fuse_dparams(J->f, &J->L, D, pg);
-    const int64_t rend = P->R;
+    const int64_t rend = P->R, rb = D * (int64_t)sizeof(float);
     sn_rfuse F[2];
     for (int64_t r = lo; r < hi; r++) {
         const int pair = pg && r + 1 < hi;
-        for (int64_t q = r + PF_NEAR; !P->pf && q <= r + PF_NEAR + pair && q < rend; q++) {
+        for (int64_t q = r + SN_D_PF_NEAR; !P->pf && q <= r + SN_D_PF_NEAR + pair && q < rend;
+             q++) {
             const frow n = fuse_row(J, q);
-            prefetch_near(n.x, D);
-            prefetch_near(n.y, D);
-            if (!J->accx && !n.du) prefetch_near(out_row(J->dx, q), D); /* written, not read */
-            if (!J->accy) prefetch_near(out_row(J->dy, q), D);
+            sn_d_prefetch_near(n.x, rb);
+            sn_d_prefetch_near(n.y, rb);
+            if (!J->accx && !n.du)
+                sn_d_prefetch_near(out_row(J->dx, q), rb); /* written, not read */
+            if (!J->accy) sn_d_prefetch_near(out_row(J->dy, q), rb);
         }
         fuse_row_F(J, r, &F[0]);
-        fuse_row_pf(J, r + PF_AHEAD, &F[0]);
+        fuse_row_pf(J, r + SN_D_PF_AHEAD, &F[0]);
         const frow w = fuse_row(J, r);
         if (pair) { /* two rows per load and store of the parameter gradients */
             fuse_row_F(J, r + 1, &F[1]);
-            fuse_row_pf(J, r + 1 + PF_AHEAD, &F[1]);
+            fuse_row_pf(J, r + 1 + SN_D_PF_AHEAD, &F[1]);
             const frow v = fuse_row(J, r + 1);
             const float *const dh[2] = {w.dh, v.dh}, *const du[2] = {w.du, v.du};
             const float *const x[2] = {w.x, v.x}, *const y[2] = {w.y, v.y};

@@ -55,6 +55,26 @@ void sn_d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t 
  * calls from SN_D_NT_MIN_BYTES: between the two, a merge forward is faster streamed and a norm
  * backward with normal stores (docs/performance.md, "Measurements behind the code"). */
 #define SN_D_FUSE_NT_MIN_BYTES (32.0 * 1024 * 1024)
+/* Software prefetch, in both drivers (bytes counted in the matrices' own elements). Calls
+ * spanning more than SN_D_PF_MIN_BYTES (beyond the L2) prefetch their input rows
+ * SN_D_PF_AHEAD rows ahead: the row kernels are long enough that the hardware prefetcher alone
+ * lets compute and memory take turns. */
+#define SN_D_PF_MIN_BYTES (4.0 * 1024 * 1024)
+#define SN_D_PF_AHEAD     2
+/* Calls below SN_D_PF_MIN_BYTES still meet lines that left the caches since they were last
+ * touched: in a trainer the fuse forward's outputs (u, h) and the fuse backward's x and y were
+ * last used a whole pass earlier, with the block's matrix products in between. The fuse drivers
+ * touch those rows SN_D_PF_NEAR rows ahead (for writing), so that the misses overlap the row
+ * kernels (measurements: docs/performance.md, "Measurements behind the code"). */
+#define SN_D_PF_NEAR 4
+/* Fuse forward calls over more than this many bytes have the pair kernel spread its prefetches
+ * over a sweep (sn_rfuse.pf); smaller ones, whose rows are mostly in the L3, prefetch in the
+ * driver, at once (docs/performance.md, "Measurements behind the code"). */
+#define SN_D_FUSE_PF_SPREAD_MIN_BYTES (16.0 * 1024 * 1024)
+/* prefetch (prefetcht1) a row of `bytes` bytes at once */
+void sn_d_prefetch_row(const void *p, int64_t bytes);
+/* prefetch a row of `bytes` bytes for writing, into every cache level (SN_D_PF_NEAR) */
+void sn_d_prefetch_near(const void *p, int64_t bytes);
 /* The widest segments the norm drivers take in pairs (stats2, norm_bwd2), so that two rows'
  * statistics chains overlap (drive.c, norm_fwd_task). */
 #define SN_D_NORM_PAIR_MAX_W 128

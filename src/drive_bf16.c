@@ -28,7 +28,9 @@
 typedef struct job16 {
     const sn_kern *K;
     const sn_kern16 *K16; /* the path's bf16 kernels (NULL: stage rows in fp32) */
-    int nt; /* the bf16 kernels may write their outputs with streaming stores (set_nt) */
+    int nt;        /* the bf16 kernels may write their outputs with streaming stores (set_mem) */
+    int pf;        /* the fuse drivers prefetch rows ahead (set_mem; SN_D_PF_MIN_BYTES) */
+    int pf_spread; /* fuse forward: the pair kernel spreads them (SN_D_FUSE_PF_SPREAD_MIN_BYTES) */
     int64_t R, D, pieces;
     const sn_bf16 *in[4];
     int64_t ldi[4];
@@ -61,10 +63,14 @@ static job16 job16_of(const sn_ctx *ctx, int64_t R, int64_t D) {
     return J;
 }
 
-/* streaming stores for the bf16 kernels of a call over nmat bf16 matrices, as the fp32 drivers
- * decide them (SN_D_NT_MIN_BYTES); never for the fp32 kernels on staged rows */
-static void set_nt(job16 *J, int nmat, double min_bytes) {
-    J->nt = (double)J->R * (double)J->D * nmat * sizeof(sn_bf16) > min_bytes;
+/* streaming stores and prefetch for the bf16 kernels of a call over nmat bf16 matrices, as the
+ * fp32 drivers decide them from the bytes the call spans (SN_D_NT_MIN_BYTES or nt_min,
+ * SN_D_PF_MIN_BYTES); no streaming stores for the fp32 kernels on staged rows */
+static void set_mem(job16 *J, int nmat, double nt_min) {
+    const double bytes = (double)J->R * (double)J->D * nmat * sizeof(sn_bf16);
+    J->nt = bytes > nt_min;
+    J->pf = bytes > SN_D_PF_MIN_BYTES;
+    J->pf_spread = bytes > SN_D_FUSE_PF_SPREAD_MIN_BYTES;
 }
 
 static const sn_bf16 *irow(const job16 *J, int k, int64_t r) { return J->in[k] + r * J->ldi[k]; }
@@ -220,7 +226,7 @@ void sn_d16_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, 
     J.in[0] = x, J.ldi[0] = ldx;
     J.out[0] = out, J.ldo[0] = ldo;
     J.stats_out = stats;
-    set_nt(&J, 2, SN_D_NT_MIN_BYTES);
+    set_mem(&J, 2, SN_D_NT_MIN_BYTES);
     J.rows = norm_fwd_rows;
     run(ctx, &J);
 }
@@ -234,7 +240,7 @@ void sn_d16_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, 
     J.out[0] = dx, J.ldo[0] = lddx;
     J.stats = stats;
     J.acc = acc;
-    set_nt(&J, 3 + acc, SN_D_NT_MIN_BYTES);
+    set_mem(&J, 3 + acc, SN_D_NT_MIN_BYTES);
     J.rows = norm_bwd_rows;
     if (!dparams || n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE) {
         run(ctx, &J);
@@ -268,6 +274,34 @@ static void fuse_stats_put(const job16 *J, int64_t r, const float st[6]) {
     sn_k_stats_put(J->f->out.kind, b + J->L.so, 1, 0, st[4], st[5]);
 }
 
+/* The prefetches of the fp32 fuse forward driver before the pair of rows r, r + 1 (pair kernel
+ * only): rows SN_D_PF_NEAR ahead of u and h touched for writing in calls that fit the L2, else
+ * the x and y rows of q, q + 1 (q = r + SN_D_PF_AHEAD, those below R) prefetched, spread over the
+ * kernel's sweep through F->pf (four pointers, q's repeated when q + 1 is past the end) in calls
+ * beyond SN_D_FUSE_PF_SPREAD_MIN_BYTES, at once in the others. */
+static void fuse_fwd_pf16(const job16 *J, int64_t r, sn_rfuse *F) {
+    const int64_t rb = J->D * (int64_t)sizeof(sn_bf16);
+    if (!J->pf) {
+        for (int64_t q = r + SN_D_PF_NEAR; q <= r + SN_D_PF_NEAR + 1 && q < J->R; q++) {
+            sn_d_prefetch_near(orow(J, 1, q), rb);
+            if (J->out[0]) sn_d_prefetch_near(orow(J, 0, q), rb);
+        }
+        return;
+    }
+    int k = 0;
+    for (int64_t q = r + SN_D_PF_AHEAD; q <= r + SN_D_PF_AHEAD + 1 && q < J->R; q++) {
+        if (J->pf_spread) {
+            F->pf[k++] = irow(J, 0, q);
+            F->pf[k++] = irow(J, 1, q);
+        } else {
+            sn_d_prefetch_row(irow(J, 0, q), rb);
+            sn_d_prefetch_row(irow(J, 1, q), rb);
+        }
+    }
+    for (; k > 0 && k < 4; k++) F->pf[k] = F->pf[k - 2];
+    F->npf = k;
+}
+
 /* As the fp32 driver's one-row path: the statistics of x and y, s = N_x(x) + N_y(y) (u = N_x(x)),
  * then h = N_out(s) in place. */
 static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
@@ -287,6 +321,7 @@ static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
         float st2[2][6];
         sn_rfuse F0 = J->F0;
         F0.nt = J->nt;
+        fuse_fwd_pf16(J, r, &F0);
         J->K16->fuse_fwd2(&F0, f, D, xs, ys, us, hs, st2);
         for (int q = 0; q < 2 && J->stats_out; q++) fuse_stats_put(J, r + q, st2[q]);
     }
@@ -337,7 +372,7 @@ void sn_d16_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, 
     J.out[0] = u, J.ldo[0] = ldu;
     J.out[1] = h, J.ldo[1] = ldh;
     J.stats_out = stats;
-    set_nt(&J, u ? 4 : 3, SN_D_FUSE_NT_MIN_BYTES);
+    set_mem(&J, u ? 4 : 3, SN_D_FUSE_NT_MIN_BYTES);
     J.rows = fuse_fwd_rows;
     run(ctx, &J);
 }
@@ -378,6 +413,32 @@ static void fuse_stage(const job16 *J, int64_t r, const brow16 *w, sn_rfuse *F) 
     *F = fuse_row_F(J, r);
 }
 
+/* The fp32 fuse backward driver's prefetches for the kernel on row r (n rows: r, or r and
+ * r + 1): rows SN_D_PF_NEAR ahead touched in calls that fit the L2, else the rows of
+ * q = r + SN_D_PF_AHEAD through F->pf (the kernel spreads them over its second sweep). */
+static void fuse_bwd_pf16(const job16 *J, int64_t r, int n, sn_rfuse *F) {
+    const int64_t rb = J->D * (int64_t)sizeof(sn_bf16);
+    const int64_t q = r + SN_D_PF_AHEAD;
+    if (!J->pf) {
+        for (int64_t p = r + SN_D_PF_NEAR; p < r + SN_D_PF_NEAR + n && p < J->R; p++) {
+            sn_d_prefetch_near(irow(J, 2, p), rb);
+            sn_d_prefetch_near(irow(J, 3, p), rb);
+            if (!J->accx && !J->in[1]) sn_d_prefetch_near(orow(J, 0, p), rb); /* written only */
+            if (!J->accy) sn_d_prefetch_near(orow(J, 1, p), rb);
+        }
+        return;
+    }
+    if (q >= J->R) return;
+    int k = 0;
+    F->pf[k++] = irow(J, 0, q);
+    if (J->in[1]) F->pf[k++] = irow(J, 1, q);
+    F->pf[k++] = irow(J, 2, q);
+    F->pf[k++] = irow(J, 3, q);
+    if (J->accy) F->pf[k++] = orow(J, 1, q);
+    if (J->accx) F->pf[k++] = orow(J, 0, q);
+    F->npf = k;
+}
+
 /* fuse_bwd_rows with the bf16 kernels: pairs as the fp32 driver takes them */
 static void fuse_bwd_rows16(const job16 *J, int64_t lo, int64_t hi, const sn_dfuse *dp) {
     const sn_bf16 *const du0 = J->in[1];
@@ -385,6 +446,8 @@ static void fuse_bwd_rows16(const job16 *J, int64_t lo, int64_t hi, const sn_dfu
     for (; dp && r + 1 < hi; r += 2) {
         sn_rfuse F[2] = {fuse_row_F(J, r), fuse_row_F(J, r + 1)};
         F[0].nt = F[1].nt = J->nt;
+        fuse_bwd_pf16(J, r, 2, &F[0]);
+        fuse_bwd_pf16(J, r + 1, 0, &F[1]);
         const sn_bf16 *const dh[2] = {irow(J, 0, r), irow(J, 0, r + 1)};
         const sn_bf16 *const du[2] = {du0 ? irow(J, 1, r) : NULL, du0 ? irow(J, 1, r + 1) : NULL};
         const sn_bf16 *const x[2] = {irow(J, 2, r), irow(J, 2, r + 1)};
@@ -396,6 +459,7 @@ static void fuse_bwd_rows16(const job16 *J, int64_t lo, int64_t hi, const sn_dfu
     for (; r < hi; r++) {
         sn_rfuse F = fuse_row_F(J, r);
         F.nt = J->nt;
+        fuse_bwd_pf16(J, r, 1, &F);
         J->K16->fuse_bwd(&F, J->D, irow(J, 0, r), du0 ? irow(J, 1, r) : NULL, irow(J, 2, r),
                          irow(J, 3, r), orow(J, 0, r), orow(J, 1, r), J->accx, J->accy, dp);
     }
@@ -513,7 +577,7 @@ void sn_d16_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, 
     J.stats = stats;
     J.accx = (flags & SN_ACCUMULATE) != 0;
     J.accy = (flags & SN_ACCUMULATE_Y) != 0;
-    set_nt(&J, 5 + (du != NULL) + J.accx + J.accy, SN_D_FUSE_NT_MIN_BYTES);
+    set_mem(&J, 5 + (du != NULL) + J.accx + J.accy, SN_D_FUSE_NT_MIN_BYTES);
     J.rows = fuse_bwd_rows;
     int64_t npg = 0;
     if (dparams) sn_fuse_query(f, D, &npg, NULL);
@@ -558,7 +622,7 @@ void sn_d16_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const sn_bf1
     J.out[0] = xo, J.ldo[0] = ldxo;
     J.out[1] = yo, J.ldo[1] = ldyo;
     J.c = c;
-    set_nt(&J, 5, SN_D_NT_MIN_BYTES);
+    set_mem(&J, 5, SN_D_NT_MIN_BYTES);
     J.rows = apply_rows;
     run(ctx, &J);
 }
@@ -600,7 +664,7 @@ void sn_d16_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *a, i
     J.out[0] = out, J.ldo[0] = ldo;
     J.c = c;
     J.acc = acc;
-    set_nt(&J, 3 + acc, SN_D_NT_MIN_BYTES);
+    set_mem(&J, 3 + acc, SN_D_NT_MIN_BYTES);
     J.rows = add_rows;
     run(ctx, &J);
 }
@@ -613,7 +677,7 @@ void sn_d16_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const sn_
     J.out[0] = out, J.ldo[0] = ldo;
     J.c = alpha;
     J.acc = -1;
-    set_nt(&J, 3, SN_D_NT_MIN_BYTES);
+    set_mem(&J, 3, SN_D_NT_MIN_BYTES);
     J.rows = add_rows;
     run(ctx, &J);
 }

@@ -264,7 +264,7 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const float *x, const float *y,
 static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
                       const float *const y[2], float *const u[2], float *const h[2],
                       float st[2][6]) {
-    sn_k_prefetch_rows(F0, D);
+    sn_k_prefetch_rows(F0, D * (int64_t)sizeof(float));
     float s[SN_FUSE2_MAX];
     for (int q = 0; q < 2; q++) {
         sn_rfuse F = *F0;
@@ -366,7 +366,7 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 
 static void fuse_bwd(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
                      const float *y, float *dx, float *dy, int accx, int accy, const sn_dfuse *dp) {
-    sn_k_prefetch_rows(F, D);
+    sn_k_prefetch_rows(F, D * (int64_t)sizeof(float));
     fuse_red(F, D, dh, du, x, y);
     if (dp) fuse_pg(F, D, dh, du, x, y, dp);
     fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);

@@ -51,23 +51,25 @@ typedef struct sn_rfuse {
     sn_rnorm X, Y, O;
     float oa, ob, xa, xb, ya, yb;
     int nt; /* streaming stores allowed for u (fuse_s) and the input gradients */
-    /* rows of D floats for fuse_bwd and fuse_bwd2 to prefetch (prefetcht1) for a later call:
-     * the SIMD kernels spread them over their second sweep, a line per 64 bytes of columns, so
-     * that the misses overlap the arithmetic; the others prefetch them at once */
+    /* rows of D elements (the kernel's: fp32 or bf16) for fuse_bwd, fuse_bwd2 and fuse_fwd2 to
+     * prefetch (prefetcht1) for a later call: the SIMD kernels spread them over a sweep, a line
+     * per 64 bytes of columns, so that the misses overlap the arithmetic; the others prefetch
+     * them at once */
     int npf;
-    const float *pf[6];
+    const void *pf[6];
 } sn_rfuse;
 
-/* prefetches the rows F->pf[0 .. npf) of D floats at once */
-static inline void sn_k_prefetch_rows(const sn_rfuse *F, int64_t D) {
+/* prefetches the rows F->pf[0 .. npf) of `bytes` bytes each at once */
+static inline void sn_k_prefetch_rows(const sn_rfuse *F, int64_t bytes) {
 #if defined(__GNUC__)
     for (int i = 0; i < F->npf; i++) {
-        for (int64_t j = 0; j < D; j += 16) __builtin_prefetch(F->pf[i] + j, 0, 2);
-        __builtin_prefetch(F->pf[i] + D - 1, 0, 2);
+        const char *p = (const char *)F->pf[i];
+        for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, 0, 2);
+        __builtin_prefetch(p + bytes - 1, 0, 2);
     }
 #else
     (void)F;
-    (void)D;
+    (void)bytes;
 #endif
 }
 

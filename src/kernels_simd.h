@@ -466,14 +466,20 @@ static void norm_bwd2(const sn_rnorm *q2, const SN_T *const *dout2, const SN_T *
 
 /* ---- dual-stream fuse ---------------------------------------------------------------------- */
 
+/* column j of a row to prefetch (a row of SN_T) */
+KINLINE const void *pf_at(const void *row, int64_t j) { return (const SN_T *)row + j; }
+/* a sweep's steps with accumulator set k prefetch when k % PF_EVERY is 0: about one prefetch
+ * per 64 bytes of a row (fp32: every step with AVX-512, every other with AVX2; bf16: every
+ * other step with AVX-512, every fourth with AVX2, every other in two-set sweeps) */
+#define PF_EVERY (64 / (VW * (int)sizeof(SN_T)))
+
 /* In a sweep with accumulator sets k, column j: prefetches (prefetcht1) the first n rows of
- * F->pf (n a constant: F->pf then holds n rows) at j when F->npf > 0, one line each per 64
- * bytes of columns (every step with AVX-512, the steps of even k with AVX2), so that a later
- * call's misses overlap this call's arithmetic. */
+ * F->pf (n a constant: F->pf then holds n rows) at j when F->npf > 0 (steps of PF_EVERY), so
+ * that a later call's misses overlap this call's arithmetic. */
 KINLINE void prefetch_step(const sn_rfuse *F, int n, int64_t j, int k) {
 #if defined(__GNUC__)
-    if ((VW >= 16 || (k & 1) == 0) && F->npf)
-        for (int i = 0; i < n; i++) __builtin_prefetch(F->pf[i] + j, 0, 2);
+    if (k % PF_EVERY == 0 && F->npf)
+        for (int i = 0; i < n; i++) __builtin_prefetch(pf_at(F->pf[i], j), 0, 2);
 #else
     (void)F;
     (void)n;
@@ -880,26 +886,33 @@ typedef struct brow {
     V a[2], b[2];                 /* pass 1: N_out's reductions */
     V ax[2], bx[2], ay[2], by[2]; /* pass 2: N_x's and N_y's */
 #ifdef SN_K16
-    float *kx, *ky, *kdh; /* x, y, dh widened by pass 1, for passes 2 and 3 (stack rows) */
+    float *kx, *ky, *kdh; /* xx, yy and dh (widened) from pass 1, for passes 2 and 3 */
 #endif
 } brow;
 
-/* Row f (x, y or dh) of w at column j in pass 1, and in passes 2 and 3. With bf16 rows, pass 1
- * keeps the widened vectors in stack rows (BROW_KEEP) and the later passes load those: widening
- * costs more instructions than a load, in kernels bound by their instructions. */
+/* xhat of row f (x or y, norm N) of w at column j in pass 1 (XX_P1), and in passes 2 and 3
+ * (XX_P23); dh likewise (DH_P1, DH_P23). With bf16 rows, pass 1 keeps xx, yy and the widened
+ * dh in stack rows (BROW_KEEP) and the later passes load them: the kept vectors are the same
+ * bits as recomputed ones, and a load costs fewer instructions than widening and normalising
+ * again, in kernels bound by their instructions (docs/performance.md). */
 #ifdef SN_K16
 KINLINE V keep_st(float *p, V v) {
     vst(p, v); /* the stack rows are padded: whole vectors */
     return v;
 }
-#define ROW_P1(w, f, j, t, m)  keep_st((w)->k##f + (j), load((w)->f + (j), t, m))
-#define ROW_P23(w, f, j, t, m) vld((w)->k##f + (j))
+#define XX_P1(w, f, N, j, t, m)                                                                    \
+    keep_st((w)->k##f + (j), xhat_sub(&(w)->F.N, load((w)->f + (j), t, m)))
+#define XX_P23(w, f, N, j, t, m) vld((w)->k##f + (j))
+#define DH_P1(w, j, t, m)        keep_st((w)->kdh + (j), load((w)->dh + (j), t, m))
+#define DH_P23(w, j, t, m)       vld((w)->kdh + (j))
 #define BROW_KEEP(w)                                                                               \
     float w##_keep[3][FUSE_ROW_MAX + VW];                                                          \
     (w).kx = w##_keep[0], (w).ky = w##_keep[1], (w).kdh = w##_keep[2]
 #else
-#define ROW_P1(w, f, j, t, m)  load((w)->f + (j), t, m)
-#define ROW_P23(w, f, j, t, m) load((w)->f + (j), t, m)
+#define XX_P1(w, f, N, j, t, m)  xhat_sub(&(w)->F.N, load((w)->f + (j), t, m))
+#define XX_P23(w, f, N, j, t, m) XX_P1(w, f, N, j, t, m)
+#define DH_P1(w, j, t, m)        load((w)->dh + (j), t, m)
+#define DH_P23(w, j, t, m)       DH_P1(w, j, t, m)
 #define BROW_KEEP(w)
 #endif
 
@@ -916,29 +929,28 @@ KINLINE void brow_init(brow *w, const sn_rfuse *F, const SN_T *dh, const SN_T *d
 
 /* pass 1 at column j (accumulator set k): N_out's reductions, xs kept in bs */
 KINLINE void fuse_p1(brow *w, int64_t j, int t, M m, int k) {
-    const V xx = xhat_sub(&w->F.X, ROW_P1(w, x, j, t, m));
-    const V yy = xhat_sub(&w->F.Y, ROW_P1(w, y, j, t, m));
+    const V xx = XX_P1(w, x, X, j, t, m);
+    const V yy = XX_P1(w, y, Y, j, t, m);
     const V xs = xs_of(&w->F, xx, yy, j, t, m);
     vst(w->bs + j, xs); /* the stack rows are padded: whole vectors */
-    const V g = keep(vmul(gamma_at(w->F.O.gamma, j, t, m), ROW_P1(w, dh, j, t, m)), t, m);
+    const V g = keep(vmul(gamma_at(w->F.O.gamma, j, t, m), DH_P1(w, j, t, m)), t, m);
     w->a[k] = vadd(w->a[k], g); /* fuse_red1_step's arithmetic, xs already at hand */
     w->b[k] = vfma(g, keep(xs, t, m), w->b[k]);
 }
 
 /* pass 2 at column j: the quantities of the step (returned), the reductions of N_x and N_y;
  * gx replaces xs in bs, gy goes to bg. First the rows the row's sn_rfuse asks to prefetch
- * (pf), a line each per 64 bytes of columns: every step with AVX-512, every step of set 0
- * (two steps) with AVX2. */
+ * (pf), at the steps of PF_EVERY. */
 KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
 #if defined(__GNUC__)
-    if (VW >= 16 || k == 0)
-        for (int i = 0; i < w->F.npf; i++) __builtin_prefetch(w->F.pf[i] + j, 0, 2);
+    if (k % PF_EVERY == 0)
+        for (int i = 0; i < w->F.npf; i++) __builtin_prefetch(pf_at(w->F.pf[i], j), 0, 2);
 #endif
     belem e;
-    e.xx = xhat_sub(&w->F.X, ROW_P23(w, x, j, t, m));
-    e.yy = xhat_sub(&w->F.Y, ROW_P23(w, y, j, t, m));
+    e.xx = XX_P23(w, x, X, j, t, m);
+    e.yy = XX_P23(w, y, Y, j, t, m);
     e.xs = vld(w->bs + j);
-    e.dh = ROW_P23(w, dh, j, t, m);
+    e.dh = DH_P23(w, j, t, m);
     e.ds = ds_of(&w->F, e.xs, e.dh, j, t, m);
     e.dt = dt_of(w->du, e.ds, j, t, m);
     e.gx = vmul(gamma_at(w->F.X.gamma, j, t, m), e.dt);
@@ -951,8 +963,8 @@ KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
 
 /* pass 3 at column j: the input gradients */
 KINLINE void fuse_p3(const brow *w, int accx, int accy, int64_t j, int t, M m) {
-    const V xx = xhat_sub(&w->F.X, ROW_P23(w, x, j, t, m));
-    const V yy = xhat_sub(&w->F.Y, ROW_P23(w, y, j, t, m));
+    const V xx = XX_P23(w, x, X, j, t, m);
+    const V yy = XX_P23(w, y, Y, j, t, m);
     fuse_dx_step(&w->F, xx, yy, vld(w->bs + j), vld(w->bg + j), w->dx, w->dy, accx, accy, j, t, m);
 }
 
@@ -968,7 +980,7 @@ KINLINE void acc_fma2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
 static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
                      const SN_T *y, SN_T *dx, SN_T *dy, int accx, int accy, const sn_dfuse *dp) {
     if (D > FUSE_ROW_MAX) {
-        sn_k_prefetch_rows(F, D);
+        sn_k_prefetch_rows(F, D * (int64_t)sizeof(SN_T));
         fuse_red(F, D, dh, du, x, y);
         if (dp) fuse_pg(F, D, dh, du, x, y, dp);
         fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);
