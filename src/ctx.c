@@ -10,6 +10,10 @@
 #include <unistd.h>
 #define SN_HAVE_SYSCONF 1
 #endif
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
+#include <xmmintrin.h>
+#define SN_HAVE_SFENCE 1
+#endif
 
 #include "cpu.h"
 #include "ctx.h"
@@ -158,8 +162,20 @@ const sn_kern *sn_ctx_kern(const sn_ctx *ctx) { return sn_kern_for(sn_ctx_isa(ct
 
 int sn_ctx_width(const sn_ctx *ctx) { return ctx ? ctx->width : 1; }
 
-/* A caller's hook gets this task, which runs the library's only for indices in [0, n): an
- * index out of range from a faulty hook is ignored instead of reaching rows that do not exist. */
+/* The row kernels may write with streaming stores, which x86 orders with other stores only
+ * through a store fence. The kernels do not fence (a fence per row made streaming calls up to
+ * 30% slower: docs/performance.md); every task ends with one instead, on the thread that ran
+ * it, before the pool or the caller's hook can learn that it finished, and so before the call
+ * returns. */
+static void store_fence(void) {
+#ifdef SN_HAVE_SFENCE
+    _mm_sfence();
+#endif
+}
+
+/* Each task runs through this one, which fences after it and runs the library's task only for
+ * indices in [0, n): an index out of range from a faulty hook is ignored instead of reaching
+ * rows that do not exist. */
 typedef struct checked_task {
     sn_task_fn task;
     void *arg;
@@ -168,17 +184,19 @@ typedef struct checked_task {
 static void run_checked(void *arg, int64_t i) {
     const checked_task *c = arg;
     if (i >= 0 && i < c->n) c->task(c->arg, i);
+    store_fence();
 }
 
 void sn_ctx_par(const sn_ctx *ctx, int64_t n, sn_task_fn task, void *arg) {
     if (n <= 0) return;
+    checked_task c = {task, arg, n};
     if (ctx && n > 1 && ctx->fn) {
-        checked_task c = {task, arg, n};
         ctx->fn(ctx->user, n, run_checked, &c);
     } else if (ctx && n > 1 && ctx->pool) {
-        sn_pool_run(ctx->pool, n, task, arg);
+        sn_pool_run(ctx->pool, n, run_checked, &c);
     } else {
         for (int64_t i = 0; i < n; i++) task(arg, i);
+        store_fence();
     }
 }
 

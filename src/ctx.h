@@ -24,7 +24,8 @@ int sn_ctx_width(const sn_ctx *ctx);
  * number of whole floats it holds (NULL and 0 when none, or for a NULL ctx). */
 void sn_ctx_scratch(const sn_ctx *ctx, float **p, int64_t *floats);
 
-/* Runs task(arg, i) for i in [0, n) with ctx's threads (the hook or the pool), or serially. */
+/* Runs task(arg, i) for i in [0, n) with ctx's threads (the hook or the pool), or serially; each
+ * task ends with a store fence (the kernels' streaming stores are fenced there, see ctx.c). */
 void sn_ctx_par(const sn_ctx *ctx, int64_t n, sn_task_fn task, void *arg);
 
 #endif

@@ -23,7 +23,6 @@ static inline M mask_n(int k) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 static inline void vstream(float *p, V v) { _mm256_stream_ps(p, v); }
-static inline void vfence(void) { _mm_sfence(); }
 static inline V vset1(float a) { return _mm256_set1_ps(a); }
 static inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
 static inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }

@@ -21,7 +21,6 @@ static inline void vstm(float *p, M m, V v) { _mm512_mask_storeu_ps(p, m, v); }
 static inline V vmaskz(M m, V v) { return _mm512_maskz_mov_ps(m, v); }
 static inline M mask_n(int k) { return (M)((1u << k) - 1u); }
 static inline void vstream(float *p, V v) { _mm512_stream_ps(p, v); }
-static inline void vfence(void) { _mm_sfence(); }
 static inline V vset1(float a) { return _mm512_set1_ps(a); }
 static inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
 static inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }

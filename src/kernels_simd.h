@@ -8,7 +8,8 @@
  *   MFULL         a mask value for full vectors (never used by a masked operation)
  *   vset1 vadd vsub vmul vdiv vfma(a,b,c)=a*b+c  vfnma(a,b,c)=c-a*b  vfms(a,b,c)=a*b-c
  *   hsum          horizontal sum in a fixed order
- *   vstream       streaming store to an address aligned to a whole vector; vfence after them
+ *   vstream       streaming store to an address aligned to a whole vector (no fence: every
+ *                 task that runs a kernel ends with one, sn_ctx_par)
  *   vld16 vst16 vstream16   the same on VW bf16: widened as loaded, rounded (vrnd16,
  *                 sn_k_bf16_round's bits) as stored;  mask_lanes(m) the lanes of a mask_n mask
  * and the including file SN_KERN_TABLE, the name of the table to define (an sn_kern, or with
@@ -306,7 +307,6 @@ __attribute__((noinline)) static void norm_row(const sn_rnorm *q, const SN_T *v,
     q = &Q_;
     const int nt = q->nt;
     COLS(W, { store_out(out + j, scale_shift(q, xhat(q, load(v + j, t, m)), j, t, m), t, m, nt); });
-    if (nt) vfence();
 }
 
 /* The forward of one row: stats, then norm_row with the row's statistics in q0 (resolved with
@@ -395,7 +395,6 @@ static void norm_dx(const sn_rnorm *q, const SN_T *dout, const SN_T *v, int64_t 
             V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));
             store_out(dv + j, vmul(r, vfnma(xh, vb, vsub(g, va))), t, m, q->nt);
         });
-    if (q->nt && !acc) vfence();
 }
 
 /* the whole backward of one row: the reductions and the parameter gradients in one sweep (the
@@ -574,7 +573,6 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const SN_T *x, const SN_T *y, S
             a[k] = vfma(d, d, a[k]);
         });
     else COLS(D, { fuse_s_step(F, x, y, u, h, j, t, m); });
-    if (u && F->nt) vfence();
     *mo = 0.0f;
     *ro = 1.0f;
     if (ln) {
@@ -717,7 +715,6 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
         store_out(h0 + j, scale_shift(&O0, xhat_sub(&O0, load(s0p + j, t, m)), j, t, m), t, m, nt);
         store_out(h1 + j, scale_shift(&O1, xhat_sub(&O1, load(s1p + j, t, m)), j, t, m), t, m, nt);
     });
-    if (nt) vfence();
     st[0][0] = mx0, st[0][1] = rx0, st[0][2] = my0, st[0][3] = ry0, st[0][4] = mo0;
     st[0][5] = ro0;
     st[1][0] = mx1, st[1][1] = rx1, st[1][2] = my1, st[1][3] = ry1, st[1][4] = mo1;
@@ -864,7 +861,6 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du
         belem e = belem_of(F, j, t, m, dh, du, x, y);
         fuse_dx_step(F, e.xx, e.yy, e.gx, e.gy, dx, dy, accx, accy, j, t, m);
     });
-    if (F->nt) vfence();
 }
 
 /* The whole backward of one row: pass 1 (N_out's reductions) keeps xs in a stack row, pass 2
@@ -1001,7 +997,6 @@ static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, con
         COLS(D, { fuse_p3(&w, accx, accy, j, t, m); });
     else /* rows in the caches: pass 2's last columns first */
         COLS_DOWN(D, { fuse_p3(&w, accx, accy, j, t, m); });
-    if (w.F.nt) vfence();
 }
 
 /* The three passes of fuse_bwd on rows w0 and w1, each parameter-gradient vector loaded once
@@ -1070,7 +1065,6 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2],
     if (g3 && b3) fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
     else if (g3 && nb3) fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
     else fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
-    if (F0->nt) vfence();
 }
 static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2], const SN_T *const du[2],
                       const SN_T *const x[2], const SN_T *const y[2], SN_T *const dx[2],
@@ -1092,7 +1086,6 @@ static void add_div(const SN_T *a, const SN_T *b, float c, SN_T *out, int64_t D,
         COLS(D, {
             store_out(out + j, vadd(load(a + j, t, m), vdiv(load(b + j, t, m), vc)), t, m, nt);
         });
-    if (nt && !acc) vfence();
 }
 
 static void apply(const SN_T *z, const SN_T *u, const SN_T *y, float c, SN_T *xo, SN_T *yo,
@@ -1103,13 +1096,11 @@ static void apply(const SN_T *z, const SN_T *u, const SN_T *y, float c, SN_T *xo
         store_out(xo + j, vadd(load(u + j, t, m), vdiv(zj, vc)), t, m, nt);
         store_out(yo + j, vadd(load(y + j, t, m), zj), t, m, nt);
     });
-    if (nt) vfence();
 }
 
 static void axpy(const SN_T *a, const SN_T *b, float alpha, SN_T *out, int64_t D, int nt) {
     const V va = vset1(alpha);
     COLS(D, { store_out(out + j, vfma(va, load(a + j, t, m), load(b + j, t, m)), t, m, nt); });
-    if (nt) vfence();
 }
 
 #ifdef SN_K16
