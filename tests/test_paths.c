@@ -16,8 +16,10 @@
  * Shapes: D in {1, 7, 15, 16, 17, 32, 33, 64, 768, 1000, 3000, 9000} (32 and 64: the rows of
  * exactly four vectors that the fuse kernels specialise on AVX2 and AVX-512), R = 1, a few
  * rows, and enough rows to be threaded; base pointers one float off 64-byte alignment; row
- * strides > D. Built with SN_TEST_SMALL (sanitizer builds), rows of 768 and 1000 floats come in
- * fewer rows (still more chunks than a 2-thread backward has slots). */
+ * strides > D; and, for the fuse and elementwise calls, 2816 rows of 768 on 64-byte boundaries,
+ * beyond the sizes from which the calls stream their stores. Built with SN_TEST_SMALL
+ * (sanitizer builds), rows of 768 and 1000 floats come in fewer rows (still more chunks than a
+ * 2-thread backward has slots), and the streaming shape is left out. */
 #include "testutil.h"
 
 /* Paths may differ by this much, relative to the output's largest magnitude. */
@@ -33,6 +35,7 @@ enum { N_IN = 6, N_OUT = 4 };
 
 typedef struct shape {
     int64_t R, D, ld;
+    int aligned; /* matrices on 64-byte boundaries (else one float off) */
 } shape;
 
 /* Inputs (read-only, shared by every run) and outputs of one run. Matrices are R x ld; in[] are
@@ -96,14 +99,14 @@ static int64_t group_of(const op *o, int64_t D) {
     return 0;
 }
 
-static float *alloc_mat(int64_t n) { /* one float off 64-byte alignment */
+static float *alloc_mat(int64_t n, int off) { /* off floats past a 64-byte boundary */
     /* C11 aligned_alloc wants a size that is a multiple of the alignment */
     size_t bytes = ((size_t)(n + 16) * sizeof(float) + 63) / 64 * 64;
     float *p = aligned_alloc(64, bytes);
-    return p ? p + 1 : NULL;
+    return p ? p + off : NULL;
 }
-static void free_mat(float *p) {
-    if (p) free(p - 1);
+static void free_mat(float *p, int off) {
+    if (p) free(p - off);
 }
 
 /* Runs op o on ctx; stats_ref: the statistics the backward reads (from the scalar forward). */
@@ -190,10 +193,11 @@ static double worst_err[N_OPS];
 
 static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
     const int64_t R = s->R, D = s->D, ld = s->ld, span = (R - 1) * ld + D;
+    const int mis = s->aligned ? 0 : 1;
     bufs b;
     memset(&b, 0, sizeof b);
     for (int k = 0; k < N_IN; k++) {
-        b.in[k] = alloc_mat(span);
+        b.in[k] = alloc_mat(span, mis);
         for (int64_t r = 0; r < R; r++) {
             const float off = k == 0 ? 3.0f * urand() : 0.0f; /* rows with |mean| > std */
             for (int64_t j = 0; j < ld && r * ld + j < span; j++)
@@ -202,7 +206,7 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
     }
     for (int k = 0; k < N_OUT; k++) {
         b.nout[k] = span;
-        b.out[k] = alloc_mat(span);
+        b.out[k] = alloc_mat(span, mis);
     }
     int64_t np = 0, spr = 0;
     sn_norm n = o->n;
@@ -211,11 +215,11 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
     else if (o->kind <= 3) CHECK_OK(sn_fuse_query(&o->f, D, &np, &spr));
     b.nparams = np;
     b.nstats = o->kind == 0 || o->kind == 2 ? R * spr : 0;
-    b.params = alloc_mat(np);
-    b.dparams = alloc_mat(np);
-    b.stats = alloc_mat(R * spr);
+    b.params = alloc_mat(np, 1);
+    b.dparams = alloc_mat(np, 1);
+    b.stats = alloc_mat(R * spr, 1);
     for (int64_t i = 0; i < np; i++) b.params[i] = 1.0f + 0.5f * urand();
-    float *stats_ref = alloc_mat(R * spr);
+    float *stats_ref = alloc_mat(R * spr, 1);
     if (o->kind == 1 || o->kind == 3) { /* the scalar forward's statistics */
         op fw = *o;
         fw.kind = o->kind - 1;
@@ -224,8 +228,8 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
         t.nparams = 0;
         run(&fw, ctxs[0], s, &t, NULL);
         memcpy(stats_ref, b.stats, (size_t)(R * spr) * sizeof(float));
-        free_mat(b.stats);
-        b.stats = alloc_mat(R * spr);
+        free_mat(b.stats, 1);
+        b.stats = alloc_mat(R * spr, 1);
     }
     const int64_t total = 4 * span + b.nstats + np;
     float *ref = tu_falloc(total);
@@ -264,12 +268,12 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
     free(ref);
     free(base);
     free(got);
-    for (int k = 0; k < N_IN; k++) free_mat(b.in[k]);
-    for (int k = 0; k < N_OUT; k++) free_mat(b.out[k]);
-    free_mat(b.params);
-    free_mat(b.dparams);
-    free_mat(b.stats);
-    free_mat(stats_ref);
+    for (int k = 0; k < N_IN; k++) free_mat(b.in[k], mis);
+    for (int k = 0; k < N_OUT; k++) free_mat(b.out[k], mis);
+    free_mat(b.params, 1);
+    free_mat(b.dparams, 1);
+    free_mat(b.stats, 1);
+    free_mat(stats_ref, 1);
 }
 
 int main(void) {
@@ -352,10 +356,20 @@ int main(void) {
 #endif
             const int64_t Rs[] = {1, 5, big};
             for (int ri = 0; ri < 3; ri++) {
-                shape s = {Rs[ri], D, D + (ri == 1 ? 0 : 3)};
+                shape s = {Rs[ri], D, D + (ri == 1 ? 0 : 3), 0};
                 test_shape(&OPS[oi], &s, ctxs, nctx);
             }
         }
+#ifndef SN_TEST_SMALL
+    /* fuse and elementwise calls large enough to stream their stores and prefetch (src/drive.h:
+     * fuse calls from 32 MiB, the others from 40 MiB; 2816 x 768 floats is 8.25 MiB a matrix,
+     * so a fuse forward spans 33 MiB and an apply forward 41), on aligned rows, so that the
+     * threads' and the hook's tasks end with streamed rows to fence (ctx.c) */
+    for (int oi = 0; oi < N_OPS; oi++) {
+        shape s = {2816, 768, 768, 1};
+        if (OPS[oi].kind >= 2) test_shape(&OPS[oi], &s, ctxs, nctx);
+    }
+#endif
     for (int oi = 0; oi < N_OPS; oi++)
         printf("%-32s worst path-vs-scalar rel. error %.2e\n", OPS[oi].name, worst_err[oi]);
     CHECK_MSG(hook_calls > 0, "the parallel-for hook was never called");
