@@ -77,10 +77,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 4
-#define SN_VERSION_PATCH 1
+#define SN_VERSION_PATCH 2
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.4.1"
+#define SN_VERSION_STRING "0.4.2"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
