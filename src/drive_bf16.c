@@ -73,6 +73,17 @@ static void set_mem(job16 *J, int nmat, double nt_min) {
     J->pf_spread = bytes > SN_D_FUSE_PF_SPREAD_MIN_BYTES;
 }
 
+/* n elements widened or rounded: with the path's bf16 table where it has one, else element by
+ * element (the same bits either way) */
+static void widen_row(const job16 *J, const sn_bf16 *s, int64_t n, float *d) {
+    if (J->K16) J->K16->widen(s, n, d);
+    else sn_k_bf16_widen_row(s, n, d);
+}
+static void round_row(const job16 *J, const float *s, int64_t n, sn_bf16 *d) {
+    if (J->K16) J->K16->round(s, n, d);
+    else sn_k_bf16_round_row(s, n, d);
+}
+
 static const sn_bf16 *irow(const job16 *J, int k, int64_t r) { return J->in[k] + r * J->ldi[k]; }
 static sn_bf16 *orow(const job16 *J, int k, int64_t r) { return J->out[k] + r * J->ldo[k]; }
 
@@ -158,14 +169,14 @@ static void norm_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
         return;
     }
     for (int64_t r = lo; r < hi; r++) {
-        J->K->bf16_widen(irow(J, 0, r), J->D, v);
+        widen_row(J, irow(J, 0, r), J->D, v);
         for (int64_t g = 0; g < J->ng; g++) {
             float m, rs;
             J->K->norm_fwd(J->n, &J->q0, v + g * W, W, o + g * W, &m, &rs);
             if (J->stats_out)
                 sn_k_stats_put(J->n->kind, J->stats_out + r * J->spr, J->ng, g, m, rs);
         }
-        J->K->bf16_round(o, J->D, orow(J, 0, r));
+        round_row(J, o, J->D, orow(J, 0, r));
     }
 }
 
@@ -198,14 +209,14 @@ static void norm_bwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
         return;
     }
     for (int64_t r = lo; r < hi; r++) {
-        J->K->bf16_widen(irow(J, 0, r), J->D, d);
-        J->K->bf16_widen(irow(J, 1, r), J->D, v);
-        if (J->acc) J->K->bf16_widen(orow(J, 0, r), J->D, dv);
+        widen_row(J, irow(J, 0, r), J->D, d);
+        widen_row(J, irow(J, 1, r), J->D, v);
+        if (J->acc) widen_row(J, orow(J, 0, r), J->D, dv);
         for (int64_t g = 0; g < J->ng; g++) {
             const sn_rnorm q = seg_q(J, r, g);
             J->K->norm_bwd(&q, d + g * W, v + g * W, W, dv + g * W, J->acc, dg, db);
         }
-        J->K->bf16_round(dv, J->D, orow(J, 0, r));
+        round_row(J, dv, J->D, orow(J, 0, r));
     }
 }
 
@@ -331,19 +342,19 @@ static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
         float *const hs[2] = {s, s + D};
         float st2[2][6];
         for (int q = 0; q < 2; q++) {
-            J->K->bf16_widen(irow(J, 0, r + q), D, x + q * D);
-            J->K->bf16_widen(irow(J, 1, r + q), D, y + q * D);
+            widen_row(J, irow(J, 0, r + q), D, x + q * D);
+            widen_row(J, irow(J, 1, r + q), D, y + q * D);
         }
         J->K->fuse_fwd2(&J->F0, f, D, xs, ys, us, hs, st2);
         for (int q = 0; q < 2; q++) {
             if (J->stats_out) fuse_stats_put(J, r + q, st2[q]);
-            if (J->out[0]) J->K->bf16_round(u + q * D, D, orow(J, 0, r + q));
-            J->K->bf16_round(s + q * D, D, orow(J, 1, r + q));
+            if (J->out[0]) round_row(J, u + q * D, D, orow(J, 0, r + q));
+            round_row(J, s + q * D, D, orow(J, 1, r + q));
         }
     }
     for (; r < hi; r++) {
-        J->K->bf16_widen(irow(J, 0, r), D, x);
-        J->K->bf16_widen(irow(J, 1, r), D, y);
+        widen_row(J, irow(J, 0, r), D, x);
+        widen_row(J, irow(J, 1, r), D, y);
         float mx, rx, my, ry, mo = 0.0f, ro = 1.0f;
         sn_rfuse F = J->F0;
         J->K->stats2(&f->x, x, &f->y, y, D, &mx, &rx, &my, &ry);
@@ -358,8 +369,8 @@ static void fuse_fwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
             const float st[6] = {mx, rx, my, ry, mo, ro};
             fuse_stats_put(J, r, st);
         }
-        if (J->out[0]) J->K->bf16_round(u, D, orow(J, 0, r));
-        J->K->bf16_round(s, D, orow(J, 1, r));
+        if (J->out[0]) round_row(J, u, D, orow(J, 0, r));
+        round_row(J, s, D, orow(J, 1, r));
     }
 }
 
@@ -404,12 +415,12 @@ static sn_rfuse fuse_row_F(const job16 *J, int64_t r) {
 /* row r staged into *w, and its sn_rfuse into *F */
 static void fuse_stage(const job16 *J, int64_t r, const brow16 *w, sn_rfuse *F) {
     const int64_t D = J->D;
-    J->K->bf16_widen(irow(J, 0, r), D, w->dh);
-    if (J->in[1]) J->K->bf16_widen(irow(J, 1, r), D, w->du);
-    J->K->bf16_widen(irow(J, 2, r), D, w->x);
-    J->K->bf16_widen(irow(J, 3, r), D, w->y);
-    if (J->accx) J->K->bf16_widen(orow(J, 0, r), D, w->dx);
-    if (J->accy) J->K->bf16_widen(orow(J, 1, r), D, w->dy);
+    widen_row(J, irow(J, 0, r), D, w->dh);
+    if (J->in[1]) widen_row(J, irow(J, 1, r), D, w->du);
+    widen_row(J, irow(J, 2, r), D, w->x);
+    widen_row(J, irow(J, 3, r), D, w->y);
+    if (J->accx) widen_row(J, orow(J, 0, r), D, w->dx);
+    if (J->accy) widen_row(J, orow(J, 1, r), D, w->dy);
     *F = fuse_row_F(J, r);
 }
 
@@ -486,18 +497,18 @@ static void fuse_bwd_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
         const float *const du[2] = {J->in[1] ? w.du : NULL, J->in[1] ? v.du : NULL};
         float *const dx[2] = {w.dx, v.dx}, *const dy[2] = {w.dy, v.dy};
         J->K->fuse_bwd2(F, D, dh, du, x, y, dx, dy, J->accx, J->accy, &dp);
-        J->K->bf16_round(w.dx, D, orow(J, 0, r));
-        J->K->bf16_round(w.dy, D, orow(J, 1, r));
-        J->K->bf16_round(v.dx, D, orow(J, 0, r + 1));
-        J->K->bf16_round(v.dy, D, orow(J, 1, r + 1));
+        round_row(J, w.dx, D, orow(J, 0, r));
+        round_row(J, w.dy, D, orow(J, 1, r));
+        round_row(J, v.dx, D, orow(J, 0, r + 1));
+        round_row(J, v.dy, D, orow(J, 1, r + 1));
     }
     for (; r < hi; r++) {
         sn_rfuse F;
         fuse_stage(J, r, &w, &F);
         J->K->fuse_bwd(&F, D, w.dh, J->in[1] ? w.du : NULL, w.x, w.y, w.dx, w.dy, J->accx, J->accy,
                        slot ? &dp : NULL);
-        J->K->bf16_round(w.dx, D, orow(J, 0, r));
-        J->K->bf16_round(w.dy, D, orow(J, 1, r));
+        round_row(J, w.dx, D, orow(J, 0, r));
+        round_row(J, w.dy, D, orow(J, 1, r));
     }
 }
 
@@ -556,8 +567,8 @@ static void fuse_bwd_wide(const sn_ctx *ctx, job16 *J) {
             F.oa = o[0], F.ob = o[1], F.xa = o[2], F.xb = o[3], F.ya = o[4], F.yb = o[5];
             J->K->fuse_dx(&F, D, w.dh, J->in[1] ? w.du : NULL, w.x, w.y, w.dx, w.dy, J->accx,
                           J->accy);
-            J->K->bf16_round(w.dx, D, orow(J, 0, r));
-            J->K->bf16_round(w.dy, D, orow(J, 1, r));
+            round_row(J, w.dx, D, orow(J, 0, r));
+            round_row(J, w.dy, D, orow(J, 1, r));
         }
     }
 }
@@ -603,12 +614,12 @@ static void apply_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     for (int64_t r = lo; r < hi; r++)
         for (int64_t j = 0; j < J->D; j += EW_BLOCK) {
             const int64_t n = J->D - j < EW_BLOCK ? J->D - j : EW_BLOCK;
-            J->K->bf16_widen(irow(J, 0, r) + j, n, z);
-            J->K->bf16_widen(irow(J, 1, r) + j, n, u);
-            J->K->bf16_widen(irow(J, 2, r) + j, n, y);
+            widen_row(J, irow(J, 0, r) + j, n, z);
+            widen_row(J, irow(J, 1, r) + j, n, u);
+            widen_row(J, irow(J, 2, r) + j, n, y);
             J->K->apply(z, u, y, J->c, u, y, n, 0);
-            J->K->bf16_round(u, n, orow(J, 0, r) + j);
-            J->K->bf16_round(y, n, orow(J, 1, r) + j);
+            round_row(J, u, n, orow(J, 0, r) + j);
+            round_row(J, y, n, orow(J, 1, r) + j);
         }
 }
 
@@ -644,15 +655,15 @@ static void add_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     for (int64_t r = lo; r < hi; r++)
         for (int64_t j = 0; j < J->D; j += EW_BLOCK) {
             const int64_t n = J->D - j < EW_BLOCK ? J->D - j : EW_BLOCK;
-            J->K->bf16_widen(irow(J, 0, r) + j, n, a);
-            J->K->bf16_widen(irow(J, 1, r) + j, n, b);
+            widen_row(J, irow(J, 0, r) + j, n, a);
+            widen_row(J, irow(J, 1, r) + j, n, b);
             if (J->acc < 0) {
                 J->K->axpy(a, b, J->c, o, n, 0);
             } else {
-                if (J->acc) J->K->bf16_widen(orow(J, 0, r) + j, n, o);
+                if (J->acc) widen_row(J, orow(J, 0, r) + j, n, o);
                 J->K->add_div(a, b, J->c, o, n, J->acc, 0);
             }
-            J->K->bf16_round(o, n, orow(J, 0, r) + j);
+            round_row(J, o, n, orow(J, 0, r) + j);
         }
 }
 
@@ -690,13 +701,11 @@ static void convert_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     for (int64_t r = lo; r < hi; r++)
         for (int64_t j = 0; j < J->D; j += EW_BLOCK) {
             const int64_t n = J->D - j < EW_BLOCK ? J->D - j : EW_BLOCK;
-            if (J->src32 && J->K16)
-                J->K16->round(J->src32 + r * J->ldi[0] + j, n, orow(J, 0, r) + j);
-            else if (J->src32) J->K->bf16_round(J->src32 + r * J->ldi[0] + j, n, orow(J, 0, r) + j);
-            else if (J->dst32) J->K->bf16_widen(irow(J, 0, r) + j, n, J->dst32 + r * J->ldo[0] + j);
+            if (J->src32) round_row(J, J->src32 + r * J->ldi[0] + j, n, orow(J, 0, r) + j);
+            else if (J->dst32) widen_row(J, irow(J, 0, r) + j, n, J->dst32 + r * J->ldo[0] + j);
             else {
-                J->K->bf16_widen(irow(J, 0, r) + j, n, t);
-                J->K->bf16_round(t, n, orow(J, 0, r) + j);
+                widen_row(J, irow(J, 0, r) + j, n, t);
+                round_row(J, t, n, orow(J, 0, r) + j);
             }
         }
 }

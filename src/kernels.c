@@ -405,9 +405,6 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
     for (int64_t j = 0; j < D; j++) out[j] = alpha * a[j] + b[j];
 }
 
-static void bf16_widen(const sn_bf16 *s, int64_t n, float *d) { sn_k_bf16_widen_row(s, n, d); }
-static void bf16_round(const float *s, int64_t n, sn_bf16 *d) { sn_k_bf16_round_row(s, n, d); }
-
 const sn_kern sn_kern_scalar = {
     .norm_row = norm_row,
     .norm_fwd = norm_fwd,
@@ -425,6 +422,4 @@ const sn_kern sn_kern_scalar = {
     .add_div = add_div,
     .apply = apply,
     .axpy = axpy,
-    .bf16_widen = bf16_widen,
-    .bf16_round = bf16_round,
 };

@@ -148,11 +148,6 @@ typedef struct sn_kern {
                   int64_t D, int nt);
     /* out = alpha * a + b; out may equal a or b */
     void (*axpy)(const float *a, const float *b, float alpha, float *out, int64_t D, int nt);
-    /* bf16 rows of n elements: d = sn_k_bf16_widen(s) and d = sn_k_bf16_round(s) elementwise,
-     * the same bits on every path (integer operations only; each path's compiler flags pick
-     * its vector instructions) */
-    void (*bf16_widen)(const sn_bf16 *s, int64_t n, float *d);
-    void (*bf16_round)(const float *s, int64_t n, sn_bf16 *d);
 } sn_kern;
 
 extern const sn_kern sn_kern_scalar;
@@ -201,7 +196,10 @@ typedef struct sn_kern16 {
     void (*apply)(const sn_bf16 *z, const sn_bf16 *u, const sn_bf16 *y, float c, sn_bf16 *xo,
                   sn_bf16 *yo, int64_t D, int nt);
     void (*axpy)(const sn_bf16 *a, const sn_bf16 *b, float alpha, sn_bf16 *out, int64_t D, int nt);
-    /* d = sn_k_bf16_round(s) elementwise: the table's own vector rounding, the same bits */
+    /* d = sn_k_bf16_widen(s) and d = sn_k_bf16_round(s) elementwise, with the table's own
+     * vector widening and rounding: the same bits (paths without a bf16 table use
+     * sn_k_bf16_widen_row and sn_k_bf16_round_row) */
+    void (*widen)(const sn_bf16 *s, int64_t n, float *d);
     void (*round)(const float *s, int64_t n, sn_bf16 *d);
 } sn_kern16;
 
@@ -271,7 +269,8 @@ static inline sn_bf16 sn_k_bf16_round(float f) {
     return (sn_bf16)((u & 0x7fffffffu) > 0x7f800000u ? nan : rne);
 }
 
-/* The loops of the bf16_widen and bf16_round slots, compiled into each path's table. */
+/* Rows converted element by element (the scalar path's conversions; see sn_kern16's widen and
+ * round). */
 static inline void sn_k_bf16_widen_row(const sn_bf16 *s, int64_t n, float *d) {
     for (int64_t j = 0; j < n; j++) d[j] = sn_k_bf16_widen(s[j]);
 }

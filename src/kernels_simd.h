@@ -183,8 +183,6 @@ static inline void vstm16(sn_bf16 *p, M m, V v) {
     vst16(b, v);
     memcpy(p, b, (size_t)mask_lanes(m) * sizeof *p);
 }
-/* VW floats rounded to bf16 and stored (the bf16_round slot) */
-static inline void vround_bf16(const float *s, sn_bf16 *d) { vst16(d, vld(s)); }
 
 /* Loads and stores of a vector at p (the partial step: masked), for fp32 rows and for bf16
  * rows (widened on load, rounded on store); load, store and store_out pick by p's type, so a
@@ -1104,7 +1102,10 @@ static void axpy(const SN_T *a, const SN_T *b, float alpha, SN_T *out, int64_t D
 }
 
 #ifdef SN_K16
-/* floats rounded with this table's rounding (a vector at a time, vrnd16) */
+/* bf16 widened and floats rounded with this table's vld16 and vrnd16, a vector at a time */
+static void widen16(const sn_bf16 *s, int64_t n, float *d) {
+    COLS(n, { store(d + j, load(s + j, t, m), t, m); });
+}
 static void round16(const float *s, int64_t n, sn_bf16 *d) {
     COLS(n, { store(d + j, load(s + j, t, m), t, m); });
 }
@@ -1121,17 +1122,10 @@ const sn_kern16 SN_KERN_TABLE = {
     .add_div = add_div,
     .apply = apply,
     .axpy = axpy,
+    .widen = widen16,
     .round = round16,
 };
 #else
-static void bf16_widen(const sn_bf16 *s, int64_t n, float *d) { sn_k_bf16_widen_row(s, n, d); }
-/* full vectors with the path's rounding, the tail with the scalar one (the same bits) */
-static void bf16_round(const float *s, int64_t n, sn_bf16 *d) {
-    int64_t j = 0;
-    for (; j + VW <= n; j += VW) vround_bf16(s + j, d + j);
-    sn_k_bf16_round_row(s + j, n - j, d + j);
-}
-
 const sn_kern SN_KERN_TABLE = {
     .norm_row = norm_row,
     .norm_fwd = norm_fwd,
@@ -1149,7 +1143,5 @@ const sn_kern SN_KERN_TABLE = {
     .add_div = add_div,
     .apply = apply,
     .axpy = axpy,
-    .bf16_widen = bf16_widen,
-    .bf16_round = bf16_round,
 };
 #endif

@@ -1,10 +1,11 @@
 /* checkasm: the bf16 tables (sn_kern16 of kernels.h: norm_row, norm_fwd, norm_bwd, norm_bwd2,
- * stats2, fuse_fwd2, fuse_bwd, fuse_bwd2, add_div, apply, axpy, round) of every SIMD path,
- * each slot against the same path's fp32 slot on the widened inputs: every bf16 output is
+ * stats2, fuse_fwd2, fuse_bwd, fuse_bwd2, add_div, apply, axpy, widen, round) of every SIMD
+ * path, each slot against the same path's fp32 slot on the widened inputs: every bf16 output is
  * bitwise sn_k_bf16_round of the fp32 slot's output, every float output (statistics, parameter
  * gradients) bitwise the fp32 slot's; the aliasing the fp32 slot allows gives the same bits;
- * streaming stores change nothing; nothing is written outside the rows. The fp32 slots
- * themselves are checked against scalar in the other check_* files. */
+ * streaming stores change nothing; nothing is written outside the rows. The conversions widen
+ * and round against sn_k_bf16_widen and sn_k_bf16_round. The fp32 slots themselves are checked
+ * against scalar in the other check_* files. */
 #include "checkasm.h"
 
 #include <stdio.h>
@@ -301,6 +302,11 @@ static void check_round16(const ca_path *p, int64_t D, int off) {
     sn_bf16 *b = ca_row16(D, off + 1);
     p->K16->round(v, D, b);
     same16("round", b, v, D);
+    /* and back: bitwise sn_k_bf16_widen (of these values, NaN payloads included) */
+    float *w = ca_row(D, off + 2);
+    p->K16->widen(b, D, w);
+    ca_check(memcmp(w, widen(b, D), (size_t)D * sizeof *w) == 0, "widen: not sn_k_bf16_widen");
+    ca_rows_ok("bf16 conversions");
 }
 
 static void check_round16_all(const ca_path *p) {
@@ -411,6 +417,14 @@ static void b16_apply(void *a) {
     bb *e = a;
     e->p->K16->apply(e->x[0], e->y[0], e->dh[0], 2.3f, e->o[0], e->o[1], e->D, 0);
 }
+static void b16_round(void *a) {
+    bb *e = a;
+    e->p->K16->round(e->xf[0], e->D, e->o[0]);
+}
+static void b16_widen(void *a) {
+    bb *e = a;
+    e->p->K16->widen(e->x[0], e->D, e->of[0]);
+}
 
 void bench_bf16k(const ca_path *p) {
     if (!p->K16) return;
@@ -454,6 +468,8 @@ void bench_bf16k(const ca_path *p) {
             for (size_t k = 0; k < sizeof slots / sizeof slots[0]; k++)
                 ca_bench(slots[k].slot, name, slots[k].rows * D, slots[k].fn[t], &e);
         }
+        ca_bench("round", p->name, D, b16_round, &e); /* the conversions: no fp32 twin */
+        ca_bench("widen", p->name, D, b16_widen, &e);
         ca_rows_reset();
     }
 }

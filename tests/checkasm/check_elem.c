@@ -63,28 +63,6 @@ static void check_axpy(const ca_path *p, const ca_path *ref, int64_t D, int off)
     ca_rows_ok("axpy");
 }
 
-/* the conversions: bitwise the scalar table's (integer operations), on values that include
- * ties, NaNs, infinities and subnormals */
-static void check_bf16(const ca_path *p, const ca_path *ref, int64_t D, int off) {
-    float *v = ca_row_rand(D, off, 3.0f, 0.0f);
-    static const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xff800001u,
-                                       0x7f7fffffu, 0x00018000u, 0x80000001u, 0x7f800000u};
-    for (int64_t j = 0; j < D && j < 8; j++) memcpy(&v[j], &special[j], sizeof(float));
-    sn_bf16 *b = calloc((size_t)D + 1, sizeof *b), *br = calloc((size_t)D + 1, sizeof *b);
-    p->K->bf16_round(v, D, b);
-    ref->K->bf16_round(v, D, br);
-    int same = memcmp(b, br, (size_t)D * sizeof *b) == 0;
-    for (int64_t j = 0; j < D; j++) same &= b[j] == sn_bf16_from_f32(v[j]);
-    ca_check(same, "bf16_round differs from the scalar rounding");
-    float *w = ca_row(D, off + 1), *wr = ca_row(D, 0);
-    p->K->bf16_widen(b, D, w);
-    ref->K->bf16_widen(b, D, wr);
-    ca_same("bf16_widen", w, wr, D);
-    free(b);
-    free(br);
-    ca_rows_ok("bf16");
-}
-
 void check_elem(const ca_path *p, const ca_path *ref) {
     for (int wi = 0; wi < ca_nwidths; wi++) {
         const int64_t D = ca_widths[wi];
@@ -94,7 +72,6 @@ void check_elem(const ca_path *p, const ca_path *ref) {
         check_add_div(p, ref, D, off);
         check_apply(p, ref, D, off);
         check_axpy(p, ref, D, off);
-        check_bf16(p, ref, D, off);
         ca_rows_reset();
     }
 }
@@ -105,7 +82,6 @@ typedef struct be {
     const sn_kern *K;
     int64_t D;
     float *a, *b, *c, *o1, *o2;
-    sn_bf16 *h;
 } be;
 
 static void b_add_div(void *arg) {
@@ -121,15 +97,6 @@ static void b_axpy(void *arg) {
     e->K->axpy(e->a, e->b, 1.3f, e->o1, e->D, 0);
 }
 
-static void b_bf16_round(void *arg) {
-    be *e = arg;
-    e->K->bf16_round(e->a, e->D, e->h);
-}
-static void b_bf16_widen(void *arg) {
-    be *e = arg;
-    e->K->bf16_widen(e->h, e->D, e->o1);
-}
-
 void bench_elem(const ca_path *p) {
     const int64_t Ds[3] = {64, 768, 4096};
     for (int di = 0; di < 3; di++) {
@@ -140,14 +107,10 @@ void bench_elem(const ca_path *p) {
                 ca_row_rand(D, 0, 1.0f, 0.0f),
                 ca_row_rand(D, 0, 1.0f, 0.0f),
                 ca_row(D, 0),
-                ca_row(D, 0),
-                calloc((size_t)D, sizeof(sn_bf16))};
+                ca_row(D, 0)};
         ca_bench("add_div", p->name, D, b_add_div, &e);
         ca_bench("apply", p->name, D, b_apply, &e);
         ca_bench("axpy", p->name, D, b_axpy, &e);
-        ca_bench("bf16_round", p->name, D, b_bf16_round, &e);
-        ca_bench("bf16_widen", p->name, D, b_bf16_widen, &e);
-        free(e.h);
         ca_rows_reset();
     }
 }
