@@ -5,10 +5,11 @@
 set -eu
 
 # python3-venv, python3-pip, python3-setuptools: the test python-install (pip install ./python
-# into a venv, offline with --no-build-isolation).
+# into a venv, offline with --no-build-isolation). fortunes: sn-gpt-train's default corpus, its
+# text checked by checksum at every start (Debian 12 ships version 1:1.99.1-7.3).
 packages="meson ninja-build gcc g++ clang pkg-config binutils python3-numpy python3-torch
 python3-cffi python3-venv python3-pip python3-setuptools libopenblas-dev gnuplot-nox cmake
-valgrind libclang-rt-dev clang-format openmpi-bin libopenmpi-dev"
+valgrind libclang-rt-dev clang-format openmpi-bin libopenmpi-dev fortunes"
 
 missing=
 for p in $packages; do

@@ -1,6 +1,6 @@
 /* Training data that needs no download: the generated "tales" corpus (tales.c) and the
- * addition task, both made in-program, and byte-level text from any file, each with a
- * held-out part. Also the trainer's random number generator. */
+ * addition task, both made in-program, and byte-level text from any file (the default corpus,
+ * corpus.c, is text from a Debian package), each with a held-out part. Also the trainer's random number generator. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,16 +93,17 @@ int data_addition(dataset *d, int digits, int T, int n_val) {
 
 /* ---- text --------------------------------------------------------------------------------- */
 
-/* Splits d->text (n_text bytes, owned by d) into a training head and a held-out tail of
- * val_frac, and takes n_val windows of T from the tail. 0, or prints why and returns -1. */
-static int text_split(dataset *d, const char *what, double val_frac, int n_val) {
+/* The held-out tail of n bytes: its last val_frac. */
+static size_t tail_of(size_t n, double val_frac) { return (size_t)((double)n * val_frac); }
+
+int text_split(dataset *d, const char *what, size_t n_train, int n_val) {
     int T = d->T;
     size_t n = d->n_text;
-    size_t n_hold = (size_t)((double)n * val_frac);
-    d->n_train = n - n_hold;
+    size_t n_hold = n - n_train;
+    d->n_train = n_train;
     if (d->n_train < (size_t)T + 2 || n_hold < (size_t)T + 1) {
-        fprintf(stderr, "%s: %zu bytes is too short for ctx %d with val fraction %.2f\n", what, n,
-                T, val_frac);
+        fprintf(stderr, "%s: %zu training and %zu held-out bytes are too short for ctx %d\n",
+                what, n_train, n_hold, T);
         data_free(d);
         return -1;
     }
@@ -158,7 +159,7 @@ int data_text(dataset *d, const char *path, int T, double val_frac, int n_val) {
     }
     d->text = buf;
     d->n_text = n;
-    return text_split(d, path, val_frac, n_val);
+    return text_split(d, path, n - tail_of(n, val_frac), n_val);
 }
 
 int data_tales(dataset *d, int T, double val_frac, int n_val) {
@@ -181,7 +182,7 @@ int data_tales(dataset *d, int T, double val_frac, int n_val) {
         data_free(d);
         return -1;
     }
-    return text_split(d, "tales", val_frac, n_val);
+    return text_split(d, "tales", TALES_BYTES - tail_of(TALES_BYTES, val_frac), n_val);
 }
 
 void data_free(dataset *d) {

@@ -205,7 +205,16 @@ void adamw_update(gpt_model *m, float *mom, float *vel, const optim_config *o, f
 
 /* ---- data (data.c) ------------------------------------------------------------------------ */
 
-enum { DATA_ADDITION = 0, DATA_TEXT = 1, DATA_TALES = 2 };
+enum { DATA_ADDITION = 0, DATA_TEXT = 1, DATA_TALES = 2, DATA_FORTUNES = 3 };
+
+/* The default corpus (corpus.c): the cookie files of Debian's `fortunes` package at this
+ * version, as installed in FORTUNES_DIR, concatenated in a fixed order: FORTUNES_BYTES bytes of
+ * English text with this FNV-1a 64 checksum. */
+#define FORTUNES_PACKAGE "fortunes"
+#define FORTUNES_VERSION "1:1.99.1-7.3"
+#define FORTUNES_DIR     "/usr/share/games/fortunes"
+#define FORTUNES_BYTES   ((size_t)2478275)
+#define FORTUNES_FNV1A64 0x6e16192aad206f87ull
 
 /* The generated "tales" corpus (tales.c): its size and the FNV-1a 64 checksum of its bytes,
  * the same on every machine. */
@@ -239,6 +248,14 @@ int data_text(dataset *d, const char *path, int T, double val_frac, int n_val);
 /* The "tales" corpus at byte level: generated, checked against TALES_FNV1A64, the last
  * val_frac held out (other stories than the training ones); n_val windows from it. */
 int data_tales(dataset *d, int T, double val_frac, int n_val);
+/* The fortunes corpus from dir (NULL: FORTUNES_DIR), checked against FORTUNES_FNV1A64; the
+ * last val_frac of every file is held out; n_val windows from the held-out part. Returns 0, or
+ * prints why (naming the Debian package when a file is missing) and returns -1. */
+int data_fortunes(dataset *d, const char *dir, int T, double val_frac, int n_val);
+/* Splits d->text (n_text bytes, owned by d) at n_train into the training part and the
+ * held-out rest, and takes up to n_val windows of T spread evenly over the rest. 0, or prints
+ * why (naming the corpus `what`), frees d and returns -1. */
+int text_split(dataset *d, const char *what, size_t n_train, int n_val);
 void data_free(dataset *d);
 /* b training rows (tokens and targets, T each) drawn with rng. */
 void data_batch(const dataset *d, uint64_t *rng, int b, int *tokens, int *targets);

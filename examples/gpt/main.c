@@ -14,8 +14,8 @@
 typedef struct options {
     gpt_config cfg;
     optim_config opt;
-    const char *data, *log, *save, *load;
-    int task; /* DATA_TALES, DATA_ADDITION, or DATA_TEXT (with --data) */
+    const char *data, *log, *save, *load, *corpus_dir;
+    int task; /* DATA_FORTUNES, DATA_TALES, DATA_ADDITION, or DATA_TEXT (with --data) */
     int digits, val_size, batch, eval_every, evals, print_every, json, samples, blas_threads;
     int reduce; /* dist_reduce */
     double val_frac;
@@ -44,16 +44,20 @@ static void usage(FILE *f) {
         "  --no-input-norm     SiameseNorm without its input norm (the paper's ablation)\n"
         "  --act-dtype TYPE    f32|bf16: the residual streams and block inputs/outputs in bf16\n"
         "                      (fp32 arithmetic and matmuls; default f32)\n"
-        "data (default: the generated \"tales\" corpus, byte-level language modelling)\n"
-        "  --task NAME         tales|addition: the generated stories, or a+b=c problems\n"
+        "data (default: English text from the Debian package " FORTUNES_PACKAGE " " FORTUNES_VERSION ",\n"
+        "  checked by checksum; byte-level language modelling)\n"
+        "  --task NAME         fortunes|tales|addition: that text, the generated stories, or\n"
+        "                      a+b=c problems\n"
+        "  --corpus-dir DIR    where the fortunes files are (default " FORTUNES_DIR ")\n"
         "  --digits N          addition operands of 1..N digits (default 3)\n"
         "  --data FILE         train on FILE at byte level instead\n"
-        "  --val-frac F        tales and FILE: held-out tail fraction (default 0.1)\n"
+        "  --val-frac F        text: held-out tail fraction (default 0.1; fortunes: of each\n"
+        "                      file)\n"
         "  --val-size N        held-out windows / problems evaluated\n"
-        "                      (default: tales 256, FILE 64, addition 1000)\n"
+        "                      (default: fortunes and tales 256, FILE 64, addition 1000)\n"
         "model\n"
         "  --layers N (16)  --width D (64)  --heads H (4)\n"
-        "  --ctx T             positions (default: tales and text 64, addition 3N+3)\n"
+        "  --ctx T             positions (default: text 64, addition 3N+3)\n"
         "  --untied            separate output head (default: tied to the embedding)\n"
         "training\n"
         "  --batch B (16)  --steps N (300)  --lr X (1e-2)  --warmup N (steps/20)\n"
@@ -95,7 +99,7 @@ static int parse(int argc, char **argv, options *o) {
                           .eps = 1e-5f,
                           .scale_rule = SN_SCALE_DEFAULT};
     o->opt = (optim_config){1e-2f, 0.1f, -1, 300, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
-    o->task = DATA_TALES;
+    o->task = DATA_FORTUNES;
     o->digits = 3, o->val_size = 0, o->batch = 16, o->eval_every = 100, o->print_every = 50;
     o->samples = 4, o->blas_threads = 1, o->val_frac = 0.1, o->seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -150,10 +154,11 @@ static int parse(int argc, char **argv, options *o) {
                 return -1;
             }
         } else if (OPT("--task")) {
-            if (strcmp(v, "tales") == 0) o->task = DATA_TALES;
+            if (strcmp(v, "fortunes") == 0) o->task = DATA_FORTUNES;
+            else if (strcmp(v, "tales") == 0) o->task = DATA_TALES;
             else if (strcmp(v, "addition") == 0) o->task = DATA_ADDITION;
             else {
-                fprintf(stderr, "--task %s: expected tales|addition\n", v);
+                fprintf(stderr, "--task %s: expected fortunes|tales|addition\n", v);
                 return -1;
             }
         } else if (OPT("--reduce")) {
@@ -171,6 +176,7 @@ static int parse(int argc, char **argv, options *o) {
                 return -1;
             }
         } else if (OPT("--data")) o->data = v, o->task = DATA_TEXT;
+        else if (OPT("--corpus-dir")) o->corpus_dir = v;
         else if (OPT("--eps")) o->cfg.eps = (float)atof(v);
         else if (OPT("--log")) o->log = v;
         else if (OPT("--save")) o->save = v;
@@ -212,7 +218,7 @@ static int parse(int argc, char **argv, options *o) {
     if (o->opt.warmup < 0) o->opt.warmup = o->opt.steps / 20;
     if (o->evals > 0) o->eval_every = o->opt.steps / o->evals > 0 ? o->opt.steps / o->evals : 1;
     if (o->val_size <= 0)
-        o->val_size = o->task == DATA_TALES ? 256 : o->task == DATA_TEXT ? 64 : 1000;
+        o->val_size = o->task == DATA_TEXT ? 64 : o->task == DATA_ADDITION ? 1000 : 256;
     if (o->cfg.ctx <= 0) o->cfg.ctx = o->task == DATA_ADDITION ? addition_ctx(o->digits) : 64;
     return 0;
 }
@@ -276,6 +282,7 @@ static uint64_t config_hash(const options *o, const gpt_config *c, char *buf, si
              c->scale_rule == SN_SCALE_NONE ? "none" : "default", c->no_input_norm ? "off" : "on",
              c->vocab, c->ctx, c->layers, c->width, c->heads, c->tied,
              o->task == DATA_TALES      ? "tales"
+             : o->task == DATA_FORTUNES ? "fortunes"
              : o->task == DATA_ADDITION ? "addition"
                                         : o->data,
              o->digits, o->val_size, o->val_frac, o->batch, o->opt.steps, (double)o->opt.lr,
@@ -295,6 +302,8 @@ static int run_on(const options *op, dist *dd, FILE *info) {
     dataset data;
     int rc = o.task == DATA_TEXT    ? data_text(&data, o.data, o.cfg.ctx, o.val_frac, o.val_size)
              : o.task == DATA_TALES ? data_tales(&data, o.cfg.ctx, o.val_frac, o.val_size)
+             : o.task == DATA_FORTUNES
+                 ? data_fortunes(&data, o.corpus_dir, o.cfg.ctx, o.val_frac, o.val_size)
                                     : data_addition(&data, o.digits, o.cfg.ctx, o.val_size);
     if (rc != 0) return 1;
     trainer t;
@@ -329,6 +338,8 @@ static int run_on(const options *op, dist *dd, FILE *info) {
     const char *isa = sn_isa_name(sn_ctx_isa(t.model.ctx));
     if (o.task == DATA_TEXT) snprintf(task, sizeof task, "%s", o.data);
     else if (o.task == DATA_TALES) snprintf(task, sizeof task, "tales");
+    else if (o.task == DATA_FORTUNES)
+        snprintf(task, sizeof task, "fortunes (Debian %s %s)", FORTUNES_PACKAGE, FORTUNES_VERSION);
     else snprintf(task, sizeof task, "addition, 1..%d digits", o.digits);
     fprintf(info,
             "sn-gpt-train | norm %s%s%s | init %s | libsiamesenorm %s, kernels %s | %s | L%d D%d "
@@ -353,9 +364,9 @@ static int run_on(const options *op, dist *dd, FILE *info) {
     if (o.json)
         printf("{\"start\":true,\"norm\":\"%s\",\"seed\":%llu,\"version\":\"%s\","
                "\"isa\":\"%s\",\"config_hash\":\"%016llx\",\"config\":\"%s\","
-               "\"params\":%zu,\"steps\":%d}\n",
+               "\"params\":%zu,\"steps\":%d,\"tokens_per_step\":%ld}\n",
                gpt_placement_name(c->placement), (unsigned long long)o.seed, sn_version_string(),
-               isa, (unsigned long long)hash, config, t.model.n_params, steps);
+               isa, (unsigned long long)hash, config, t.model.n_params, steps, tok_per_step);
     if (o.load) fprintf(info, "resumed from %s at step %d\n", o.load, t.step);
     if (dd->size > 1)
         fprintf(info,
