@@ -37,9 +37,10 @@ typedef struct arm {
     char *argv[MAX_ARGS]; /* the flags, pointing into store */
 } arm;
 
-typedef struct group {  /* one cell of the sweep: a learning rate and a depth */
+typedef struct group {  /* one cell of the sweep: a learning rate, a depth and a budget */
     const char *lr;     /* NULL: the trainer's default */
     const char *layers; /* NULL: the trainer's default */
+    const char *steps;  /* NULL: the trainer's default budget */
 } group;
 
 typedef struct run {
@@ -49,6 +50,7 @@ typedef struct run {
     char line[8192];
     size_t n_line;
     int steps, step, finished, diverged, failed;
+    long tok_per_step;
     double val_loss, train_loss, elapsed;
     char isa[16], version[32], hash[24];
     int n_points;
@@ -59,9 +61,9 @@ typedef struct run {
 typedef struct options {
     const char *trainer, *out;
     int seeds, first_seed, jobs, evals, plot;
-    int n_arms, n_lrs, n_depths;
+    int n_arms, n_lrs, n_depths, n_budgets;
     arm arms[MAX_ARMS];
-    const char *lrs[MAX_GROUPS], *depths[MAX_GROUPS];
+    const char *lrs[MAX_GROUPS], *depths[MAX_GROUPS], *budgets[MAX_GROUPS];
     int n_extra;
     char **extra; /* flags after "--", given to every run */
     arm launcher; /* --launcher: words put before the trainer (argc 0: none) */
@@ -81,6 +83,8 @@ static void usage(FILE *f) {
                "  --first-seed S    seeds S..S+K-1 instead\n"
                "  --lrs LIST        a sweep: compare the arms at each of these peak LRs\n"
                "  --depths LIST     a sweep: ... at each of these layer counts\n"
+               "  --budgets LIST    ... at each of these budgets in steps, e.g. 300,1200,4800:\n"
+               "                    each its own run with warmup and cosine decay to its end\n"
                "  --jobs N          runs at a time (default: the number of online cores)\n"
                "  --evals N         held-out evaluations per run, for the curves (default 12)\n"
                "  --out DIR         output directory (default sn-compare-out)\n"
@@ -88,8 +92,12 @@ static void usage(FILE *f) {
                "  --launcher CMD    run each as CMD sn-gpt-train ..., e.g. 'mpirun -np 2' for\n"
                "                    data-parallel runs (then --jobs 1 on a 2-core machine)\n"
                "  --no-plot         skip gnuplot\n"
+               "Besides the final loss, the paired difference of the held-out loss at 25, 50 and\n"
+               "75%% of the budget and of its mean over the run (area under the curve / budget)\n"
+               "tells \"learns faster\" from \"ends lower\" (paired.csv; plot/budget.png when\n"
+               "there are several budgets).\n"
                "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
-               "the generated tales corpus, 16 layers, width 64, 300 steps of 16 x 64 tokens.\n"
+               "the fortunes corpus, 8 layers, width 64, 300 steps of 8 x 64 tokens.\n"
                "exit status: 0 done (whatever the verdict), 1 usage error or a run failed\n");
 }
 
@@ -129,7 +137,7 @@ static int parse(int argc, char **argv, options *o) {
     o->seeds = 6, o->first_seed = 1, o->evals = 12, o->plot = 1;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     o->jobs = cores > 0 ? (int)cores : 1;
-    static char lrs_buf[512], depths_buf[512], arms_buf[512];
+    static char lrs_buf[512], depths_buf[512], arms_buf[512], budgets_buf[512];
     snprintf(arms_buf, sizeof arms_buf, "pre_norm,siamese");
     int custom_arms = 0;
     for (int i = 1; i < argc; i++) {
@@ -178,6 +186,17 @@ static int parse(int argc, char **argv, options *o) {
         } else if (strcmp(a, "--depths") == 0) {
             snprintf(depths_buf, sizeof depths_buf, "%s", v);
             o->n_depths = split_list(depths_buf, o->depths, MAX_GROUPS);
+        } else if (strcmp(a, "--budgets") == 0) {
+            snprintf(budgets_buf, sizeof budgets_buf, "%s", v);
+            o->n_budgets = split_list(budgets_buf, o->budgets, MAX_GROUPS);
+            for (int k = 0; k < o->n_budgets; k++) {
+                char *end;
+                long b = strtol(o->budgets[k], &end, 10);
+                if (*end || b < 1 || b > 100000000) {
+                    fprintf(stderr, "--budgets %s: expected steps, 1..100000000 each\n", v);
+                    return -1;
+                }
+            }
         } else {
             fprintf(stderr, "unknown option %s (see --help)\n", a);
             return -1;
@@ -190,7 +209,10 @@ static int parse(int argc, char **argv, options *o) {
     }
     if (o->n_arms < 2 || o->seeds < 2 || o->seeds > MAX_SEEDS || o->first_seed < 0 || o->jobs < 1 ||
         o->jobs > MAX_JOBS || o->evals < 1 || o->evals >= MAX_POINTS - 1 || o->n_lrs < 0 ||
-        o->n_depths < 0 || o->n_lrs * (o->n_depths ? o->n_depths : 1) > MAX_GROUPS) {
+        o->n_depths < 0 || o->n_budgets < 0 ||
+        (o->n_lrs ? o->n_lrs : 1) * (o->n_depths ? o->n_depths : 1) *
+                (o->n_budgets ? o->n_budgets : 1) >
+            MAX_GROUPS) {
         fprintf(stderr,
                 "need at least 2 arms, 2..%d seeds, --jobs 1..%d, --evals 1..%d, at "
                 "most %d sweep cells\n",
@@ -242,6 +264,8 @@ static void json_str(const char *line, const char *key, char *buf, size_t n) {
 static void take_line(run *r, const char *line) {
     if (json_has(line, "\"start\":true")) {
         r->steps = (int)json_num(line, "steps");
+        double tps = json_num(line, "tokens_per_step");
+        r->tok_per_step = isfinite(tps) ? (long)tps : 0;
         json_str(line, "isa", r->isa, sizeof r->isa);
         json_str(line, "version", r->version, sizeof r->version);
         json_str(line, "config_hash", r->hash, sizeof r->hash);
@@ -287,6 +311,7 @@ static void run_name(const options *o, const group *g, const run *r, char *buf, 
     char cell[96] = "";
     if (g->lr) snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "lr%s_", g->lr);
     if (g->layers) snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "L%s_", g->layers);
+    if (g->steps) snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "n%s_", g->steps);
     snprintf(buf, n, "%s%s_s%d", cell, o->arms[r->arm].label, r->seed);
 }
 
@@ -306,6 +331,7 @@ static int start(const options *o, const char *trainer, const group *g, run *r) 
     for (int i = 0; i < a->argc; i++) args[n++] = a->argv[i];
     if (g->lr) args[n++] = "--lr", args[n++] = (char *)g->lr;
     if (g->layers) args[n++] = "--layers", args[n++] = (char *)g->layers;
+    if (g->steps) args[n++] = "--steps", args[n++] = (char *)g->steps;
     char *fixed[] = {"--seed", seed,        "--evals", evals,   "--json", "--print-every",
                      "0",      "--samples", "0",       "--log", log_csv,  NULL};
     for (int i = 0; fixed[i]; i++) args[n++] = fixed[i];
@@ -352,16 +378,18 @@ static void finish(run *r) {
     if (code == 3) r->diverged = 1;
 }
 
-static double progress_of(const run *runs, int n, int fallback_steps) {
-    double done = 0.0;
+/* The fraction of all steps done: a run of a longer budget weighs more. */
+static double progress_of(const group *groups, const run *runs, int n, int fallback_steps) {
+    double done = 0.0, all = 0.0;
     for (int i = 0; i < n; i++) {
-        if (runs[i].state == 2) done += 1.0;
-        else if (runs[i].state == 1) {
-            int steps = runs[i].steps > 0 ? runs[i].steps : fallback_steps;
-            done += steps > 0 ? (double)runs[i].step / steps : 0.0;
-        }
+        const char *budget = groups[runs[i].group].steps;
+        double steps = budget ? atof(budget) : runs[i].steps > 0 ? runs[i].steps : fallback_steps;
+        steps = steps > 0 ? steps : 1.0;
+        all += steps;
+        if (runs[i].state == 2) done += steps;
+        else if (runs[i].state == 1) done += runs[i].step < steps ? runs[i].step : steps;
     }
-    return done / n;
+    return done / all;
 }
 
 static int run_all(const options *o, const char *trainer, const group *groups, run *runs, int n) {
@@ -405,7 +433,7 @@ static int run_all(const options *o, const char *trainer, const group *groups, r
         if (t - last_print >= (tty ? 1.0 : 15.0) || finished == n) {
             int steps = 0;
             for (int i = 0; i < n; i++) steps = runs[i].steps > steps ? runs[i].steps : steps;
-            double f = progress_of(runs, n, steps);
+            double f = progress_of(groups, runs, n, steps);
             char el[32], eta[32] = "?";
             fmt_duration(t, el, sizeof el);
             if (f > 0.01) fmt_duration(t * (1.0 - f) / f, eta, sizeof eta);
@@ -421,12 +449,33 @@ static int run_all(const options *o, const char *trainer, const group *groups, r
 
 /* ---- reporting ---------------------------------------------------------------------------- */
 
-/* "lr 3e-3, 12 layers", "lr 3e-3", "12 layers" or "" */
+/* "lr 3e-3, 12 layers, 1200 steps", "lr 3e-3", "12 layers" or "" */
 static void group_title(const group *g, char *buf, size_t n) {
     buf[0] = '\0';
     if (g->lr) snprintf(buf, n, "lr %s", g->lr);
     if (g->layers)
         snprintf(buf + strlen(buf), n - strlen(buf), "%s%s layers", g->lr ? ", " : "", g->layers);
+    if (g->steps)
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s steps", buf[0] ? ", " : "", g->steps);
+}
+
+/* A group's budget as the runs report it: steps, and tokens (0 when unknown). */
+static int budget_of(const run *runs, int n, int g, long *tokens) {
+    for (int i = 0; i < n; i++)
+        if (runs[i].group == g && runs[i].steps > 0) {
+            *tokens = runs[i].tok_per_step * runs[i].steps;
+            return runs[i].steps;
+        }
+    *tokens = 0;
+    return 0;
+}
+
+/* "after 600 steps (307,200 tokens)" */
+static void budget_text(int steps, long tokens, char *buf, size_t n) {
+    char tok[40] = "";
+    if (tokens >= 1000000) snprintf(tok, sizeof tok, " (%.2fM tokens)", tokens / 1e6);
+    else if (tokens > 0) snprintf(tok, sizeof tok, " (%ld tokens)", tokens);
+    snprintf(buf, n, "after %d steps%s", steps, tok);
 }
 
 /* The final held-out losses of one arm of one group into by_seed[] (NAN when diverged), and
@@ -443,6 +492,30 @@ static summary finals(const options *o, const run *runs, int n, int g, int a, do
     return summarize(ok, m);
 }
 
+/* What is compared seed by seed: the final held-out loss, the loss at 25, 50 and 75% of the
+ * budget, and its mean over the run (curve_mean: the area under the curve after step 0 / its
+ * span). */
+enum { ST_FINAL, ST_AT25, ST_AT50, ST_AT75, ST_MEAN, ST_COUNT };
+static const char *const stat_names[ST_COUNT] = {"final", "at25", "at50", "at75", "mean"};
+
+static double run_stat(const run *r, int stat) {
+    if (r->diverged || r->failed) return NAN;
+    if (stat == ST_FINAL) return r->val_loss;
+    if (stat == ST_MEAN) return curve_mean(r->pt_step, r->pt_val, r->n_points, r->steps);
+    return curve_at(r->pt_step, r->pt_val, r->n_points, 0.25 * stat * r->steps);
+}
+
+/* The paired difference of one statistic, arm a against the first arm, in group g. */
+static paired paired_stat(const options *o, const run *runs, int n, int g, int a, int stat) {
+    double base[MAX_SEEDS], mine[MAX_SEEDS];
+    for (int s = 0; s < o->seeds; s++) base[s] = mine[s] = NAN;
+    for (int i = 0; i < n; i++)
+        if (runs[i].group == g && (runs[i].arm == a || runs[i].arm == 0))
+            (runs[i].arm == a ? mine : base)[runs[i].seed - o->first_seed] =
+                run_stat(&runs[i], stat);
+    return paired_t(base, mine, o->seeds, LEVEL);
+}
+
 static void write_csvs(const options *o, const group *groups, const run *runs, int n) {
     char path[512];
     snprintf(path, sizeof path, "%s/runs.csv", o->out);
@@ -455,18 +528,19 @@ static void write_csvs(const options *o, const group *groups, const run *runs, i
         if (c) fclose(c);
         return;
     }
-    fprintf(f, "lr,layers,arm,seed,val_loss,train_loss,diverged,steps,elapsed_s,isa,version,"
-               "config_hash\n");
-    fprintf(c, "lr,layers,arm,seed,step,val_loss,train_loss\n");
+    fprintf(f, "lr,layers,budget,arm,seed,val_loss,train_loss,diverged,steps,elapsed_s,isa,"
+               "version,config_hash\n");
+    fprintf(c, "lr,layers,budget,arm,seed,step,val_loss,train_loss\n");
     for (int i = 0; i < n; i++) {
         const run *r = &runs[i];
         const group *g = &groups[r->group];
-        fprintf(f, "%s,%s,%s,%d,%.9g,%.9g,%d,%d,%.2f,%s,%s,%s\n", g->lr ? g->lr : "",
-                g->layers ? g->layers : "", o->arms[r->arm].label, r->seed, r->val_loss,
+        fprintf(f, "%s,%s,%d,%s,%d,%.9g,%.9g,%d,%d,%.2f,%s,%s,%s\n", g->lr ? g->lr : "",
+                g->layers ? g->layers : "", r->steps, o->arms[r->arm].label, r->seed, r->val_loss,
                 r->train_loss, r->diverged, r->step, r->elapsed, r->isa, r->version, r->hash);
         for (int k = 0; k < r->n_points; k++)
-            fprintf(c, "%s,%s,%s,%d,%d,%.9g,%.9g\n", g->lr ? g->lr : "", g->layers ? g->layers : "",
-                    o->arms[r->arm].label, r->seed, r->pt_step[k], r->pt_val[k], r->pt_train[k]);
+            fprintf(c, "%s,%s,%d,%s,%d,%d,%.9g,%.9g\n", g->lr ? g->lr : "",
+                    g->layers ? g->layers : "", r->steps, o->arms[r->arm].label, r->seed,
+                    r->pt_step[k], r->pt_val[k], r->pt_train[k]);
     }
     fclose(f);
     fclose(c);
@@ -505,7 +579,8 @@ static void write_curve_data(const options *o, const run *runs, int n, int g, in
  * no one-variable sweep. */
 static int write_sweep_data(const options *o, const group *groups, int n_groups, const run *runs,
                             int n) {
-    int by_lr = o->n_lrs > 1 && o->n_depths <= 1, by_depth = o->n_depths > 1 && o->n_lrs <= 1;
+    int by_lr = o->n_lrs > 1 && o->n_depths <= 1 && o->n_budgets <= 1;
+    int by_depth = o->n_depths > 1 && o->n_lrs <= 1 && o->n_budgets <= 1;
     if (!by_lr && !by_depth) return 0;
     char path[512];
     snprintf(path, sizeof path, "%s/plot/sweep.dat", o->out);
@@ -526,7 +601,34 @@ static int write_sweep_data(const options *o, const group *groups, int n_groups,
     return n_groups;
 }
 
-static void plot(const options *o, const group *groups, int n_groups, int sweep_cells) {
+/* A budget sweep (--budgets only): per budget, its steps and tokens, then per arm after the
+ * first the paired difference of the final loss and of the mean over the run (mean, 95%
+ * interval), into OUT/plot/budget.dat; returns 1 when written. */
+static int write_budget_data(const options *o, int n_groups, const run *runs, int n) {
+    if (o->n_budgets < 2 || o->n_lrs > 1 || o->n_depths > 1) return 0;
+    char path[512];
+    snprintf(path, sizeof path, "%s/plot/budget.dat", o->out);
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    fprintf(f, "# steps tokens, then per arm after the first: final diff lo hi, mean diff lo hi\n");
+    for (int g = 0; g < n_groups; g++) {
+        long tokens;
+        int steps = budget_of(runs, n, g, &tokens);
+        fprintf(f, "%d %ld", steps, tokens);
+        for (int a = 1; a < o->n_arms; a++)
+            for (int st = ST_FINAL; st <= ST_MEAN; st += ST_MEAN - ST_FINAL) {
+                paired p = paired_stat(o, runs, n, g, a, st);
+                if (p.n >= 2) fprintf(f, " %.6g %.6g %.6g", p.mean, p.lo, p.hi);
+                else fprintf(f, " NaN NaN NaN");
+            }
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    return 1;
+}
+
+static void plot(const options *o, const group *groups, int n_groups, int sweep_cells,
+                 int budget_plot) {
     char path[512];
     snprintf(path, sizeof path, "%s/plot/curves.gp", o->out);
     FILE *f = fopen(path, "w");
@@ -576,6 +678,28 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
                     a ? ", " : "", 2 + 3 * a, 3 + 3 * a, colours[a % 10], o->arms[a].label);
         fprintf(f, "\n");
     }
+    if (budget_plot) {
+        fprintf(f,
+                "set terminal pngcairo size 800,500 font ',10'\nset output 'budget.png'\n"
+                "unset logscale\nset logscale x\nset autoscale fix\nset offsets graph 0.05, "
+                "graph 0.05, graph 0.05, graph 0.05\nset xlabel 'budget (tokens)'\n"
+                "set ylabel 'difference to %s (nats/byte)'\nset title 'paired difference over "
+                "%d seeds with its 95%% interval: final loss (band) and mean over the run' "
+                "noenhanced\nset key top left noenhanced\nplot 0 with lines lc rgb '#000000' "
+                "notitle",
+                o->arms[0].label, o->seeds);
+        for (int a = 1; a < o->n_arms; a++) {
+            int c = 3 + 6 * (a - 1);
+            fprintf(f,
+                    ", 'budget.dat' using 2:%d:%d with filledcurves lc rgb '%s' notitle, '' "
+                    "using 2:%d with linespoints lw 2 pt 7 lc rgb '%s' title '%s: final', '' "
+                    "using 2:%d:%d:%d with yerrorlines lw 1 dt 2 pt 6 lc rgb '%s' title '%s: "
+                    "mean over the run'",
+                    c + 1, c + 2, colours[a % 10], c, colours[a % 10], o->arms[a].label, c + 3,
+                    c + 4, c + 5, colours[a % 10], o->arms[a].label);
+        }
+        fprintf(f, "\n");
+    }
     fclose(f);
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "cd '%s/plot' && gnuplot curves.gp 2>/dev/null", o->out);
@@ -583,23 +707,72 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
         printf("gnuplot not found: the plot script is %s/plot/curves.gp\n", o->out);
     else if (system(cmd) != 0) printf("gnuplot failed on %s/plot/curves.gp\n", o->out);
     else
-        printf("plots: %s/plot/curves.png%s%s%s\n", o->out, sweep_cells ? ", " : "",
-               sweep_cells ? o->out : "", sweep_cells ? "/plot/sweep.png" : "");
+        printf("plots: %s/plot/curves.png%s%s%s%s%s%s\n", o->out, sweep_cells ? ", " : "",
+               sweep_cells ? o->out : "", sweep_cells ? "/plot/sweep.png" : "",
+               budget_plot ? ", " : "", budget_plot ? o->out : "",
+               budget_plot ? "/plot/budget.png" : "");
 }
 
-/* Prints the tables and every verdict; leaves the last verdict in `verdict_out`. */
+static const char *verdict_word(const paired *p) {
+    switch (verdict_of(p)) {
+    case VERDICT_LOWER: return "lower";
+    case VERDICT_HIGHER: return "higher";
+    case VERDICT_NONE: return "none";
+    default: return "too-few";
+    }
+}
+
+/* Along the run: the paired differences at 25/50/75% of the budget and of the mean over the
+ * run, printed and written to paired.csv (with the final one); and what they say together. */
+static void report_curve(const options *o, const group *g, const run *runs, int n, int gi, int a,
+                         int steps, long tokens, FILE *csv) {
+    paired p[ST_COUNT];
+    for (int st = 0; st < ST_COUNT; st++) {
+        p[st] = paired_stat(o, runs, n, gi, a, st);
+        if (csv)
+            fprintf(csv, "%s,%s,%d,%ld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%d,%s\n", g->lr ? g->lr : "",
+                    g->layers ? g->layers : "", steps, tokens, o->arms[a].label, o->arms[0].label,
+                    stat_names[st], p[st].mean, p[st].sd, p[st].lo, p[st].hi, p[st].n,
+                    verdict_word(&p[st]));
+    }
+    if (p[ST_MEAN].n < 2) return;
+    printf("  %s - %s along the run:", o->arms[a].label, o->arms[0].label);
+    for (int st = ST_AT25; st <= ST_AT75; st++)
+        printf(" at %d%% %+.4f (%+.4f..%+.4f)%s", 25 * st, p[st].mean, p[st].lo, p[st].hi,
+               st < ST_AT75 ? "," : ";");
+    printf(" mean over the run (area / budget) %+.4f, 95%% CI %+.4f..%+.4f\n", p[ST_MEAN].mean,
+           p[ST_MEAN].lo, p[ST_MEAN].hi);
+    verdict early = verdict_of(&p[ST_MEAN]), end = verdict_of(&p[ST_FINAL]);
+    printf("  reading: %s: %s, %s\n", o->arms[a].label,
+           early == VERDICT_LOWER    ? "lower along the run (learns faster)"
+           : early == VERDICT_HIGHER ? "higher along the run (learns slower)"
+                                     : "no difference along the run",
+           end == VERDICT_LOWER    ? "ends lower"
+           : end == VERDICT_HIGHER ? "ends higher"
+                                   : "no difference at the end");
+}
+
+/* Prints the tables and every verdict; leaves each group's last verdict in verdicts[g]. */
 static void report(const options *o, const group *groups, int n_groups, const run *runs, int n,
-                   char *verdict_out, size_t verdict_size) {
+                   char (*verdicts)[400]) {
     char path[512];
     snprintf(path, sizeof path, "%s/summary.csv", o->out);
     FILE *sum = fopen(path, "w");
     if (sum)
-        fprintf(sum, "lr,layers,arm,seeds,diverged,mean,sd,min,max,baseline,diff_mean,diff_sd,"
-                     "diff_lo95,diff_hi95,pairs,verdict\n");
+        fprintf(sum, "lr,layers,budget,arm,seeds,diverged,mean,sd,min,max,baseline,diff_mean,"
+                     "diff_sd,diff_lo95,diff_hi95,pairs,verdict\n");
+    snprintf(path, sizeof path, "%s/paired.csv", o->out);
+    FILE *pcsv = fopen(path, "w");
+    if (pcsv)
+        fprintf(pcsv, "lr,layers,budget,tokens,arm,baseline,statistic,diff_mean,diff_sd,"
+                      "diff_lo95,diff_hi95,pairs,verdict\n");
     char last_verdict[400] = "";
     for (int g = 0; g < n_groups; g++) {
-        char title[96];
+        char title[96], budget[96];
         group_title(&groups[g], title, sizeof title);
+        long tokens;
+        int steps = budget_of(runs, n, g, &tokens);
+        budget_text(steps, tokens, budget, sizeof budget);
         printf("\n%s%s%sfinal held-out loss (nats per byte) over seeds %d..%d:\n",
                title[0] ? "== " : "", title, title[0] ? " == " : "", o->first_seed,
                o->first_seed + o->seeds - 1);
@@ -621,16 +794,11 @@ static void report(const options *o, const group *groups, int n_groups, const ru
             if (a > 0) p = paired_t(base, mine, o->seeds, LEVEL);
             pairs[a] = p;
             if (sum)
-                fprintf(sum, "%s,%s,%s,%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.6g,%.6g,%.6g,%d,%s\n",
+                fprintf(sum, "%s,%s,%d,%s,%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.6g,%.6g,%.6g,%d,%s\n",
                         groups[g].lr ? groups[g].lr : "", groups[g].layers ? groups[g].layers : "",
-                        o->arms[a].label, o->seeds, o->seeds - m, m ? s.mean : NAN, m ? s.sd : NAN,
-                        m ? s.min : NAN, m ? s.max : NAN, o->arms[0].label, p.mean, p.sd, p.lo,
-                        p.hi, p.n,
-                        a == 0                             ? ""
-                        : verdict_of(&p) == VERDICT_LOWER  ? "lower"
-                        : verdict_of(&p) == VERDICT_HIGHER ? "higher"
-                        : verdict_of(&p) == VERDICT_NONE   ? "none"
-                                                           : "too-few");
+                        steps, o->arms[a].label, o->seeds, o->seeds - m, m ? s.mean : NAN,
+                        m ? s.sd : NAN, m ? s.min : NAN, m ? s.max : NAN, o->arms[0].label, p.mean,
+                        p.sd, p.lo, p.hi, p.n, a == 0 ? "" : verdict_word(&p));
         }
         for (int a = 1; a < o->n_arms; a++) {
             finals(o, runs, n, g, a, mine);
@@ -642,8 +810,10 @@ static void report(const options *o, const group *groups, int n_groups, const ru
             int div_a = 0, div_b = 0;
             for (int s = 0; s < o->seeds; s++)
                 div_a += !isfinite(base[s]), div_b += !isfinite(mine[s]);
-            verdict_line(&p, LEVEL, o->arms[a].label, o->arms[0].label, last_verdict,
-                         sizeof last_verdict);
+            report_curve(o, &groups[g], runs, n, g, a, steps, tokens, pcsv);
+            char line[300];
+            verdict_line(&p, LEVEL, o->arms[a].label, o->arms[0].label, line, sizeof line);
+            snprintf(last_verdict, sizeof last_verdict, "%s: %s", budget, line);
             if (div_a || div_b)
                 snprintf(last_verdict + strlen(last_verdict),
                          sizeof last_verdict - strlen(last_verdict),
@@ -651,9 +821,11 @@ static void report(const options *o, const group *groups, int n_groups, const ru
                          o->seeds, o->arms[a].label, div_b, o->seeds);
             printf("  verdict%s%s: %s\n", title[0] ? " at " : "", title, last_verdict);
         }
+        snprintf(verdicts[g], 400, "%s", last_verdict);
         for (int a = 0; a < o->n_arms; a++) write_curve_data(o, runs, n, g, a);
     }
     if (sum) fclose(sum);
+    if (pcsv) fclose(pcsv);
     /* what the runs ran on: one kernel path and library version for all, one config per arm */
     printf("\nruns: libsiamesenorm %s, kernels %s; config hash per arm:", runs[0].version,
            runs[0].isa);
@@ -668,7 +840,6 @@ static void report(const options *o, const group *groups, int n_groups, const ru
         if (strcmp(runs[i].isa, runs[0].isa) != 0)
             printf("warning: runs used different kernel paths (%s, %s)\n", runs[0].isa,
                    runs[i].isa);
-    snprintf(verdict_out, verdict_size, "%s", last_verdict);
 }
 
 int main(int argc, char **argv) {
@@ -696,8 +867,10 @@ int main(int argc, char **argv) {
     int n_groups = 0;
     for (int i = 0; i < (o.n_lrs ? o.n_lrs : 1); i++)
         for (int j = 0; j < (o.n_depths ? o.n_depths : 1); j++)
-            groups[n_groups++] =
-                (group){o.n_lrs ? o.lrs[i] : NULL, o.n_depths ? o.depths[j] : NULL};
+            for (int b = 0; b < (o.n_budgets ? o.n_budgets : 1); b++)
+                groups[n_groups++] =
+                    (group){o.n_lrs ? o.lrs[i] : NULL, o.n_depths ? o.depths[j] : NULL,
+                            o.n_budgets ? o.budgets[b] : NULL};
     int n = n_groups * o.n_arms * o.seeds;
     run *runs = calloc((size_t)n, sizeof *runs);
     if (!runs) return 1;
@@ -734,12 +907,18 @@ int main(int argc, char **argv) {
     fmt_duration(now_s() - t0, el, sizeof el);
     printf("all %d runs finished in %s\n", n, el);
     write_csvs(&o, groups, runs, n);
-    char verdict[400];
-    report(&o, groups, n_groups, runs, n, verdict, sizeof verdict);
+    static char verdicts[MAX_GROUPS][400];
+    report(&o, groups, n_groups, runs, n, verdicts);
     int sweep_cells = write_sweep_data(&o, groups, n_groups, runs, n);
-    if (o.plot) plot(&o, groups, n_groups, sweep_cells);
-    printf("tables: %s/summary.csv, %s/runs.csv, %s/curves.csv\n", o.out, o.out, o.out);
-    if (n_groups == 1 && o.n_arms == 2) printf("\nverdict: %s\n", verdict);
+    int budget_plot = write_budget_data(&o, n_groups, runs, n);
+    if (o.plot) plot(&o, groups, n_groups, sweep_cells, budget_plot);
+    printf("tables: %s/summary.csv, %s/paired.csv, %s/runs.csv, %s/curves.csv\n", o.out, o.out,
+           o.out, o.out);
+    /* two arms over one cell, or over budgets only: a verdict line per budget, the last last */
+    if (o.n_arms == 2 && o.n_lrs <= 1 && o.n_depths <= 1) {
+        printf("\n");
+        for (int g = 0; g < n_groups; g++) printf("verdict: %s\n", verdicts[g]);
+    }
     free(runs);
     return 0;
 }

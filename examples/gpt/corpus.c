@@ -11,13 +11,13 @@
 /* The package's cookie files (not its .dat indexes or .u8 links), in this order: their
  * concatenation is FORTUNES_BYTES bytes with FNV-1a 64 FORTUNES_FNV1A64. */
 static const char *const fortune_files[] = {
-    "art",         "ascii-art", "computers",  "cookie",       "debian",        "definitions",
-    "disclaimer",  "drugs",     "education",  "ethnic",       "food",          "goedel",
-    "humorists",   "kids",      "knghtbrd",   "law",          "linux",         "linuxcookie",
-    "love",        "magic",     "medicine",   "men-women",    "miscellaneous", "news",
-    "paradoxum",   "people",    "perl",       "pets",         "platitudes",    "politics",
-    "pratchett",   "science",   "songs-poems", "sports",      "startrek",      "tao",
-    "translate-me", "wisdom",   "work",       "zippy"};
+    "art",          "ascii-art", "computers",   "cookie",    "debian",        "definitions",
+    "disclaimer",   "drugs",     "education",   "ethnic",    "food",          "goedel",
+    "humorists",    "kids",      "knghtbrd",    "law",       "linux",         "linuxcookie",
+    "love",         "magic",     "medicine",    "men-women", "miscellaneous", "news",
+    "paradoxum",    "people",    "perl",        "pets",      "platitudes",    "politics",
+    "pratchett",    "science",   "songs-poems", "sports",    "startrek",      "tao",
+    "translate-me", "wisdom",    "work",        "zippy"};
 #define N_FORTUNE_FILES (sizeof fortune_files / sizeof fortune_files[0])
 
 static void missing_package(const char *path, const char *why) {

@@ -102,8 +102,8 @@ int text_split(dataset *d, const char *what, size_t n_train, int n_val) {
     size_t n_hold = n - n_train;
     d->n_train = n_train;
     if (d->n_train < (size_t)T + 2 || n_hold < (size_t)T + 1) {
-        fprintf(stderr, "%s: %zu training and %zu held-out bytes are too short for ctx %d\n",
-                what, n_train, n_hold, T);
+        fprintf(stderr, "%s: %zu training and %zu held-out bytes are too short for ctx %d\n", what,
+                n_train, n_hold, T);
         data_free(d);
         return -1;
     }

@@ -44,7 +44,8 @@ static void usage(FILE *f) {
         "  --no-input-norm     SiameseNorm without its input norm (the paper's ablation)\n"
         "  --act-dtype TYPE    f32|bf16: the residual streams and block inputs/outputs in bf16\n"
         "                      (fp32 arithmetic and matmuls; default f32)\n"
-        "data (default: English text from the Debian package " FORTUNES_PACKAGE " " FORTUNES_VERSION ",\n"
+        "data (default: English text, the Debian package " FORTUNES_PACKAGE " " FORTUNES_VERSION
+        "\n"
         "  checked by checksum; byte-level language modelling)\n"
         "  --task NAME         fortunes|tales|addition: that text, the generated stories, or\n"
         "                      a+b=c problems\n"
@@ -56,11 +57,11 @@ static void usage(FILE *f) {
         "  --val-size N        held-out windows / problems evaluated\n"
         "                      (default: fortunes and tales 256, FILE 64, addition 1000)\n"
         "model\n"
-        "  --layers N (16)  --width D (64)  --heads H (4)\n"
+        "  --layers N (8)  --width D (64)  --heads H (4)\n"
         "  --ctx T             positions (default: text 64, addition 3N+3)\n"
         "  --untied            separate output head (default: tied to the embedding)\n"
         "training\n"
-        "  --batch B (16)  --steps N (300)  --lr X (1e-2)  --warmup N (steps/20)\n"
+        "  --batch B (8)  --steps N (300)  --lr X (1e-2)  --warmup N (steps/20)\n"
         "  --min-lr-frac F (0.1)  --wd X (0.1)  --clip X (1.0)  --beta2 X (0.95)\n"
         "  --seed N (1)\n"
         "  weight decay applies to the matrices and the embeddings (wte, wpe), not to\n"
@@ -88,7 +89,7 @@ static int parse(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->cfg = (gpt_config){.vocab = 256,
                           .ctx = 0,
-                          .layers = 16,
+                          .layers = 8,
                           .heads = 4,
                           .width = 64,
                           .tied = 1,
@@ -100,7 +101,7 @@ static int parse(int argc, char **argv, options *o) {
                           .scale_rule = SN_SCALE_DEFAULT};
     o->opt = (optim_config){1e-2f, 0.1f, -1, 300, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
     o->task = DATA_FORTUNES;
-    o->digits = 3, o->val_size = 0, o->batch = 16, o->eval_every = 100, o->print_every = 50;
+    o->digits = 3, o->val_size = 0, o->batch = 8, o->eval_every = 100, o->print_every = 50;
     o->samples = 4, o->blas_threads = 1, o->val_frac = 0.1, o->seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -304,7 +305,7 @@ static int run_on(const options *op, dist *dd, FILE *info) {
              : o.task == DATA_TALES ? data_tales(&data, o.cfg.ctx, o.val_frac, o.val_size)
              : o.task == DATA_FORTUNES
                  ? data_fortunes(&data, o.corpus_dir, o.cfg.ctx, o.val_frac, o.val_size)
-                                    : data_addition(&data, o.digits, o.cfg.ctx, o.val_size);
+                 : data_addition(&data, o.digits, o.cfg.ctx, o.val_size);
     if (rc != 0) return 1;
     trainer t;
     if (trainer_create_dist(&t, &o.cfg, &o.opt, &data, o.batch, o.seed, dd) != 0) {

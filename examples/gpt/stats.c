@@ -129,3 +129,21 @@ void verdict_line(const paired *p, double level, const char *b, const char *a, c
         break;
     }
 }
+
+double curve_at(const int *step, const double *val, int n, double at) {
+    if (n < 1 || at < step[0] || at > step[n - 1]) return NAN;
+    int k = 0;
+    while (k + 1 < n && step[k + 1] <= at) k++;
+    if (step[k] == at || k + 1 == n) return step[k] == at ? val[k] : NAN;
+    double w = (at - step[k]) / (double)(step[k + 1] - step[k]);
+    return (1.0 - w) * val[k] + w * val[k + 1];
+}
+
+double curve_mean(const int *step, const double *val, int n, int total) {
+    int k0 = 0;
+    while (k0 < n && step[k0] <= 0) k0++;
+    if (k0 == 0 || k0 + 1 >= n || step[n - 1] != total) return NAN;
+    double area = 0.0;
+    for (int k = k0; k + 1 < n; k++) area += 0.5 * (val[k] + val[k + 1]) * (step[k + 1] - step[k]);
+    return isfinite(area) ? area / (total - step[k0]) : NAN;
+}

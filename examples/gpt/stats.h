@@ -45,4 +45,16 @@ verdict verdict_of(const paired *p);
 void verdict_line(const paired *p, double level, const char *b, const char *a, char *buf,
                   size_t size);
 
+/* Reading a held-out loss curve: n evaluations, val[k] at step[k] (steps increasing).
+ * curve_at: the loss at step `at`, linear between the two evaluations around it (exact at an
+ * evaluation); NAN when `at` is outside step[0]..step[n-1] or a value it needs is not finite.
+ * curve_mean: the mean loss over the run: the trapezoid area under the curve from the first
+ * evaluation after step 0 to the evaluation at `total`, divided by that span (the loss at
+ * initialisation is left out: it says nothing about learning and varies most). It needs an
+ * evaluation at step 0, at least two after it, the last at total (NAN otherwise, or when a
+ * value is not finite). Two arms that end at the same loss have different means when one got
+ * there sooner: the mean separates "learns faster" from "ends lower". */
+double curve_at(const int *step, const double *val, int n, double at);
+double curve_mean(const int *step, const double *val, int n, int total);
+
 #endif

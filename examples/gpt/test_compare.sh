@@ -1,7 +1,8 @@
 #!/bin/sh
 # Test: sn-gpt-compare end to end on a tiny budget (2 arms x 2 seeds of a 1-layer model):
-# it finishes, prints the per-arm table, the paired interval and a verdict as its last line,
-# and writes its CSVs. $1 = sn-gpt-compare, $2 = a scratch directory.
+# it finishes, prints the per-arm table, the paired interval and a verdict naming the budget
+# as its last line, and writes its CSVs; then over two budgets (--budgets), each its own
+# schedule. $1 = sn-gpt-compare, $2 = a scratch directory.
 set -u
 exe=$1
 out=$2
@@ -19,7 +20,37 @@ check "progress with an ETA" grep -q "runs done, .* | eta " "$out.txt"
 check "runs.csv: header + 4 runs" [ "$(wc -l < "$out/runs.csv")" -eq 5 ]
 check "runs.csv names the kernel path" grep -q ",avx512,\|,avx2,\|,scalar," "$out/runs.csv"
 check "curves.csv has the evaluations" [ "$(wc -l < "$out/curves.csv")" -gt 8 ]
-check "summary.csv" grep -q "^,,siamese,2,0," "$out/summary.csv"
+check "summary.csv" grep -q "^,,12,siamese,2,0," "$out/summary.csv"
+check "the verdict names the budget" \
+    sh -c "tail -n 1 '$out.txt' | grep -q '^verdict: after 12 steps (3072 tokens): siamese'"
+
+# the budget axis: each budget its own schedule, warmup and cosine to its own end; a verdict
+# per budget naming it; the statistics along the run; the difference against the budget
+rm -rf "$out"
+"$exe" --seeds 2 --jobs 2 --budgets 8,16 --out "$out" --no-plot -- --layers 1 --width 32 \
+    --heads 2 --batch 4 --val-size 8 --lr 2e-3 --warmup 2 > "$out.txt" 2>&1
+rc=$?
+cat "$out.txt"
+check "budgets: exits 0" [ $rc -eq 0 ]
+for b in 8 16; do
+    log=$out/logs/n${b}_siamese_s1.csv
+    check "budget $b: the run has $b steps" [ "$(tail -n 1 "$log" | cut -d, -f1)" -eq $b ]
+    check "budget $b: peak LR right after its warmup" [ "$(sed -n 3p "$log" | cut -d, -f5)" = 0.002 ]
+    check "budget $b: the cosine ends at its own end (min LR 2e-4)" \
+        [ "$(tail -n 1 "$log" | cut -d, -f5)" = 0.0002 ]
+done
+check "budgets: a verdict per budget, the longest last" sh -c "tail -n 2 '$out.txt' | head -n 1 |
+    grep -q '^verdict: after 8 steps (2048 tokens): ' && tail -n 1 '$out.txt' |
+    grep -q '^verdict: after 16 steps (4096 tokens): '"
+check "budgets: the difference along the run" \
+    grep -q "siamese - pre_norm along the run: at 25% .* mean over the run" "$out.txt"
+check "budgets: what the two statistics say together" grep -q "^  reading: siamese: " "$out.txt"
+check "paired.csv: 5 statistics x 2 budgets" [ "$(grep -c ',siamese,pre_norm,' "$out/paired.csv")" -eq 10 ]
+check "paired.csv: the mean over the run" grep -q "^,,16,4096,siamese,pre_norm,mean," "$out/paired.csv"
+check "plot/budget.dat: a row per budget" [ "$(grep -c '^[0-9]' "$out/plot/budget.dat")" -eq 2 ]
+"$exe" --budgets 8,0 > /dev/null 2>&1
+check "a budget of 0 steps is a usage error" [ $? -eq 1 ]
+
 "$exe" --arms pre_norm > /dev/null 2>&1
 check "one arm is a usage error" [ $? -eq 1 ]
 rm -rf "$out" "$out.txt"

@@ -1,6 +1,8 @@
 /* Test: sn-gpt-compare's statistics on known inputs. Student's t quantiles against published
  * tables, the paired interval against a hand computation, and the verdict on crafted per-seed
- * results: clearly lower, clearly higher, overlapping, and diverged seeds left out. */
+ * results: clearly lower, clearly higher, overlapping, and diverged seeds left out; reading a
+ * loss curve (the loss at a step, the mean over the run) on crafted curves with known answers,
+ * and the mean telling "learns faster" from "ends lower". */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,6 +75,47 @@ int main(void) {
     expect("diverged pairs left out (2 of 4 used)", t.n == 2);
     paired u = paired_t(f, g, 2, 0.95);
     expect("fewer than 2 pairs: too few", verdict_of(&u) == VERDICT_TOO_FEW && isnan(u.lo));
+
+    /* Reading curves. Two crafted held-out curves over a budget of 100 steps, evaluated every
+     * 10: "fast" falls to 2.0 by step 40 and stays; "slow" falls linearly from 3.0 at step 10
+     * to 2.0 at step 100. Both end at 2.0; fast is lower everywhere before the end. */
+    int steps[11];
+    double fast[11], slow[11];
+    for (int k = 0; k <= 10; k++) {
+        steps[k] = 10 * k;
+        fast[k] = k == 0 ? 5.5 : k < 4 ? 3.0 - (k - 1) / 3.0 : 2.0;
+        slow[k] = k == 0 ? 5.5 : 3.0 - (k - 1) / 9.0;
+    }
+    near("curve_at an evaluation (step 40, fast)", curve_at(steps, fast, 11, 40), 2.0, 1e-15);
+    near("curve_at between (step 25, slow)", curve_at(steps, slow, 11, 25), 3.0 - 1.5 / 9.0, 1e-12);
+    near("curve_at the end (step 100, slow)", curve_at(steps, slow, 11, 100), 2.0, 1e-15);
+    expect("curve_at past the end is NAN", isnan(curve_at(steps, slow, 11, 101)));
+    /* the mean over steps 10..100 (step 0 left out): slow is linear, so its mean is the
+     * mid-point 2.5; fast: (3 + 2) / 2 over 10..40 (30 steps) and 2 over 40..100 (60 steps) */
+    near("curve_mean of a straight line", curve_mean(steps, slow, 11, 100), 2.5, 1e-12);
+    near("curve_mean of the fast curve", curve_mean(steps, fast, 11, 100),
+         (2.5 * 30 + 2.0 * 60) / 90.0, 1e-12);
+    expect("curve_mean needs the evaluation at the budget's end",
+           isnan(curve_mean(steps, slow, 11, 110)) && isnan(curve_mean(steps, slow, 10, 100)));
+    expect("curve_mean needs step 0", isnan(curve_mean(steps + 1, slow + 1, 10, 100)));
+    /* six seeds: fast arms that end where the slow ones do (plus noise that cancels in the
+     * mean): the final difference is not told apart, the mean over the run is lower */
+    double end_slow[6], end_fast[6], mean_slow[6], mean_fast[6];
+    for (int sd = 0; sd < 6; sd++) {
+        double noise = 0.01 * (sd % 3 - 1), shift[11], fs[11], ss[11];
+        for (int k = 0; k <= 10; k++) {
+            shift[k] = 0.05 * sd; /* seeds differ by a constant: paired, it cancels */
+            fs[k] = fast[k] + shift[k] + (k == 10 ? noise : 0.0);
+            ss[k] = slow[k] + shift[k];
+        }
+        end_slow[sd] = ss[10], end_fast[sd] = fs[10];
+        mean_slow[sd] = curve_mean(steps, ss, 11, 100);
+        mean_fast[sd] = curve_mean(steps, fs, 11, 100);
+    }
+    paired pe = paired_t(end_slow, end_fast, 6, 0.95), pm = paired_t(mean_slow, mean_fast, 6, 0.95);
+    expect("crafted: no difference at the end", verdict_of(&pe) == VERDICT_NONE);
+    expect("crafted: lower along the run", verdict_of(&pm) == VERDICT_LOWER);
+    near("crafted: mean-over-run difference", pm.mean, (2.5 * 30 + 2.0 * 60) / 90.0 - 2.5, 2e-3);
     printf("%d failures\n", failures);
     return failures ? 1 : 0;
 }
