@@ -67,9 +67,13 @@ h3=$(sed -n 's/.*config \([0-9a-f]*\) .*/\1/p' "$tmp.out")
 check "config hash: same for another seed ($h1 $h2), not for another init ($h3)" \
     sh -c "[ -n '$h1' ] && [ '$h1' = '$h2' ] && [ '$h1' != '$h3' ]"
 
-# the default task: the generated tales corpus, language modelling
+# the default task: the fortunes corpus, language modelling (test gpt-corpus checks it); the
+# generated tales corpus on request
 "$exe" --layers 1 --width 32 --heads 2 --batch 4 --steps 5 --val-size 8 > "$tmp.out" 2>&1
-check "default task is tales" grep -q "| tales |" "$tmp.out"
+check "default task is fortunes" grep -q "| fortunes (Debian fortunes " "$tmp.out"
+"$exe" --task tales --layers 1 --width 32 --heads 2 --batch 4 --steps 5 --val-size 8 \
+    > "$tmp.out" 2>&1
+check "--task tales" grep -q "| tales |" "$tmp.out"
 check "tales run finishes" grep -q "final | norm siamese | step 5 | val loss" "$tmp.out"
 "$exe" --layers 1 --width 32 --heads 2 --batch 4 --steps 3 --norm siamese --scales none \
     --no-input-norm --eps 1e-6 > "$tmp.out" 2>&1
