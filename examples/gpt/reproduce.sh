@@ -1,17 +1,22 @@
 #!/bin/sh
 # Reruns every experiment of docs/reproduction.md with sn-gpt-compare, each into its own
-# directory under OUT (default repro-out): summary.csv, runs.csv, curves.csv and the plots.
+# directory under OUT (default repro-out): summary.csv, paired.csv, runs.csv, curves.csv and
+# the plots.
 #
 # usage: examples/gpt/reproduce.sh [BUILD_DIR [OUT [EXPERIMENT...]]]
-#   EXPERIMENT: main isa first init ablations lr depth addition (default: all of them)
-# About 75 minutes on a 2-core machine for all of them; each one says its own ETA. Experiments
-# run before the main job's defaults settled pin the settings they ran with.
+#   EXPERIMENT, on the fortunes corpus (the default): main budgets budget16 lr ablations depth
+#   on the generated tales corpus (the history section): tales-main tales-isa tales-first
+#   tales-init tales-ablations tales-lr tales-depth addition
+#   default: the fortunes experiments. Each one says its own ETA; on an idle 2-core machine
+#   main takes about 1.5 minutes, budgets 8, budget16 about 25, lr 12, ablations 3, depth 6.
+# The tales experiments ran before the fortunes corpus existed: they pin the corpus and the
+# model they ran with (16 layers, batch 16, 300 steps, unless they say otherwise).
 set -eu
 build=${1:-build}
 out=${2:-repro-out}
 [ $# -gt 0 ] && shift
 [ $# -gt 0 ] && shift
-which=${*:-main isa first init ablations lr depth addition}
+which=${*:-main budgets budget16 lr ablations depth}
 cmp=$build/examples/gpt/sn-gpt-compare
 if [ ! -x "$cmp" ]; then
     echo "reproduce.sh: $cmp not found; build first: meson setup $build && meson compile -C $build" >&2
@@ -26,33 +31,52 @@ run() { # name, sn-gpt-compare arguments...
     "$cmp" --out "$out/$name" "$@" | tee "$out/$name.txt"
 }
 
+tales="--task tales --layers 16 --batch 16 --steps 300"
 for e in $which; do
     case $e in
     main) # the README's main job: Pre-Norm vs SiameseNorm, 6 seeds, the trainer's defaults
         run main ;;
-    isa) # the same on every other kernel path this CPU has: the verdict must not change
+    budgets) # the main job's cell at 1x and 4x its budget, 6 seeds each: the verdict rule
+        run budgets --budgets 300,1200 ;;
+    budget16) # the same cell at 16x the budget, 4 seeds
+        run budget16 --seeds 4 --budgets 4800 ;;
+    lr) # the learning-rate sweep on the main job's cell, 4 seeds per cell
+        run lr --seeds 4 --arms pre_norm,post_norm,hybridnorm,siamese --lrs 3e-3,1e-2,3e-2 ;;
+    ablations) # the paper's two ablations on the main job's cell: c = 1, and no input norm
+        run ablations --seeds 4 \
+            --arm 'siamese=--norm siamese' --arm 'siamese-c1=--norm siamese --scales none' \
+            --arm 'siamese-no-input-norm=--norm siamese --no-input-norm' ;;
+    depth) # the depth sweep around the main job's 8 layers, 4 seeds per cell
+        run depth --seeds 4 --depths 4,16 ;;
+    tales-main) # the main job of 0.2.0 to 0.4.2: tales, 16 layers, 300 steps of 16 x 64
+        # shellcheck disable=SC2086 # the flags, word by word
+        run tales-main -- $tales ;;
+    tales-isa) # the same on every other kernel path this CPU has: the verdict must not change
         for isa in scalar avx2 avx512; do
-            SN_ISA=$isa run "main-$isa"
+            # shellcheck disable=SC2086
+            SN_ISA=$isa run "tales-main-$isa" -- $tales
         done ;;
-    first) # the first main-job settings: 8 layers, 600 steps, LR 3e-3
-        run first -- --layers 8 --steps 600 --lr 3e-3 ;;
-    init) # which weight init the trainer uses by default (at the first main-job settings)
-        run init --seeds 4 \
+    tales-first) # the first main-job settings: 8 layers, 600 steps, LR 3e-3
+        run tales-first -- --task tales --batch 16 --layers 8 --steps 600 --lr 3e-3 ;;
+    tales-init) # which weight init the trainer uses by default (at the first main-job settings)
+        run tales-init --seeds 4 \
             --arm 'pre-gpt2=--norm pre_norm --init gpt2' --arm 'pre-flat=--norm pre_norm --init flat' \
             --arm 'pre-mitchell=--norm pre_norm --init mitchell' \
             --arm 'siamese-gpt2=--norm siamese --init gpt2' \
             --arm 'siamese-flat=--norm siamese --init flat' \
             --arm 'siamese-mitchell=--norm siamese --init mitchell' \
-            -- --layers 8 --steps 600 --lr 3e-3 ;;
-    ablations) # the paper's two ablations: c = 1, and no input norm
-        run ablations \
+            -- --task tales --batch 16 --layers 8 --steps 600 --lr 3e-3 ;;
+    tales-ablations) # the paper's two ablations: c = 1, and no input norm
+        # shellcheck disable=SC2086
+        run tales-ablations \
             --arm 'siamese=--norm siamese' --arm 'siamese-c1=--norm siamese --scales none' \
-            --arm 'siamese-no-input-norm=--norm siamese --no-input-norm' ;;
-    lr) # the learning-rate sweep (8 layers, 300 steps, 4 seeds per cell)
-        run lr --seeds 4 --arms pre_norm,post_norm,siamese,hybridnorm --lrs 1e-3,3e-3,1e-2,3e-2 \
-            -- --layers 8 --steps 300 ;;
-    depth) # the depth sweep (300 steps, LR 3e-3, 4 seeds per cell)
-        run depth --seeds 4 --depths 4,12,24 -- --steps 300 --lr 3e-3 ;;
+            --arm 'siamese-no-input-norm=--norm siamese --no-input-norm' -- $tales ;;
+    tales-lr) # the learning-rate sweep (8 layers, 300 steps, 4 seeds per cell)
+        run tales-lr --seeds 4 --arms pre_norm,post_norm,siamese,hybridnorm \
+            --lrs 1e-3,3e-3,1e-2,3e-2 -- --task tales --batch 16 --layers 8 --steps 300 ;;
+    tales-depth) # the depth sweep (300 steps, LR 3e-3, 4 seeds per cell)
+        run tales-depth --seeds 4 --depths 4,12,24 -- --task tales --batch 16 --steps 300 \
+            --lr 3e-3 ;;
     addition) # the arithmetic task (8 layers, 1000 steps of 64 problems, LR 3e-3)
         run addition -- --task addition --layers 8 --batch 64 --steps 1000 --lr 3e-3 ;;
     *)
