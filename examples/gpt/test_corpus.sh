@@ -11,18 +11,21 @@ tmp=$2
 tiny="--layers 1 --width 32 --heads 2 --batch 2 --steps 1 --val-size 4"
 rm -rf "$tmp.dir"
 
-"$exe" $tiny > "$tmp.out" 2>&1
-rc=$?
-cat "$tmp.out"
+# train one step with the corpus from $1 (empty: the default); the status in $rc
+train() {
+    "$exe" $tiny ${1:+--corpus-dir "$1"} > "$tmp.out" 2>&1
+    rc=$?
+    cat "$tmp.out"
+}
+
+train ""
 check "the default corpus loads (checksum and size as pinned)" [ $rc -eq 0 ]
 check "the default corpus is fortunes 1:1.99.1-7.3" \
     grep -q "task: next byte of fortunes (Debian fortunes 1:1.99.1-7.3) (2230465 training bytes)" \
     "$tmp.out"
 
 mkdir -p "$tmp.dir"
-"$exe" $tiny --corpus-dir "$tmp.dir" > "$tmp.out" 2>&1
-rc=$?
-cat "$tmp.out"
+train "$tmp.dir"
 check "missing files: exit 1" [ $rc -eq 1 ]
 check "missing files: the error names the package and deps.sh" \
     grep -q "Debian package 'fortunes' (version 1:1.99.1-7.3); install it with .sh tools/deps.sh" \
@@ -30,10 +33,9 @@ check "missing files: the error names the package and deps.sh" \
 
 cp /usr/share/games/fortunes/* "$tmp.dir/" 2>/dev/null
 printf 'X' | dd of="$tmp.dir/tao" bs=1 seek=100 conv=notrunc 2>/dev/null
-"$exe" $tiny --corpus-dir "$tmp.dir" > "$tmp.out" 2>&1
-rc=$?
-cat "$tmp.out"
+train "$tmp.dir"
 check "one changed byte: exit 1" [ $rc -eq 1 ]
-check "one changed byte: a checksum error" grep -q "with checksum .*: they are not the Debian package 'fortunes'" "$tmp.out"
+check "one changed byte: a checksum error" \
+    grep -q "with checksum .*: they are not the Debian package 'fortunes'" "$tmp.out"
 rm -rf "$tmp.dir" "$tmp.out"
 exit $fail
