@@ -51,6 +51,18 @@ check "plot/budget.dat: a row per budget" [ "$(grep -c '^[0-9]' "$out/plot/budge
 "$exe" --budgets 8,0 > /dev/null 2>&1
 check "a budget of 0 steps is a usage error" [ $? -eq 1 ]
 
+# the main job's cell (known by its runs' config hashes): after the verdict, what its documented
+# 4x-budget run gave and whether that agrees; a stand-in trainer prints the runs' lines
+fake="$(dirname "$0")/fake_train.sh"
+for want in lower higher; do
+    FAKE_SIAMESE=$want "$exe" --trainer "$fake" --no-plot --out "$out" > "$out.txt" 2>&1
+    cat "$out.txt"
+    case $want in lower) note="the same verdict" ;; higher) note="the 4x-budget run disagreed" ;; esac
+    check "main job's cell, siamese $want: the 4x line says '$note'" sh -c "tail -n 2 '$out.txt' |
+        head -n 1 | grep -q '^verdict: after 300 steps' && tail -n 1 '$out.txt' |
+        grep -q '^at 4x this budget (measured for docs/reproduction.md): after 1200 steps .*: $note'"
+done
+
 "$exe" --arms pre_norm > /dev/null 2>&1
 check "one arm is a usage error" [ $? -eq 1 ]
 rm -rf "$out" "$out.txt"
