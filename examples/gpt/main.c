@@ -57,7 +57,7 @@ static void usage(FILE *f) {
         "  --val-size N        held-out windows / problems evaluated\n"
         "                      (default: fortunes and tales 256, FILE 64, addition 1000)\n"
         "model\n"
-        "  --layers N (8)  --width D (64)  --heads H (4)\n"
+        "  --layers N (4)  --width D (64)  --heads H (4)\n"
         "  --ctx T             positions (default: text 64, addition 3N+3)\n"
         "  --untied            separate output head (default: tied to the embedding)\n"
         "training\n"
@@ -89,7 +89,7 @@ static int parse(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->cfg = (gpt_config){.vocab = 256,
                           .ctx = 0,
-                          .layers = 8,
+                          .layers = 4,
                           .heads = 4,
                           .width = 64,
                           .tied = 1,
