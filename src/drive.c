@@ -903,6 +903,32 @@ void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float
     run_rows(ctx, &J.run, axpy_task, &J);
 }
 
+/* out = a / c (no kernel slot: the compiler vectorises the division at every ISA's -O2, and
+ * the only caller, the SpanNorm backward, runs it once per layer) */
+typedef struct div_job {
+    job run; /* first: the tasks get the div_job */
+    float c;
+    mat_in a;
+    mat_out out;
+} div_job;
+
+static void div_task(void *arg, int64_t i) {
+    const div_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        const float *a = in_row(J->a, r);
+        float *o = out_row(J->out, r);
+        for (int64_t j = 0; j < J->run.D; j++) o[j] = a[j] / J->c;
+    }
+}
+
+void sn_d_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float c,
+              float *out, int64_t ldo) {
+    div_job J = {job_of(ctx, R, D), c, {a, lda}, {out, ldo}};
+    run_rows(ctx, &J.run, div_task, &J);
+}
+
 /* out = a */
 typedef struct copy_job {
     job run; /* first: the tasks get the copy_job */
