@@ -626,19 +626,30 @@ typedef enum sn_placement {
      * MLP u = N_i(x), h = u, x' = u + z; out = N_f(x_S). */
     SN_PLACEMENT_HYBRIDNORM = 8,
     /* HybridNorm*: HybridNorm with both sub-layers of layer 0 Pre-Norm (h = N_i(x), x' = x + z). */
-    SN_PLACEMENT_HYBRIDNORM_STAR = 9
+    SN_PLACEMENT_HYBRIDNORM_STAR = 9,
+    /* SpanNorm (Wang et al., arXiv 2601.22580; docs/SPEC.md says which parts are the library's
+     * reading): a clean residual spans each layer, whose sub-layers are Post-Norm inside it.
+     * Layer l with input x (i = 2l attention, i + 1 MLP; the last layer of an odd S has only
+     * its attention, which both opens and closes it):
+     *   attention  h_i = x,      a = N_i(x + z_i)
+     *   MLP        h_{i+1} = a,  x' = x + N_{i+1}(a + z_{i+1}) / c_{i+1}
+     *   out = N_f(x_S)
+     * c: SN_SCALE_DEFAULT sqrt(L) for every sub-layer (the variance x gains per layer is then
+     * 1/L, so it stays bounded at any depth), SN_SCALE_NONE 1, SN_SCALE_EXPLICIT scales[i];
+     * only the closing sub-layer's c is used. No parameters beyond one norm per sub-layer. */
+    SN_PLACEMENT_SPAN_NORM = 10
 } sn_placement;
 
 /* The number of placements this header names: the valid values are 0 .. SN_PLACEMENT_COUNT - 1.
  * A macro, not an enumerator, so that the enum keeps growing only at the end (ABI policy): it
  * grows by one with every placement added, so code built against an older header sees a smaller
  * value, and sn_net_check is what says whether the linked library knows a placement. */
-#define SN_PLACEMENT_COUNT 10
+#define SN_PLACEMENT_COUNT 11
 
 /* The one spelling of each placement, used by the trainer, the Python binding and the docs: the
  * enumerator's name in lower case without the prefix ("pre_norm", "post_norm", "siamese",
  * "siamese_paper", "siamese_hybrid_pre", "deepnorm", "peri_ln", "mix_ln", "hybridnorm",
- * "hybridnorm_star"). A static string; NULL for a value outside 0 .. SN_PLACEMENT_COUNT - 1. */
+ * "hybridnorm_star", "span_norm"). A static string; NULL for a value outside 0 .. SN_PLACEMENT_COUNT - 1. */
 SN_API const char *sn_placement_name(sn_placement placement);
 
 /* The placement named `name` (exactly as sn_placement_name spells it) into *placement.
@@ -648,7 +659,7 @@ SN_API sn_status sn_placement_from_name(const char *name, sn_placement *placemen
 
 typedef enum sn_scale_rule {
     SN_SCALE_DEFAULT = 0, /* SiameseNorm family: c_i = sqrt(2 * (floor(i/2) + 1)), the official
-                             code's rule; DeepNorm: alpha = (2L)^(1/4) */
+                             code's rule; DeepNorm: alpha = (2L)^(1/4); SpanNorm: sqrt(L) */
     SN_SCALE_NONE = 1,    /* c_i = 1 (no depth scaling; DeepNorm: alpha = 1) */
     SN_SCALE_EXPLICIT = 2 /* c_i = scales[i], S values > 0 and finite, kept by the caller */
 } sn_scale_rule;
@@ -661,7 +672,7 @@ typedef enum sn_scale_rule {
  *   input_norm    N_in of SiameseNorm-family sub-layers: like norm by default; kind
  *                 SN_NORM_IDENTITY removes it, affine SN_AFFINE_NONE makes it non-affine.
  *                 Unused by other placements.
- *   scale_rule    sn_scale_rule; used by the SiameseNorm family and DeepNorm only.
+ *   scale_rule    sn_scale_rule; used by the SiameseNorm family, DeepNorm and SpanNorm only.
  *   scales        S floats when scale_rule == SN_SCALE_EXPLICIT (read at each call; the caller
  *                 keeps them alive), else NULL. They are one of the buffers of every pass
  *                 call: a written buffer (h, acts, ...) overlapping them is SN_ERR_ALIAS.
@@ -707,8 +718,8 @@ SN_API sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_subl
  * NaN for Mix-LN, nonzero otherwise), SN_ERR_UNSUPPORTED (act_dtype bf16 and D > 4096). */
 SN_API sn_status sn_net_check(const sn_net *net);
 
-/* The residual scale of sub-layer i into *c: c_i for the SiameseNorm family, alpha for
- * DeepNorm, 1 otherwise. Errors: as sn_net_check, SN_ERR_NULL (c), SN_ERR_INDEX. */
+/* The residual scale of sub-layer i into *c: c_i for the SiameseNorm family and SpanNorm, alpha
+ * for DeepNorm, 1 otherwise. Errors: as sn_net_check, SN_ERR_NULL (c), SN_ERR_INDEX. */
 SN_API sn_status sn_net_scale(const sn_net *net, int32_t i, float *c);
 
 /* The gain the caller should apply at initialisation to its blocks' value, output and FFN
@@ -721,10 +732,11 @@ SN_API sn_status sn_net_init_gain(const sn_net *net, float *gain);
  *   *work_per_row  backward workspace (the stream gradients): R * work_per_row floats
  * Any output may be NULL. Saved floats per row: D for the input e, then per sub-layer D for
  * each stream it produces (x; and y for the SiameseNorm family), D more where a norm's input
- * is not otherwise kept (Post-Norm, DeepNorm, Mix-LN's Post-Norm layers and the paper form
- * keep x + z; Peri-LN keeps z), plus the norms' statistics (LayerNorm 2, RMSNorm 1 per norm).
- * E.g. LayerNorm: Pre-Norm D + 2, SiameseNorm 2D + 6 per sub-layer. work: D, or 2D for the
- * SiameseNorm family. Errors: as sn_net_check. */
+ * is not otherwise kept (Post-Norm, DeepNorm, Mix-LN's Post-Norm layers, the paper form and
+ * SpanNorm keep the sum they normalise; Peri-LN keeps z), plus the norms' statistics
+ * (LayerNorm 2, RMSNorm 1 per norm). E.g. LayerNorm: Pre-Norm D + 2, SiameseNorm 2D + 6,
+ * SpanNorm 2D + 2 per sub-layer. work: D, or 2D for the
+ * SiameseNorm family and SpanNorm. Errors: as sn_net_check. */
 SN_API sn_status sn_net_sizes(const sn_net *net, int64_t *n_params, int64_t *acts_per_row,
                               int64_t *work_per_row);
 
@@ -735,6 +747,7 @@ SN_API sn_status sn_net_sizes(const sn_net *net, int64_t *n_params, int64_t *act
  *   hybrid_pre attention sub-layers                     [c1, N_pre]
  *   Pre-Norm, Post-Norm, DeepNorm, Mix-LN, HybridNorm(*) [N_i] (HybridNorm attention: an
  *                                                        identity norm, no parameters)
+ *   SpanNorm                                            [N_i]
  *   Peri-LN                                             [N_in, N_out]
  *   merge: SiameseNorm, hybrid_pre [N_a, N_b, N_f]; paper form [identity, N_f, identity];
  *          Post-Norm, DeepNorm none; others [N_f]
@@ -861,10 +874,12 @@ typedef struct sn_net_infer {
 } sn_net_infer;
 
 /* *state_per_row: the floats per row of an inference state. It holds the stream x twice (the
- * sub-layer's input and output), y for the SiameseNorm family, one more row of D where a
+ * sub-layer's input and output; SpanNorm: the layer's input x, kept through the layer, and
+ * the attention's output a), y for the SiameseNorm family, one more row of D where a
  * sub-layer needs the sum it normalises (Post-Norm's and DeepNorm's alpha x + z, the paper
- * form's x + z/c), and the statistics of one sub-layer's norms (at most 6). It does not grow
- * with S: LayerNorm Pre-Norm 2D + 2, SiameseNorm 3D + 6, Post-Norm 3D + 2, against
+ * form's x + z/c, SpanNorm's x + z and a + z), and the statistics of one sub-layer's norms
+ * (at most 6). It does not grow with S: LayerNorm Pre-Norm 2D + 2, SiameseNorm 3D + 6,
+ * Post-Norm and SpanNorm 3D + 2, against
  * acts_per_row's (D + 2) S + ... and (2D + 6) S + ... Errors: as sn_net_check, SN_ERR_NULL
  * (state_per_row). */
 SN_API sn_status sn_net_infer_sizes(const sn_net *net, int64_t *state_per_row);

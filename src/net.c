@@ -9,6 +9,9 @@
  *   OP_SIAM   u = N_post(x), h = N_in(u + N_pre(y)),  x' = u + z/c,  y' = y + z
  *   OP_SIAMX  h = N_x(x) + N_pre(y),                  x' = x + z/c,  y' = y + z  (hybrid_pre attn)
  *   OP_SIAMP  h = N_in(x + N_pre(y)),   x' = N_post(x + z/c),       y' = y + z  (paper form)
+ *   OP_SPAN   h = v,  t = v + z,  x' = N(t), or where the sub-layer closes its layer
+ *             x' = y' = y + N(t)/c  (SpanNorm: v = x inside a layer, v = y = x when the
+ *             sub-layer opens it; y, the layer's input, is the clean residual spanning it)
  * The streams are kept in acts as R x D "slots" (row stride D): slot 0 holds e; every x_i and
  * y_i (i >= 1) has its own slot; OP_POST/OP_SIAMP also keep their pre-norm sum t and OP_PERI
  * its block output z (their norms' backward needs them). Each norm's (or fuse's) saved
@@ -23,10 +26,10 @@
 
 #define SN_MAX_SUBLAYERS (1 << 10) /* the largest S tested (tests/test_net_deep.c) */
 /* every placement the header names is handled here (a new one: SN_PLACEMENT_COUNT + 1) */
-_Static_assert(SN_PLACEMENT_HYBRIDNORM_STAR + 1 == SN_PLACEMENT_COUNT,
+_Static_assert(SN_PLACEMENT_SPAN_NORM + 1 == SN_PLACEMENT_COUNT,
                "SN_PLACEMENT_COUNT ends at the last placement of the header");
 
-enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP };
+enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP, OP_SPAN };
 enum { MERGE_NONE, MERGE_NORM, MERGE_FUSE };
 
 /* One sub-layer (or the merge, or the split) resolved: its norms in parameter order, where its
@@ -40,9 +43,11 @@ typedef struct stage {
     int64_t np;       /* parameter count */
     int64_t xin, yin; /* slots of x_i, y_i */
     int64_t xout, yout;
-    int64_t aux; /* t (OP_POST, OP_SIAMP) or z (OP_PERI) slot, -1 if none */
+    int64_t aux; /* t (OP_POST, OP_SIAMP, OP_SPAN) or z (OP_PERI) slot, -1 if none */
     int64_t st;  /* first stats plane, in floats per row from the start of the planes */
-    float c;     /* z scale c_i (SiameseNorm) or alpha (OP_POST) */
+    float c;     /* z scale c_i (SiameseNorm), alpha (OP_POST) or the span's c (OP_SPAN) */
+    int open;    /* OP_SPAN: the sub-layer opens its layer (v = y = x, the layer's input), */
+    int close;   /* ... and/or closes it (x' = y' = y + N(t)/c) */
 } stage;
 
 /* A validated description with its global sizes. */
@@ -56,7 +61,7 @@ typedef struct netl {
     int64_t np;     /* total parameters */
     int64_t nslots;
     int64_t spr; /* statistics floats per row, all planes */
-    int64_t wslots;
+    int64_t wslots; /* stream gradients: dx, and dy for two streams and SpanNorm */
     int64_t max_spr; /* the most statistics floats per row of any one stage (inference) */
     int any_aux;     /* some stage's forward needs a temporary slot (t of OP_POST, OP_SIAMP) */
     sn_dtype dt;     /* the element type of the streams (net->act_dtype) */
@@ -70,7 +75,7 @@ static int two_streams(int placement) {
 static int64_t n_layers(int64_t S) { return (S + 1) / 2; }
 /* Whether an op's forward needs its aux slot (the pre-norm sum t): OP_PERI keeps z there only
  * for the backward, so the inference state has no slot for it. */
-static int forward_temp(int op) { return op == OP_POST || op == OP_SIAMP; }
+static int forward_temp(int op) { return op == OP_POST || op == OP_SIAMP || op == OP_SPAN; }
 
 sn_status sn_net_check(const sn_net *net) {
     if (!net) return SN_ERR_NULL;
@@ -134,14 +139,15 @@ sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, 
     return st;
 }
 
-/* c_i of the SiameseNorm family, alpha of DeepNorm, 1 otherwise. */
+/* c_i of the SiameseNorm family and SpanNorm, alpha of DeepNorm, 1 otherwise. */
 static float scale_of(const sn_net *net, int64_t i) {
     const int p = net->placement;
-    if (!two_streams(p) && p != SN_PLACEMENT_DEEPNORM) return 1.0f;
+    if (!two_streams(p) && p != SN_PLACEMENT_DEEPNORM && p != SN_PLACEMENT_SPAN_NORM) return 1.0f;
     if (net->scale_rule == SN_SCALE_NONE) return 1.0f;
     if (net->scale_rule == SN_SCALE_EXPLICIT) return net->scales[i];
     if (p == SN_PLACEMENT_DEEPNORM)
         return (float)pow(2.0 * (double)n_layers(net->n_sublayers), 0.25);
+    if (p == SN_PLACEMENT_SPAN_NORM) return (float)sqrt((double)n_layers(net->n_sublayers));
     return sqrtf((float)(2 * (i / 2 + 1)));
 }
 
@@ -178,6 +184,11 @@ static void sublayer_kind(const sn_net *net, int64_t i, stage *s) {
         } else {
             s->op = OP_HMLP;
         }
+        break;
+    case SN_PLACEMENT_SPAN_NORM: /* [N_i]: the attention's post-norm, the MLP's span norm */
+        s->op = OP_SPAN;
+        s->open = attn;
+        s->close = !attn || i == net->n_sublayers - 1;
         break;
     case SN_PLACEMENT_SIAMESE_HYBRID_PRE:
         if (attn) {
@@ -248,7 +259,13 @@ static void layout(netl *L, int64_t want, stage *out) {
         s.yin = y;
         s.xout = slot++;
         s.yout = L->two ? slot++ : -1;
-        s.aux = (s.op == OP_POST || s.op == OP_SIAMP || s.op == OP_PERI) ? slot++ : -1;
+        s.aux = (s.op == OP_POST || s.op == OP_SIAMP || s.op == OP_PERI || s.op == OP_SPAN)
+                    ? slot++
+                    : -1;
+        if (s.op == OP_SPAN) { /* y is the layer's input x; the closing sub-layer's x' is y' */
+            if (s.open) s.yin = s.xin;
+            s.yout = s.close ? s.xout : s.yin;
+        }
         if (i == want) {
             s.c = scale_of(L->net, i);
             *out = s;
@@ -303,7 +320,7 @@ static sn_status resolve(const sn_net *net, netl *L) {
                : (L->placement == SN_PLACEMENT_POST_NORM || L->placement == SN_PLACEMENT_DEEPNORM)
                    ? MERGE_NONE
                    : MERGE_NORM;
-    L->wslots = L->two ? 2 : 1;
+    L->wslots = L->two || L->placement == SN_PLACEMENT_SPAN_NORM ? 2 : 1;
     L->dt = (sn_dtype)net->act_dtype;
     L->esz = sn_dtype_size(L->dt);
     stage m;
@@ -345,6 +362,7 @@ static const char *const placement_names[] = {
     [SN_PLACEMENT_MIX_LN] = "mix_ln",
     [SN_PLACEMENT_HYBRIDNORM] = "hybridnorm",
     [SN_PLACEMENT_HYBRIDNORM_STAR] = "hybridnorm_star",
+    [SN_PLACEMENT_SPAN_NORM] = "span_norm",
 };
 _Static_assert(sizeof placement_names / sizeof placement_names[0] == SN_PLACEMENT_COUNT,
                "a name for every placement");
@@ -482,6 +500,10 @@ static void infer_slots(const netl *L, int at, int64_t i, stage *s) {
         s->xout = (k + 1) % 2;
         s->yin = s->yout = L->two ? 2 : -1;
         s->aux = forward_temp(s->op) ? tmp : -1;
+        if (s->op == OP_SPAN) { /* the layer's input: slot k % 2 when opening, else (k+1) % 2 */
+            s->yin = s->open ? s->xin : s->xout;
+            s->yout = s->close ? s->xout : s->yin;
+        }
     }
     s->st = 0;
 }
@@ -602,7 +624,8 @@ static void enter_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
     case OP_PERI:
         sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), h, ldh, plane(P, 0));
         break;
-    case OP_POST: sn_dt_copy(ctx, dt, R, D, x, D, h, ldh); break;
+    case OP_POST:
+    case OP_SPAN: sn_dt_copy(ctx, dt, R, D, x, D, h, ldh); break;
     case OP_HMLP: /* u into x_{i+1}'s slot, where exit(i) completes it; h = u */
         sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), slot(P, s->xout), D, plane(P, 0));
         sn_dt_copy(ctx, dt, R, D, slot(P, s->xout), D, h, ldh);
@@ -634,6 +657,14 @@ static void exit_fwd(const sn_ctx *ctx, const pass *P, const void *z, int64_t ld
     case OP_HMLP: /* xo holds u */
         sn_dt_add_div(ctx, dt, R, D, xo, D, z, ldz, 1.0f, xo, D, 0);
         break;
+    case OP_SPAN: { /* t = v + z; x' = N(t), or closing y' = y + N(t)/c (N(t) in a dead slot:
+                     * v's when it is not y, else x''s) */
+        sn_dt_add_div(ctx, dt, R, D, x, D, z, ldz, 1.0f, slot(P, s->aux), D, 0);
+        void *u = s->close && s->xin != s->yin ? x : xo;
+        sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), u, D, plane(P, 0));
+        if (s->close) sn_dt_add_div(ctx, dt, R, D, slot(P, s->yin), D, u, D, s->c, xo, D, 0);
+        break;
+    }
     case OP_SIAM: /* xo holds u */
         sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, xo, D, slot(P, s->yin), D, xo, D, slot(P, s->yout),
                     D);
@@ -831,6 +862,14 @@ static sn_status exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_ne
                        plane(&P, 0), dx, D, grd(&P, 0), 0);
         sn_dt_add_div(ctx, dt, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc);
         return SN_OK;
+    case OP_SPAN: /* closing: dy = g (the span's residual), dx = g / c; then as OP_POST */
+        if (s->close) {
+            sn_dt_copy(ctx, dt, R, D, dx, D, dyw(&P), D);
+            sn_dt_div(ctx, dt, R, D, dyw(&P), D, s->c, dx, D);
+        }
+        sn_dt_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0),
+                       plane(&P, 0), dx, D, grd(&P, 0), 0);
+        break;
     case OP_POST: /* dt = N backward of dx_{i+1}, in place; dz = dt */
         sn_dt_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0),
                        plane(&P, 0), dx, D, grd(&P, 0), 0);
@@ -863,6 +902,10 @@ static sn_status enter_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
         break;
     case OP_POST: /* dx_i = alpha * dt + dh */
         sn_dt_axpy(ctx, dt, R, D, s->c, dx, D, dh, lddh, dx, D);
+        break;
+    case OP_SPAN: /* dv = dt + dh; opening: the layer input's dx_i = dv + dy */
+        if (s->open) sn_dt_add_div(ctx, dt, R, D, dyw(&P), D, dh, lddh, 1.0f, dx, D, 1);
+        else sn_dt_add_div(ctx, dt, R, D, dx, D, dh, lddh, 1.0f, dx, D, 0);
         break;
     case OP_HMLP: /* dx_i = N backward of (dx' + dh) */
         sn_dt_add_div(ctx, dt, R, D, dx, D, dh, lddh, 1.0f, dx, D, 0);

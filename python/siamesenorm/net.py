@@ -33,7 +33,7 @@ class Net:
 
     Args:
         placement: "pre_norm", "post_norm", "siamese", "siamese_paper", "siamese_hybrid_pre",
-            "deepnorm", "peri_ln", "mix_ln", "hybridnorm", "hybridnorm_star" (or the
+            "deepnorm", "peri_ln", "mix_ln", "hybridnorm", "hybridnorm_star", "span_norm" (or the
             SN_PLACEMENT_* value; see the header for each formulation).
         n_sublayers: S (2 per transformer layer).
         d: the model width D.
@@ -42,7 +42,8 @@ class Net:
             affine mode).
         input_norm: a Norm for N_in of SiameseNorm sub-layers (Norm("identity") removes it).
         scales: None or "default" (c_i = sqrt(2 (floor(i/2) + 1)); DeepNorm alpha =
-            (2L)^(1/4)), "none" (1), or a sequence of S floats (explicit c_i / alpha_i).
+            (2L)^(1/4); SpanNorm c = sqrt(L)), "none" (1), or a sequence of S floats
+            (explicit c_i / alpha_i).
         mix_fraction: Mix-LN only: the fraction of Post-Norm layers (None: the library's 0.25).
         act_dtype: "f32" or "bf16": the streams' type (sn_net.act_dtype). With "bf16" every
             matrix the pass calls take or return is a uint16 array of bf16 bits (to_bf16).
