@@ -60,8 +60,8 @@ typedef struct netl {
     int two;        /* two streams */
     int64_t np;     /* total parameters */
     int64_t nslots;
-    int64_t spr; /* statistics floats per row, all planes */
-    int64_t wslots; /* stream gradients: dx, and dy for two streams and SpanNorm */
+    int64_t spr;     /* statistics floats per row, all planes */
+    int64_t wslots;  /* stream gradients: dx, and dy for two streams and SpanNorm */
     int64_t max_spr; /* the most statistics floats per row of any one stage (inference) */
     int any_aux;     /* some stage's forward needs a temporary slot (t of OP_POST, OP_SIAMP) */
     sn_dtype dt;     /* the element type of the streams (net->act_dtype) */
@@ -259,9 +259,8 @@ static void layout(netl *L, int64_t want, stage *out) {
         s.yin = y;
         s.xout = slot++;
         s.yout = L->two ? slot++ : -1;
-        s.aux = (s.op == OP_POST || s.op == OP_SIAMP || s.op == OP_PERI || s.op == OP_SPAN)
-                    ? slot++
-                    : -1;
+        s.aux = (s.op == OP_POST || s.op == OP_SIAMP || s.op == OP_PERI || s.op == OP_SPAN) ? slot++
+                                                                                            : -1;
         if (s.op == OP_SPAN) { /* y is the layer's input x; the closing sub-layer's x' is y' */
             if (s.open) s.yin = s.xin;
             s.yout = s.close ? s.xout : s.yin;

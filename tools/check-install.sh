@@ -185,9 +185,9 @@ if command -v meson >/dev/null 2>&1 && command -v ninja >/dev/null 2>&1; then
         { cat recipe.log >&2; fail "the README recipe's programs did not report $version"; }
     targets=$(meson introspect readme-src/build-lib --targets | grep -o '"name": "[^"]*"' |
         sed 's/"name": "\(.*\)"/\1/' | sort -u | tr '\n' ' ')
-    # the library and its kernel-path parts (sn_kernels_*), nothing else
+    # the library, its kernel-path parts (sn_kernels_*) and the tools' helpers (sn-progutil), nothing else
     # shellcheck disable=SC2086 # one word per target
-    others=$(printf '%s\n' $targets | grep -v '^sn_kernels_' | tr '\n' ' ')
+    others=$(printf '%s\n' $targets | grep -v -e '^sn_kernels_' -e '^sn-progutil$' | tr '\n' ' ')
     [ "$others" = "siamesenorm " ] || fail "the library-only build has targets: $targets"
     private_lib=$tmp/home/.local/siamesenorm/lib
     for exe in sn-minimal sn-minimal-rpath; do
