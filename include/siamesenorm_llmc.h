@@ -153,31 +153,10 @@ static inline int sn_llmc_check(const sn_net *net, int dir, char *why, size_t n)
     return 0;
 }
 
-/* Moves the rows of ln[0..5] into block (net's n_params floats; the floats of other norms are
- * not touched). Errors: SN_ERR_NULL, and as sn_llmc_offset; nothing written on error. */
-static inline sn_status sn_llmc_gather(const sn_net *net, const float *const ln[SN_LLMC_NLN],
-                                       float *block) {
-    if (!net || !ln || !block) return SN_ERR_NULL;
-    for (int pass = 0; pass < 2; pass++) /* validate every row, then copy */
-        for (int t = 0; t < SN_LLMC_NLN; t++) {
-            if (!ln[t]) return SN_ERR_NULL;
-            for (int32_t l = 0; l < sn_llmc_rows(net, t); l++) {
-                int64_t off;
-                sn_status st = sn_llmc_offset(net, t, l, &off);
-                if (st != SN_OK) return st;
-                if (pass)
-                    memcpy(block + off, ln[t] + (size_t)l * (size_t)net->d,
-                           (size_t)net->d * sizeof(float));
-            }
-        }
-    return SN_OK;
-}
-
-/* The inverse: the rows of block that llm.c's tensors have into ln[0..5] (the block's other
- * norms are ignored: check sn_llmc_check(net, SN_LLMC_TO, ...) first when the result must be
- * llm.c's whole model). Works on a gradient block as well (same layout). */
-static inline sn_status sn_llmc_scatter(const sn_net *net, const float *block,
-                                        float *const ln[SN_LLMC_NLN]) {
+/* The one loop of sn_llmc_gather and sn_llmc_scatter: every row's offset is checked first, then
+ * rows are copied into the block (to_block) or out of it. */
+static inline sn_status sn_llmc_move_(const sn_net *net, float *const *ln, float *block,
+                                      int to_block) {
     if (!net || !ln || !block) return SN_ERR_NULL;
     for (int pass = 0; pass < 2; pass++)
         for (int t = 0; t < SN_LLMC_NLN; t++) {
@@ -186,12 +165,29 @@ static inline sn_status sn_llmc_scatter(const sn_net *net, const float *block,
                 int64_t off;
                 sn_status st = sn_llmc_offset(net, t, l, &off);
                 if (st != SN_OK) return st;
+                float *row = ln[t] + (size_t)l * (size_t)net->d;
                 if (pass)
-                    memcpy(ln[t] + (size_t)l * (size_t)net->d, block + off,
+                    memcpy(to_block ? block + off : row, to_block ? row : block + off,
                            (size_t)net->d * sizeof(float));
             }
         }
     return SN_OK;
+}
+
+/* Moves the rows of ln[0..5] into block (net's n_params floats; the floats of other norms are
+ * not touched). Errors: SN_ERR_NULL, and as sn_llmc_offset; nothing written on error. */
+static inline sn_status sn_llmc_gather(const sn_net *net, const float *const ln[SN_LLMC_NLN],
+                                       float *block) {
+    /* only read through ln: the cast serves the shared loop */
+    return sn_llmc_move_(net, (float *const *)(uintptr_t)ln, block, 1);
+}
+
+/* The inverse: the rows of block that llm.c's tensors have into ln[0..5] (the block's other
+ * norms are ignored: check sn_llmc_check(net, SN_LLMC_TO, ...) first when the result must be
+ * llm.c's whole model). Works on a gradient block as well (same layout). */
+static inline sn_status sn_llmc_scatter(const sn_net *net, const float *block,
+                                        float *const ln[SN_LLMC_NLN]) {
+    return sn_llmc_move_(net, ln, (float *)(uintptr_t)block, 0); /* block only read */
 }
 
 #ifdef __cplusplus

@@ -394,14 +394,20 @@ sn_status sn_net_init_gain(const sn_net *net, float *gain) {
     return SN_OK;
 }
 
+/* Stage i of a validated net, which must have a norm j (sn_net_norm_at, sn_net_norm_role). */
+static sn_status stage_with_norm(const sn_net *net, int32_t i, int32_t j, netl *L, stage *s) {
+    sn_status st = resolve(net, L);
+    if (st != SN_OK) return st;
+    if (i < -1 || i > L->S || j < 0) return SN_ERR_INDEX;
+    layout(L, i, s);
+    return j < s->nn ? SN_OK : SN_ERR_INDEX;
+}
+
 sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm *norm, int64_t *offset) {
     netl L;
-    sn_status st = resolve(net, &L);
-    if (st != SN_OK) return st;
-    if (i < -1 || i > L.S || j < 0) return SN_ERR_INDEX;
     stage s;
-    layout(&L, i, &s);
-    if (j >= s.nn) return SN_ERR_INDEX;
+    sn_status st = stage_with_norm(net, i, j, &L, &s);
+    if (st != SN_OK) return st;
     int64_t off = s.p;
     for (int32_t k = 0; k < j; k++) off += sn_norm_nparams(&s.n[k], L.D);
     if (norm) *norm = s.n[j];
@@ -983,15 +989,13 @@ static const stage_roles split_roles = {1, {{SN_ROLE_EMBED, SN_OPERAND_E}}};
 sn_status sn_net_norm_role(const sn_net *net, int32_t i, int32_t j, sn_norm_role *role,
                            sn_norm_operand *operand) {
     netl L;
-    sn_status st = resolve(net, &L);
-    if (st != SN_OK) return st;
-    if (i < -1 || i > L.S || j < 0) return SN_ERR_INDEX;
     stage s;
-    layout(&L, i, &s);
+    sn_status st = stage_with_norm(net, i, j, &L, &s);
+    if (st != SN_OK) return st;
     const stage_roles *r = i < 0      ? &split_roles
                            : i == L.S ? &merge_roles[L.merge]
                                       : &op_roles[s.op];
-    if (j >= s.nn || j >= r->n) return SN_ERR_INDEX;
+    if (j >= r->n) return SN_ERR_INDEX;
     if (role) *role = r->at[j].role;
     if (operand) *operand = r->at[j].operand;
     return SN_OK;

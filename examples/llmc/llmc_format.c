@@ -105,15 +105,23 @@ int llmc_placement_ok(const llmc_model *m, int placement, int dir, char *err, si
     return 0;
 }
 
+/* The header of a file of n bytes at buf into h, whose [0] must be magic and [1] version. */
+static int header_of(const void *buf, size_t n, int32_t h[LLMC_HEADER], int32_t magic,
+                     int32_t version, const char *what, char *err, size_t errn) {
+    if (n < LLMC_HEADER * sizeof(int32_t))
+        return fail(err, errn, "%zu bytes: shorter than a header", n);
+    memcpy(h, buf, LLMC_HEADER * sizeof(int32_t));
+    if (h[0] != magic) return fail(err, errn, "not %s (magic 0x%08x)", what, (unsigned)h[0]);
+    if (h[1] != version)
+        return fail(err, errn, "%s version %d; only version %d is handled%s", what, (int)h[1],
+                    (int)version, magic == LLMC_MAGIC && h[1] == LLMC_BF16 ? " (5 is bf16)" : "");
+    return 0;
+}
+
 int llmc_parse_llmc(const void *buf, size_t n, llmc_model *m, char *err, size_t errn) {
     int32_t h[LLMC_HEADER];
-    if (n < sizeof h) return fail(err, errn, "%zu bytes: shorter than a header", n);
-    memcpy(h, buf, sizeof h);
-    if (h[0] != LLMC_MAGIC)
-        return fail(err, errn, "not an llm.c model checkpoint (magic %d)", (int)h[0]);
-    if (h[1] != LLMC_FP32)
-        return fail(err, errn, "llm.c version %d; only fp32 (version %d) is handled%s", (int)h[1],
-                    LLMC_FP32, h[1] == LLMC_BF16 ? " (5 is bf16)" : "");
+    if (header_of(buf, n, h, LLMC_MAGIC, LLMC_FP32, "an llm.c fp32 model checkpoint", err, errn))
+        return -1;
     if (read_sizes(h, m, err, errn) != 0 || zero_from(h, 8, err, errn) != 0 ||
         exact_length(n, m->n_floats, err, errn) != 0)
         return -1;
@@ -125,13 +133,7 @@ int llmc_parse_llmc(const void *buf, size_t n, llmc_model *m, char *err, size_t 
 
 int llmc_parse_snc(const void *buf, size_t n, llmc_model *m, char *err, size_t errn) {
     int32_t h[LLMC_HEADER];
-    if (n < sizeof h) return fail(err, errn, "%zu bytes: shorter than a header", n);
-    memcpy(h, buf, sizeof h);
-    if (h[0] != SNC_MAGIC)
-        return fail(err, errn, "not an SNC1 file (magic 0x%08x)", (unsigned)h[0]);
-    if (h[1] != SNC_VERSION)
-        return fail(err, errn, "SNC1 format version %d; this program reads version %d", (int)h[1],
-                    SNC_VERSION);
+    if (header_of(buf, n, h, SNC_MAGIC, SNC_VERSION, "an SNC1 file", err, errn)) return -1;
     if (read_sizes(h, m, err, errn) != 0) return -1;
     if (h[8] != LLMC_FP32)
         return fail(err, errn, "header[8] (the llm.c version) = %d; the data is fp32 (version %d)",
