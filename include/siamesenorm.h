@@ -746,8 +746,8 @@ SN_API sn_status sn_net_sizes(const sn_net *net, int64_t *n_params, int64_t *act
  *   split: Peri-LN [N_emb]; others none
  * For norm j of stage i, *norm (may be NULL) receives its description and *offset (may be
  * NULL) the offset in floats of its gamma in the parameter block (beta follows at
- * offset + W). Errors: SN_ERR_INDEX when stage i has no norm j (the way to count them), and
- * as sn_net_check. */
+ * offset + W). sn_net_norm_role says what each norm is for (below). Errors: SN_ERR_INDEX
+ * when stage i has no norm j (the way to count them), and as sn_net_check. */
 SN_API sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm *norm,
                                 int64_t *offset);
 
