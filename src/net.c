@@ -29,7 +29,7 @@
 _Static_assert(SN_PLACEMENT_SPAN_NORM + 1 == SN_PLACEMENT_COUNT,
                "SN_PLACEMENT_COUNT ends at the last placement of the header");
 
-enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP, OP_SPAN };
+enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP, OP_SPAN, OP_COUNT };
 enum { MERGE_NONE, MERGE_NORM, MERGE_FUSE };
 
 /* One sub-layer (or the merge, or the split) resolved: its norms in parameter order, where its
@@ -411,14 +411,20 @@ sn_status sn_net_init_gain(const sn_net *net, float *gain) {
     return SN_OK;
 }
 
+/* Stage i of a validated net, which must have a norm j (sn_net_norm_at, sn_net_norm_role). */
+static sn_status stage_with_norm(const sn_net *net, int32_t i, int32_t j, netl *L, stage *s) {
+    sn_status st = resolve(net, L);
+    if (st != SN_OK) return st;
+    if (i < -1 || i > L->S || j < 0) return SN_ERR_INDEX;
+    layout(L, i, s);
+    return j < s->nn ? SN_OK : SN_ERR_INDEX;
+}
+
 sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm *norm, int64_t *offset) {
     netl L;
-    sn_status st = resolve(net, &L);
-    if (st != SN_OK) return st;
-    if (i < -1 || i > L.S || j < 0) return SN_ERR_INDEX;
     stage s;
-    layout(&L, i, &s);
-    if (j >= s.nn) return SN_ERR_INDEX;
+    sn_status st = stage_with_norm(net, i, j, &L, &s);
+    if (st != SN_OK) return st;
     int64_t off = s.p;
     for (int32_t k = 0; k < j; k++) off += sn_norm_nparams(&s.n[k], L.D);
     if (norm) *norm = s.n[j];
@@ -982,4 +988,94 @@ sn_status sn_net_enter_backward_bf16(const sn_ctx *ctx, const sn_net *net, const
 sn_status sn_net_split_backward_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
                                      sn_bf16 *de, int64_t ldde, uint32_t flags) {
     return split_backward(ctx, net, bufs, SN_DTYPE_BF16, de, ldde, flags);
+}
+
+/* ---- norm roles ---------------------------------------------------------------------------- */
+
+/* The roles of a stage's norms, in parameter order: a row per op (a new op adds its row; the
+ * assertion below counts them), per merge kind and for the split. */
+typedef struct stage_roles {
+    int n;
+    struct {
+        sn_norm_role role;
+        sn_norm_operand operand;
+    } at[3];
+} stage_roles;
+
+static const stage_roles op_roles[] = {
+    [OP_PRE] = {1, {{SN_ROLE_INPUT, SN_OPERAND_X}}},
+    [OP_POST] = {1, {{SN_ROLE_POST, SN_OPERAND_RESIDUAL}}},
+    [OP_PERI] = {2, {{SN_ROLE_INPUT, SN_OPERAND_X}, {SN_ROLE_OUT, SN_OPERAND_Z}}},
+    [OP_HMLP] = {1, {{SN_ROLE_POST, SN_OPERAND_X}}},
+    [OP_SIAM] = {3,
+                 {{SN_ROLE_POST, SN_OPERAND_X},
+                  {SN_ROLE_PRE, SN_OPERAND_Y},
+                  {SN_ROLE_INPUT, SN_OPERAND_FUSED}}},
+    [OP_SIAMX] = {2, {{SN_ROLE_SCALE, SN_OPERAND_X}, {SN_ROLE_PRE, SN_OPERAND_Y}}},
+    [OP_SIAMP] = {3,
+                  {{SN_ROLE_POST, SN_OPERAND_RESIDUAL},
+                   {SN_ROLE_PRE, SN_OPERAND_Y},
+                   {SN_ROLE_INPUT, SN_OPERAND_FUSED}}},
+    /* SpanNorm: N(v + z) is the layer's next x inside it; the closing one's output, over c,
+     * is what the spanning residual adds */
+    [OP_SPAN] = {1, {{SN_ROLE_POST, SN_OPERAND_RESIDUAL}}},
+};
+_Static_assert(sizeof op_roles / sizeof op_roles[0] == OP_COUNT, "the roles of every op");
+static const stage_roles merge_roles[] = {
+    [MERGE_NONE] = {0, {{0, 0}}},
+    [MERGE_NORM] = {1, {{SN_ROLE_FINAL, SN_OPERAND_X}}},
+    [MERGE_FUSE] = {3,
+                    {{SN_ROLE_MERGE_X, SN_OPERAND_X},
+                     {SN_ROLE_MERGE_Y, SN_OPERAND_Y},
+                     {SN_ROLE_FINAL, SN_OPERAND_FUSED}}},
+};
+static const stage_roles split_roles = {1, {{SN_ROLE_EMBED, SN_OPERAND_E}}};
+
+sn_status sn_net_norm_role(const sn_net *net, int32_t i, int32_t j, sn_norm_role *role,
+                           sn_norm_operand *operand) {
+    netl L;
+    stage s;
+    sn_status st = stage_with_norm(net, i, j, &L, &s);
+    if (st != SN_OK) return st;
+    const stage_roles *r = i < 0      ? &split_roles
+                           : i == L.S ? &merge_roles[L.merge]
+                                      : &op_roles[s.op];
+    if (j >= r->n) return SN_ERR_INDEX;
+    if (role) *role = r->at[j].role;
+    if (operand) *operand = r->at[j].operand;
+    return SN_OK;
+}
+
+sn_status sn_net_find_norm(const sn_net *net, int32_t i, sn_norm_role role, int32_t *j) {
+    sn_status st = sn_net_check(net);
+    if (st != SN_OK) return st;
+    if (!j) return SN_ERR_NULL;
+    if ((int)role < 0 || (int)role >= SN_ROLE_COUNT) return SN_ERR_CONFIG;
+    sn_norm_role r;
+    for (int32_t k = 0; (st = sn_net_norm_role(net, i, k, &r, NULL)) == SN_OK; k++)
+        if (r == role) {
+            *j = k;
+            return SN_OK;
+        }
+    return st;
+}
+
+static const char *const role_names[] = {
+    [SN_ROLE_INPUT] = "input",     [SN_ROLE_POST] = "post",       [SN_ROLE_PRE] = "pre",
+    [SN_ROLE_OUT] = "out",         [SN_ROLE_SCALE] = "scale",     [SN_ROLE_EMBED] = "embed",
+    [SN_ROLE_MERGE_X] = "merge_x", [SN_ROLE_MERGE_Y] = "merge_y", [SN_ROLE_FINAL] = "final",
+};
+_Static_assert(sizeof role_names / sizeof role_names[0] == SN_ROLE_COUNT, "a name per role");
+static const char *const operand_names[] = {
+    [SN_OPERAND_X] = "x", [SN_OPERAND_Y] = "y",         [SN_OPERAND_RESIDUAL] = "residual",
+    [SN_OPERAND_Z] = "z", [SN_OPERAND_FUSED] = "fused", [SN_OPERAND_E] = "e",
+};
+_Static_assert(sizeof operand_names / sizeof operand_names[0] == SN_OPERAND_COUNT,
+               "a name per operand");
+
+const char *sn_norm_role_name(sn_norm_role role) {
+    return (int)role >= 0 && (int)role < SN_ROLE_COUNT ? role_names[role] : NULL;
+}
+const char *sn_norm_operand_name(sn_norm_operand operand) {
+    return (int)operand >= 0 && (int)operand < SN_OPERAND_COUNT ? operand_names[operand] : NULL;
 }

@@ -139,12 +139,12 @@ static int parse(int argc, char **argv, options *o) {
                 return -1;
             }
         } else if (OPT("--act-dtype")) {
-            if (strcmp(v, "f32") == 0) o->cfg.act_dtype = SN_DTYPE_F32;
-            else if (strcmp(v, "bf16") == 0) o->cfg.act_dtype = SN_DTYPE_BF16;
-            else {
+            sn_dtype dt;
+            if (sn_dtype_from_name(v, &dt) != SN_OK) { /* the library's one spelling */
                 fprintf(stderr, "--act-dtype %s: expected f32|bf16\n", v);
                 return -1;
             }
+            o->cfg.act_dtype = (int)dt;
         } else if (OPT("--scales")) {
             if (strcmp(v, "default") == 0) o->cfg.scale_rule = SN_SCALE_DEFAULT;
             else if (strcmp(v, "none") == 0) o->cfg.scale_rule = SN_SCALE_NONE;

@@ -192,6 +192,18 @@ PROTOTYPES.update({
     "sn_find_nonfinite": (_st, [_i64, _i64, _fp, _i64, _i64p]),
 })
 
+# Norm roles (what each norm of a net is for) and the element-type names.
+SN_ROLE_COUNT = 9  # the header's macros
+SN_OPERAND_COUNT = 6
+PROTOTYPES.update({
+    "sn_net_norm_role": (_st, [_netp, _i32, _i32, ctypes.POINTER(ctypes.c_int),
+                               ctypes.POINTER(ctypes.c_int)]),
+    "sn_net_find_norm": (_st, [_netp, _i32, ctypes.c_int, ctypes.POINTER(ctypes.c_int32)]),
+    "sn_norm_role_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "sn_norm_operand_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "sn_dtype_from_name": (_st, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+})
+
 
 def _installed(here):
     """True when the package directory sits in an installed location (site-packages or

@@ -26,6 +26,9 @@ PLACEMENTS = {lib.sn_placement_name(k).decode(): k for k in range(_capi.SN_PLACE
 # a name for every placement of the header (SN_PLACEMENT_COUNT), checked when the module loads
 if sorted(PLACEMENTS.values()) != list(range(_capi.SN_PLACEMENT_COUNT)):
     raise ImportError("siamesenorm.net.PLACEMENTS does not cover SN_PLACEMENT_COUNT placements")
+# The norm roles and operands (sn_norm_role_name, sn_norm_operand_name), name -> enum value.
+ROLES = {lib.sn_norm_role_name(k).decode(): k for k in range(_capi.SN_ROLE_COUNT)}
+OPERANDS = {lib.sn_norm_operand_name(k).decode(): k for k in range(_capi.SN_OPERAND_COUNT)}
 
 
 class Net:
@@ -159,6 +162,26 @@ class Net:
         check(lib.sn_net_norm_at(ctypes.byref(self._s), int(i), int(j), ctypes.byref(nm),
                                  ctypes.byref(off)), "sn_net_norm_at")
         return Norm.from_struct(nm), off.value
+
+    def norm_role(self, i, j):
+        """sn_net_norm_role: (role, operand) names of norm j of stage i, e.g. ("input", "x") for
+        a Pre-Norm sub-layer's norm (docs/api.md, "Norm roles"). Raises IndexOutOfRange when
+        stage i has no norm j."""
+        role, operand = ctypes.c_int(), ctypes.c_int()
+        check(lib.sn_net_norm_role(ctypes.byref(self._s), int(i), int(j), ctypes.byref(role),
+                                   ctypes.byref(operand)), "sn_net_norm_role")
+        return (lib.sn_norm_role_name(role.value).decode(),
+                lib.sn_norm_operand_name(operand.value).decode())
+
+    def find_norm(self, i, role):
+        """sn_net_find_norm: the index j of stage i's norm of the given role (a name of
+        ROLES). Raises IndexOutOfRange when stage i has none, ValueError for an unknown role."""
+        if role not in ROLES:
+            raise ValueError(f"unknown norm role {role!r}; expected one of {sorted(ROLES)}")
+        j = ctypes.c_int32()
+        check(lib.sn_net_find_norm(ctypes.byref(self._s), int(i), ROLES[role], ctypes.byref(j)),
+              "sn_net_find_norm")
+        return j.value
 
     def stage_norms(self, i):
         """All (Norm, offset) of stage i, counted with norm_at until IndexOutOfRange."""
