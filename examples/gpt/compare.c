@@ -637,7 +637,7 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
     fprintf(f,
             "# gnuplot script written by sn-gpt-compare; run from %s/plot\n"
-            "set terminal pngcairo size 900,%d font ',10'\nset output 'curves.png'\n"
+            "set terminal pngcairo noenhanced size 900,%d font ',10'\nset output 'curves.png'\n"
             "set multiplot layout %d,%d\nset logscale y\nset autoscale yfix\nset grid\n"
             "set ytics add (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.5, 2, 3, 4, 6)\n"
             "set key top right\n"
@@ -663,7 +663,7 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
     if (sweep_cells) {
         int by_lr = o->n_lrs > 1;
         fprintf(f,
-                "set terminal pngcairo size 800,500 font ',10'\nset output 'sweep.png'\n"
+                "set terminal pngcairo noenhanced size 800,500 font ',10'\nset output 'sweep.png'\n"
                 "unset logscale\nset logscale y\nset autoscale fix\nset offsets graph 0.05, graph "
                 "0.05, graph 0.05, graph 0.05\n%s\nset xlabel '%s'\n"
                 "set ylabel 'final held-out loss (nats/byte), mean +- sd'\n"
@@ -679,15 +679,16 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
         fprintf(f, "\n");
     }
     if (budget_plot) {
-        fprintf(f,
-                "set terminal pngcairo size 800,500 font ',10'\nset output 'budget.png'\n"
-                "unset logscale\nset logscale x\nset autoscale fix\nset offsets graph 0.05, "
-                "graph 0.05, graph 0.05, graph 0.05\nset xlabel 'budget (tokens)'\n"
-                "set ylabel 'difference to %s (nats/byte)'\nset title 'paired difference over "
-                "%d seeds with its 95%% interval: final loss (band) and mean over the run' "
-                "noenhanced\nset key top left noenhanced\nplot 0 with lines lc rgb '#000000' "
-                "notitle",
-                o->arms[0].label, o->seeds);
+        fprintf(
+            f,
+            "set terminal pngcairo noenhanced size 800,500 font ',10'\nset output 'budget.png'\n"
+            "unset logscale\nset logscale x\nset autoscale fix\nset offsets graph 0.05, "
+            "graph 0.05, graph 0.05, graph 0.05\nset xlabel 'budget (tokens)'\n"
+            "set ylabel 'difference to %s (nats/byte)'\nset title 'paired difference over "
+            "%d seeds with its 95%% interval: final loss (band) and mean over the run' "
+            "noenhanced\nset key top left noenhanced\nplot 0 with lines lc rgb '#000000' "
+            "notitle",
+            o->arms[0].label, o->seeds);
         for (int a = 1; a < o->n_arms; a++) {
             int c = 3 + 6 * (a - 1);
             fprintf(f,

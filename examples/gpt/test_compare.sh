@@ -8,7 +8,7 @@ exe=$1
 out=$2
 . "$(dirname "$0")/testlib.sh"
 rm -rf "$out"
-"$exe" --seeds 2 --jobs 2 --out "$out" --no-plot -- --layers 1 --width 32 --heads 2 \
+"$exe" --seeds 2 --jobs 2 --out "$out" -- --layers 1 --width 32 --heads 2 \
     --steps 12 --batch 4 --val-size 8 > "$out.txt" 2>&1
 rc=$?
 cat "$out.txt"
@@ -24,10 +24,16 @@ check "summary.csv" grep -q "^,,12,siamese,2,0," "$out/summary.csv"
 check "the verdict names the budget" \
     sh -c "tail -n 1 '$out.txt' | grep -q '^verdict: after 12 steps (3072 tokens): siamese'"
 
+# the plot script (written with or without gnuplot): names such as pre_norm are printed as they
+# are, not as gnuplot's enhanced text (pre with a subscript n), in every plot
+check "the plot script" [ -s "$out/plot/curves.gp" ]
+check "every plot's text literal (noenhanced terminals)" \
+    sh -c "grep '^set terminal' '$out/plot/curves.gp' | grep -q . && ! grep '^set terminal' '$out/plot/curves.gp' | grep -qv noenhanced"
+
 # the budget axis: each budget its own schedule, warmup and cosine to its own end; a verdict
 # per budget naming it; the statistics along the run; the difference against the budget
 rm -rf "$out"
-"$exe" --seeds 2 --jobs 2 --budgets 8,16 --out "$out" --no-plot -- --layers 1 --width 32 \
+"$exe" --seeds 2 --jobs 2 --budgets 8,16 --out "$out" -- --layers 1 --width 32 \
     --heads 2 --batch 4 --val-size 8 --lr 2e-3 --warmup 2 > "$out.txt" 2>&1
 rc=$?
 cat "$out.txt"
@@ -48,6 +54,8 @@ check "budgets: what the two statistics say together" grep -q "^  reading: siame
 check "paired.csv: 5 statistics x 2 budgets" [ "$(grep -c ',siamese,pre_norm,' "$out/paired.csv")" -eq 10 ]
 check "paired.csv: the mean over the run" grep -q "^,,16,4096,siamese,pre_norm,mean," "$out/paired.csv"
 check "plot/budget.dat: a row per budget" [ "$(grep -c '^[0-9]' "$out/plot/budget.dat")" -eq 2 ]
+check "the budget plot, its text literal" sh -c "grep -q '^set output .budget.png' '$out/plot/curves.gp' &&
+    ! grep '^set terminal' '$out/plot/curves.gp' | grep -qv noenhanced"
 "$exe" --budgets 8,0 > /dev/null 2>&1
 check "a budget of 0 steps is a usage error" [ $? -eq 1 ]
 
