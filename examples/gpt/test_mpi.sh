@@ -6,7 +6,7 @@
 #    same digest (the ordered reduction is bitwise reproducible);
 #  - 3 ranks (uneven shares of the batch and of the gradient chunks): the same two checks;
 #  - 2 and 3 ranks with global batch B agree with one process with batch B: every step's train
-#    loss within 1e-5 relative, the final val loss within 1e-5 relative, on the tales task and on
+#    loss within 1e-5 relative, the final val loss within 1e-5 relative, on the default text and on
 #    the addition task (loss on the answers only: the ranks see different target counts, so this
 #    checks that each rank scales its gradient by the global count).
 set -u
