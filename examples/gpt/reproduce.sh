@@ -40,8 +40,8 @@ for e in $which; do
         run budgets --budgets 300,1200 ;;
     budget16) # the same cell at 16x the budget, 4 seeds
         run budget16 --seeds 4 --budgets 4800 ;;
-    lr) # the learning-rate sweep on the main job's cell, 4 seeds per cell
-        run lr --seeds 4 --arms pre_norm,post_norm,hybridnorm,siamese --lrs 3e-3,1e-2,3e-2 ;;
+    lr) # the learning-rate sweep on the main job's cell, SpanNorm included, 4 seeds per cell
+        run lr --seeds 4 --arms pre_norm,post_norm,hybridnorm,siamese,span_norm --lrs 3e-3,1e-2,3e-2 ;;
     ablations) # the paper's two ablations on the main job's cell: c = 1, and no input norm
         run ablations --seeds 4 \
             --arm 'siamese=--norm siamese' --arm 'siamese-c1=--norm siamese --scales none' \
