@@ -46,7 +46,7 @@ const sn_kern16 *sn_kern16_for(sn_isa isa) {
 #ifdef SN_HAVE_AVX2
     case SN_ISA_AVX2: return &sn_kern16_avx2;
 #endif
-    default: return NULL;
+    default: return &sn_kern16_scalar;
     }
 }
 
@@ -407,6 +407,7 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 
 const sn_kern sn_kern_scalar = {
     .norm_row = norm_row,
+    .norm_s = norm_row,
     .norm_fwd = norm_fwd,
     .norm_pg = norm_pg,
     .norm_bwd = norm_bwd,
@@ -422,4 +423,7 @@ const sn_kern sn_kern_scalar = {
     .add_div = add_div,
     .apply = apply,
     .axpy = axpy,
+    .copy = sn_k_copy_f32,
+    .widen = sn_k_move_f32,
+    .round = sn_k_move_f32,
 };

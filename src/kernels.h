@@ -78,77 +78,18 @@ typedef struct sn_dfuse {
     float *gx, *bx, *gy, *by, *go, *bo;
 } sn_dfuse;
 
-typedef struct sn_kern {
-    /* out = gamma * (v - m) * r + beta; out may equal v */
-    void (*norm_row)(const sn_rnorm *q, const float *v, int64_t W, float *out);
-    /* the forward of one row: the row's statistics (*m: LayerNorm mean, else 0; *r: rstd,
-     * identity and SN_NORM_SCALE 1; LayerNorm is two-pass), then norm_row with *q0 (the norm
-     * resolved with m = 0, r = 1) given them; bitwise the same as stats2 on the row, then
-     * norm_row */
-    void (*norm_fwd)(const sn_norm *n, const sn_rnorm *q0, const float *v, int64_t W, float *out,
-                     float *m, float *r);
-    /* dgamma += dout * xhat, dbeta += dout over n columns (either may be NULL) */
-    void (*norm_pg)(const sn_rnorm *q, const float *dout, const float *v, int64_t n, float *dgamma,
-                    float *dbeta);
-    /* the whole backward of one row: with sa = ca * mean(g), sb = cb * mean(g * xhat) over
-     * the W columns, dv = (+= with acc) r * (g - sa - xhat * sb), and dgamma, dbeta (either may
-     * be NULL) get bitwise norm_pg's contribution; dv does not depend on whether they are
-     * given. dv may equal dout when !acc */
-    void (*norm_bwd)(const sn_rnorm *q, const float *dout, const float *v, int64_t W, float *dv,
-                     int acc, float *dgamma, float *dbeta);
-    /* norm_bwd of two row segments of one call (arrays of two; the same gamma, beta and W),
-     * bitwise the same as norm_bwd on segment 0 then segment 1 */
-    void (*norm_bwd2)(const sn_rnorm *q, const float *const *dout, const float *const *v, int64_t W,
-                      float *const *dv, int acc, float *dgamma, float *dbeta);
-    /* the statistics of two rows at once (norms na over va, nb over vb; as norm_fwd's): each
-     * row's bitwise the same whatever the other row and its norm, and as norm_fwd's */
-    void (*stats2)(const sn_norm *na, const float *va, const sn_norm *nb, const float *vb,
-                   int64_t W, float *ma, float *ra, float *mb, float *rb);
-    /* fuse forward of one row: *F holds N_x and N_y resolved; writes u (if non-NULL) and
-     * h = s = N_x(x) + N_y(y), and N_out's (no's) statistics of s into *mo, *ro, bitwise the
-     * same as stats2 on h; then the caller normalises h */
-    void (*fuse_s)(const sn_rfuse *F, int64_t D, const float *x, const float *y, float *u, float *h,
-                   const sn_norm *no, float *mo, float *ro);
-    /* the whole fuse forward of two rows of one call (arrays of two; u[0] and u[1] both NULL or
-     * both set), for a fuse whose N_x and N_y are both LayerNorm or both RMSNorm and whose N_out
-     * is LayerNorm or RMSNorm, with D <= SN_FUSE2_MAX: writes u, h and st[q] = {mx, rx, my, ry,
-     * mo, ro}, bitwise the same as stats2, fuse_s (s in a stack row) and norm_row on each row.
-     * *F0 holds the three norms resolved without statistics (m = 0, r = 1) and nt, and in pf
-     * the rows to prefetch for a later call: npf is 0 or 4 (the SIMD kernels spread them over
-     * their s sweep, as fuse_bwd does). The two rows' statistics chains are interleaved so
-     * that they overlap. */
-    void (*fuse_fwd2)(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const float *const x[2],
-                      const float *const y[2], float *const u[2], float *const h[2],
-                      float st[2][6]);
-    /* the six reductions of F from dh, du (NULL: 0), x, y */
-    void (*fuse_red)(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
-                     const float *y);
-    /* parameter gradients over n columns (pointers already offset to the first column) */
-    void (*fuse_pg)(const sn_rfuse *F, int64_t n, const float *dh, const float *du, const float *x,
-                    const float *y, const sn_dfuse *dp);
-    /* input gradients; dx may equal du */
-    void (*fuse_dx)(const sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
-                    const float *y, float *dx, float *dy, int accx, int accy);
-    /* the whole backward of one row: fuse_red, fuse_pg (dp NULL: skipped), fuse_dx, bitwise the
-     * same as those three; dx may equal du. The reductions may be left out of *F (the SIMD
-     * paths compute them in a local copy). */
-    void (*fuse_bwd)(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
-                     const float *y, float *dx, float *dy, int accx, int accy, const sn_dfuse *dp);
-    /* fuse_bwd of two consecutive rows (arrays of two) of one call, so with the same gamma and
-     * beta pointers, bitwise the same as fuse_bwd on row 0 then row 1 (the parameter gradients
-     * get row 0's contribution, then row 1's) */
-    void (*fuse_bwd2)(sn_rfuse F[2], int64_t D, const float *const dh[2], const float *const du[2],
-                      const float *const x[2], const float *const y[2], float *const dx[2],
-                      float *const dy[2], int accx, int accy, const sn_dfuse *dp);
-    /* out = (+= with acc) a + b / c; out may equal a or b when !acc */
-    void (*add_div)(const float *a, const float *b, float c, float *out, int64_t D, int acc,
-                    int nt);
-    /* xo = u + z / c, yo = y + z (xo may equal u, yo y) */
-    void (*apply)(const float *z, const float *u, const float *y, float c, float *xo, float *yo,
-                  int64_t D, int nt);
-    /* out = alpha * a + b; out may equal a or b */
-    void (*axpy)(const float *a, const float *b, float alpha, float *out, int64_t D, int nt);
-} sn_kern;
+/* The kernel tables: sn_kern on fp32 rows, sn_kern16 on bf16 rows (kern_table.h, one slot list
+ * for both). Each path has one of each. */
+#define SN_KT   sn_kern
+#define SN_KROW float
+#include "kern_table.h"
+#undef SN_KT
+#undef SN_KROW
+#define SN_KT   sn_kern16
+#define SN_KROW sn_bf16
+#include "kern_table.h"
+#undef SN_KT
+#undef SN_KROW
 
 extern const sn_kern sn_kern_scalar;
 #ifdef SN_HAVE_AVX2
@@ -161,48 +102,10 @@ extern const sn_kern sn_kern_avx512;
 /* The table of a path (never NULL: paths not compiled in give the scalar table). */
 const sn_kern *sn_kern_for(sn_isa isa);
 
-/* The same kernels on bf16 rows: every row matrix (x, y, u, h, out, dout, dx, ...) is bf16,
- * widened as it is loaded and rounded (sn_k_bf16_round) as it is stored; parameters, their
- * gradients and statistics are float, and the arithmetic is the fp32 table's, step for step.
- * So each slot's outputs are bitwise sn_k_bf16_round of the same path's fp32 slot's outputs on
- * the widened inputs (an accumulated output is widened, added to, rounded), and its float
- * outputs are the fp32 slot's bits. Each slot's contract is its namesake's in sn_kern. Only
- * the SIMD paths have one (their kernels_simd.h instantiated with bf16 rows); the scalar path
- * stages rows in fp32 instead (drive_bf16.c). Not here: norm_pg, and the one-row fuse forward's
- * fuse_s, which keeps h = s in a row of fp32 that is read again (fuses that fuse_fwd2 does not
- * take stage their rows), and the wide fuse backward's fuse_red, fuse_pg and fuse_dx. */
-typedef struct sn_kern16 {
-    void (*norm_row)(const sn_rnorm *q, const sn_bf16 *v, int64_t W, sn_bf16 *out);
-    void (*norm_fwd)(const sn_norm *n, const sn_rnorm *q0, const sn_bf16 *v, int64_t W,
-                     sn_bf16 *out, float *m, float *r);
-    void (*norm_bwd)(const sn_rnorm *q, const sn_bf16 *dout, const sn_bf16 *v, int64_t W,
-                     sn_bf16 *dv, int acc, float *dgamma, float *dbeta);
-    void (*norm_bwd2)(const sn_rnorm *q, const sn_bf16 *const *dout, const sn_bf16 *const *v,
-                      int64_t W, sn_bf16 *const *dv, int acc, float *dgamma, float *dbeta);
-    void (*stats2)(const sn_norm *na, const sn_bf16 *va, const sn_norm *nb, const sn_bf16 *vb,
-                   int64_t W, float *ma, float *ra, float *mb, float *rb);
-    void (*fuse_fwd2)(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const sn_bf16 *const x[2],
-                      const sn_bf16 *const y[2], sn_bf16 *const u[2], sn_bf16 *const h[2],
-                      float st[2][6]);
-    void (*fuse_bwd)(sn_rfuse *F, int64_t D, const sn_bf16 *dh, const sn_bf16 *du, const sn_bf16 *x,
-                     const sn_bf16 *y, sn_bf16 *dx, sn_bf16 *dy, int accx, int accy,
-                     const sn_dfuse *dp);
-    void (*fuse_bwd2)(sn_rfuse F[2], int64_t D, const sn_bf16 *const dh[2],
-                      const sn_bf16 *const du[2], const sn_bf16 *const x[2],
-                      const sn_bf16 *const y[2], sn_bf16 *const dx[2], sn_bf16 *const dy[2],
-                      int accx, int accy, const sn_dfuse *dp);
-    void (*add_div)(const sn_bf16 *a, const sn_bf16 *b, float c, sn_bf16 *out, int64_t D, int acc,
-                    int nt);
-    void (*apply)(const sn_bf16 *z, const sn_bf16 *u, const sn_bf16 *y, float c, sn_bf16 *xo,
-                  sn_bf16 *yo, int64_t D, int nt);
-    void (*axpy)(const sn_bf16 *a, const sn_bf16 *b, float alpha, sn_bf16 *out, int64_t D, int nt);
-    /* d = sn_k_bf16_widen(s) and d = sn_k_bf16_round(s) elementwise, with the table's own
-     * vector widening and rounding: the same bits (paths without a bf16 table use
-     * sn_k_bf16_widen_row and sn_k_bf16_round_row) */
-    void (*widen)(const sn_bf16 *s, int64_t n, float *d);
-    void (*round)(const float *s, int64_t n, sn_bf16 *d);
-} sn_kern16;
-
+/* the scalar path's bf16 table: each slot widens its rows into fp32 rows on the stack, runs the
+ * scalar fp32 slot on them and rounds what it wrote (kernels_scalar_bf16.c); rows of at most
+ * SN_D16_ROW_MAX elements */
+extern const sn_kern16 sn_kern16_scalar;
 #ifdef SN_HAVE_AVX2
 extern const sn_kern16 sn_kern16_avx2;
 #endif
@@ -214,8 +117,8 @@ extern const sn_kern16 sn_kern16_avx512;
 extern const sn_kern16 sn_kern16_avx512bf16;
 #endif
 
-/* The bf16 table of a path; NULL for the scalar path and paths not compiled in. For the AVX-512
- * path, sn_kern16_avx512bf16 where the CPU has AVX512-BF16 and AVX512DQ. */
+/* The bf16 table of a path (never NULL: paths not compiled in give the scalar table). For the
+ * AVX-512 path, sn_kern16_avx512bf16 where the CPU has AVX512-BF16 and AVX512DQ. */
 const sn_kern16 *sn_kern16_for(sn_isa isa);
 
 /* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */
@@ -269,6 +172,14 @@ static inline sn_bf16 sn_k_bf16_round(float f) {
     return (sn_bf16)((u & 0x7fffffffu) > 0x7f800000u ? nan : rne);
 }
 
+/* The fp32 tables' copy, widen and round: the bits moved unchanged. */
+static inline void sn_k_copy_f32(const float *a, float *out, int64_t n) {
+    memmove(out, a, (size_t)n * sizeof(float));
+}
+static inline void sn_k_move_f32(const float *s, int64_t n, float *d) {
+    memmove(d, s, (size_t)n * sizeof(float));
+}
+
 /* Rows converted element by element (the scalar path's conversions; see sn_kern16's widen and
  * round). */
 static inline void sn_k_bf16_widen_row(const sn_bf16 *s, int64_t n, float *d) {
@@ -277,6 +188,10 @@ static inline void sn_k_bf16_widen_row(const sn_bf16 *s, int64_t n, float *d) {
 static inline void sn_k_bf16_round_row(const float *s, int64_t n, sn_bf16 *d) {
     for (int64_t j = 0; j < n; j++) d[j] = sn_k_bf16_round(s[j]);
 }
+
+/* The widest bf16 rows (and row segments) the bf16 tables take: the scalar path's stages them on
+ * the stack. The bf16 entry points check it. */
+#define SN_D16_ROW_MAX 4096
 
 /* The widest row fuse_fwd2 takes, and whether a fuse is of the kind it takes. */
 #define SN_FUSE2_MAX 1024

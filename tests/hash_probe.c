@@ -57,8 +57,7 @@ static void norm_case(const char *name, sn_norm n, int64_t R, int64_t D) {
     float *params = tu_fzeros(np + 1), *dp = tu_fzeros(np + 1), *st = tu_fzeros(R * spr + 1);
     for (int64_t k = 0; k < np; k++) params[k] = (float)tu_unif(&g, 0.5, 1.5);
     sn_status s;
-    if (g_bf)
-        s = sn_norm_forward_bf16(g_ctx, &n, R, D, x.b, D, params, o.b, D, st);
+    if (g_bf) s = sn_norm_forward_bf16(g_ctx, &n, R, D, x.b, D, params, o.b, D, st);
     else s = sn_norm_forward(g_ctx, &n, R, D, x.f, D, params, o.f, D, st);
     uint64_t h = fnv(H(14695981039346656037ull, &o, g_bf), st, (size_t)(R * spr) * 4);
     char nm[96];
@@ -102,8 +101,8 @@ static void fuse_case(const char *name, sn_fuse f, int64_t R, int64_t D) {
         else
             s = wu ? sn_fuse_forward(g_ctx, &f, R, D, x.f, D, y.f, D, params, u.f, D, hh.f, D, st)
                    : sn_merge_forward(g_ctx, &f, R, D, x.f, D, y.f, D, params, hh.f, D, st);
-        uint64_t h = fnv(H(H(14695981039346656037ull, &hh, g_bf), &u, g_bf), st,
-                         (size_t)(R * spr) * 4);
+        uint64_t h =
+            fnv(H(H(14695981039346656037ull, &hh, g_bf), &u, g_bf), st, (size_t)(R * spr) * 4);
         snprintf(nm, sizeof nm, "%s %s", name, wu ? "fuse_fwd" : "merge_fwd");
         out(nm, h, s);
     }
@@ -123,8 +122,8 @@ static void fuse_case(const char *name, sn_fuse f, int64_t R, int64_t D) {
                 s = sn_merge_backward(g_ctx, &f, R, D, dh.f, D, x.f, D, y.f, D, params, st, dx.f, D,
                                       dy.f, D, d, 0);
         } else if (g_bf) {
-            s = sn_fuse_backward_bf16(g_ctx, &f, R, D, dh.b, D, pdu ? pdu->b : NULL, D, x.b, D,
-                                      y.b, D, params, st, dx.b, D, dy.b, D, d, fl);
+            s = sn_fuse_backward_bf16(g_ctx, &f, R, D, dh.b, D, pdu ? pdu->b : NULL, D, x.b, D, y.b,
+                                      D, params, st, dx.b, D, dy.b, D, d, fl);
         } else {
             s = sn_fuse_backward(g_ctx, &f, R, D, dh.f, D, pdu ? pdu->f : NULL, D, x.f, D, y.f, D,
                                  params, st, dx.f, D, dy.f, D, d, fl);
