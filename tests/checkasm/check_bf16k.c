@@ -1,6 +1,5 @@
-/* checkasm: the bf16 tables (sn_kern16 of kernels.h: norm_row, norm_fwd, norm_bwd, norm_bwd2,
- * stats2, fuse_fwd2, fuse_bwd, fuse_bwd2, add_div, apply, axpy, widen, round) of every SIMD
- * path, each slot against the same path's fp32 slot on the widened inputs: every bf16 output is
+/* checkasm: the bf16 tables (sn_kern16 of kernels.h, every slot) of every path (the scalar
+ * path's stages its rows, the SIMD paths' are kernels_simd.h on bf16 rows), each slot against the same path's fp32 slot on the widened inputs: every bf16 output is
  * bitwise sn_k_bf16_round of the fp32 slot's output, every float output (statistics, parameter
  * gradients) bitwise the fp32 slot's; the aliasing the fp32 slot allows gives the same bits;
  * streaming stores change nothing; nothing is written outside the rows. The conversions widen
@@ -81,6 +80,9 @@ static void check_norm16(const ca_path *p, int64_t W, int off) {
         p->K->norm_row(&qs, vf, W, row32);
         p->K16->norm_row(&qs, v, W, row16);
         same16("norm_row", row16, row32, W);
+        sn_bf16 *rows16 = ca_row16(W, off + 9);
+        p->K16->norm_s(&qs, vf, W, rows16);
+        same16("norm_s", rows16, row32, W);
 
         sn_rnorm q = sn_k_resolve(&n, W, prm, m32, r32);
         const sn_bf16 *dout = b16_rand(W, off + 2, 1.0f, 0.0f);
@@ -109,6 +111,14 @@ static void check_norm16(const ca_path *p, int64_t W, int off) {
             same16("norm_bwd2 dv 0", o2[0], o2f[0], W);
             same16("norm_bwd2 dv 1", o2[1], o2f[1], W);
             ca_same("norm_bwd2 dgamma, dbeta", dg16, dg32, 2 * W);
+            /* norm_pg over the columns from 1 on */
+            if (W > 1) {
+                p->K->norm_pg(&q, doutf + 1, vf + 1, W - 1, gm32 ? gm32 + 1 : NULL,
+                              bt32 ? bt32 + 1 : NULL);
+                p->K16->norm_pg(&q, dout + 1, v + 1, W - 1, gm16 ? gm16 + 1 : NULL,
+                                bt16 ? bt16 + 1 : NULL);
+                ca_same("norm_pg", dg16, dg32, 2 * W);
+            }
             if (acc) continue;
             sn_bf16 *id = b16_copy(dout, W, off + 2);
             p->K16->norm_bwd(&q, id, v, W, id, 0, NULL, NULL);
@@ -157,6 +167,15 @@ static void check_fuse16(const ca_path *p, int64_t D, int off) {
             sn_k_set_stats(&F[k].Y, f.y.kind, my, ry);
             p->K->fuse_s(&F[k], D, xf[k], yf[k], NULL, ca_row(D, 0), &f.out, &mo, &ro);
             sn_k_set_stats(&F[k].O, f.out.kind, mo, ro);
+        }
+        { /* fuse_s: u and the float s row, and N_out's statistics */
+            float *u32 = ca_row(D, 0), *s32 = ca_row(D, 0), *s16 = ca_row(D, 0), st32[2], st16[2];
+            sn_bf16 *u16 = ca_row16(D, off + 16);
+            p->K->fuse_s(&F[1], D, xf[1], yf[1], u32, s32, &f.out, &st32[0], &st32[1]);
+            p->K16->fuse_s(&F[1], D, x[1], y[1], u16, s16, &f.out, &st16[0], &st16[1]);
+            same16("fuse_s u", u16, u32, D);
+            ca_same("fuse_s s", s16, s32, D);
+            ca_same("fuse_s statistics", st16, st32, 2);
         }
         if (sn_k_fuse2_ok(&f, D))
             for (int withu = 0; withu < 2; withu++) {
@@ -226,6 +245,40 @@ static void check_fuse16(const ca_path *p, int64_t D, int off) {
                 same16("fuse_bwd2 dy", dy16[k], dy32[k], D);
             }
             ca_same("fuse_bwd2 parameter gradients", slot16, slot32, np);
+            /* the pieces: fuse_red, fuse_pg (from column 1 on), fuse_dx */
+            sn_rfuse Ra = F[1], Rb = F[1];
+            p->K->fuse_red(&Ra, D, dhf[1], du32[1], xf[1], yf[1]);
+            p->K16->fuse_red(&Rb, D, dh[1], du16[1], x[1], y[1]);
+            ca_same("fuse_red", &Rb.oa, &Ra.oa, 6);
+            if (D > 1) {
+                sn_rfuse Pa = Ra, Pb = Rb;
+                sn_rnorm *na[3] = {&Pa.X, &Pa.Y, &Pa.O}, *nb[3] = {&Pb.X, &Pb.Y, &Pb.O};
+                for (int k = 0; k < 3; k++) {
+                    if (na[k]->gamma) na[k]->gamma++, nb[k]->gamma++;
+                    if (na[k]->beta) na[k]->beta++, nb[k]->beta++;
+                }
+                float *d32[6] = {dp32.gx, dp32.bx, dp32.gy, dp32.by, dp32.go, dp32.bo};
+                float *d16[6] = {dp16.gx, dp16.bx, dp16.gy, dp16.by, dp16.go, dp16.bo};
+                for (int k = 0; k < 6; k++) {
+                    if (d32[k]) d32[k]++;
+                    if (d16[k]) d16[k]++;
+                }
+                const sn_dfuse q32 = {d32[0], d32[1], d32[2], d32[3], d32[4], d32[5]};
+                const sn_dfuse q16 = {d16[0], d16[1], d16[2], d16[3], d16[4], d16[5]};
+                p->K->fuse_pg(&Pa, D - 1, dhf[1] + 1, du32[1] ? du32[1] + 1 : NULL, xf[1] + 1,
+                              yf[1] + 1, &q32);
+                p->K16->fuse_pg(&Pb, D - 1, dh[1] + 1, du16[1] ? du16[1] + 1 : NULL, x[1] + 1,
+                                y[1] + 1, &q16);
+                ca_same("fuse_pg", slot16, slot32, np);
+            }
+            for (int64_t j = 0; j < D; j++) {
+                dx32[1][j] = sn_k_bf16_widen(dx16[1][j]);
+                dy32[1][j] = sn_k_bf16_widen(dy16[1][j]);
+            }
+            p->K->fuse_dx(&Ra, D, dhf[1], du32[1], xf[1], yf[1], dx32[1], dy32[1], accx, accy);
+            p->K16->fuse_dx(&Rb, D, dh[1], du16[1], x[1], y[1], dx16[1], dy16[1], accx, accy);
+            same16("fuse_dx dx", dx16[1], dx32[1], D);
+            same16("fuse_dx dy", dy16[1], dy32[1], D);
             if (accx || !withdu) continue;
             /* dx = du, streaming stores, no parameter gradients: the same input gradients */
             sn_bf16 *ref = ca_row16(D, 0), *io = b16_copy(du[0], D, off + 6);
@@ -280,6 +333,13 @@ static void check_elem16(const ca_path *p, int64_t D, int off) {
         p->K16->axpy(a, b, 1.3f, ax, D, nt);
         same16("axpy", ax, ax32, D);
     }
+    /* copy: widened and rounded (bitwise the rounding of the values: NaNs quieted), also in
+     * place */
+    sn_bf16 *cp = ca_row16(D, off + 7), *ic = b16_copy(a, D, off);
+    p->K16->copy(a, cp, D);
+    same16("copy", cp, af, D);
+    p->K16->copy(ic, ic, D);
+    same16b("copy out = a", ic, cp, D);
     sn_bf16 *iu = b16_copy(b, D, off + 1), *iy = b16_copy(c, D, off + 2);
     float *xo32 = ca_row(D, 0), *yo32 = ca_row(D, 0);
     p->K->apply(af, bf, cf, 2.3f, xo32, yo32, D, 0);

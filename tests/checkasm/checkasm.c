@@ -209,12 +209,13 @@ int main(int argc, char **argv) {
         }
     }
     init_widths();
-    /* the paths, and the bf16 tables: each SIMD path's own (sn_kern16_avx2, sn_kern16_avx512),
+    /* the paths, and the bf16 tables: each path's own (sn_kern16_scalar, sn_kern16_avx2,
+     * sn_kern16_avx512),
      * and the AVX-512 one that rounds with AVX512-BF16 as a further entry with the same fp32
      * table (its fp32 slots are not checked twice) */
     ca_path paths[4];
     int np = 0, nfull = 0;
-    paths[np++] = (ca_path){"scalar", &sn_kern_scalar, NULL};
+    paths[np++] = (ca_path){"scalar", &sn_kern_scalar, &sn_kern16_scalar};
 #ifdef SN_HAVE_AVX2
     if (sn_cpu_has(SN_ISA_AVX2)) paths[np++] = (ca_path){"avx2", &sn_kern_avx2, &sn_kern16_avx2};
     else printf("checkasm: path avx2 not supported by this CPU: skipped\n");

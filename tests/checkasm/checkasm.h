@@ -19,7 +19,7 @@
 typedef struct ca_path {
     const char *name;
     const sn_kern *K;
-    const sn_kern16 *K16; /* its bf16 table (NULL: none), checked against K (check_bf16k.c) */
+    const sn_kern16 *K16; /* its bf16 table, checked against K (check_bf16k.c) */
 } ca_path;
 
 /* the widths every slot is called with: 1..70, then 127, 128, 129, 768, 1000, 4096 (fewer
