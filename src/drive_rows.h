@@ -20,7 +20,6 @@
  * bf16 kernels (staged rows). No include guard: included once per element type. */
 #include <string.h>
 
-#include "check.h"
 #include "ctx.h"
 #include "drive.h"
 
@@ -448,7 +447,7 @@ static void fuse_job_init(fuse_job *J, const sn_fuse *f, const float *params) {
     const int64_t D = J->run.D;
     J->f = f;
     J->L = sn_k_fuse_layout(f, D);
-    sn_fuse_query(f, D, NULL, &J->spr);
+    J->spr = J->L.spr;
     J->params = params;
     const float *P = params;
     memset(&J->F0, 0, sizeof J->F0);
@@ -744,7 +743,7 @@ static void d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D
     J.dx = (mat_out){dx, lddx};
     J.dy = (mat_out){dy, lddy};
     int64_t npg = 0;
-    if (dparams) sn_fuse_query(f, D, &npg, NULL);
+    if (dparams) npg = J.L.np;
     if (npg == 0) {
         run_rows(ctx, &J.run, fuse_bwd_all_task, &J);
         return;

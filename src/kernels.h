@@ -202,10 +202,17 @@ static inline int sn_k_fuse2_ok(const sn_fuse *f, int64_t D) {
            (o == SN_NORM_LAYERNORM || o == SN_NORM_RMSNORM);
 }
 
-/* Offsets of a fuse's three norms in its parameter block and in a row's stats block. */
+/* Sizes of one valid norm on rows of D columns: parameter count and saved floats per row (the
+ * one definition: the checks, the drivers and the kernels use these). */
+int64_t sn_norm_nparams(const sn_norm *n, int64_t D);
+int64_t sn_norm_spr(const sn_norm *n, int64_t D);
+
+/* Offsets of a fuse's three norms in its parameter block and in a row's stats block, and the
+ * sizes of both (np parameters, spr statistics per row). */
 typedef struct sn_fuse_layout {
     int64_t px, py, po;
     int64_t sx, sy, so;
+    int64_t np, spr;
 } sn_fuse_layout;
 sn_fuse_layout sn_k_fuse_layout(const sn_fuse *f, int64_t D);
 

@@ -240,13 +240,30 @@ static void run_all(int quick) {
     elem_case(9001, 768);
 }
 
+/* usage: hash-probe [--quick] [--isa scalar|avx2|avx512] [--threads N] (default: every path this
+ * CPU runs, 1 and 2 threads); one path and thread count, under callgrind, gives the instruction
+ * counts of each public call (callgrind_annotate --inclusive=yes) */
 int main(int argc, char **argv) {
-    const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int quick = 0, only = -1, nth_only = 0;
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[a], "--isa") == 0 && a + 1 < argc) {
+            const char *n = argv[++a];
+            only = strcmp(n, "scalar") == 0 ? 0 : strcmp(n, "avx2") == 0 ? 1 : 2;
+        } else if (strcmp(argv[a], "--threads") == 0 && a + 1 < argc) {
+            nth_only = atoi(argv[++a]);
+        } else {
+            fprintf(stderr, "usage: %s [--quick] [--isa scalar|avx2|avx512] [--threads N]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
     static const sn_isa isas[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
     for (int bf = 0; bf < 2; bf++)
         for (int i = 0; i < 3; i++) {
-            if (!sn_isa_available(isas[i])) continue;
+            if (!sn_isa_available(isas[i]) || (only >= 0 && i != only)) continue;
             for (int nth = 1; nth <= 2; nth++) {
+                if (nth_only && nth != nth_only) continue;
                 if (sn_ctx_create(&g_ctx) != SN_OK) return 2;
                 sn_ctx_set_isa(g_ctx, isas[i]);
                 sn_ctx_set_threads(g_ctx, nth);
