@@ -1,4 +1,4 @@
-/* checkasm for the kernel tables (src/kernels.h): every slot of every path this CPU runs, for
+/* checkasm for the kernel tables (src/kernels/kernels.h): every slot of every path this CPU runs, for
  * each element type, called directly. One file per slot family (check_norm.c, check_fuse.c,
  * check_elem.c), each checking the family for each element type: the fp32 slots against the
  * scalar table's, the bf16 slots against the same path's fp32 slots on the widened inputs (bf16

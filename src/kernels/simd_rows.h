@@ -1,7 +1,7 @@
 /* SIMD row kernels, written once for any vector width and for fp32 or bf16 rows. Included by
- * kernels_avx2.c, kernels_avx512.c (fp32 rows) and kernels_avx2_bf16.c, kernels_avx512_bf16.c,
- * kernels_avx512bf16.c (bf16 rows, SN_K16 defined), each compiled with its path's -m flags,
- * after kernels_avx2.h or kernels_avx512.h has defined:
+ * avx2.c, avx512.c (fp32 rows) and avx2_bf16.c, avx512_bf16.c,
+ * avx512bf16.c (bf16 rows, SN_K16 defined), each compiled with its path's -m flags,
+ * after avx2_vectors.h or avx512_vectors.h has defined:
  *   V, M          the vector and lane-mask types; VW the number of float lanes
  *   vld vst       unaligned load / store;  vldm vstm  masked load / store (lanes off: 0 / kept)
  *   vmaskz        zero the lanes a mask leaves off;  mask_n(k) the first k lanes (0 < k < VW)

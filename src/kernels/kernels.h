@@ -78,16 +78,16 @@ typedef struct sn_dfuse {
     float *gx, *bx, *gy, *by, *go, *bo;
 } sn_dfuse;
 
-/* The kernel tables: sn_kern on fp32 rows, sn_kern16 on bf16 rows (kern_table.h, one slot list
+/* The kernel tables: sn_kern on fp32 rows, sn_kern16 on bf16 rows (table.h, one slot list
  * for both). Each path has one of each. */
 #define SN_KT   sn_kern
 #define SN_KROW float
-#include "kern_table.h"
+#include "table.h"
 #undef SN_KT
 #undef SN_KROW
 #define SN_KT   sn_kern16
 #define SN_KROW sn_bf16
-#include "kern_table.h"
+#include "table.h"
 #undef SN_KT
 #undef SN_KROW
 
@@ -103,7 +103,7 @@ extern const sn_kern sn_kern_avx512;
 const sn_kern *sn_kern_for(sn_isa isa);
 
 /* the scalar path's bf16 table: each slot widens its rows into fp32 rows on the stack, runs the
- * scalar fp32 slot on them and rounds what it wrote (kernels_scalar_bf16.c); rows of at most
+ * scalar fp32 slot on them and rounds what it wrote (scalar_bf16.c); rows of at most
  * SN_D16_ROW_MAX elements */
 extern const sn_kern16 sn_kern16_scalar;
 #ifdef SN_HAVE_AVX2
