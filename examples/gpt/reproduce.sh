@@ -3,7 +3,8 @@
 # directory under OUT (default repro-out): summary.csv, runs.csv, curves.csv and the plots.
 #
 # usage: examples/gpt/reproduce.sh [BUILD_DIR [OUT [EXPERIMENT...]]]
-#   EXPERIMENT: main isa first init ablations lr depth addition (default: all of them)
+#   EXPERIMENT: main isa first init ablations lr depth addition (default: all of them), and
+#   span (SpanNorm, not in the default set: 28 runs, measured 1h47m under a load of about 30)
 # About 75 minutes on a 2-core machine for all of them; each one says its own ETA. Experiments
 # run before the main job's defaults settled pin the settings they ran with.
 set -eu
@@ -55,6 +56,9 @@ for e in $which; do
         run depth --seeds 4 --depths 4,12,24 -- --steps 300 --lr 3e-3 ;;
     addition) # the arithmetic task (8 layers, 1000 steps of 64 problems, LR 3e-3)
         run addition -- --task addition --layers 8 --batch 64 --steps 1000 --lr 3e-3 ;;
+    span) # SpanNorm in the LR sweep's settings and at the main job's (4 seeds)
+        run span-lr --seeds 4 --arms pre_norm,span_norm --lrs 1e-2,3e-2 -- --layers 8 --steps 300
+        run span-main --seeds 4 --arms pre_norm,span_norm,siamese ;;
     *)
         echo "reproduce.sh: unknown experiment $e" >&2
         exit 1 ;;
