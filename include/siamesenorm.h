@@ -61,7 +61,9 @@
  * 0.3.0 did: the pass calls take an sn_net_pass, and the shared object's name carries the minor
  * version while the major is 0; 0.4.0 added bf16 storage as new calls and gave sn_net's
  * reserved32 its meaning, act_dtype, breaking nothing but that field's name; 0.4.1 changed
- * only how the bf16 calls compute, not what they write).
+ * only how the bf16 calls compute, not what they write; 0.5.0 added a placement, the norm
+ * roles and sn_dtype_from_name as new values and calls, and narrowed one promise: NaN outputs'
+ * sign and payload bits may differ between thread counts on the SIMD paths).
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -76,11 +78,11 @@ extern "C" {
 /* ---- version ------------------------------------------------------------------------------ */
 
 #define SN_VERSION_MAJOR 0
-#define SN_VERSION_MINOR 4
-#define SN_VERSION_PATCH 2
+#define SN_VERSION_MINOR 5
+#define SN_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.4.2"
+#define SN_VERSION_STRING "0.5.0"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
