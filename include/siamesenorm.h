@@ -141,9 +141,8 @@ SN_API const char *sn_status_string(sn_status status);
  * call at a time (it may be reused by any thread, one call after another).
  *
  * Determinism: the number of threads never changes a result bit for bit within a path (NaN
- * bits aside, below): every
- * row's arithmetic is the same whatever the thread count, and parameter gradients are always
- * summed the same way: the rows are cut into fixed chunks whose size depends on D only (16384 / D
+ * bits aside, below): every row's arithmetic is the same whatever the thread count, and
+ * parameter gradients are always summed the same way: the rows are cut into fixed chunks whose size depends on D only (16384 / D
  * rows, rounded down, between 1 and 256), each chunk's sum is a left fold over its rows starting
  * from zero, and the chunk sums are added onto the gradient in chunk order,
  *     dgamma = ((dgamma + P_0) + P_1) + ...,   P_k = ((0 + t_{kC}) + t_{kC+1}) + ...
