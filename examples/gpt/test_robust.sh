@@ -141,6 +141,12 @@ interrupt() { # SIGNAL: a long run stopped by SIGNAL once its log has 3 rows; se
         k=$((k + 1))
     done
     kill "-$1" $pid
+    k=0 # a run that ignores the signal is killed after 30 s (rc 137)
+    while [ $k -lt 300 ] && kill -0 $pid 2>/dev/null; do
+        sleep 0.1
+        k=$((k + 1))
+    done
+    kill -9 $pid 2>/dev/null
     wait $pid
     rc=$?
 }
