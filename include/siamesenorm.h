@@ -524,6 +524,11 @@ typedef enum sn_dtype {
 /* A static lower-case name ("f32", "bf16"); NULL for a value outside 0 .. SN_DTYPE_COUNT - 1. */
 SN_API const char *sn_dtype_name(sn_dtype dtype);
 
+/* The element type named `name` (exactly as sn_dtype_name spells it) into *dtype: the one
+ * parser of the names, for command lines and configuration files. Errors: SN_ERR_NULL (name or
+ * dtype), SN_ERR_DTYPE (no such name; *dtype is unchanged). */
+SN_API sn_status sn_dtype_from_name(const char *name, sn_dtype *dtype);
+
 /* One value: fp32 -> bf16 rounded as above, and bf16 -> fp32 (exact). */
 SN_API sn_bf16 sn_bf16_from_f32(float v);
 SN_API float sn_bf16_to_f32(sn_bf16 v);
@@ -632,19 +637,30 @@ typedef enum sn_placement {
      * MLP u = N_i(x), h = u, x' = u + z; out = N_f(x_S). */
     SN_PLACEMENT_HYBRIDNORM = 8,
     /* HybridNorm*: HybridNorm with both sub-layers of layer 0 Pre-Norm (h = N_i(x), x' = x + z). */
-    SN_PLACEMENT_HYBRIDNORM_STAR = 9
+    SN_PLACEMENT_HYBRIDNORM_STAR = 9,
+    /* SpanNorm (Wang et al., arXiv 2601.22580; docs/SPEC.md says which parts are the library's
+     * reading): a clean residual spans each layer, whose sub-layers are Post-Norm inside it.
+     * Layer l with input x (i = 2l attention, i + 1 MLP; the last layer of an odd S has only
+     * its attention, which both opens and closes it):
+     *   attention  h_i = x,      a = N_i(x + z_i)
+     *   MLP        h_{i+1} = a,  x' = x + N_{i+1}(a + z_{i+1}) / c_{i+1}
+     *   out = N_f(x_S)
+     * c: SN_SCALE_DEFAULT sqrt(L) for every sub-layer (the variance x gains per layer is then
+     * 1/L, so it stays bounded at any depth), SN_SCALE_NONE 1, SN_SCALE_EXPLICIT scales[i];
+     * only the closing sub-layer's c is used. No parameters beyond one norm per sub-layer. */
+    SN_PLACEMENT_SPAN_NORM = 10
 } sn_placement;
 
 /* The number of placements this header names: the valid values are 0 .. SN_PLACEMENT_COUNT - 1.
  * A macro, not an enumerator, so that the enum keeps growing only at the end (ABI policy): it
  * grows by one with every placement added, so code built against an older header sees a smaller
  * value, and sn_net_check is what says whether the linked library knows a placement. */
-#define SN_PLACEMENT_COUNT 10
+#define SN_PLACEMENT_COUNT 11
 
 /* The one spelling of each placement, used by the trainer, the Python binding and the docs: the
  * enumerator's name in lower case without the prefix ("pre_norm", "post_norm", "siamese",
  * "siamese_paper", "siamese_hybrid_pre", "deepnorm", "peri_ln", "mix_ln", "hybridnorm",
- * "hybridnorm_star"). A static string; NULL for a value outside 0 .. SN_PLACEMENT_COUNT - 1. */
+ * "hybridnorm_star", "span_norm"). A static string; NULL for a value outside 0 .. SN_PLACEMENT_COUNT - 1. */
 SN_API const char *sn_placement_name(sn_placement placement);
 
 /* The placement named `name` (exactly as sn_placement_name spells it) into *placement.
@@ -654,7 +670,7 @@ SN_API sn_status sn_placement_from_name(const char *name, sn_placement *placemen
 
 typedef enum sn_scale_rule {
     SN_SCALE_DEFAULT = 0, /* SiameseNorm family: c_i = sqrt(2 * (floor(i/2) + 1)), the official
-                             code's rule; DeepNorm: alpha = (2L)^(1/4) */
+                             code's rule; DeepNorm: alpha = (2L)^(1/4); SpanNorm: sqrt(L) */
     SN_SCALE_NONE = 1,    /* c_i = 1 (no depth scaling; DeepNorm: alpha = 1) */
     SN_SCALE_EXPLICIT = 2 /* c_i = scales[i], S values > 0 and finite, kept by the caller */
 } sn_scale_rule;
@@ -667,7 +683,7 @@ typedef enum sn_scale_rule {
  *   input_norm    N_in of SiameseNorm-family sub-layers: like norm by default; kind
  *                 SN_NORM_IDENTITY removes it, affine SN_AFFINE_NONE makes it non-affine.
  *                 Unused by other placements.
- *   scale_rule    sn_scale_rule; used by the SiameseNorm family and DeepNorm only.
+ *   scale_rule    sn_scale_rule; used by the SiameseNorm family, DeepNorm and SpanNorm only.
  *   scales        S floats when scale_rule == SN_SCALE_EXPLICIT (read at each call; the caller
  *                 keeps them alive), else NULL. They are one of the buffers of every pass
  *                 call: a written buffer (h, acts, ...) overlapping them is SN_ERR_ALIAS.
@@ -713,8 +729,8 @@ SN_API sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_subl
  * NaN for Mix-LN, nonzero otherwise), SN_ERR_UNSUPPORTED (act_dtype bf16 and D > 4096). */
 SN_API sn_status sn_net_check(const sn_net *net);
 
-/* The residual scale of sub-layer i into *c: c_i for the SiameseNorm family, alpha for
- * DeepNorm, 1 otherwise. Errors: as sn_net_check, SN_ERR_NULL (c), SN_ERR_INDEX. */
+/* The residual scale of sub-layer i into *c: c_i for the SiameseNorm family and SpanNorm, alpha
+ * for DeepNorm, 1 otherwise. Errors: as sn_net_check, SN_ERR_NULL (c), SN_ERR_INDEX. */
 SN_API sn_status sn_net_scale(const sn_net *net, int32_t i, float *c);
 
 /* The gain the caller should apply at initialisation to its blocks' value, output and FFN
@@ -727,10 +743,11 @@ SN_API sn_status sn_net_init_gain(const sn_net *net, float *gain);
  *   *work_per_row  backward workspace (the stream gradients): R * work_per_row floats
  * Any output may be NULL. Saved floats per row: D for the input e, then per sub-layer D for
  * each stream it produces (x; and y for the SiameseNorm family), D more where a norm's input
- * is not otherwise kept (Post-Norm, DeepNorm, Mix-LN's Post-Norm layers and the paper form
- * keep x + z; Peri-LN keeps z), plus the norms' statistics (LayerNorm 2, RMSNorm 1 per norm).
- * E.g. LayerNorm: Pre-Norm D + 2, SiameseNorm 2D + 6 per sub-layer. work: D, or 2D for the
- * SiameseNorm family. Errors: as sn_net_check. */
+ * is not otherwise kept (Post-Norm, DeepNorm, Mix-LN's Post-Norm layers, the paper form and
+ * SpanNorm keep the sum they normalise; Peri-LN keeps z), plus the norms' statistics
+ * (LayerNorm 2, RMSNorm 1 per norm). E.g. LayerNorm: Pre-Norm D + 2, SiameseNorm 2D + 6,
+ * SpanNorm 2D + 2 per sub-layer. work: D, or 2D for the
+ * SiameseNorm family and SpanNorm. Errors: as sn_net_check. */
 SN_API sn_status sn_net_sizes(const sn_net *net, int64_t *n_params, int64_t *acts_per_row,
                               int64_t *work_per_row);
 
@@ -741,19 +758,95 @@ SN_API sn_status sn_net_sizes(const sn_net *net, int64_t *n_params, int64_t *act
  *   hybrid_pre attention sub-layers                     [c1, N_pre]
  *   Pre-Norm, Post-Norm, DeepNorm, Mix-LN, HybridNorm(*) [N_i] (HybridNorm attention: an
  *                                                        identity norm, no parameters)
+ *   SpanNorm                                            [N_i]
  *   Peri-LN                                             [N_in, N_out]
  *   merge: SiameseNorm, hybrid_pre [N_a, N_b, N_f]; paper form [identity, N_f, identity];
  *          Post-Norm, DeepNorm none; others [N_f]
  *   split: Peri-LN [N_emb]; others none
  * For norm j of stage i, *norm (may be NULL) receives its description and *offset (may be
  * NULL) the offset in floats of its gamma in the parameter block (beta follows at
- * offset + W). Errors: SN_ERR_INDEX when stage i has no norm j (the way to count them), and
- * as sn_net_check. */
+ * offset + W). sn_net_norm_role says what each norm is for (below). Errors: SN_ERR_INDEX
+ * when stage i has no norm j (the way to count them), and as sn_net_check. */
 SN_API sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm *norm,
                                 int64_t *offset);
 
 /* Writes the default parameters (every gamma 1, every beta 0) into the n_params floats. */
 SN_API sn_status sn_net_init_params(const sn_net *net, float *params);
+
+/* ---- norm roles: what each norm of a net is for -------------------------------------------- */
+
+/* The role of a norm in its network, whatever the placement: checkpoint mappers (llm.c's
+ * ln1/ln2/lnf, the official SiameseNorm checkpoints), name maps and documentation ask for a
+ * norm by what it does instead of keeping a (stage, j) table per placement. Each stage holds
+ * at most one norm of each role. x and y are the residual streams, h the block input, z the
+ * block output. Only grows at the end. */
+typedef enum sn_norm_role {
+    SN_ROLE_INPUT = 0,   /* its output is the block input h: Pre-Norm's and Mix-LN's Pre-Norm
+                            N_i, Peri-LN's N_in, the SiameseNorm family's N_in, HybridNorm's
+                            attention norm (an identity: h = x); llm.c's ln1 / ln2 */
+    SN_ROLE_POST = 1,    /* its output becomes the stream x: Post-Norm's, DeepNorm's and Mix-LN's
+                            Post-Norm N_i (on x + z), the SiameseNorm family's N_post (official
+                            form on x, u = N_post(x); paper form on x + z/c), HybridNorm's MLP
+                            norm (u = N(x) is both the block input and the stream: x' = u + z),
+                            SpanNorm's N_i (on v + z: the attention's is the stream inside the
+                            layer; the closing sub-layer's, over c, is what the span adds) */
+    SN_ROLE_PRE = 2,     /* normalises the stream y into the block input: N_pre */
+    SN_ROLE_OUT = 3,     /* normalises the block output before it joins x: Peri-LN's N_out */
+    SN_ROLE_SCALE = 4,   /* a learned per-column scale of x in the block input (SN_NORM_SCALE):
+                            hybrid_pre's c1 */
+    SN_ROLE_EMBED = 5,   /* normalises the network input e into x_0: Peri-LN's N_emb */
+    SN_ROLE_MERGE_X = 6, /* the merge's norm of x_S: N_a (the paper form: an identity) */
+    SN_ROLE_MERGE_Y = 7, /* the merge's norm of y_S: N_b (the paper form: N_f, out = x + N_f(y)) */
+    SN_ROLE_FINAL = 8    /* its output is the network output: N_f (a two-stream merge: of
+                            N_a(x) + N_b(y); the paper form: an identity); llm.c's lnf */
+} sn_norm_role;
+#define SN_ROLE_COUNT 9
+
+/* The tensor a norm normalises. Only grows at the end. */
+typedef enum sn_norm_operand {
+    SN_OPERAND_X = 0,        /* the stream x entering the stage (x_i; at the merge x_S) */
+    SN_OPERAND_Y = 1,        /* the stream y entering the stage */
+    SN_OPERAND_RESIDUAL = 2, /* x after the block's addition: x_i + z_i (DeepNorm
+                                alpha * x_i + z_i, the paper form x_i + z_i / c_i) */
+    SN_OPERAND_Z = 3,        /* the block output z_i */
+    SN_OPERAND_FUSED = 4,    /* the two streams' sum: u_i + N_pre(y_i) (paper form
+                                x_i + N_pre(y_i)); at the merge N_a(x_S) + N_b(y_S) */
+    SN_OPERAND_E = 5         /* the network input e */
+} sn_norm_operand;
+#define SN_OPERAND_COUNT 6
+
+/* Norm j of stage i (numbered as sn_net_norm_at numbers them: stage -1 the split, 0..S-1 the
+ * sub-layers, S the merge): its role into *role and the tensor it normalises into *operand
+ * (either may be NULL). Every norm sn_net_norm_at reports has a role, identity norms included
+ * (HybridNorm's attention INPUT, the paper form's MERGE_X and FINAL): check the norm's kind
+ * and its parameter count (sn_norm_query) before moving tensors. What each placement has:
+ *   Pre-Norm, Mix-LN Pre-Norm layers, HybridNorm* layer 0   [input(x)]
+ *   Post-Norm, DeepNorm, Mix-LN Post-Norm layers            [post(residual)]
+ *   Peri-LN                                                 [input(x), out(z)]
+ *   HybridNorm(*) attention / MLP                           [input(x)] (identity) / [post(x)]
+ *   SiameseNorm, hybrid_pre MLP                             [post(x), pre(y), input(fused)]
+ *   paper form                                              [post(residual), pre(y), input(fused)]
+ *   SpanNorm                                                [post(residual)]
+ *   hybrid_pre attention                                    [scale(x), pre(y)]
+ *   merge: two streams [merge_x(x), merge_y(y), final(fused)]; others [final(x)]; none for
+ *          Post-Norm and DeepNorm
+ *   split: Peri-LN [embed(e)]
+ * The roles follow from how a stage computes, not from a table per placement, so a placement
+ * added later reports its roles the same way. Errors: as sn_net_norm_at. */
+SN_API sn_status sn_net_norm_role(const sn_net *net, int32_t i, int32_t j, sn_norm_role *role,
+                                  sn_norm_operand *operand);
+
+/* The index j of stage i's norm of the given role into *j (for sn_net_norm_at): e.g. the norm
+ * that feeds sub-layer i's block is sn_net_find_norm(net, i, SN_ROLE_INPUT, &j). Errors:
+ * SN_ERR_NULL (j), SN_ERR_CONFIG (role outside 0 .. SN_ROLE_COUNT - 1), SN_ERR_INDEX (stage i
+ * out of range, or it has no norm of that role; *j is unchanged), and as sn_net_check. */
+SN_API sn_status sn_net_find_norm(const sn_net *net, int32_t i, sn_norm_role role, int32_t *j);
+
+/* Static lower-case names: "input", "post", "pre", "out", "scale", "embed", "merge_x",
+ * "merge_y", "final" and "x", "y", "residual", "z", "fused", "e" (the enumerators without
+ * their prefix); NULL for a value outside 0 .. COUNT - 1. */
+SN_API const char *sn_norm_role_name(sn_norm_role role);
+SN_API const char *sn_norm_operand_name(sn_norm_operand operand);
 
 /* The network's buffers for one pass over R rows. Fill one per pass (R and the buffers stay
  * the same for all its calls); the calls read it and keep no pointer to it or into it.
@@ -867,10 +960,12 @@ typedef struct sn_net_infer {
 } sn_net_infer;
 
 /* *state_per_row: the floats per row of an inference state. It holds the stream x twice (the
- * sub-layer's input and output), y for the SiameseNorm family, one more row of D where a
+ * sub-layer's input and output; SpanNorm: the layer's input x, kept through the layer, and
+ * the attention's output a), y for the SiameseNorm family, one more row of D where a
  * sub-layer needs the sum it normalises (Post-Norm's and DeepNorm's alpha x + z, the paper
- * form's x + z/c), and the statistics of one sub-layer's norms (at most 6). It does not grow
- * with S: LayerNorm Pre-Norm 2D + 2, SiameseNorm 3D + 6, Post-Norm 3D + 2, against
+ * form's x + z/c, SpanNorm's x + z and a + z), and the statistics of one sub-layer's norms
+ * (at most 6). It does not grow with S: LayerNorm Pre-Norm 2D + 2, SiameseNorm 3D + 6,
+ * Post-Norm and SpanNorm 3D + 2, against
  * acts_per_row's (D + 2) S + ... and (2D + 6) S + ... Errors: as sn_net_check, SN_ERR_NULL
  * (state_per_row). */
 SN_API sn_status sn_net_infer_sizes(const sn_net *net, int64_t *state_per_row);

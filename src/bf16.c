@@ -14,6 +14,16 @@ const char *sn_dtype_name(sn_dtype dtype) {
     return NULL;
 }
 
+sn_status sn_dtype_from_name(const char *name, sn_dtype *dtype) {
+    if (!name || !dtype) return SN_ERR_NULL;
+    for (int k = 0; k < SN_DTYPE_COUNT; k++)
+        if (strcmp(name, sn_dtype_name((sn_dtype)k)) == 0) {
+            *dtype = (sn_dtype)k;
+            return SN_OK;
+        }
+    return SN_ERR_DTYPE;
+}
+
 sn_bf16 sn_bf16_from_f32(float v) { return sn_k_bf16_round(v); }
 
 float sn_bf16_to_f32(sn_bf16 v) { return sn_k_bf16_widen(v); }

@@ -854,7 +854,7 @@ void sn_d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *z
     run_rows(ctx, &J.run, apply_task, &J);
 }
 
-/* out = (+= with acc) a + b / c */
+/* out = (+= with acc) a + b / c; div (acc = -1): out = b / c */
 typedef struct add_div_job {
     job run; /* first: the tasks get the add_div_job */
     float c;
@@ -867,9 +867,16 @@ static void add_div_task(void *arg, int64_t i) {
     const add_div_job *J = arg;
     int64_t lo, hi;
     task_rows(&J->run, i, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++)
+    for (int64_t r = lo; r < hi; r++) {
+        if (J->acc < 0) {
+            const float *b = in_row(J->b, r);
+            float *o = out_row(J->out, r);
+            for (int64_t j = 0; j < J->run.D; j++) o[j] = b[j] / J->c;
+            continue;
+        }
         J->run.K->add_div(in_row(J->a, r), in_row(J->b, r), J->c, out_row(J->out, r), J->run.D,
                           J->acc, J->run.nt);
+    }
 }
 
 void sn_d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda,
@@ -901,6 +908,14 @@ void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float
     axpy_job J = {job_of(ctx, R, D), alpha, {a, lda}, {b, ldb}, {out, ldo}};
     set_mem(&J.run, R, D, 3);
     run_rows(ctx, &J.run, axpy_task, &J);
+}
+
+/* out = a / c: add_div's job with acc = -1, a plain loop (no kernel slot, so the same code on
+ * every path; the SpanNorm backward runs it once per layer) */
+void sn_d_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float c,
+              float *out, int64_t ldo) {
+    add_div_job J = {job_of(ctx, R, D), c, {NULL, 0}, {a, lda}, {out, ldo}, -1};
+    run_rows(ctx, &J.run, add_div_task, &J);
 }
 
 /* out = a */

@@ -40,6 +40,10 @@ void sn_d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64
 void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float *a, int64_t lda,
                const float *b, int64_t ldb, float *out, int64_t ldo);
 
+/* out = a / c (each element divided, as add_div divides). out may equal a. */
+void sn_d_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float c,
+              float *out, int64_t ldo);
+
 /* out = a. */
 void sn_d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float *out,
                int64_t ldo);
@@ -125,6 +129,8 @@ void sn_d16_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *a, i
                     const sn_bf16 *b, int64_t ldb, float c, sn_bf16 *out, int64_t ldo, int acc);
 void sn_d16_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const sn_bf16 *a,
                  int64_t lda, const sn_bf16 *b, int64_t ldb, sn_bf16 *out, int64_t ldo);
+void sn_d16_div(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *a, int64_t lda, float c,
+                sn_bf16 *out, int64_t ldo);
 void sn_d16_copy(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *a, int64_t lda,
                  sn_bf16 *out, int64_t ldo);
 /* conversions: dst = round(src) / dst = widen(src) */
@@ -141,6 +147,8 @@ void sn_dt_add_div(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, const v
                    const void *b, int64_t ldb, float c, void *out, int64_t ldo, int acc);
 void sn_dt_axpy(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, float alpha, const void *a,
                 int64_t lda, const void *b, int64_t ldb, void *out, int64_t ldo);
+void sn_dt_div(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, const void *a, int64_t lda,
+               float c, void *out, int64_t ldo);
 void sn_dt_apply(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, float c, const void *z,
                  int64_t ldz, const void *u, int64_t ldu, const void *y, int64_t ldy, void *xo,
                  int64_t ldxo, void *yo, int64_t ldyo);

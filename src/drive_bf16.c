@@ -638,10 +638,11 @@ void sn_d16_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const sn_bf1
     run(ctx, &J);
 }
 
-/* add_div: out[0] (+= with acc) in[0] + in[1] / c; axpy (acc = -1): out[0] = c * in[0] + in[1] */
+/* add_div: out[0] (+= with acc) in[0] + in[1] / c; axpy (acc = -1): out[0] = c * in[0] + in[1];
+ * div (acc = -2, no bf16 kernel): out[0] = in[0] / c */
 static void add_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
     (void)slot;
-    if (J->K16) {
+    if (J->K16 && J->acc != -2) {
         for (int64_t r = lo; r < hi; r++) {
             if (J->acc < 0)
                 J->K16->axpy(irow(J, 0, r), irow(J, 1, r), J->c, orow(J, 0, r), J->D, J->nt);
@@ -656,6 +657,11 @@ static void add_rows(const job16 *J, int64_t lo, int64_t hi, float *slot) {
         for (int64_t j = 0; j < J->D; j += EW_BLOCK) {
             const int64_t n = J->D - j < EW_BLOCK ? J->D - j : EW_BLOCK;
             widen_row(J, irow(J, 0, r) + j, n, a);
+            if (J->acc == -2) {
+                for (int64_t k = 0; k < n; k++) o[k] = a[k] / J->c;
+                round_row(J, o, n, orow(J, 0, r) + j);
+                continue;
+            }
             widen_row(J, irow(J, 1, r) + j, n, b);
             if (J->acc < 0) {
                 J->K->axpy(a, b, J->c, o, n, 0);
@@ -689,6 +695,17 @@ void sn_d16_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const sn_
     J.c = alpha;
     J.acc = -1;
     set_mem(&J, 3, SN_D_NT_MIN_BYTES);
+    J.rows = add_rows;
+    run(ctx, &J);
+}
+
+void sn_d16_div(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *a, int64_t lda, float c,
+                sn_bf16 *out, int64_t ldo) {
+    job16 J = job16_of(ctx, R, D);
+    J.in[0] = a, J.ldi[0] = lda;
+    J.out[0] = out, J.ldo[0] = ldo;
+    J.c = c;
+    J.acc = -2;
     J.rows = add_rows;
     run(ctx, &J);
 }

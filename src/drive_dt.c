@@ -17,6 +17,11 @@ void sn_dt_axpy(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, float alph
     if (dt == SN_DTYPE_BF16) sn_d16_axpy(ctx, R, D, alpha, a, lda, b, ldb, out, ldo);
     else sn_d_axpy(ctx, R, D, alpha, a, lda, b, ldb, out, ldo);
 }
+void sn_dt_div(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, const void *a, int64_t lda,
+               float c, void *out, int64_t ldo) {
+    if (dt == SN_DTYPE_BF16) sn_d16_div(ctx, R, D, a, lda, c, out, ldo);
+    else sn_d_div(ctx, R, D, a, lda, c, out, ldo);
+}
 void sn_dt_apply(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t D, float c, const void *z,
                  int64_t ldz, const void *u, int64_t ldu, const void *y, int64_t ldy, void *xo,
                  int64_t ldxo, void *yo, int64_t ldyo) {

@@ -9,6 +9,9 @@
  *   OP_SIAM   u = N_post(x), h = N_in(u + N_pre(y)),  x' = u + z/c,  y' = y + z
  *   OP_SIAMX  h = N_x(x) + N_pre(y),                  x' = x + z/c,  y' = y + z  (hybrid_pre attn)
  *   OP_SIAMP  h = N_in(x + N_pre(y)),   x' = N_post(x + z/c),       y' = y + z  (paper form)
+ *   OP_SPAN   h = v,  t = v + z,  x' = N(t), or where the sub-layer closes its layer
+ *             x' = y' = y + N(t)/c  (SpanNorm: v = x inside a layer, v = y = x when the
+ *             sub-layer opens it; y, the layer's input, is the clean residual spanning it)
  * The streams are kept in acts as R x D "slots" (row stride D): slot 0 holds e; every x_i and
  * y_i (i >= 1) has its own slot; OP_POST/OP_SIAMP also keep their pre-norm sum t and OP_PERI
  * its block output z (their norms' backward needs them). Each norm's (or fuse's) saved
@@ -23,10 +26,10 @@
 
 #define SN_MAX_SUBLAYERS (1 << 10) /* the largest S tested (tests/test_net_deep.c) */
 /* every placement the header names is handled here (a new one: SN_PLACEMENT_COUNT + 1) */
-_Static_assert(SN_PLACEMENT_HYBRIDNORM_STAR + 1 == SN_PLACEMENT_COUNT,
+_Static_assert(SN_PLACEMENT_SPAN_NORM + 1 == SN_PLACEMENT_COUNT,
                "SN_PLACEMENT_COUNT ends at the last placement of the header");
 
-enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP };
+enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP, OP_SPAN, OP_COUNT };
 enum { MERGE_NONE, MERGE_NORM, MERGE_FUSE };
 
 /* One sub-layer (or the merge, or the split) resolved: its norms in parameter order, where its
@@ -40,9 +43,11 @@ typedef struct stage {
     int64_t np;       /* parameter count */
     int64_t xin, yin; /* slots of x_i, y_i */
     int64_t xout, yout;
-    int64_t aux; /* t (OP_POST, OP_SIAMP) or z (OP_PERI) slot, -1 if none */
+    int64_t aux; /* t (OP_POST, OP_SIAMP, OP_SPAN) or z (OP_PERI) slot, -1 if none */
     int64_t st;  /* first stats plane, in floats per row from the start of the planes */
-    float c;     /* z scale c_i (SiameseNorm) or alpha (OP_POST) */
+    float c;     /* z scale c_i (SiameseNorm), alpha (OP_POST) or the span's c (OP_SPAN) */
+    int open;    /* OP_SPAN: the sub-layer opens its layer (v = y = x, the layer's input), */
+    int close;   /* ... and/or closes it (x' = y' = y + N(t)/c) */
 } stage;
 
 /* A validated description with its global sizes. */
@@ -55,8 +60,8 @@ typedef struct netl {
     int two;        /* two streams */
     int64_t np;     /* total parameters */
     int64_t nslots;
-    int64_t spr; /* statistics floats per row, all planes */
-    int64_t wslots;
+    int64_t spr;     /* statistics floats per row, all planes */
+    int64_t wslots;  /* stream gradients: dx, and dy for two streams and SpanNorm */
     int64_t max_spr; /* the most statistics floats per row of any one stage (inference) */
     int any_aux;     /* some stage's forward needs a temporary slot (t of OP_POST, OP_SIAMP) */
     sn_dtype dt;     /* the element type of the streams (net->act_dtype) */
@@ -70,7 +75,7 @@ static int two_streams(int placement) {
 static int64_t n_layers(int64_t S) { return (S + 1) / 2; }
 /* Whether an op's forward needs its aux slot (the pre-norm sum t): OP_PERI keeps z there only
  * for the backward, so the inference state has no slot for it. */
-static int forward_temp(int op) { return op == OP_POST || op == OP_SIAMP; }
+static int forward_temp(int op) { return op == OP_POST || op == OP_SIAMP || op == OP_SPAN; }
 
 sn_status sn_net_check(const sn_net *net) {
     if (!net) return SN_ERR_NULL;
@@ -134,14 +139,15 @@ sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, 
     return st;
 }
 
-/* c_i of the SiameseNorm family, alpha of DeepNorm, 1 otherwise. */
+/* c_i of the SiameseNorm family and SpanNorm, alpha of DeepNorm, 1 otherwise. */
 static float scale_of(const sn_net *net, int64_t i) {
     const int p = net->placement;
-    if (!two_streams(p) && p != SN_PLACEMENT_DEEPNORM) return 1.0f;
+    if (!two_streams(p) && p != SN_PLACEMENT_DEEPNORM && p != SN_PLACEMENT_SPAN_NORM) return 1.0f;
     if (net->scale_rule == SN_SCALE_NONE) return 1.0f;
     if (net->scale_rule == SN_SCALE_EXPLICIT) return net->scales[i];
     if (p == SN_PLACEMENT_DEEPNORM)
         return (float)pow(2.0 * (double)n_layers(net->n_sublayers), 0.25);
+    if (p == SN_PLACEMENT_SPAN_NORM) return (float)sqrt((double)n_layers(net->n_sublayers));
     return sqrtf((float)(2 * (i / 2 + 1)));
 }
 
@@ -178,6 +184,11 @@ static void sublayer_kind(const sn_net *net, int64_t i, stage *s) {
         } else {
             s->op = OP_HMLP;
         }
+        break;
+    case SN_PLACEMENT_SPAN_NORM: /* [N_i]: the attention's post-norm, the MLP's span norm */
+        s->op = OP_SPAN;
+        s->open = attn;
+        s->close = !attn || i == net->n_sublayers - 1;
         break;
     case SN_PLACEMENT_SIAMESE_HYBRID_PRE:
         if (attn) {
@@ -248,7 +259,12 @@ static void layout(netl *L, int64_t want, stage *out) {
         s.yin = y;
         s.xout = slot++;
         s.yout = L->two ? slot++ : -1;
-        s.aux = (s.op == OP_POST || s.op == OP_SIAMP || s.op == OP_PERI) ? slot++ : -1;
+        s.aux = (s.op == OP_POST || s.op == OP_SIAMP || s.op == OP_PERI || s.op == OP_SPAN) ? slot++
+                                                                                            : -1;
+        if (s.op == OP_SPAN) { /* y is the layer's input x; the closing sub-layer's x' is y' */
+            if (s.open) s.yin = s.xin;
+            s.yout = s.close ? s.xout : s.yin;
+        }
         if (i == want) {
             s.c = scale_of(L->net, i);
             *out = s;
@@ -303,7 +319,7 @@ static sn_status resolve(const sn_net *net, netl *L) {
                : (L->placement == SN_PLACEMENT_POST_NORM || L->placement == SN_PLACEMENT_DEEPNORM)
                    ? MERGE_NONE
                    : MERGE_NORM;
-    L->wslots = L->two ? 2 : 1;
+    L->wslots = L->two || L->placement == SN_PLACEMENT_SPAN_NORM ? 2 : 1;
     L->dt = (sn_dtype)net->act_dtype;
     L->esz = sn_dtype_size(L->dt);
     stage m;
@@ -345,6 +361,7 @@ static const char *const placement_names[] = {
     [SN_PLACEMENT_MIX_LN] = "mix_ln",
     [SN_PLACEMENT_HYBRIDNORM] = "hybridnorm",
     [SN_PLACEMENT_HYBRIDNORM_STAR] = "hybridnorm_star",
+    [SN_PLACEMENT_SPAN_NORM] = "span_norm",
 };
 _Static_assert(sizeof placement_names / sizeof placement_names[0] == SN_PLACEMENT_COUNT,
                "a name for every placement");
@@ -394,14 +411,20 @@ sn_status sn_net_init_gain(const sn_net *net, float *gain) {
     return SN_OK;
 }
 
+/* Stage i of a validated net, which must have a norm j (sn_net_norm_at, sn_net_norm_role). */
+static sn_status stage_with_norm(const sn_net *net, int32_t i, int32_t j, netl *L, stage *s) {
+    sn_status st = resolve(net, L);
+    if (st != SN_OK) return st;
+    if (i < -1 || i > L->S || j < 0) return SN_ERR_INDEX;
+    layout(L, i, s);
+    return j < s->nn ? SN_OK : SN_ERR_INDEX;
+}
+
 sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm *norm, int64_t *offset) {
     netl L;
-    sn_status st = resolve(net, &L);
-    if (st != SN_OK) return st;
-    if (i < -1 || i > L.S || j < 0) return SN_ERR_INDEX;
     stage s;
-    layout(&L, i, &s);
-    if (j >= s.nn) return SN_ERR_INDEX;
+    sn_status st = stage_with_norm(net, i, j, &L, &s);
+    if (st != SN_OK) return st;
     int64_t off = s.p;
     for (int32_t k = 0; k < j; k++) off += sn_norm_nparams(&s.n[k], L.D);
     if (norm) *norm = s.n[j];
@@ -482,6 +505,10 @@ static void infer_slots(const netl *L, int at, int64_t i, stage *s) {
         s->xout = (k + 1) % 2;
         s->yin = s->yout = L->two ? 2 : -1;
         s->aux = forward_temp(s->op) ? tmp : -1;
+        if (s->op == OP_SPAN) { /* the layer's input: slot k % 2 when opening, else (k+1) % 2 */
+            s->yin = s->open ? s->xin : s->xout;
+            s->yout = s->close ? s->xout : s->yin;
+        }
     }
     s->st = 0;
 }
@@ -602,7 +629,8 @@ static void enter_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
     case OP_PERI:
         sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), h, ldh, plane(P, 0));
         break;
-    case OP_POST: sn_dt_copy(ctx, dt, R, D, x, D, h, ldh); break;
+    case OP_POST:
+    case OP_SPAN: sn_dt_copy(ctx, dt, R, D, x, D, h, ldh); break;
     case OP_HMLP: /* u into x_{i+1}'s slot, where exit(i) completes it; h = u */
         sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), slot(P, s->xout), D, plane(P, 0));
         sn_dt_copy(ctx, dt, R, D, slot(P, s->xout), D, h, ldh);
@@ -634,6 +662,14 @@ static void exit_fwd(const sn_ctx *ctx, const pass *P, const void *z, int64_t ld
     case OP_HMLP: /* xo holds u */
         sn_dt_add_div(ctx, dt, R, D, xo, D, z, ldz, 1.0f, xo, D, 0);
         break;
+    case OP_SPAN: { /* t = v + z; x' = N(t), or closing y' = y + N(t)/c (N(t) in a dead slot:
+                     * v's when it is not y, else x''s) */
+        sn_dt_add_div(ctx, dt, R, D, x, D, z, ldz, 1.0f, slot(P, s->aux), D, 0);
+        void *u = s->close && s->xin != s->yin ? x : xo;
+        sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), u, D, plane(P, 0));
+        if (s->close) sn_dt_add_div(ctx, dt, R, D, slot(P, s->yin), D, u, D, s->c, xo, D, 0);
+        break;
+    }
     case OP_SIAM: /* xo holds u */
         sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, xo, D, slot(P, s->yin), D, xo, D, slot(P, s->yout),
                     D);
@@ -831,6 +867,14 @@ static sn_status exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_ne
                        plane(&P, 0), dx, D, grd(&P, 0), 0);
         sn_dt_add_div(ctx, dt, R, D, dyw(&P), D, dx, D, s->c, dz, lddz, acc);
         return SN_OK;
+    case OP_SPAN: /* closing: dy = g (the span's residual), dx = g / c; then as OP_POST */
+        if (s->close) {
+            sn_dt_copy(ctx, dt, R, D, dx, D, dyw(&P), D);
+            sn_dt_div(ctx, dt, R, D, dyw(&P), D, s->c, dx, D);
+        }
+        sn_dt_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0),
+                       plane(&P, 0), dx, D, grd(&P, 0), 0);
+        break;
     case OP_POST: /* dt = N backward of dx_{i+1}, in place; dz = dt */
         sn_dt_norm_bwd(ctx, dt, &s->n[0], R, D, dx, D, slot(&P, s->aux), D, par(&P, 0),
                        plane(&P, 0), dx, D, grd(&P, 0), 0);
@@ -863,6 +907,10 @@ static sn_status enter_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
         break;
     case OP_POST: /* dx_i = alpha * dt + dh */
         sn_dt_axpy(ctx, dt, R, D, s->c, dx, D, dh, lddh, dx, D);
+        break;
+    case OP_SPAN: /* dv = dt + dh; opening: the layer input's dx_i = dv + dy */
+        if (s->open) sn_dt_add_div(ctx, dt, R, D, dyw(&P), D, dh, lddh, 1.0f, dx, D, 1);
+        else sn_dt_add_div(ctx, dt, R, D, dx, D, dh, lddh, 1.0f, dx, D, 0);
         break;
     case OP_HMLP: /* dx_i = N backward of (dx' + dh) */
         sn_dt_add_div(ctx, dt, R, D, dx, D, dh, lddh, 1.0f, dx, D, 0);
@@ -940,4 +988,94 @@ sn_status sn_net_enter_backward_bf16(const sn_ctx *ctx, const sn_net *net, const
 sn_status sn_net_split_backward_bf16(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *bufs,
                                      sn_bf16 *de, int64_t ldde, uint32_t flags) {
     return split_backward(ctx, net, bufs, SN_DTYPE_BF16, de, ldde, flags);
+}
+
+/* ---- norm roles ---------------------------------------------------------------------------- */
+
+/* The roles of a stage's norms, in parameter order: a row per op (a new op adds its row; the
+ * assertion below counts them), per merge kind and for the split. */
+typedef struct stage_roles {
+    int n;
+    struct {
+        sn_norm_role role;
+        sn_norm_operand operand;
+    } at[3];
+} stage_roles;
+
+static const stage_roles op_roles[] = {
+    [OP_PRE] = {1, {{SN_ROLE_INPUT, SN_OPERAND_X}}},
+    [OP_POST] = {1, {{SN_ROLE_POST, SN_OPERAND_RESIDUAL}}},
+    [OP_PERI] = {2, {{SN_ROLE_INPUT, SN_OPERAND_X}, {SN_ROLE_OUT, SN_OPERAND_Z}}},
+    [OP_HMLP] = {1, {{SN_ROLE_POST, SN_OPERAND_X}}},
+    [OP_SIAM] = {3,
+                 {{SN_ROLE_POST, SN_OPERAND_X},
+                  {SN_ROLE_PRE, SN_OPERAND_Y},
+                  {SN_ROLE_INPUT, SN_OPERAND_FUSED}}},
+    [OP_SIAMX] = {2, {{SN_ROLE_SCALE, SN_OPERAND_X}, {SN_ROLE_PRE, SN_OPERAND_Y}}},
+    [OP_SIAMP] = {3,
+                  {{SN_ROLE_POST, SN_OPERAND_RESIDUAL},
+                   {SN_ROLE_PRE, SN_OPERAND_Y},
+                   {SN_ROLE_INPUT, SN_OPERAND_FUSED}}},
+    /* SpanNorm: N(v + z) is the layer's next x inside it; the closing one's output, over c,
+     * is what the spanning residual adds */
+    [OP_SPAN] = {1, {{SN_ROLE_POST, SN_OPERAND_RESIDUAL}}},
+};
+_Static_assert(sizeof op_roles / sizeof op_roles[0] == OP_COUNT, "the roles of every op");
+static const stage_roles merge_roles[] = {
+    [MERGE_NONE] = {0, {{0, 0}}},
+    [MERGE_NORM] = {1, {{SN_ROLE_FINAL, SN_OPERAND_X}}},
+    [MERGE_FUSE] = {3,
+                    {{SN_ROLE_MERGE_X, SN_OPERAND_X},
+                     {SN_ROLE_MERGE_Y, SN_OPERAND_Y},
+                     {SN_ROLE_FINAL, SN_OPERAND_FUSED}}},
+};
+static const stage_roles split_roles = {1, {{SN_ROLE_EMBED, SN_OPERAND_E}}};
+
+sn_status sn_net_norm_role(const sn_net *net, int32_t i, int32_t j, sn_norm_role *role,
+                           sn_norm_operand *operand) {
+    netl L;
+    stage s;
+    sn_status st = stage_with_norm(net, i, j, &L, &s);
+    if (st != SN_OK) return st;
+    const stage_roles *r = i < 0      ? &split_roles
+                           : i == L.S ? &merge_roles[L.merge]
+                                      : &op_roles[s.op];
+    if (j >= r->n) return SN_ERR_INDEX;
+    if (role) *role = r->at[j].role;
+    if (operand) *operand = r->at[j].operand;
+    return SN_OK;
+}
+
+sn_status sn_net_find_norm(const sn_net *net, int32_t i, sn_norm_role role, int32_t *j) {
+    sn_status st = sn_net_check(net);
+    if (st != SN_OK) return st;
+    if (!j) return SN_ERR_NULL;
+    if ((int)role < 0 || (int)role >= SN_ROLE_COUNT) return SN_ERR_CONFIG;
+    sn_norm_role r;
+    for (int32_t k = 0; (st = sn_net_norm_role(net, i, k, &r, NULL)) == SN_OK; k++)
+        if (r == role) {
+            *j = k;
+            return SN_OK;
+        }
+    return st;
+}
+
+static const char *const role_names[] = {
+    [SN_ROLE_INPUT] = "input",     [SN_ROLE_POST] = "post",       [SN_ROLE_PRE] = "pre",
+    [SN_ROLE_OUT] = "out",         [SN_ROLE_SCALE] = "scale",     [SN_ROLE_EMBED] = "embed",
+    [SN_ROLE_MERGE_X] = "merge_x", [SN_ROLE_MERGE_Y] = "merge_y", [SN_ROLE_FINAL] = "final",
+};
+_Static_assert(sizeof role_names / sizeof role_names[0] == SN_ROLE_COUNT, "a name per role");
+static const char *const operand_names[] = {
+    [SN_OPERAND_X] = "x", [SN_OPERAND_Y] = "y",         [SN_OPERAND_RESIDUAL] = "residual",
+    [SN_OPERAND_Z] = "z", [SN_OPERAND_FUSED] = "fused", [SN_OPERAND_E] = "e",
+};
+_Static_assert(sizeof operand_names / sizeof operand_names[0] == SN_OPERAND_COUNT,
+               "a name per operand");
+
+const char *sn_norm_role_name(sn_norm_role role) {
+    return (int)role >= 0 && (int)role < SN_ROLE_COUNT ? role_names[role] : NULL;
+}
+const char *sn_norm_operand_name(sn_norm_operand operand) {
+    return (int)operand >= 0 && (int)operand < SN_OPERAND_COUNT ? operand_names[operand] : NULL;
 }

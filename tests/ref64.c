@@ -204,10 +204,12 @@ void ref_net_layout(ref_net *net) {
     const double L = (double)ref_layers(S);
     for (int i = 0; i < S; i++) {
         double c = 1.0;
-        if (is_family(p) || p == SN_PLACEMENT_DEEPNORM) {
+        if (is_family(p) || p == SN_PLACEMENT_DEEPNORM || p == SN_PLACEMENT_SPAN_NORM) {
             if (net->scale_rule == SN_SCALE_EXPLICIT) c = (double)net->scales_in[i];
             else if (net->scale_rule == SN_SCALE_DEFAULT)
-                c = p == SN_PLACEMENT_DEEPNORM ? pow(2.0 * L, 0.25) : ref_default_scale(i);
+                c = p == SN_PLACEMENT_DEEPNORM    ? pow(2.0 * L, 0.25)
+                    : p == SN_PLACEMENT_SPAN_NORM ? sqrt(L)
+                                                  : ref_default_scale(i);
         }
         net->scales[i] = c;
     }
@@ -309,6 +311,18 @@ void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde, co
                 memcpy(h, u, bytes);
                 block(bctx, i, R, D, h, z);
                 for (int64_t k = 0; k < n; k++) x[k] = u[k] + z[k];
+            }
+            break;
+        case SN_PLACEMENT_SPAN_NORM: /* x: the layer's input; u: the attention's a = N_i(x + z) */
+            if (i % 2 == 0) memcpy(h, x, bytes);
+            else memcpy(h, u, bytes);
+            block(bctx, i, R, D, h, z);
+            for (int64_t k = 0; k < n; k++) t[k] = h[k] + z[k];
+            if (i % 2 == 0 && i < S - 1) { /* opens the layer: a = N_i(x + z) */
+                NRM(i, 0, t, u);
+            } else { /* closes it: x' = x + N_i(v + z) / c */
+                NRM(i, 0, t, w);
+                for (int64_t k = 0; k < n; k++) x[k] += w[k] / c;
             }
             break;
         default: abort();

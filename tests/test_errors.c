@@ -548,7 +548,7 @@ static int make_bad_nets(const sn_net *good, badnet *out, const float *bad_scale
         out[n].st = status, out[n].what = text;                                                    \
         n++;                                                                                       \
     } while (0)
-    ADD(q->placement = SN_PLACEMENT_COUNT, SN_ERR_PLACEMENT, "placement 10");
+    ADD(q->placement = SN_PLACEMENT_COUNT, SN_ERR_PLACEMENT, "placement 11");
     ADD(q->placement = -1, SN_ERR_PLACEMENT, "placement -1");
     ADD(q->placement = 1000, SN_ERR_PLACEMENT, "placement 1000");
     ADD(q->n_sublayers = 0, SN_ERR_SHAPE, "S = 0");
@@ -611,7 +611,7 @@ static void test_net_api(void) {
     } while (0)
     CHECK_STATUS(sn_net_init(NULL, SN_PLACEMENT_SIAMESE, S, D, SN_NORM_LAYERNORM, 1e-5f),
                  SN_ERR_NULL);
-    NI_BAD(10, S, D, SN_NORM_LAYERNORM, 1e-5f, SN_ERR_PLACEMENT);
+    NI_BAD(SN_PLACEMENT_COUNT, S, D, SN_NORM_LAYERNORM, 1e-5f, SN_ERR_PLACEMENT);
     NI_BAD(-1, S, D, SN_NORM_LAYERNORM, 1e-5f, SN_ERR_PLACEMENT);
     NI_BAD(SN_PLACEMENT_SIAMESE, 0, D, SN_NORM_LAYERNORM, 1e-5f, SN_ERR_SHAPE);
     NI_BAD(SN_PLACEMENT_SIAMESE, -1, D, SN_NORM_LAYERNORM, 1e-5f, SN_ERR_SHAPE);
@@ -649,10 +649,12 @@ static void test_net_api(void) {
             sn_status want = bn[k].st, alt = bn[k].st;
             /* input_norm and scales are only used by SiameseNorm: other placements may
              * ignore them, so only check them there */
-            /* input_norm is only used by the SiameseNorm family, scales also by DeepNorm: other
-             * placements may ignore them, so only check them there */
+            /* input_norm is only used by the SiameseNorm family, scales also by DeepNorm and
+             * SpanNorm: other placements may ignore them, so only check them there */
             if (strstr(bn[k].what, "input norm") && !family) continue;
-            if (strstr(bn[k].what, "explicit") && !family && pl != SN_PLACEMENT_DEEPNORM) continue;
+            if (strstr(bn[k].what, "explicit") && !family && pl != SN_PLACEMENT_DEEPNORM &&
+                pl != SN_PLACEMENT_SPAN_NORM)
+                continue;
             CHECK_MSG(sn_net_check(q) == want, "placement %d, %s: sn_net_check -> %d, want %d", pl,
                       bn[k].what, (int)sn_net_check(q), (int)want);
             int64_t a = -9, b = -9, c = -9;
@@ -691,7 +693,7 @@ static void test_net_api(void) {
         CHECK_OK(sn_net_scale(&good, S - 1, &cval));
         CHECK_MSG(family                        ? fabsf(cval - 1.41421356f) < 1e-6f
                   : pl == SN_PLACEMENT_DEEPNORM ? fabsf(cval - 1.18920712f) < 1e-6f /* (2L)^1/4 */
-                                                : cval == 1.0f,
+                                                : cval == 1.0f, /* SpanNorm: sqrt(L), L = 1 */
                   "placement %d: sn_net_scale(S - 1) = %.9g", pl, (double)cval);
         cval = -9.0f;
         CHECK_STATUS(sn_net_scale(NULL, 0, &cval), SN_ERR_NULL);

@@ -395,6 +395,8 @@ int main(void) {
             {SN_PLACEMENT_MIX_LN, SN_NORM_LAYERNORM, "mix-ln LN"},
             {SN_PLACEMENT_HYBRIDNORM, SN_NORM_LAYERNORM, "hybridnorm LN"},
             {SN_PLACEMENT_HYBRIDNORM_STAR, SN_NORM_RMSNORM, "hybridnorm* RMS"},
+            {SN_PLACEMENT_SPAN_NORM, SN_NORM_LAYERNORM, "spannorm LN"},
+            {SN_PLACEMENT_SPAN_NORM, SN_NORM_RMSNORM, "spannorm RMS"},
         };
         for (size_t k = 0; k < sizeof more / sizeof more[0]; k++) {
             CHECK_OK(sn_net_init(&net, (sn_placement)more[k].placement, 6, 16,
@@ -411,6 +413,15 @@ int main(void) {
         CHECK_OK(sn_net_init(&net, SN_PLACEMENT_DEEPNORM, 6, 16, SN_NORM_LAYERNORM, 1e-5f));
         net.scale_rule = SN_SCALE_EXPLICIT, net.scales = explicit_c;
         check_net(&net, 5, seed++, "deepnorm explicit alpha", 0, 0);
+        CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SPAN_NORM, 6, 16, SN_NORM_LAYERNORM, 1e-5f));
+        net.scale_rule = SN_SCALE_EXPLICIT, net.scales = explicit_c;
+        check_net(&net, 5, seed++, "spannorm explicit c", 0, 0);
+        net.scale_rule = SN_SCALE_NONE, net.scales = NULL;
+        check_net(&net, 5, seed++, "spannorm c=1", 0, 0);
+        for (int32_t S = 1; S <= 3; S += 2) { /* a last layer with only its attention */
+            CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SPAN_NORM, S, 8, SN_NORM_RMSNORM, 1e-5f));
+            check_net(&net, 4, seed++, S == 1 ? "spannorm RMS S=1" : "spannorm RMS S=3", 0, 0);
+        }
         CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE_PAPER, 5, 16, SN_NORM_LAYERNORM, 1e-5f));
         net.input_norm.kind = SN_NORM_IDENTITY, net.scale_rule = SN_SCALE_NONE;
         check_net(&net, 5, seed++, "siamese paper form, no input norm, c=1", 0, 0);

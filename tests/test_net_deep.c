@@ -71,7 +71,7 @@ static void deep_pass(sn_placement pl) {
 }
 
 int main(void) {
-    for (int pl = SN_PLACEMENT_PRE_NORM; pl <= SN_PLACEMENT_HYBRIDNORM_STAR; pl++) {
+    for (int pl = SN_PLACEMENT_PRE_NORM; pl < SN_PLACEMENT_COUNT; pl++) {
         for (int32_t S = 1; S <= 9; S++) {
             sn_net net;
             int64_t np;

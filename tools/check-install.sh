@@ -4,7 +4,9 @@
 #   1. pkg-config finds siamesenorm.pc; examples/minimal/minimal.c, copied out of the tree,
 #      compiles with `pkg-config --cflags --libs siamesenorm`, links the installed shared
 #      library (not the build tree's) and reports the runtime version equal to the header's;
-#   2. the same program links statically with `pkg-config --static` (Libs.private) and runs;
+#   2. the same program links statically with `pkg-config --static` (Libs.private) and with
+#      `pkg-config --libs siamesenorm-static` (the archive by name) and runs with no library
+#      path; the installed sn-llmc-convert runs, siamesenorm_llmc.h compiles as C and C++;
 #   3. the shared library exports only sn_* functions, every SN_API function of the installed
 #      header among them, and its SONAME is libsiamesenorm.so.<soversion> (the major; 0.MINOR while the major is 0);
 #   4. tests/hardening/consumer/consumer.c (C) and consumer.cpp (C++), which compute and check
@@ -18,7 +20,8 @@
 #      source tree, with HOME in the temporary directory and no PKG_CONFIG_* or
 #      LD_LIBRARY_PATH inherited: its build directory has only the library's targets
 #      (-Dtests=false -Dexamples=false -Dpython=false -Dbench=false), both consumers (the
-#      LD_LIBRARY_PATH one and the rpath one) load the copy installed under HOME, and the
+#      LD_LIBRARY_PATH one and the rpath one) load the copy installed under HOME, the static
+#      one loads none, the library-only build installed sn-llmc-convert, and the
 #      second install (meson configure -Dprefix=) lands under the new prefix.
 # Usage: check-install.sh BUILD_DIR SOURCE_DIR VERSION
 #        (CC / CXX: the C / C++ compiler commands, possibly several words; default cc / c++)
@@ -93,6 +96,34 @@ if ldd ./consumer-static 2>/dev/null | grep -q libsiamesenorm; then
 fi
 ./consumer-static >static.out || fail "the static consumer failed"
 cmp -s shared.out static.out || fail "static and shared consumers disagree"
+# ... and through siamesenorm-static.pc alone (the archive by name), run with no library path
+# shellcheck disable=SC2086
+$cc -std=c11 -O2 consumer.c $cflags $(pkg-config --libs siamesenorm-static) -o consumer-static-pc ||
+    fail "the consumer does not link with pkg-config --libs siamesenorm-static"
+if env -u LD_LIBRARY_PATH ldd ./consumer-static-pc 2>/dev/null | grep -q libsiamesenorm; then
+    fail "the siamesenorm-static consumer loads libsiamesenorm.so"
+fi
+env -u LD_LIBRARY_PATH ./consumer-static-pc >static-pc.out || fail "the siamesenorm-static consumer failed"
+cmp -s shared.out static-pc.out || fail "the siamesenorm-static consumer disagrees"
+echo "static consumer (pkg-config --libs siamesenorm-static): runs with no library path"
+
+# The installed tool and header: sn-llmc-convert runs with no library path; siamesenorm_llmc.h
+# compiles as C and C++.
+conv=$(find "$tmp/root" -name sn-llmc-convert -type f | head -n 1)
+[ -n "$conv" ] && [ -x "$conv" ] || fail "sn-llmc-convert was not installed"
+env -u LD_LIBRARY_PATH "$conv" --version | grep -q "libsiamesenorm $version" ||
+    fail "the installed sn-llmc-convert does not run or report $version"
+printf '#include <siamesenorm_llmc.h>\nint main(void) { sn_net n; return sn_net_init(&n, SN_PLACEMENT_PRE_NORM, 2, 4, SN_NORM_LAYERNORM, 1e-5f) || sn_llmc_check(&n, SN_LLMC_TO, 0, 0); }\n' >llmc.c
+# shellcheck disable=SC2086
+$cc -std=c99 -Wall -Wextra -Werror llmc.c $cflags $(pkg-config --libs siamesenorm-static) -o llmc-c &&
+    ./llmc-c || fail "siamesenorm_llmc.h does not compile or check as C"
+cp llmc.c llmc.cpp
+if command -v "${cxx%% *}" >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    $cxx -std=c++11 -Wall -Wextra -Werror llmc.cpp $cflags $(pkg-config --libs siamesenorm-static) \
+        -o llmc-cpp && ./llmc-cpp || fail "siamesenorm_llmc.h does not compile or check as C++"
+fi
+echo "installed: sn-llmc-convert runs; siamesenorm_llmc.h compiles"
 
 # Exported symbols: every defined dynamic symbol must be an sn_ name (the linker's own
 # bookkeeping symbols aside), and every SN_API function of the installed header must be there.
@@ -185,10 +216,17 @@ if command -v meson >/dev/null 2>&1 && command -v ninja >/dev/null 2>&1; then
         { cat recipe.log >&2; fail "the README recipe's programs did not report $version"; }
     targets=$(meson introspect readme-src/build-lib --targets | grep -o '"name": "[^"]*"' |
         sed 's/"name": "\(.*\)"/\1/' | sort -u | tr '\n' ' ')
-    # the library and its kernel-path parts (sn_kernels_*), nothing else
+    # the library and its kernel-path parts (sn_kernels_*), the converter it installs and the
+    # programs' helper library, nothing else
     # shellcheck disable=SC2086 # one word per target
-    others=$(printf '%s\n' $targets | grep -v '^sn_kernels_' | tr '\n' ' ')
-    [ "$others" = "siamesenorm " ] || fail "the library-only build has targets: $targets"
+    others=$(printf '%s\n' $targets | grep -v '^sn_kernels_' | LC_ALL=C sort | tr '\n' ' ')
+    [ "$others" = "siamesenorm sn-llmc-convert sn-progutil " ] ||
+        fail "the library-only build has targets: $targets"
+    [ -x "$tmp/home/.local/siamesenorm/bin/sn-llmc-convert" ] ||
+        fail "the library-only build did not install sn-llmc-convert"
+    if env -u LD_LIBRARY_PATH ldd readme-src/sn-minimal-static | grep -q libsiamesenorm; then
+        fail "sn-minimal-static loads libsiamesenorm.so"
+    fi
     private_lib=$tmp/home/.local/siamesenorm/lib
     for exe in sn-minimal sn-minimal-rpath; do
         [ -x "readme-src/$exe" ] || fail "the README recipe did not build $exe"

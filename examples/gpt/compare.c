@@ -559,7 +559,7 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
     fprintf(f,
             "# gnuplot script written by sn-gpt-compare; run from %s/plot\n"
-            "set terminal pngcairo size 900,%d font ',10'\nset output 'curves.png'\n"
+            "set terminal pngcairo noenhanced size 900,%d font ',10'\nset output 'curves.png'\n"
             "set multiplot layout %d,%d\nset logscale y\nset autoscale yfix\nset grid\n"
             "set ytics add (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.5, 2, 3, 4, 6)\n"
             "set key top right\n"
@@ -585,7 +585,7 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
     if (sweep_cells) {
         int by_lr = o->n_lrs > 1;
         fprintf(f,
-                "set terminal pngcairo size 800,500 font ',10'\nset output 'sweep.png'\n"
+                "set terminal pngcairo noenhanced size 800,500 font ',10'\nset output 'sweep.png'\n"
                 "unset logscale\nset logscale y\nset autoscale fix\nset offsets graph 0.05, graph "
                 "0.05, graph 0.05, graph 0.05\n%s\nset xlabel '%s'\n"
                 "set ylabel 'final held-out loss (nats/byte), mean +- sd'\n"

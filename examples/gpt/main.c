@@ -124,7 +124,8 @@ static void usage(FILE *f) {
         "                      (0.02: the official DeiT/DiT code)\n"
         "  --eps X             every norm's epsilon (default 1e-5)\n"
         "  --scales RULE       default|none: SiameseNorm's c_i = sqrt(2(floor(i/2)+1)) or\n"
-        "                      c = 1 (the paper's ablation); DeepNorm's alpha likewise\n"
+        "                      c = 1 (the paper's ablation); DeepNorm's alpha likewise;\n"
+        "                      SpanNorm's c = sqrt(L) (the library's reading) or c = 1\n"
         "  --no-input-norm     SiameseNorm without its input norm (the paper's ablation)\n"
         "  --act-dtype TYPE    f32|bf16: the residual streams and block inputs/outputs in bf16\n"
         "                      (fp32 arithmetic and matmuls; default f32)\n"
@@ -144,7 +145,9 @@ static void usage(FILE *f) {
         "  --min-lr-frac F (0.1)  --wd X (0.1)  --clip X (1.0)  --beta2 X (0.95)\n"
         "  --seed N (1)\n"
         "  weight decay applies to the matrices and the embeddings (wte, wpe), not to\n"
-        "  biases, norm gains and shifts, or the q/k/v norms\n"
+        "  biases, norm gains and shifts, or the q/k/v norms; every norm gain starts at 1,\n"
+        "  every shift at 0 (span_norm: one norm per sub-layer and the final norm, no other\n"
+        "  parameters of its own)\n"
         "output\n"
         "  --eval-every N (100)  --print-every N (50, 0: evals only)\n"
         "  --evals N           N evaluations spread evenly (sets --eval-every)\n"
@@ -226,12 +229,12 @@ static int parse(int argc, char **argv, options *o) {
                 return -1;
             }
         } else if (OPT("--act-dtype")) {
-            if (strcmp(v, "f32") == 0) o->cfg.act_dtype = SN_DTYPE_F32;
-            else if (strcmp(v, "bf16") == 0) o->cfg.act_dtype = SN_DTYPE_BF16;
-            else {
+            sn_dtype dt;
+            if (sn_dtype_from_name(v, &dt) != SN_OK) { /* the library's one spelling */
                 fprintf(stderr, "--act-dtype %s: expected f32|bf16\n", v);
                 return -1;
             }
+            o->cfg.act_dtype = (int)dt;
         } else if (OPT("--scales")) {
             if (strcmp(v, "default") == 0) o->cfg.scale_rule = SN_SCALE_DEFAULT;
             else if (strcmp(v, "none") == 0) o->cfg.scale_rule = SN_SCALE_NONE;

@@ -9,7 +9,7 @@ tiny="--task addition --layers 1 --width 32 --heads 2 --digits 2 --batch 8 --val
 "$exe" --help > "$tmp.help" 2>&1
 check "--help exits 0" [ $? -eq 0 ]
 check "--help lists the placements" \
-    grep -q "pre_norm|post_norm|siamese|.*hybridnorm|hybridnorm_star" "$tmp.help"
+    grep -q "pre_norm|post_norm|siamese|.*hybridnorm|hybridnorm_star|span_norm" "$tmp.help"
 
 "$exe" $tiny --steps 20 --eval-every 10 --json --log "$tmp.csv" --save "$tmp.ckpt" \
     > "$tmp.json" 2> "$tmp.err"
@@ -43,6 +43,10 @@ for n in siamese_hybrid_pre hybridnorm hybridnorm_star; do
     check "--norm $n runs with q/k/v norms by default" grep -q "norm $n, qkv-norm |" "$tmp.out"
     check "--norm $n finishes" grep -q "final | norm $n | step 3" "$tmp.out"
 done
+"$exe" $tiny --norm span_norm --steps 3 --eval-every 0 > "$tmp.out" 2>&1
+check "--norm span_norm finishes" grep -q "final | norm span_norm | step 3" "$tmp.out"
+check "--help states span_norm's own parameters" grep -q "span_norm: one norm per sub-layer" \
+    "$tmp.help"
 "$exe" $tiny --norm pre_norm --qk-norm qk --steps 3 > "$tmp.out" 2>&1
 check "--qk-norm qk on Pre-Norm" grep -q "norm pre_norm, qk-norm |" "$tmp.out"
 "$exe" $tiny --norm hybridnorm --qk-norm none --steps 3 > "$tmp.out" 2>&1

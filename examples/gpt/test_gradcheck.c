@@ -2,7 +2,7 @@
  * placement backwards and the per-head q/k/v norms' grouped-norm backwards) against central
  * finite differences of the loss, in every placement --norm knows with its default q/k/v
  * norms (on for hybridnorm, hybridnorm_star, siamese_hybrid_pre), and in a few combinations
- * switched by hand (Pre-Norm + qk, SiameseNorm + qkv, RMSNorm).
+ * switched by hand (Pre-Norm + qk, SiameseNorm + qkv, RMSNorm, SpanNorm with RMSNorm).
  *
  * The model is fp32, so single-element finite differences are noisy: the loss (~3.5) carries
  * rounding noise of order 1e-6, which divided by 2*eps = 2e-2 is ~5e-5, the size of many
@@ -207,5 +207,6 @@ int main(void) {
     bad |= check_placement(SN_PLACEMENT_PRE_NORM, SN_NORM_LAYERNORM, GPT_QK_QK);
     bad |= check_placement(SN_PLACEMENT_SIAMESE, SN_NORM_RMSNORM, GPT_QK_QKV);
     bad |= check_placement(SN_PLACEMENT_HYBRIDNORM, SN_NORM_RMSNORM, GPT_QK_AUTO);
+    bad |= check_placement(SN_PLACEMENT_SPAN_NORM, SN_NORM_RMSNORM, GPT_QK_AUTO);
     return bad;
 }

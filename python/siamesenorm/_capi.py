@@ -54,7 +54,8 @@ SN_PLACEMENT_PRE_NORM, SN_PLACEMENT_POST_NORM, SN_PLACEMENT_SIAMESE = 0, 1, 2
 SN_PLACEMENT_SIAMESE_PAPER, SN_PLACEMENT_SIAMESE_HYBRID_PRE, SN_PLACEMENT_DEEPNORM = 3, 4, 5
 SN_PLACEMENT_PERI_LN, SN_PLACEMENT_MIX_LN, SN_PLACEMENT_HYBRIDNORM = 6, 7, 8
 SN_PLACEMENT_HYBRIDNORM_STAR = 9
-SN_PLACEMENT_COUNT = 10  # the header's macro: one more than the last placement
+SN_PLACEMENT_SPAN_NORM = 10
+SN_PLACEMENT_COUNT = 11  # the header's macro: one more than the last placement
 SN_SCALE_DEFAULT, SN_SCALE_NONE, SN_SCALE_EXPLICIT = 0, 1, 2
 SN_ISA_AUTO, SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512 = 0, 1, 2, 3
 SN_MAX_THREADS = 256
@@ -189,6 +190,18 @@ PROTOTYPES.update({
     "sn_ctx_set_check_finite": (_st, [_vp, ctypes.c_int]),
     "sn_ctx_nonfinite_row": (ctypes.c_int64, [_vp]),
     "sn_find_nonfinite": (_st, [_i64, _i64, _fp, _i64, _i64p]),
+})
+
+# Norm roles (what each norm of a net is for) and the element-type names.
+SN_ROLE_COUNT = 9  # the header's macros
+SN_OPERAND_COUNT = 6
+PROTOTYPES.update({
+    "sn_net_norm_role": (_st, [_netp, _i32, _i32, ctypes.POINTER(ctypes.c_int),
+                               ctypes.POINTER(ctypes.c_int)]),
+    "sn_net_find_norm": (_st, [_netp, _i32, ctypes.c_int, ctypes.POINTER(ctypes.c_int32)]),
+    "sn_norm_role_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "sn_norm_operand_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "sn_dtype_from_name": (_st, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
 })
 
 

@@ -26,6 +26,9 @@ PLACEMENTS = {lib.sn_placement_name(k).decode(): k for k in range(_capi.SN_PLACE
 # a name for every placement of the header (SN_PLACEMENT_COUNT), checked when the module loads
 if sorted(PLACEMENTS.values()) != list(range(_capi.SN_PLACEMENT_COUNT)):
     raise ImportError("siamesenorm.net.PLACEMENTS does not cover SN_PLACEMENT_COUNT placements")
+# The norm roles and operands (sn_norm_role_name, sn_norm_operand_name), name -> enum value.
+ROLES = {lib.sn_norm_role_name(k).decode(): k for k in range(_capi.SN_ROLE_COUNT)}
+OPERANDS = {lib.sn_norm_operand_name(k).decode(): k for k in range(_capi.SN_OPERAND_COUNT)}
 
 
 class Net:
@@ -33,7 +36,7 @@ class Net:
 
     Args:
         placement: "pre_norm", "post_norm", "siamese", "siamese_paper", "siamese_hybrid_pre",
-            "deepnorm", "peri_ln", "mix_ln", "hybridnorm", "hybridnorm_star" (or the
+            "deepnorm", "peri_ln", "mix_ln", "hybridnorm", "hybridnorm_star", "span_norm" (or the
             SN_PLACEMENT_* value; see the header for each formulation).
         n_sublayers: S (2 per transformer layer).
         d: the model width D.
@@ -42,7 +45,8 @@ class Net:
             affine mode).
         input_norm: a Norm for N_in of SiameseNorm sub-layers (Norm("identity") removes it).
         scales: None or "default" (c_i = sqrt(2 (floor(i/2) + 1)); DeepNorm alpha =
-            (2L)^(1/4)), "none" (1), or a sequence of S floats (explicit c_i / alpha_i).
+            (2L)^(1/4); SpanNorm c = sqrt(L)), "none" (1), or a sequence of S floats
+            (explicit c_i / alpha_i).
         mix_fraction: Mix-LN only: the fraction of Post-Norm layers (None: the library's 0.25).
         act_dtype: "f32" or "bf16": the streams' type (sn_net.act_dtype). With "bf16" every
             matrix the pass calls take or return is a uint16 array of bf16 bits (to_bf16).
@@ -158,6 +162,26 @@ class Net:
         check(lib.sn_net_norm_at(ctypes.byref(self._s), int(i), int(j), ctypes.byref(nm),
                                  ctypes.byref(off)), "sn_net_norm_at")
         return Norm.from_struct(nm), off.value
+
+    def norm_role(self, i, j):
+        """sn_net_norm_role: (role, operand) names of norm j of stage i, e.g. ("input", "x") for
+        a Pre-Norm sub-layer's norm (docs/api.md, "Norm roles"). Raises IndexOutOfRange when
+        stage i has no norm j."""
+        role, operand = ctypes.c_int(), ctypes.c_int()
+        check(lib.sn_net_norm_role(ctypes.byref(self._s), int(i), int(j), ctypes.byref(role),
+                                   ctypes.byref(operand)), "sn_net_norm_role")
+        return (lib.sn_norm_role_name(role.value).decode(),
+                lib.sn_norm_operand_name(operand.value).decode())
+
+    def find_norm(self, i, role):
+        """sn_net_find_norm: the index j of stage i's norm of the given role (a name of
+        ROLES). Raises IndexOutOfRange when stage i has none, ValueError for an unknown role."""
+        if role not in ROLES:
+            raise ValueError(f"unknown norm role {role!r}; expected one of {sorted(ROLES)}")
+        j = ctypes.c_int32()
+        check(lib.sn_net_find_norm(ctypes.byref(self._s), int(i), ROLES[role], ctypes.byref(j)),
+              "sn_net_find_norm")
+        return j.value
 
     def stage_norms(self, i):
         """All (Norm, offset) of stage i, counted with norm_at until IndexOutOfRange."""

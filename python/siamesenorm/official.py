@@ -75,47 +75,56 @@ def _layout(layout):
     return layout
 
 
+# Each official norm by what it does: (name template, the library's norm role, kind), for the
+# attention sub-layer, the MLP sub-layer and the merge. The (stage, j) of each comes from the
+# library (sn_net_find_norm on a net of the layout's placement), so this map cannot drift from
+# the parameter layout. {l}: the layer; {b}: OLMo's block path.
+_NAMES = {
+    "deit": ([("blocks.{l}.post_norm1", "post", "norm"), ("blocks.{l}.pre_norm1", "pre", "norm"),
+              ("blocks.{l}.input_norm1", "input", "norm")],
+             [("blocks.{l}.post_norm2", "post", "norm"), ("blocks.{l}.pre_norm2", "pre", "norm"),
+              ("blocks.{l}.input_norm2", "input", "norm")],
+             [("pre_norm", "merge_x", "norm"), ("post_norm", "merge_y", "norm"),
+              ("final_norm", "final", "norm")]),
+    "dit": ([("blocks.{l}.postnorm1", "post", "norm"), ("blocks.{l}.prenorm1", "pre", "norm"),
+             ("blocks.{l}.norm1", "input", "nonaffine")],
+            [("blocks.{l}.postnorm2", "post", "norm"), ("blocks.{l}.prenorm2", "pre", "norm"),
+             ("blocks.{l}.norm2", "input", "nonaffine")],
+            [("postnorm", "merge_x", "norm"), ("prenorm", "merge_y", "norm"),
+             ("final_layer.norm_final", "final", "nonaffine")]),
+    "olmo_hybrid_pre": ([("{b}.c1", "scale", "bare"), ("{b}.attn_y_norm", "pre", "norm")],
+                        [("{b}.ff_norm", "post", "norm"), ("{b}.ff_y_norm", "pre", "norm"),
+                         ("{b}.ff_input_norm", "input", "norm")],
+                        [("transformer.ln_f", "merge_x", "norm"),
+                         ("transformer.ln_y_f", "merge_y", "norm"),
+                         ("transformer.ln_final_f", "final", "norm")]),
+}
+
+
 def norm_names(layout, n_layers, prefix="", block_group_size=1):
     """[(official module name, stage, j, kind)] of every norm of an official model with
     n_layers layers, in the library's order; kind is "norm", "bare" (the key is the name itself,
     OLMo's c1) or "nonaffine" (no tensors). prefix is prepended to every name (e.g. "module."
-    for a DistributedDataParallel checkpoint)."""
+    for a DistributedDataParallel checkpoint). Each name's j is the library's norm of its role
+    in that stage (Net.find_norm)."""
     _layout(layout)
     L = int(n_layers)
     if L < 1:
         raise ValueError(f"n_layers must be >= 1, got {n_layers}")
+    G = int(block_group_size)
+    if G < 1:
+        raise ValueError(f"block_group_size must be >= 1, got {block_group_size}")
+    roles = Net(LAYOUTS[layout][0], 2 * L, 1)  # the roles do not depend on the width
+    attn, mlp, merge = _NAMES[layout]
     out = []
-    if layout == "deit":
-        for l in range(L):
-            for k in (1, 2):
-                s = 2 * l + k - 1
-                out += [(f"blocks.{l}.post_norm{k}", s, 0, "norm"),
-                        (f"blocks.{l}.pre_norm{k}", s, 1, "norm"),
-                        (f"blocks.{l}.input_norm{k}", s, 2, "norm")]
-        out += [("pre_norm", 2 * L, 0, "norm"), ("post_norm", 2 * L, 1, "norm"),
-                ("final_norm", 2 * L, 2, "norm")]
-    elif layout == "dit":
-        for l in range(L):
-            for k in (1, 2):
-                s = 2 * l + k - 1
-                out += [(f"blocks.{l}.postnorm{k}", s, 0, "norm"),
-                        (f"blocks.{l}.prenorm{k}", s, 1, "norm"),
-                        (f"blocks.{l}.norm{k}", s, 2, "nonaffine")]
-        out += [("postnorm", 2 * L, 0, "norm"), ("prenorm", 2 * L, 1, "norm"),
-                ("final_layer.norm_final", 2 * L, 2, "nonaffine")]
-    else:
-        G = int(block_group_size)
-        if G < 1:
-            raise ValueError(f"block_group_size must be >= 1, got {block_group_size}")
-        for l in range(L):
-            b = (f"transformer.blocks.{l}" if G == 1
-                 else f"transformer.block_groups.{l // G}.{l % G}")
-            out += [(f"{b}.c1", 2 * l, 0, "bare"), (f"{b}.attn_y_norm", 2 * l, 1, "norm"),
-                    (f"{b}.ff_norm", 2 * l + 1, 0, "norm"),
-                    (f"{b}.ff_y_norm", 2 * l + 1, 1, "norm"),
-                    (f"{b}.ff_input_norm", 2 * l + 1, 2, "norm")]
-        out += [("transformer.ln_f", 2 * L, 0, "norm"), ("transformer.ln_y_f", 2 * L, 1, "norm"),
-                ("transformer.ln_final_f", 2 * L, 2, "norm")]
+    for l in range(L):
+        b = (f"transformer.blocks.{l}" if G == 1
+             else f"transformer.block_groups.{l // G}.{l % G}")
+        for stage, entries in ((2 * l, attn), (2 * l + 1, mlp)):
+            out += [(t.format(l=l, b=b), stage, roles.find_norm(stage, role), kind)
+                    for t, role, kind in entries]
+    out += [(t, 2 * L, roles.find_norm(2 * L, role), kind) for t, role, kind in merge]
+    out.sort(key=lambda e: (e[1], e[2]))  # the library's order
     return [(prefix + name, s, j, kind) for name, s, j, kind in out]
 
 

@@ -402,3 +402,57 @@ class SiameseNorm(torch.nn.Module):
         for sub in self.sublayers:
             x, y = sub(x, y)
         return self.merge(x, y).reshape(shape)
+
+
+class SpanNormSublayer(_FuseParams):
+    """One SpanNorm sub-layer around a block: t = v + block(v), n = N(t) through the C kernels
+    (a fuse of identities on v and z, then N as its output norm). forward(v) -> N(t); the
+    parameters are the submodule `norm` (NormParams)."""
+
+    _names = ("_v", "_z", "norm")
+
+    def __init__(self, block, d, norm):
+        super().__init__(Fuse(Norm("identity"), Norm("identity"), norm), d)
+        self.block = block
+
+    def forward(self, v):
+        return FuseFunction.apply(v, self.block(v), self.params, self.fuse)[1]
+
+
+class SpanNorm(torch.nn.Module):
+    """A SpanNorm residual stack (docs/SPEC.md "SpanNorm") around a list of blocks (attention,
+    MLP, attention, MLP, ...): a clean residual spans each layer, Post-Norm inside it:
+        a = N_2l(x + attn(x)),  x' = x + N_2l+1(a + mlp(a)) / c,  out = N_f(x_S)
+    (an odd last block: x' = x + N(x + attn(x)) / c). The norms and c are the library's
+    (Net("span_norm", ...)): c = sqrt(L) by default, "none" for 1, or one c per block (the
+    closing block's is used).
+
+    Args: blocks, d, kind, eps, scales, norm: as SiameseNorm's. Parameters:
+    sublayers.{i}.norm.weight / .bias, final.norm.weight / .bias. forward(e) accepts (..., D)
+    float32 and returns the same shape."""
+
+    def __init__(self, blocks, d, kind="layernorm", eps=1e-5, scales=None, norm=None):
+        super().__init__()
+        blocks = list(blocks)
+        S = len(blocks)
+        rule = scales if scales is None or isinstance(scales, str) else list(scales)
+        net = Net("span_norm", S, d, kind=kind, eps=eps, scales=rule, norm=norm)
+        self.scales = [net.scale(i) for i in range(S)]
+        self.d = int(d)
+        self.sublayers = torch.nn.ModuleList(
+            SpanNormSublayer(b, d, net.stage_norms(i)[0][0]) for i, b in enumerate(blocks))
+        self.final = SpanNormSublayer(torch.nn.Identity(), d, net.stage_norms(S)[0][0])
+
+    def forward(self, e):
+        shape = e.shape
+        x = e.reshape(-1, self.d)
+        S = len(self.sublayers)
+        for i in range(0, S, 2):
+            if i + 1 < S:
+                a = self.sublayers[i](x)
+                x = x + self.sublayers[i + 1](a) / self.scales[i + 1]
+            else:
+                x = x + self.sublayers[i](x) / self.scales[i]
+        # the final norm alone: N_f(x + 0), x + 0 being x exactly
+        return FuseFunction.apply(x, torch.zeros_like(x), self.final.params,
+                                  self.final.fuse)[1].reshape(shape)

@@ -20,7 +20,7 @@ TOL = 1e-5
 
 
 PLACEMENT_NAMES = ("pre_norm", "post_norm", "siamese", "siamese_paper", "siamese_hybrid_pre",
-                   "deepnorm", "peri_ln", "mix_ln", "hybridnorm", "hybridnorm_star")
+                   "deepnorm", "peri_ln", "mix_ln", "hybridnorm", "hybridnorm_star", "span_norm")
 
 
 def _reference(placement, kind, eps, ref_scales, input_norm, mix_fraction):
@@ -43,6 +43,8 @@ def _reference(placement, kind, eps, ref_scales, input_norm, mix_fraction):
         return P.MixLNRef(S, D, kind, eps, HIDDEN, 0.25 if mix_fraction is None else mix_fraction)
     if placement in ("hybridnorm", "hybridnorm_star"):
         return P.HybridNormRef(S, D, kind, eps, HIDDEN, star=placement == "hybridnorm_star")
+    if placement == "span_norm":
+        return P.SpanNormRef(S, D, kind, eps, HIDDEN, ref_scales)
     raise ValueError(placement)
 
 
@@ -143,11 +145,14 @@ def group_of(key):
 def reference_scales(placement, scales, seed):
     """(scales for the reference, the Net's scales argument, the c_i / alpha_i the library must
     report) for scales in "default", "none", "custom" (random explicit values)."""
-    if placement not in ("siamese", "siamese_paper", "siamese_hybrid_pre", "deepnorm"):
+    if placement not in ("siamese", "siamese_paper", "siamese_hybrid_pre", "deepnorm",
+                         "span_norm"):
         return None, None, [1.0] * S
     if scales == "default":
         if placement == "deepnorm":
             ref = [P.deepnorm_alpha(L)] * S
+        elif placement == "span_norm":
+            ref = [P.span_scale(S)] * S
         else:
             ref = [official_scale(i) for i in range(S)]
         return ref, None, ref

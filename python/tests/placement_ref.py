@@ -205,3 +205,35 @@ class HybridNormRef(_Ref):
         out = [(i, 0, None if isinstance(n, nn.Identity) else n)
                for i, n in enumerate(self.norms)]
         return out + [(self.S, 0, self.nf)]
+
+
+def span_scale(S):
+    """SpanNorm's default residual scale c = sqrt(L), L = ceil(S / 2) layers (SPEC.md, SpanNorm:
+    the library's choice where the paper's text could not be read)."""
+    return math.sqrt(math.ceil(S / 2))
+
+
+class SpanNormRef(_Ref):
+    """SpanNorm (SPEC.md "SpanNorm"): a clean residual spans each layer, Post-Norm inside it.
+    Layer input x:  a = N_att(x + Attn(x));  x' = x + N_mlp(a + MLP(a)) / c;  out = N_f(x_S).
+    A last layer with only its attention (odd S): x' = x + N_att(x + Attn(x)) / c.  c_i for
+    sub-layer i; the closing sub-layer's is used."""
+
+    def __init__(self, S, d, kind, eps, hidden, scales):
+        super().__init__(S, d, kind, eps, hidden)
+        self.norms, self.nf = self.mks(), self.mk()
+        self.scales = list(scales)
+
+    def forward(self, e):
+        x = e
+        for i in range(0, self.S, 2):
+            a = x + self.blocks[i](x)
+            if i + 1 < self.S:
+                a = self.norms[i](a)
+                x = x + self.norms[i + 1](a + self.blocks[i + 1](a)) / self.scales[i + 1]
+            else:
+                x = x + self.norms[i](a) / self.scales[i]
+        return self.nf(x)
+
+    def norms_by_stage(self):
+        return [(i, 0, n) for i, n in enumerate(self.norms)] + [(self.S, 0, self.nf)]

@@ -165,6 +165,48 @@ class FlatBlock(Setup, unittest.TestCase):
         self.assertTrue(np.array_equal(net.params[off:off + D], sd["pre_norm.weight"].numpy()))
 
 
+class Roles(unittest.TestCase):
+    """norm_names takes each name's (stage, j) from the library's norm roles: they must be the
+    official forward passes' (the module docstring's table, written out here for one layer)."""
+
+    def test_one_layer(self):
+        want = {
+            "deit": [("blocks.0.post_norm1", 0, 0), ("blocks.0.pre_norm1", 0, 1),
+                     ("blocks.0.input_norm1", 0, 2), ("blocks.0.post_norm2", 1, 0),
+                     ("blocks.0.pre_norm2", 1, 1), ("blocks.0.input_norm2", 1, 2),
+                     ("pre_norm", 2, 0), ("post_norm", 2, 1), ("final_norm", 2, 2)],
+            "dit": [("blocks.0.postnorm1", 0, 0), ("blocks.0.prenorm1", 0, 1),
+                    ("blocks.0.norm1", 0, 2), ("blocks.0.postnorm2", 1, 0),
+                    ("blocks.0.prenorm2", 1, 1), ("blocks.0.norm2", 1, 2),
+                    ("postnorm", 2, 0), ("prenorm", 2, 1), ("final_layer.norm_final", 2, 2)],
+            "olmo_hybrid_pre": [("transformer.blocks.0.c1", 0, 0),
+                                ("transformer.blocks.0.attn_y_norm", 0, 1),
+                                ("transformer.blocks.0.ff_norm", 1, 0),
+                                ("transformer.blocks.0.ff_y_norm", 1, 1),
+                                ("transformer.blocks.0.ff_input_norm", 1, 2),
+                                ("transformer.ln_f", 2, 0), ("transformer.ln_y_f", 2, 1),
+                                ("transformer.ln_final_f", 2, 2)],
+        }
+        for layout, names in want.items():
+            got = [(n, s, j) for n, s, j, _ in official.norm_names(layout, 1)]
+            self.assertEqual(got, names, layout)
+
+    def test_net_roles(self):
+        net = sn.Net("siamese", 4, 8)
+        self.assertEqual(net.norm_role(0, 0), ("post", "x"))
+        self.assertEqual(net.norm_role(1, 2), ("input", "fused"))
+        self.assertEqual(net.norm_role(4, 2), ("final", "fused"))
+        self.assertEqual(net.find_norm(4, "merge_y"), 1)
+        self.assertEqual(sn.Net("pre_norm", 2, 8).find_norm(0, "input"), 0)
+        self.assertEqual(sn.Net("peri_ln", 2, 8).norm_role(-1, 0), ("embed", "e"))
+        with self.assertRaises(sn.errors.IndexOutOfRange):
+            net.find_norm(0, "final")
+        with self.assertRaises(sn.errors.IndexOutOfRange):
+            net.norm_role(0, 3)
+        with self.assertRaises(ValueError):
+            net.find_norm(0, "nonesuch")
+
+
 class Errors(Setup, unittest.TestCase):
     def test_missing_key(self):
         layout, ref, _, sd, _ = self.build("deit")

@@ -1,7 +1,8 @@
 """Parity of the comparison placements and SiameseNorm's other forms (libsiamesenorm through the
 binding) with their pure-PyTorch formulations in placement_ref.py (written from SPEC.md):
 SiameseNorm paper form, hybrid_pre, DeepNorm (alpha = (2L)^(1/4), the blocks' weights scaled at
-init by beta = (8L)^(-1/4)), Peri-LN, Mix-LN (fractions 0.25 and 0.5), HybridNorm, HybridNorm*.
+init by beta = (8L)^(-1/4)), Peri-LN, Mix-LN (fractions 0.25 and 0.5), HybridNorm, HybridNorm*,
+SpanNorm (c = sqrt(L), explicit c, c = 1).
 Same network, inputs and metric as test_parity_siamese: 12 layers (24 sub-layers), R = 64,
 D = 96, random gammas/betas (and c1), blocks Linear + GELU + Linear; the output, the embedding
 gradient, every gamma/beta gradient and every block gradient within 1e-5 of float64 autograd
@@ -74,11 +75,21 @@ class PlacementParity(unittest.TestCase):
     def test_hybridnorm_star(self):
         self.both("hybridnorm_star")
 
+    def test_span_norm(self):
+        self.both("span_norm")
+
+    def test_span_norm_custom_c(self):
+        self.both("span_norm", seeds=(3,), scales="custom")
+
+    def test_span_norm_c1(self):
+        self.both("span_norm", seeds=(3,), scales="none")
+
     def test_every_kernel_path(self):
         """The runs above use the best path; the others must meet the same bound."""
         cases = [("siamese_paper", "layernorm"), ("siamese_hybrid_pre", "rmsnorm"),
                  ("deepnorm", "layernorm"), ("peri_ln", "rmsnorm"), ("mix_ln", "layernorm"),
-                 ("hybridnorm", "rmsnorm"), ("hybridnorm_star", "layernorm")]
+                 ("hybridnorm", "rmsnorm"), ("hybridnorm_star", "layernorm"),
+                 ("span_norm", "rmsnorm")]
         for isa in ("scalar", "avx2", "avx512"):
             if sn.isa_available(isa):
                 for placement, kind in cases:

@@ -12,7 +12,7 @@ import torch
 import siamesenorm as sn
 from siamesenorm import torch_adapter as ta
 from parity_ref import SiameseRef, Block, randomise_norms, rel_err, official_scale
-from placement_ref import SiameseHybridPreRef
+from placement_ref import SiameseHybridPreRef, SpanNormRef, span_scale
 from strict_main import main
 
 TOL = 1e-5
@@ -295,6 +295,58 @@ class AdapterGaps(unittest.TestCase):
     def test_rejects_other_placements(self):
         with self.assertRaises(ValueError):
             ta.SiameseNorm([Block(8, 16)], 8, placement="pre_norm")
+
+
+class _SpanView:
+    """The SpanNorm adapter seen through _compare's (stage, j) lookup: stage S is its final
+    norm, and norm 0 of a stage is the sub-layer module's norm (its fuse's output norm, 2)."""
+
+    def __init__(self, model):
+        self.m = model
+        self.sublayers = model.sublayers
+        self.merge = model.final
+
+    def __call__(self, e):
+        return self.m(e)
+
+
+class _Norm0(object):
+    def __init__(self, sub):
+        self.sub = sub
+
+    def norm_params(self, j):
+        return self.sub.norm_params(2 + j)
+
+    def norm_grads(self, j):
+        return self.sub.norm_grads(2 + j)
+
+
+class SpanNormAdapter(unittest.TestCase):
+    """ta.SpanNorm (the library's norms through FuseFunction, the residual in torch) against
+    float64 autograd of placement_ref.SpanNormRef, for an even and an odd number of blocks."""
+
+    D, R = 48, 20
+
+    def check(self, S, kind, scales):
+        torch.manual_seed(S)
+        c = [span_scale(S)] * S if scales is None else [1.0] * S
+        ref = SpanNormRef(S, self.D, kind, 1e-5, 2 * self.D, c).float()
+        randomise_norms(ref, torch.Generator().manual_seed(S))
+        model = ta.SpanNorm([copy.deepcopy(b) for b in ref.blocks], self.D, kind=kind,
+                            scales=scales)
+        self.assertEqual(model.scales, [float(torch.tensor(v, dtype=torch.float32))
+                                        for v in c])
+        view = _SpanView(model)
+        view.sublayers = [_Norm0(m) for m in model.sublayers]
+        view.merge = _Norm0(model.final)
+        _copy_norms(ref, view)
+        _compare(self, view, ref, self.R, self.D, f"adapter span_norm S={S} {kind}")
+
+    def test_even_layernorm(self):
+        self.check(6, "layernorm", None)
+
+    def test_odd_rmsnorm_c1(self):
+        self.check(5, "rmsnorm", "none")
 
 
 if __name__ == "__main__":
