@@ -247,6 +247,13 @@ static double json_num(const char *line, const char *key) {
     return strtod(p, NULL);
 }
 
+/* json_num as a step count: 0 unless a number in [0, INT_MAX] (a NaN or a huge value from a
+ * --trainer that is not sn-gpt-train must not reach an int conversion). */
+static int json_count(const char *line, const char *key) {
+    double v = json_num(line, key);
+    return v >= 0.0 && v <= (double)INT_MAX ? (int)v : 0;
+}
+
 static int json_has(const char *line, const char *key_value) {
     return strstr(line, key_value) != NULL;
 }
@@ -264,19 +271,19 @@ static void json_str(const char *line, const char *key, char *buf, size_t n) {
 
 static void take_line(run *r, const char *line) {
     if (json_has(line, "\"start\":true")) {
-        r->steps = (int)json_num(line, "steps");
+        r->steps = json_count(line, "steps");
         json_str(line, "isa", r->isa, sizeof r->isa);
         json_str(line, "version", r->version, sizeof r->version);
         json_str(line, "config_hash", r->hash, sizeof r->hash);
     } else if (json_has(line, "\"final\":true")) {
         r->finished = 1;
-        r->step = (int)json_num(line, "step");
+        r->step = json_count(line, "step");
         r->val_loss = json_num(line, "val_loss");
         r->train_loss = json_num(line, "train_loss");
         r->elapsed = json_num(line, "elapsed_s");
         r->diverged = json_has(line, "\"diverged\":true");
     } else if (json_has(line, "\"step\":")) {
-        r->step = (int)json_num(line, "step");
+        r->step = json_count(line, "step");
         if (r->n_points < MAX_POINTS && !json_has(line, "\"diverged\":true")) {
             r->pt_step[r->n_points] = r->step;
             r->pt_val[r->n_points] = json_num(line, "val_loss");

@@ -43,6 +43,22 @@ for bad in "--seeds 1" "--seeds 257" "--jobs 0" "--evals 999" "--first-seed -1" 
     check "sn-gpt-compare refuses $bad" [ $? -eq 1 ]
 done
 
+# the numbers sn-gpt-compare reads from a run's JSON lines: a --trainer that prints huge or NaN
+# step counts (an int conversion of them is undefined behaviour: UBSan in the sanitizer build)
+cat > "$d/fake-trainer" <<'EOF'
+#!/bin/sh
+echo '{"start":true,"steps":1e300,"isa":"x","version":"0","config_hash":"h"}'
+echo '{"step":-1e300,"val_loss":1,"train_loss":1}'
+echo '{"final":true,"step":nan,"val_loss":1.5,"train_loss":1,"elapsed_s":1,"diverged":false}'
+EOF
+chmod +x "$d/fake-trainer"
+"$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --no-plot --out "$d/cmpf" > "$d/out" 2>&1
+rc=$?
+check "sn-gpt-compare reads a trainer's huge and NaN step counts safely (exit $rc)" \
+    sh -c "[ $rc -eq 0 ] && [ -s '$d/cmpf/runs.csv' ] && [ -s '$d/cmpf/summary.csv' ]"
+check "... and its tables are whole files (no temporary left)" \
+    sh -c "[ -z \"\$(ls -A '$d/cmpf' | grep tmp-)\" ]"
+
 # ---- files: checkpoints (N1, N6, N7) ---------------------------------------------------------
 put_i32() { # FILE OFFSET VALUE: a little-endian int32 written in place
     v=$3
