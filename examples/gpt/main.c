@@ -628,7 +628,10 @@ int main(int argc, char **argv) {
     dd.reduce = o.reduce;
     int status = run(o, &dd);
     /* a rank that fails alone (an I/O error on rank 0) must not leave the others waiting */
-    if (status != 0 && status != EXIT_DIVERGED) dist_abort(&dd, status);
+    /* (diverging and interrupts stop every rank at the same step: no abort, which could kill
+     * rank 0 while it saves) */
+    if (status != 0 && status != EXIT_DIVERGED && status != EXIT_INTERRUPTED)
+        dist_abort(&dd, status);
     dist_finalize(&dd);
     return status;
 }
