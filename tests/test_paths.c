@@ -361,7 +361,7 @@ int main(void) {
             }
         }
 #ifndef SN_TEST_SMALL
-    /* fuse and elementwise calls large enough to stream their stores and prefetch (src/drive.h:
+    /* fuse and elementwise calls large enough to stream their stores and prefetch (src/drive/drive.h:
      * fuse calls from 32 MiB, the others from 40 MiB; 2816 x 768 floats is 8.25 MiB a matrix,
      * so a fuse forward spans 33 MiB and an apply forward 41), on aligned rows, so that the
      * threads' and the hook's tasks end with streamed rows to fence (ctx.c) */

@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
@@ -18,7 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "clock.h"
+#include "gpt_limits.h"
+#include "numarg.h"
 #include "stats.h"
 
 #define MAX_ARMS   16
@@ -101,11 +105,24 @@ static void usage(FILE *f) {
                "exit status: 0 done (whatever the verdict), 1 usage error or a run failed\n");
 }
 
-/* Splits `list` (comma-separated, modified in place) into out[]; returns the count or -1. */
-static int split_list(char *list, const char **out, int max) {
+/* Splits `list` (comma-separated, modified in place) into out[]; returns the count or -1.
+ * With a flag, each item must be a number sn-gpt-train accepts for it (numarg.h): a peak
+ * learning rate for --lrs, a layer count for --depths, a step count for --budgets. */
+static int split_list(char *list, const char **out, int max, const char *flag) {
     int n = 0;
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        double lr;
+        int layers;
         if (n == max) return -1;
+        if (flag && strcmp(flag, "--lrs") == 0 &&
+            na_double(flag, tok, 0.0, GPT_MAX_LR, NA_OPEN_LO, &lr) != 0)
+            return -1;
+        if (flag && strcmp(flag, "--depths") == 0 &&
+            na_int(flag, tok, 1, GPT_MAX_LAYERS, &layers) != 0)
+            return -1;
+        if (flag && strcmp(flag, "--budgets") == 0 &&
+            na_int(flag, tok, 1, GPT_MAX_STEPS, &layers) != 0)
+            return -1;
         out[n++] = tok;
     }
     return n;
@@ -167,11 +184,15 @@ static int parse(int argc, char **argv, options *o) {
                 return -1;
             }
             custom_arms = 1;
-        } else if (strcmp(a, "--seeds") == 0) o->seeds = atoi(v);
-        else if (strcmp(a, "--first-seed") == 0) o->first_seed = atoi(v);
-        else if (strcmp(a, "--jobs") == 0) o->jobs = atoi(v);
-        else if (strcmp(a, "--evals") == 0) o->evals = atoi(v);
-        else if (strcmp(a, "--out") == 0) o->out = v;
+        } else if (strcmp(a, "--seeds") == 0) {
+            if (na_int(a, v, 2, MAX_SEEDS, &o->seeds) != 0) return -1;
+        } else if (strcmp(a, "--first-seed") == 0) {
+            if (na_int(a, v, 0, INT_MAX, &o->first_seed) != 0) return -1;
+        } else if (strcmp(a, "--jobs") == 0) {
+            if (na_int(a, v, 1, MAX_JOBS, &o->jobs) != 0) return -1;
+        } else if (strcmp(a, "--evals") == 0) {
+            if (na_int(a, v, 1, MAX_POINTS - 2, &o->evals) != 0) return -1;
+        } else if (strcmp(a, "--out") == 0) o->out = v;
         else if (strcmp(a, "--trainer") == 0) o->trainer = v;
         else if (strcmp(a, "--launcher") == 0) {
             char spec[600];
@@ -182,21 +203,13 @@ static int parse(int argc, char **argv, options *o) {
             }
         } else if (strcmp(a, "--lrs") == 0) {
             snprintf(lrs_buf, sizeof lrs_buf, "%s", v);
-            o->n_lrs = split_list(lrs_buf, o->lrs, MAX_GROUPS);
+            o->n_lrs = split_list(lrs_buf, o->lrs, MAX_GROUPS, a);
         } else if (strcmp(a, "--depths") == 0) {
             snprintf(depths_buf, sizeof depths_buf, "%s", v);
-            o->n_depths = split_list(depths_buf, o->depths, MAX_GROUPS);
+            o->n_depths = split_list(depths_buf, o->depths, MAX_GROUPS, a);
         } else if (strcmp(a, "--budgets") == 0) {
             snprintf(budgets_buf, sizeof budgets_buf, "%s", v);
-            o->n_budgets = split_list(budgets_buf, o->budgets, MAX_GROUPS);
-            for (int k = 0; k < o->n_budgets; k++) {
-                char *end;
-                long b = strtol(o->budgets[k], &end, 10);
-                if (*end || b < 1 || b > 100000000) {
-                    fprintf(stderr, "--budgets %s: expected steps, 1..100000000 each\n", v);
-                    return -1;
-                }
-            }
+            o->n_budgets = split_list(budgets_buf, o->budgets, MAX_GROUPS, a);
         } else {
             fprintf(stderr, "unknown option %s (see --help)\n", a);
             return -1;
@@ -204,7 +217,7 @@ static int parse(int argc, char **argv, options *o) {
     }
     if (!custom_arms) {
         const char *names[MAX_ARMS];
-        int n = split_list(arms_buf, names, MAX_ARMS);
+        int n = split_list(arms_buf, names, MAX_ARMS, NULL);
         for (int k = 0; k < n; k++) make_arm(&o->arms[o->n_arms++], names[k], 1);
     }
     if (o->n_arms < 2 || o->seeds < 2 || o->seeds > MAX_SEEDS || o->first_seed < 0 || o->jobs < 1 ||
@@ -217,6 +230,11 @@ static int parse(int argc, char **argv, options *o) {
                 "need at least 2 arms, 2..%d seeds, --jobs 1..%d, --evals 1..%d, at "
                 "most %d sweep cells\n",
                 MAX_SEEDS, MAX_JOBS, MAX_POINTS - 2, MAX_GROUPS);
+        return -1;
+    }
+    if (o->first_seed > INT_MAX - (o->seeds - 1)) { /* the last seed, S + K - 1, is an int */
+        fprintf(stderr, "--first-seed %d with --seeds %d: the last seed is past %d\n",
+                o->first_seed, o->seeds, INT_MAX);
         return -1;
     }
     return 0;
@@ -246,6 +264,13 @@ static double json_num(const char *line, const char *key) {
     return strtod(p, NULL);
 }
 
+/* json_num as a step count: 0 unless a number in [0, INT_MAX] (a NaN or a huge value from a
+ * --trainer that is not sn-gpt-train must not reach an int conversion). */
+static int json_count(const char *line, const char *key) {
+    double v = json_num(line, key);
+    return v >= 0.0 && v <= (double)INT_MAX ? (int)v : 0;
+}
+
 static int json_has(const char *line, const char *key_value) {
     return strstr(line, key_value) != NULL;
 }
@@ -263,7 +288,7 @@ static void json_str(const char *line, const char *key, char *buf, size_t n) {
 
 static void take_line(run *r, const char *line) {
     if (json_has(line, "\"start\":true")) {
-        r->steps = (int)json_num(line, "steps");
+        r->steps = json_count(line, "steps");
         double tps = json_num(line, "tokens_per_step");
         r->tok_per_step = isfinite(tps) ? (long)tps : 0;
         json_str(line, "isa", r->isa, sizeof r->isa);
@@ -271,13 +296,13 @@ static void take_line(run *r, const char *line) {
         json_str(line, "config_hash", r->hash, sizeof r->hash);
     } else if (json_has(line, "\"final\":true")) {
         r->finished = 1;
-        r->step = (int)json_num(line, "step");
+        r->step = json_count(line, "step");
         r->val_loss = json_num(line, "val_loss");
         r->train_loss = json_num(line, "train_loss");
         r->elapsed = json_num(line, "elapsed_s");
         r->diverged = json_has(line, "\"diverged\":true");
     } else if (json_has(line, "\"step\":")) {
-        r->step = (int)json_num(line, "step");
+        r->step = json_count(line, "step");
         if (r->n_points < MAX_POINTS && !json_has(line, "\"diverged\":true")) {
             r->pt_step[r->n_points] = r->step;
             r->pt_val[r->n_points] = json_num(line, "val_loss");
@@ -518,16 +543,15 @@ static paired paired_stat(const options *o, const run *runs, int n, int g, int a
 
 static void write_csvs(const options *o, const group *groups, const run *runs, int n) {
     char path[512];
+    af_file fa, ca; /* whole files or none (atomic_file.h) */
     snprintf(path, sizeof path, "%s/runs.csv", o->out);
-    FILE *f = fopen(path, "w");
+    if (af_open(&fa, path) != 0) return;
     snprintf(path, sizeof path, "%s/curves.csv", o->out);
-    FILE *c = fopen(path, "w");
-    if (!f || !c) {
-        perror(path);
-        if (f) fclose(f);
-        if (c) fclose(c);
+    if (af_open(&ca, path) != 0) {
+        af_abort(&fa);
         return;
     }
+    FILE *f = fa.f, *c = ca.f;
     fprintf(f, "lr,layers,budget,arm,seed,val_loss,train_loss,diverged,steps,elapsed_s,isa,"
                "version,config_hash\n");
     fprintf(c, "lr,layers,budget,arm,seed,step,val_loss,train_loss\n");
@@ -542,8 +566,8 @@ static void write_csvs(const options *o, const group *groups, const run *runs, i
                     g->layers ? g->layers : "", r->steps, o->arms[r->arm].label, r->seed,
                     r->pt_step[k], r->pt_val[k], r->pt_train[k]);
     }
-    fclose(f);
-    fclose(c);
+    af_commit(&fa);
+    af_commit(&ca);
 }
 
 /* Per group and arm, the mean held-out loss at each evaluation and a +-1 sd band, over the
@@ -551,8 +575,9 @@ static void write_csvs(const options *o, const group *groups, const run *runs, i
 static void write_curve_data(const options *o, const run *runs, int n, int g, int a) {
     char path[512];
     snprintf(path, sizeof path, "%s/plot/g%d_%s.dat", o->out, g, o->arms[a].label);
-    FILE *f = fopen(path, "w");
-    if (!f) return;
+    af_file af;
+    if (af_open(&af, path) != 0) return;
+    FILE *f = af.f;
     fprintf(f, "# step mean sd-low sd-high seeds\n");
     const run *first = NULL; /* the seed with the most evaluations gives the steps */
     for (int i = 0; i < n; i++)
@@ -571,7 +596,7 @@ static void write_curve_data(const options *o, const run *runs, int n, int g, in
         fprintf(f, "%d %.6g %.6g %.6g %d\n", first->pt_step[k], s.mean, s.mean - s.sd,
                 s.mean + s.sd, m);
     }
-    fclose(f);
+    af_commit(&af);
 }
 
 /* A one-variable sweep (--lrs, or --depths): per cell, each arm's mean final loss, sd and how
@@ -584,8 +609,9 @@ static int write_sweep_data(const options *o, const group *groups, int n_groups,
     if (!by_lr && !by_depth) return 0;
     char path[512];
     snprintf(path, sizeof path, "%s/plot/sweep.dat", o->out);
-    FILE *f = fopen(path, "w");
-    if (!f) return 0;
+    af_file af;
+    if (af_open(&af, path) != 0) return 0;
+    FILE *f = af.f;
     fprintf(f, "# %s, then per arm: mean sd finished\n", by_lr ? "lr" : "layers");
     for (int g = 0; g < n_groups; g++) {
         fprintf(f, "%s", by_lr ? groups[g].lr : groups[g].layers);
@@ -597,8 +623,7 @@ static int write_sweep_data(const options *o, const group *groups, int n_groups,
         }
         fprintf(f, "\n");
     }
-    fclose(f);
-    return n_groups;
+    return af_commit(&af) == 0 ? n_groups : 0;
 }
 
 /* A budget sweep (--budgets only): per budget, its steps and tokens, then per arm after the
@@ -608,8 +633,9 @@ static int write_budget_data(const options *o, int n_groups, const run *runs, in
     if (o->n_budgets < 2 || o->n_lrs > 1 || o->n_depths > 1) return 0;
     char path[512];
     snprintf(path, sizeof path, "%s/plot/budget.dat", o->out);
-    FILE *f = fopen(path, "w");
-    if (!f) return 0;
+    af_file af;
+    if (af_open(&af, path) != 0) return 0;
+    FILE *f = af.f;
     fprintf(f, "# steps tokens, then per arm after the first: final diff lo hi, mean diff lo hi\n");
     for (int g = 0; g < n_groups; g++) {
         long tokens;
@@ -623,16 +649,16 @@ static int write_budget_data(const options *o, int n_groups, const run *runs, in
             }
         fprintf(f, "\n");
     }
-    fclose(f);
-    return 1;
+    return af_commit(&af) == 0;
 }
 
 static void plot(const options *o, const group *groups, int n_groups, int sweep_cells,
                  int budget_plot) {
     char path[512];
     snprintf(path, sizeof path, "%s/plot/curves.gp", o->out);
-    FILE *f = fopen(path, "w");
-    if (!f) return;
+    af_file af;
+    if (af_open(&af, path) != 0) return;
+    FILE *f = af.f;
     static const char *colours[] = {"#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
     fprintf(f,
@@ -701,7 +727,7 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
         }
         fprintf(f, "\n");
     }
-    fclose(f);
+    if (af_commit(&af) != 0) return;
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "cd '%s/plot' && gnuplot curves.gp 2>/dev/null", o->out);
     if (system("command -v gnuplot >/dev/null 2>&1") != 0)
@@ -758,12 +784,14 @@ static void report(const options *o, const group *groups, int n_groups, const ru
                    char (*verdicts)[400]) {
     char path[512];
     snprintf(path, sizeof path, "%s/summary.csv", o->out);
-    FILE *sum = fopen(path, "w");
+    af_file sa;
+    FILE *sum = af_open(&sa, path) == 0 ? sa.f : NULL;
     if (sum)
         fprintf(sum, "lr,layers,budget,arm,seeds,diverged,mean,sd,min,max,baseline,diff_mean,"
                      "diff_sd,diff_lo95,diff_hi95,pairs,verdict\n");
     snprintf(path, sizeof path, "%s/paired.csv", o->out);
-    FILE *pcsv = fopen(path, "w");
+    af_file pa;
+    FILE *pcsv = af_open(&pa, path) == 0 ? pa.f : NULL;
     if (pcsv)
         fprintf(pcsv, "lr,layers,budget,tokens,arm,baseline,statistic,diff_mean,diff_sd,"
                       "diff_lo95,diff_hi95,pairs,verdict\n");
@@ -825,8 +853,8 @@ static void report(const options *o, const group *groups, int n_groups, const ru
         snprintf(verdicts[g], 400, "%s", last_verdict);
         for (int a = 0; a < o->n_arms; a++) write_curve_data(o, runs, n, g, a);
     }
-    if (sum) fclose(sum);
-    if (pcsv) fclose(pcsv);
+    if (sum) af_commit(&sa);
+    if (pcsv) af_commit(&pa);
     /* what the runs ran on: one kernel path and library version for all, one config per arm */
     printf("\nruns: libsiamesenorm %s, kernels %s; config hash per arm:", runs[0].version,
            runs[0].isa);
@@ -898,6 +926,9 @@ int main(int argc, char **argv) {
         perror(dir);
         return 1;
     }
+    /* the tables are written after the runs: their directory must take them now */
+    snprintf(dir, sizeof dir, "%s/runs.csv", o.out);
+    if (af_check_writable(dir) != 0) return 1;
 
     static group groups[MAX_GROUPS];
     int n_groups = 0;

@@ -210,9 +210,9 @@ void data_batch(const dataset *d, uint64_t *rng, int b, int *tokens, int *target
     }
 }
 
-void data_row_text(const int *tokens, int T, char *buf) {
-    int n = 0;
-    for (int t = 0; t < T; t++) {
+void data_row_text(const int *tokens, int T, char *buf, size_t size) {
+    size_t n = 0;
+    for (int t = 0; t < T && n + 1 < size; t++) {
         int c = tokens[t];
         if (c == '\n') break;
         buf[n++] = (c >= 32 && c < 127) ? (char)c : '.';

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gpt_limits.h"
 #include "siamesenorm.h"
 
 /* ---- kernels (ops.c) ---------------------------------------------------------------------- */
@@ -174,6 +175,13 @@ const char *gpt_placement_name(int placement);
 /* Prints the known names, separated by '|'. */
 void gpt_placement_list(FILE *f);
 
+/* Whether cfg is a model this trainer can build: vocab GPT_VOCAB, every size within gpt_limits.h,
+ * heads dividing width, every enum a known value, eps finite and in (0, 1]. 0, or -1 with the
+ * reason written into why (n bytes). */
+int gpt_config_check(const gpt_config *cfg, char *why, size_t n);
+/* The number of parameters of a model of config cfg (gpt_config_check must have passed),
+ * without allocating it. 0, or -1 when libsiamesenorm refuses the config (reason in why). */
+int gpt_param_count(const gpt_config *cfg, size_t *n_params, char *why, size_t n);
 /* Allocates every buffer for up to max_b rows. Returns 0 or prints why and returns -1. */
 int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b);
 void gpt_model_free(gpt_model *m);
@@ -259,8 +267,9 @@ int text_split(dataset *d, const char *what, size_t n_train, int n_val);
 void data_free(dataset *d);
 /* b training rows (tokens and targets, T each) drawn with rng. */
 void data_batch(const dataset *d, uint64_t *rng, int b, int *tokens, int *targets);
-/* Formats row r of tokens as text into buf (non-printables as '.'). */
-void data_row_text(const int *tokens, int T, char *buf);
+/* Formats a row of T tokens, up to its first newline, as text into buf of size bytes
+ * (non-printables as '.'; cut at size - 1 characters, always terminated). */
+void data_row_text(const int *tokens, int T, char *buf, size_t size);
 
 /* ---- trainer (train.c) -------------------------------------------------------------------- */
 
@@ -303,6 +312,30 @@ eval_result trainer_eval(trainer *t);
 int checkpoint_save(const trainer *t, const char *path);
 /* Reads the model config of a checkpoint (to create the trainer before loading it). */
 int checkpoint_peek(const char *path, gpt_config *cfg);
+/* Loads a checkpoint into a trainer created with its config (checkpoint_peek). Every header
+ * field is checked against its use before anything is read into the trainer (see
+ * ckpt_read_header); on failure (-1, with a message) the trainer's parameters and moments may
+ * have been overwritten: free it. */
 int checkpoint_load(trainer *t, const char *path);
+
+/* The checkpoint file format, for the loader above and the fuzz harness (fuzz/fuzz_ckpt.c):
+ * an 80-byte header (magic "SNGPTCK2", the config as 12 int32, int64 n_params, int32 step,
+ * int32 q/k/v norm mode, uint64 data RNG), then n_params floats each of the parameters, the
+ * AdamW first and second moments, native byte order. */
+typedef struct ckpt_info {
+    gpt_config cfg; /* act_dtype 0 (not stored); qk_norm the stored (resolved) mode */
+    int step;
+    uint64_t rng;
+    size_t n_params;
+} ckpt_info;
+/* Reads the header from f, a file of len bytes, and checks it semantically: vocab equals the
+ * tasks' byte range (256), the config passes gpt_config_check, the q/k/v norm mode is a
+ * resolved one, 0 <= step <= GPT_MAX_STEPS, n_params is what the config needs, and len is
+ * exactly the header plus 3 * n_params floats. 0, or -1 with the reason in why (n bytes). */
+int ckpt_read_header(FILE *f, uint64_t len, ckpt_info *info, char *why, size_t n);
+/* Reads the three arrays of n_params floats that follow the header and checks them: every
+ * parameter and moment finite, every second moment >= 0. 0, or -1 with the reason in why. */
+int ckpt_read_body(FILE *f, size_t n_params, float *params, float *mom, float *vel, char *why,
+                   size_t n);
 
 #endif

@@ -1,15 +1,20 @@
-/* sn-gpt-train: command line, progress, logs. See `sn-gpt-train --help`. */
+/* sn-gpt-train: command line, progress, logs, interrupts. See `sn-gpt-train --help`. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "atomic_file.h"
 #include "clock.h"
 #include "dist.h"
 #include "gpt.h"
+#include "numarg.h"
 
 #define EXIT_DIVERGED     3
 #define EXIT_RANKS_DIFFER 4
+#define EXIT_INTERRUPTED  5
 
 typedef struct options {
     gpt_config cfg;
@@ -21,6 +26,85 @@ typedef struct options {
     double val_frac;
     uint64_t seed;
 } options;
+
+/* SIGINT or SIGTERM received: the run stops after the step in progress (see run_on). The
+ * handler only sets this; SA_RESETHAND makes a second signal end the program at once. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig) { stop_signal = sig; }
+
+static void catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    /* a file size limit (ulimit -f) makes a write fail (EFBIG) instead of killing the
+     * program, so that a checkpoint cut short is discarded and the previous one kept */
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+static const char log_header[] =
+    "step,train_loss,val_loss,accuracy,lr,grad_norm,tok_per_s,elapsed_s\n";
+
+/* The --log file, ready to append rows to. The file is replaced (atomic_file.h) by the header
+ * and, when the run resumes from a checkpoint at step `resumed_at` (> 0), the rows of steps
+ * 1..resumed_at of the existing log, in their order; its later rows (a run that went on past
+ * the checkpoint) and rows cut short (a run killed mid-row) are dropped, so the resumed run's
+ * rows follow on. An existing file that is not such a log (its first line is not the header)
+ * is left alone: NULL, after a message, as for any error. */
+static FILE *open_log(const char *path, int resumed_at) {
+    FILE *old = fopen(path, "rb");
+    af_file a;
+    if (af_open(&a, path) != 0) {
+        if (old) fclose(old);
+        return NULL;
+    }
+    fputs(log_header, a.f);
+    int is_log = 1, first = 1, whole = 1; /* whole: the previous piece ended a line */
+    char line[512];
+    while (old && fgets(line, sizeof line, old)) {
+        size_t len = strlen(line);
+        int starts = whole;
+        whole = len > 0 && line[len - 1] == '\n';
+        if (first) {
+            is_log = strcmp(line, log_header) == 0;
+            first = 0;
+            if (!is_log) break;
+            continue;
+        }
+        char *end;
+        long step = strtol(line, &end, 10);
+        if (starts && whole && end != line && *end == ',' && step >= 1 && step <= resumed_at)
+            fputs(line, a.f);
+    }
+    if (old) fclose(old);
+    if (!is_log) {
+        fprintf(stderr, "%s: exists and is not an sn-gpt-train log: not replacing it\n", path);
+        af_abort(&a);
+        return NULL;
+    }
+    if (af_commit(&a) != 0) return NULL;
+    FILE *f = fopen(path, "a");
+    if (!f) perror(path);
+    return f;
+}
+
+/* Refuses an output that is an input or the other output (the same device and inode): --log
+ * must be none of --data, --load, --save, and --save not --data. --save may be --load
+ * (resuming in place: the save is atomic). */
+static int outputs_distinct(const char *log, const char *save, const char *load, const char *data) {
+    const char *pairs[4][2] = {{log, data}, {log, load}, {log, save}, {save, data}};
+    for (int i = 0; i < 4; i++)
+        if (pairs[i][0] && pairs[i][1] && af_same_file(pairs[i][0], pairs[i][1])) {
+            fprintf(stderr, "%s and %s are the same file: refusing to overwrite it\n", pairs[i][0],
+                    pairs[i][1]);
+            return -1;
+        }
+    return 0;
+}
 
 static void usage(FILE *f) {
     fprintf(f, "usage: sn-gpt-train [options]\n"
@@ -83,8 +167,14 @@ static void usage(FILE *f) {
         "  over P ranks; only rank 0 evaluates, prints, logs and saves\n"
         "  --reduce R          ordered (default: fixed summation order, bitwise\n"
         "                      reproducible) or allreduce (MPI_Allreduce, for timing)\n"
+        "interrupts: on SIGINT (Ctrl-C) or SIGTERM the run finishes the step in progress,\n"
+        "  logs it, saves the checkpoint if --save was given, and exits with status 5;\n"
+        "  resume with --load (and the same --log: its rows up to the checkpoint's step\n"
+        "  are kept, the new ones appended). A second signal ends the program at once\n"
+        "every number is range-checked; files are written whole or not at all (a\n"
+        "  temporary in the same directory, renamed), --save's directory is checked at start\n"
         "exit status: 0 done, 1 usage or I/O error, 3 diverged (NaN/Inf loss), 4 the\n"
-        "ranks' weights differ\n",
+        "ranks' weights differ, 5 interrupted\n",
         dist_available() ? "" : ": not in this build");
 }
 
@@ -109,7 +199,7 @@ static int parse(int argc, char **argv, options *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = 1;
+        int takes = 1, bad = 0;
 #define OPT(name) (strcmp(a, name) == 0)
         if (OPT("--help") || OPT("-h")) {
             usage(stdout);
@@ -181,49 +271,57 @@ static int parse(int argc, char **argv, options *o) {
             }
         } else if (OPT("--data")) o->data = v, o->task = DATA_TEXT;
         else if (OPT("--corpus-dir")) o->corpus_dir = v;
-        else if (OPT("--eps")) o->cfg.eps = (float)atof(v);
         else if (OPT("--log")) o->log = v;
         else if (OPT("--save")) o->save = v;
         else if (OPT("--load")) o->load = v;
-        else if (OPT("--digits")) o->digits = atoi(v);
-        else if (OPT("--val-frac")) o->val_frac = atof(v);
-        else if (OPT("--val-size")) o->val_size = atoi(v);
-        else if (OPT("--layers")) o->cfg.layers = atoi(v);
-        else if (OPT("--width")) o->cfg.width = atoi(v);
-        else if (OPT("--heads")) o->cfg.heads = atoi(v);
-        else if (OPT("--ctx")) o->cfg.ctx = atoi(v);
-        else if (OPT("--batch")) o->batch = atoi(v);
-        else if (OPT("--steps")) o->opt.steps = atoi(v);
-        else if (OPT("--lr")) o->opt.lr = (float)atof(v);
-        else if (OPT("--warmup")) o->opt.warmup = atoi(v);
-        else if (OPT("--min-lr-frac")) o->opt.min_lr_frac = (float)atof(v);
-        else if (OPT("--wd")) o->opt.weight_decay = (float)atof(v);
-        else if (OPT("--clip")) o->opt.clip = (float)atof(v);
-        else if (OPT("--beta2")) o->opt.beta2 = (float)atof(v);
-        else if (OPT("--seed")) o->seed = strtoull(v, NULL, 10);
-        else if (OPT("--eval-every")) o->eval_every = atoi(v), o->evals = 0;
-        else if (OPT("--evals")) o->evals = atoi(v);
-        else if (OPT("--print-every")) o->print_every = atoi(v);
-        else if (OPT("--samples")) o->samples = atoi(v);
-        else if (OPT("--blas-threads")) o->blas_threads = atoi(v);
+        /* every number through numarg.h, with the limits of gpt_limits.h */
+        else if (OPT("--eps")) bad = na_float(a, v, 0.0, 1.0, NA_OPEN_LO, &o->cfg.eps);
+        else if (OPT("--digits")) bad = na_int(a, v, 1, 9, &o->digits);
+        else if (OPT("--val-frac"))
+            bad = na_double(a, v, 0.0, 1.0, NA_OPEN_LO | NA_OPEN_HI, &o->val_frac);
+        else if (OPT("--val-size")) bad = na_int(a, v, 1, 1000000, &o->val_size);
+        else if (OPT("--layers")) bad = na_int(a, v, 1, GPT_MAX_LAYERS, &o->cfg.layers);
+        else if (OPT("--width")) bad = na_int(a, v, 1, GPT_MAX_WIDTH, &o->cfg.width);
+        else if (OPT("--heads")) bad = na_int(a, v, 1, GPT_MAX_WIDTH, &o->cfg.heads);
+        else if (OPT("--ctx")) bad = na_int(a, v, 1, GPT_MAX_CTX, &o->cfg.ctx);
+        else if (OPT("--batch")) bad = na_int(a, v, 1, GPT_MAX_BATCH, &o->batch);
+        else if (OPT("--steps")) bad = na_int(a, v, 1, GPT_MAX_STEPS, &o->opt.steps);
+        else if (OPT("--lr")) bad = na_float(a, v, 0.0, GPT_MAX_LR, NA_OPEN_LO, &o->opt.lr);
+        else if (OPT("--warmup")) bad = na_int(a, v, 0, GPT_MAX_STEPS, &o->opt.warmup);
+        else if (OPT("--min-lr-frac")) bad = na_float(a, v, 0.0, 1.0, 0, &o->opt.min_lr_frac);
+        else if (OPT("--wd")) bad = na_float(a, v, 0.0, 1e6, 0, &o->opt.weight_decay);
+        else if (OPT("--clip")) bad = na_float(a, v, 0.0, 1e30, 0, &o->opt.clip);
+        else if (OPT("--beta2")) bad = na_float(a, v, 0.0, 1.0, NA_OPEN_HI, &o->opt.beta2);
+        else if (OPT("--seed")) bad = na_u64(a, v, 0, UINT64_MAX, &o->seed);
+        else if (OPT("--eval-every"))
+            bad = na_int(a, v, 0, GPT_MAX_STEPS, &o->eval_every), o->evals = 0;
+        else if (OPT("--evals")) bad = na_int(a, v, 1, GPT_MAX_STEPS, &o->evals);
+        else if (OPT("--print-every")) bad = na_int(a, v, 0, GPT_MAX_STEPS, &o->print_every);
+        else if (OPT("--samples")) bad = na_int(a, v, 0, 1000, &o->samples);
+        else if (OPT("--blas-threads")) bad = na_int(a, v, 1, 1024, &o->blas_threads);
         else {
             fprintf(stderr, "unknown option %s (see --help)\n", a);
             return -1;
         }
 #undef OPT
+        if (bad) return -1;
         i += takes;
-    }
-    if (o->batch < 1 || o->opt.steps < 1 || !(o->opt.lr > 0.0f) || o->eval_every < 0 ||
-        o->print_every < 0 || o->val_frac <= 0.0 || o->val_frac >= 1.0 || !(o->cfg.eps > 0.0f) ||
-        !isfinite(o->cfg.eps)) {
-        fprintf(stderr, "invalid --batch, --steps, --lr, --eval-every, --val-frac or --eps\n");
-        return -1;
     }
     if (o->opt.warmup < 0) o->opt.warmup = o->opt.steps / 20;
     if (o->evals > 0) o->eval_every = o->opt.steps / o->evals > 0 ? o->opt.steps / o->evals : 1;
     if (o->val_size <= 0)
         o->val_size = o->task == DATA_TEXT ? 64 : o->task == DATA_ADDITION ? 1000 : 256;
     if (o->cfg.ctx <= 0) o->cfg.ctx = o->task == DATA_ADDITION ? addition_ctx(o->digits) : 64;
+    char why[96];
+    if (gpt_config_check(&o->cfg, why, sizeof why) != 0) {
+        fprintf(stderr, "invalid model: %s\n", why);
+        return -1;
+    }
+    if ((long)o->batch * o->cfg.ctx > GPT_MAX_TOKENS) {
+        fprintf(stderr, "--batch %d x --ctx %d: more than %ld tokens per step\n", o->batch,
+                o->cfg.ctx, GPT_MAX_TOKENS);
+        return -1;
+    }
     return 0;
 }
 
@@ -257,8 +355,8 @@ static void show_samples(trainer *t, int n, FILE *out) {
     }
     for (int r = 0; r < n; r++) {
         char want[64], got[64];
-        data_row_text(d->val_tokens + (size_t)r * T, T, want);
-        data_row_text(t->tokens + (size_t)r * T, T, got);
+        data_row_text(d->val_tokens + (size_t)r * T, T, want, sizeof want);
+        data_row_text(t->tokens + (size_t)r * T, T, got, sizeof got);
         fprintf(out, "  %-20s %s\n", got, strcmp(want, got) == 0 ? "ok" : "wrong");
         if (strcmp(want, got) != 0) fprintf(out, "  %-20s (expected)\n", want);
     }
@@ -301,7 +399,16 @@ static int run_on(const options *op, dist *dd, FILE *info) {
     options o = *op;
     int root = dd->rank == 0;
     ops_set_blas_threads(o.blas_threads);
+    /* outputs checked before the run, not after it */
+    if (outputs_distinct(o.log, o.save, o.load, o.task == DATA_TEXT ? o.data : NULL) != 0 ||
+        (o.save && af_check_writable(o.save) != 0))
+        return 1;
     if (o.load && checkpoint_peek(o.load, &o.cfg) != 0) return 1;
+    if ((long)o.batch * o.cfg.ctx > GPT_MAX_TOKENS) {
+        fprintf(stderr, "--batch %d x ctx %d of %s: more than %ld tokens per step\n", o.batch,
+                o.cfg.ctx, o.load, GPT_MAX_TOKENS);
+        return 1;
+    }
 
     dataset data;
     int rc = o.task == DATA_TEXT    ? data_text(&data, o.data, o.cfg.ctx, o.val_frac, o.val_size)
@@ -324,14 +431,12 @@ static int run_on(const options *op, dist *dd, FILE *info) {
     }
     FILE *csv = NULL;
     if (o.log) {
-        csv = fopen(o.log, "w");
+        csv = open_log(o.log, o.load ? t.step : 0);
         if (!csv) {
-            perror(o.log);
             trainer_free(&t);
             data_free(&data);
             return 1;
         }
-        fprintf(csv, "step,train_loss,val_loss,accuracy,lr,grad_norm,tok_per_s,elapsed_s\n");
     }
 
     const gpt_config *c = &t.model.cfg;
@@ -380,7 +485,7 @@ static int run_on(const options *op, dist *dd, FILE *info) {
                 dd->reduce == DIST_ALLREDUCE ? "MPI_Allreduce" : "ordered (fixed summation order)");
 
     double t_start = now_s(), train_time = 0.0, digest_time = 0.0;
-    int start_step = t.step, diverged = 0;
+    int start_step = t.step, diverged = 0, interrupted = 0;
     /* the weights' digest: the same on every rank after every step, or the run stops */
     uint64_t digest = dist_digest(t.model.params, t.model.n_params);
     double reduce_t0 = dd->t_reduce, wait_t0 = dd->t_wait;
@@ -432,8 +537,12 @@ static int run_on(const options *op, dist *dd, FILE *info) {
             else fprintf(csv, ",,");
             fprintf(csv, "%.6g,%.6g,%.1f,%.3f\n", (double)r.lr, (double)r.grad_norm, tok_s,
                     now_s() - t_start);
+            fflush(csv); /* whole rows only, whenever the run stops */
         }
-        if (diverged || s == steps) break;
+        /* every rank stops at the same step: rank 0's signal decides */
+        interrupted = stop_signal != 0;
+        if (dd->size > 1) dist_bcast_int(dd, &interrupted);
+        if (diverged || s == steps || interrupted) break;
         double t0 = now_s();
         r = trainer_step(&t);
         double t1 = now_s();
@@ -457,6 +566,11 @@ static int run_on(const options *op, dist *dd, FILE *info) {
         fprintf(info, "diverged at step %d (train loss %g, grad norm %g): stopping\n", t.step,
                 (double)r.loss, (double)r.grad_norm);
         status = EXIT_DIVERGED;
+    } else if (interrupted) {
+        fprintf(info, "interrupted at step %d of %d (signal %d)%s%s%s\n", t.step, steps,
+                (int)stop_signal, o.save ? ": saving " : "", o.save ? o.save : "",
+                o.save ? "; resume with --load" : "");
+        status = EXIT_INTERRUPTED;
     } else {
         fprintf(info, "final | norm %s | step %d | val loss %.4f", gpt_placement_name(c->placement),
                 t.step, last.loss);
@@ -484,16 +598,18 @@ static int run_on(const options *op, dist *dd, FILE *info) {
         char b1[32], b2[32], b3[32];
         printf("{\"final\":true,\"norm\":\"%s\",\"seed\":%llu,\"isa\":\"%s\","
                "\"config_hash\":\"%016llx\",\"step\":%d,\"val_loss\":%s,\"accuracy\":%s,"
-               "\"train_loss\":%s,\"elapsed_s\":%.2f,\"diverged\":%s,\"ranks\":%d,"
+               "\"train_loss\":%s,\"elapsed_s\":%.2f,\"diverged\":%s,\"interrupted\":%s,"
+               "\"ranks\":%d,"
                "\"step_ms\":%.4f,\"wait_ms\":%.4f,\"reduce_ms\":%.4f,"
                "\"digest\":\"%016llx\"}\n",
                gpt_placement_name(c->placement), (unsigned long long)o.seed, isa,
                (unsigned long long)hash, t.step, jnum(last.loss, b1, 32),
                jnum(last.accuracy, b2, 32), jnum(r.loss, b3, 32), elapsed,
-               diverged ? "true" : "false", dd->size, step_ms, wait_ms, reduce_ms,
-               (unsigned long long)digest);
+               diverged ? "true" : "false", interrupted ? "true" : "false", dd->size, step_ms,
+               wait_ms, reduce_ms, (unsigned long long)digest);
     }
     if (o.save && !diverged && checkpoint_save(&t, o.save) != 0) status = 1;
+    if (o.save && interrupted && status == EXIT_INTERRUPTED) fprintf(info, "saved %s\n", o.save);
     trainer_free(&t);
     data_free(&data);
     return status;
@@ -518,12 +634,16 @@ static int run(options o, dist *dd) {
 int main(int argc, char **argv) {
     options o;
     if (parse(argc, argv, &o) != 0) return 1;
+    catch_signals();
     dist dd;
     if (dist_init(&dd, &argc, &argv) != 0) return 1;
     dd.reduce = o.reduce;
     int status = run(o, &dd);
     /* a rank that fails alone (an I/O error on rank 0) must not leave the others waiting */
-    if (status != 0 && status != EXIT_DIVERGED) dist_abort(&dd, status);
+    /* (diverging and interrupts stop every rank at the same step: no abort, which could kill
+     * rank 0 while it saves) */
+    if (status != 0 && status != EXIT_DIVERGED && status != EXIT_INTERRUPTED)
+        dist_abort(&dd, status);
     dist_finalize(&dd);
     return status;
 }

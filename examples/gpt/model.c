@@ -90,43 +90,54 @@ static float *alloc_floats(size_t n, int *failed) {
     return p;
 }
 
-int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b) {
-    memset(m, 0, sizeof *m);
-    m->cfg = *cfg;
-    m->max_b = max_b;
+int gpt_config_check(const gpt_config *c, char *why, size_t n) {
+    const char *bad = NULL;
+    int qk = gpt_qk_norm_resolve(c->placement, c->qk_norm);
+    if (c->vocab < 2 || c->vocab > GPT_VOCAB) bad = "vocab outside 2..256";
+    else if (c->ctx < 1 || c->ctx > GPT_MAX_CTX) bad = "ctx outside 1..8192";
+    else if (c->layers < 1 || c->layers > GPT_MAX_LAYERS) bad = "layers outside 1..1024";
+    else if (c->width < 1 || c->width > GPT_MAX_WIDTH) bad = "width outside 1..8192";
+    else if (c->heads < 1 || c->heads > c->width || c->width % c->heads != 0)
+        bad = "heads do not divide width";
+    else if (c->tied != 0 && c->tied != 1) bad = "tied is neither 0 nor 1";
+    else if (c->placement < 0 || c->placement >= SN_PLACEMENT_COUNT) bad = "unknown placement";
+    else if (c->norm_kind != SN_NORM_LAYERNORM && c->norm_kind != SN_NORM_RMSNORM)
+        bad = "unknown norm kind";
+    else if (c->qk_norm < GPT_QK_AUTO || c->qk_norm > GPT_QK_QKV || qk < GPT_QK_NONE)
+        bad = "unknown qk-norm mode";
+    else if (c->init < GPT_INIT_GPT2 || c->init > GPT_INIT_MITCHELL) bad = "unknown init";
+    else if (!(c->eps > 0.0f && c->eps <= 1.0f)) bad = "eps outside (0, 1]";
+    else if (c->scale_rule != SN_SCALE_DEFAULT && c->scale_rule != SN_SCALE_NONE)
+        bad = "unknown scale rule";
+    else if (c->no_input_norm != 0 && c->no_input_norm != 1)
+        bad = "no_input_norm is neither 0 nor 1";
+    else if (c->act_dtype != SN_DTYPE_F32 && c->act_dtype != SN_DTYPE_BF16)
+        bad = "unknown act dtype";
+    if (bad) snprintf(why, n, "%s", bad);
+    return bad ? -1 : 0;
+}
+
+/* The placement layer's network, the per-head norm and every tensor's size for a config that
+ * passed gpt_config_check: gpt_model_create's layout, and gpt_param_count's. */
+static sn_status model_layout(const gpt_config *cfg, int qk_mode, sn_net *net, sn_norm *qkn,
+                              int64_t *qkn_params, int64_t *qkn_stats, int64_t *acts_per_row,
+                              int64_t *work_per_row, size_t sizes[P_COUNT]) {
     int V = cfg->vocab, T = cfg->ctx, L = cfg->layers, D = cfg->width, NH = cfg->heads;
-    m->cfg.qk_norm = gpt_qk_norm_resolve(cfg->placement, cfg->qk_norm);
-    if (V < 2 || T < 1 || L < 1 || D < 1 || NH < 1 || D % NH != 0 || max_b < 1 ||
-        m->cfg.qk_norm < GPT_QK_NONE || m->cfg.qk_norm > GPT_QK_QKV || cfg->init < GPT_INIT_GPT2 ||
-        cfg->init > GPT_INIT_MITCHELL) {
-        fprintf(stderr, "invalid model config (heads must divide width; unknown qk_norm or "
-                        "init)\n");
-        return -1;
-    }
-    /* the context reads SN_ISA and SN_THREADS from the environment */
-    sn_status st = sn_ctx_create(&m->ctx);
-    if (st == SN_OK)
-        st = sn_net_init(&m->net, (sn_placement)cfg->placement, 2 * L, D,
-                         (sn_norm_kind)cfg->norm_kind, cfg->eps);
+    sn_status st = sn_net_init(net, (sn_placement)cfg->placement, 2 * L, D,
+                               (sn_norm_kind)cfg->norm_kind, cfg->eps);
     if (st == SN_OK) {
-        m->net.scale_rule = (sn_scale_rule)cfg->scale_rule;
-        m->net.act_dtype = (uint32_t)cfg->act_dtype;
-        if (cfg->no_input_norm) m->net.input_norm.kind = SN_NORM_IDENTITY;
+        net->scale_rule = (sn_scale_rule)cfg->scale_rule;
+        net->act_dtype = (uint32_t)cfg->act_dtype;
+        if (cfg->no_input_norm) net->input_norm.kind = SN_NORM_IDENTITY;
     }
-    int64_t n_norm = 0, acts_per_row = 0, work_per_row = 0;
-    if (st == SN_OK) st = sn_net_sizes(&m->net, &n_norm, &acts_per_row, &work_per_row);
+    int64_t n_norm = 0;
+    if (st == SN_OK) st = sn_net_sizes(net, &n_norm, acts_per_row, work_per_row);
     /* the per-head q/k/v norms: the network's norm kind and affine mode, on groups of hs */
-    m->n_qkn = gpt_qk_norm_count(m->cfg.qk_norm);
-    m->qkn = m->net.norm;
-    m->qkn.group = D / NH;
-    if (st == SN_OK) st = sn_norm_query(&m->qkn, D, &m->qkn_params, &m->qkn_stats);
-    if (st != SN_OK) {
-        fprintf(stderr, "sn_net: %s\n", sn_status_string(st));
-        sn_ctx_destroy(m->ctx);
-        m->ctx = NULL;
-        return -1;
-    }
-    size_t sizes[P_COUNT] = {
+    *qkn = net->norm;
+    qkn->group = D / NH;
+    if (st == SN_OK) st = sn_norm_query(qkn, D, qkn_params, qkn_stats);
+    if (st != SN_OK) return st;
+    size_t s[P_COUNT] = {
         (size_t)V * D,
         (size_t)T * D,
         (size_t)L * 3 * D * D,
@@ -138,9 +149,54 @@ int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b) {
         (size_t)L * D * 4 * D,
         (size_t)L * D,
         (size_t)n_norm,
-        (size_t)L * m->n_qkn * (size_t)m->qkn_params,
+        (size_t)L * (size_t)gpt_qk_norm_count(qk_mode) * (size_t)*qkn_params,
         cfg->tied ? 0 : (size_t)V * D,
     };
+    memcpy(sizes, s, sizeof s);
+    return SN_OK;
+}
+
+int gpt_param_count(const gpt_config *cfg, size_t *n_params, char *why, size_t n) {
+    sn_net net;
+    sn_norm qkn;
+    int64_t qp, qs, acts, work;
+    size_t sizes[P_COUNT];
+    sn_status st = model_layout(cfg, gpt_qk_norm_resolve(cfg->placement, cfg->qk_norm), &net, &qkn,
+                                &qp, &qs, &acts, &work, sizes);
+    if (st != SN_OK) {
+        snprintf(why, n, "sn_net: %s", sn_status_string(st));
+        return -1;
+    }
+    *n_params = 0;
+    for (int i = 0; i < P_COUNT; i++) *n_params += sizes[i];
+    return 0;
+}
+
+int gpt_model_create(gpt_model *m, const gpt_config *cfg, int max_b) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    m->max_b = max_b;
+    int V = cfg->vocab, T = cfg->ctx, L = cfg->layers, D = cfg->width, NH = cfg->heads;
+    m->cfg.qk_norm = gpt_qk_norm_resolve(cfg->placement, cfg->qk_norm);
+    char why[96];
+    if (gpt_config_check(cfg, why, sizeof why) != 0 || max_b < 1) {
+        fprintf(stderr, "invalid model config: %s\n", max_b < 1 ? "no rows" : why);
+        return -1;
+    }
+    /* the context reads SN_ISA and SN_THREADS from the environment */
+    sn_status st = sn_ctx_create(&m->ctx);
+    int64_t acts_per_row = 0, work_per_row = 0;
+    size_t sizes[P_COUNT];
+    m->n_qkn = gpt_qk_norm_count(m->cfg.qk_norm);
+    if (st == SN_OK)
+        st = model_layout(cfg, m->cfg.qk_norm, &m->net, &m->qkn, &m->qkn_params, &m->qkn_stats,
+                          &acts_per_row, &work_per_row, sizes);
+    if (st != SN_OK) {
+        fprintf(stderr, "sn_net: %s\n", sn_status_string(st));
+        sn_ctx_destroy(m->ctx);
+        m->ctx = NULL;
+        return -1;
+    }
     m->n_params = 0;
     for (int i = 0; i < P_COUNT; i++) {
         m->size[i] = sizes[i];

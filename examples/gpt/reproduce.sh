@@ -6,7 +6,8 @@
 # usage: examples/gpt/reproduce.sh [BUILD_DIR [OUT [EXPERIMENT...]]]
 #   EXPERIMENT, on the fortunes corpus (the default): main budgets budget16 lr ablations depth
 #   on the generated tales corpus (the history section): tales-main tales-isa tales-first
-#   tales-init tales-ablations tales-lr tales-depth addition
+#   tales-init tales-ablations tales-lr tales-depth addition, and tales-span (SpanNorm at the
+#   tales LR sweep's and main job's settings: 28 runs, measured 1h47m under a load of about 30)
 #   default: the fortunes experiments. Each one says its own ETA; on an idle 2-core machine
 #   main takes about 1.5 minutes, budgets 8, budget16 about 25, lr 12, ablations 3, depth 6.
 # The tales experiments ran before the fortunes corpus existed: they pin the corpus and the
@@ -79,6 +80,11 @@ for e in $which; do
             --lr 3e-3 ;;
     addition) # the arithmetic task (8 layers, 1000 steps of 64 problems, LR 3e-3)
         run addition -- --task addition --layers 8 --batch 64 --steps 1000 --lr 3e-3 ;;
+    tales-span) # SpanNorm in the tales LR sweep's settings and at its main job's (4 seeds)
+        run span-lr --seeds 4 --arms pre_norm,span_norm --lrs 1e-2,3e-2 -- --task tales \
+            --batch 16 --layers 8 --steps 300
+        # shellcheck disable=SC2086
+        run span-main --seeds 4 --arms pre_norm,span_norm,siamese -- $tales ;;
     *)
         echo "reproduce.sh: unknown experiment $e" >&2
         exit 1 ;;

@@ -21,10 +21,12 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
 export SN_THREADS=1
-# Under AddressSanitizer (tools/test.sh stage 2) LeakSanitizer reports OpenMPI's own
-# allocations, made in MCA components it has unloaded by exit (no stack to suppress by
-# library): leak checking stays on for every trainer run without MPI, off for these.
-if [ -n "${ASAN_OPTIONS-}" ]; then export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"; fi
+# Under AddressSanitizer LeakSanitizer reports OpenMPI's own allocations, made in MCA
+# components it has unloaded by exit (no stack to suppress by library): leak checking stays on
+# for every trainer run without MPI, off for these. Whether or not ASAN_OPTIONS is set already
+# (tools/test.sh sets it; a plain `meson test` in a sanitizer build does not, and LeakSanitizer
+# is on by default), and harmless without ASan.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
 tales="--layers 2 --width 32 --heads 2 --batch 8 --steps 40 --val-size 32 --eval-every 20 --json"
 add="--task addition --digits 2 --layers 2 --width 32 --heads 2 --batch 6 --steps 40

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "dist.h"
 #include "gpt.h"
 
@@ -150,69 +151,151 @@ int checkpoint_save(const trainer *t, const char *path) {
     h.step = t->step;
     h.qk_norm = t->model.cfg.qk_norm;
     h.rng = t->rng;
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        perror(path);
+    /* whole or not at all: a failed save (disk full, a file size limit, a kill) leaves the
+     * previous file at path, which may be the one this run was loaded from */
+    af_file a;
+    if (af_open(&a, path) != 0) return -1;
+    size_t n = t->model.n_params;
+    if (fwrite(&h, sizeof h, 1, a.f) != 1 || fwrite(t->model.params, sizeof(float), n, a.f) != n ||
+        fwrite(t->mom, sizeof(float), n, a.f) != n || fwrite(t->vel, sizeof(float), n, a.f) != n) {
+        fprintf(stderr, "%s: write failed; the file is as it was\n", path);
+        af_abort(&a);
         return -1;
     }
-    size_t n = t->model.n_params;
-    int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(t->model.params, sizeof(float), n, f) == n &&
-             fwrite(t->mom, sizeof(float), n, f) == n && fwrite(t->vel, sizeof(float), n, f) == n;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) fprintf(stderr, "%s: write failed\n", path);
-    return ok ? 0 : -1;
+    return af_commit(&a);
 }
 
-static int read_header(FILE *f, const char *path, ckpt_header *h) {
-    if (fread(h, sizeof *h, 1, f) != 1 || memcmp(h->magic, ckpt_magic, sizeof h->magic) != 0) {
-        fprintf(stderr, "%s: not an sn-gpt-train checkpoint\n", path);
+int ckpt_read_header(FILE *f, uint64_t len, ckpt_info *info, char *why, size_t n) {
+    ckpt_header h;
+    if (len < sizeof h || fread(&h, sizeof h, 1, f) != 1 ||
+        memcmp(h.magic, ckpt_magic, sizeof h.magic) != 0) {
+        snprintf(why, n, "not an sn-gpt-train checkpoint");
         return -1;
     }
+    gpt_config c;
+    memset(&c, 0, sizeof c);
+    ints_to_cfg(h.cfg, &c);
+    c.qk_norm = h.qk_norm;
+    /* every field against its use: the tokens are bytes, the sizes build buffers, step counts
+     * AdamW's t from 1, n_params and the file's length must agree with the config */
+    char bad[96];
+    size_t want = 0;
+    if (c.vocab != GPT_VOCAB) {
+        snprintf(why, n, "vocab %d, but the tasks' tokens are bytes (vocab %d)", c.vocab,
+                 GPT_VOCAB);
+        return -1;
+    }
+    if (gpt_config_check(&c, bad, sizeof bad) != 0) {
+        snprintf(why, n, "invalid model config: %s", bad);
+        return -1;
+    }
+    if (h.qk_norm < GPT_QK_NONE || h.qk_norm > GPT_QK_QKV) {
+        snprintf(why, n, "invalid q/k/v norm mode %d", (int)h.qk_norm);
+        return -1;
+    }
+    if (h.step < 0 || h.step > GPT_MAX_STEPS) {
+        snprintf(why, n, "step %d outside 0..%ld", (int)h.step, GPT_MAX_STEPS);
+        return -1;
+    }
+    if (gpt_param_count(&c, &want, bad, sizeof bad) != 0) {
+        snprintf(why, n, "invalid model config: %s", bad);
+        return -1;
+    }
+    if (h.n_params != (int64_t)want) {
+        snprintf(why, n, "%lld parameters, but its config has %zu", (long long)h.n_params, want);
+        return -1;
+    }
+    /* want <= ~2^43 (gpt_limits.h): 3 * 4 * want + sizeof h cannot overflow */
+    uint64_t body = 3u * (uint64_t)want * sizeof(float);
+    if (len - sizeof h != body) {
+        snprintf(why, n, "%llu bytes, but its config needs %llu", (unsigned long long)len,
+                 (unsigned long long)(body + sizeof h));
+        return -1;
+    }
+    info->cfg = c;
+    info->step = h.step;
+    info->rng = h.rng;
+    info->n_params = want;
     return 0;
 }
 
-int checkpoint_peek(const char *path, gpt_config *cfg) {
+int ckpt_read_body(FILE *f, size_t n_params, float *params, float *mom, float *vel, char *why,
+                   size_t n) {
+    if (fread(params, sizeof(float), n_params, f) != n_params ||
+        fread(mom, sizeof(float), n_params, f) != n_params ||
+        fread(vel, sizeof(float), n_params, f) != n_params) {
+        snprintf(why, n, "truncated checkpoint");
+        return -1;
+    }
+    /* the weights and moments a finished step leaves are finite, the second moments >= 0
+     * (AdamW divides by their square root) */
+    for (size_t i = 0; i < n_params; i++)
+        if (!isfinite(params[i]) || !isfinite(mom[i]) || !isfinite(vel[i]) || !(vel[i] >= 0.0f)) {
+            snprintf(why, n,
+                     "parameter %zu or its moments are not finite (or a negative second "
+                     "moment)",
+                     i);
+            return -1;
+        }
+    return 0;
+}
+
+/* Opens a checkpoint and reads its header: the open file, or NULL after printing why. */
+static FILE *open_checkpoint(const char *path, ckpt_info *info) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         perror(path);
-        return -1;
+        return NULL;
     }
-    ckpt_header h;
-    int rc = read_header(f, path, &h);
+    char why[160];
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        perror(path);
+        fclose(f);
+        return NULL;
+    }
+    if (ckpt_read_header(f, (uint64_t)len, info, why, sizeof why) != 0) {
+        fprintf(stderr, "%s: refused: %s\n", path, why);
+        fclose(f);
+        return NULL;
+    }
+    return f;
+}
+
+int checkpoint_peek(const char *path, gpt_config *cfg) {
+    ckpt_info info;
+    FILE *f = open_checkpoint(path, &info);
+    if (!f) return -1;
     fclose(f);
-    if (rc == 0) {
-        ints_to_cfg(h.cfg, cfg);
-        cfg->qk_norm = gpt_qk_norm_resolve(h.cfg[6], h.qk_norm);
-    }
-    return rc;
+    int act_dtype = cfg->act_dtype; /* not in the checkpoint: the run's choice */
+    *cfg = info.cfg;
+    cfg->act_dtype = act_dtype;
+    cfg->qk_norm = gpt_qk_norm_resolve(info.cfg.placement, info.cfg.qk_norm);
+    return 0;
 }
 
 int checkpoint_load(trainer *t, const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        return -1;
-    }
-    ckpt_header h;
-    int32_t mine[CKPT_CFG];
+    ckpt_info info;
+    FILE *f = open_checkpoint(path, &info);
+    if (!f) return -1;
+    int32_t mine[CKPT_CFG], theirs[CKPT_CFG];
     cfg_to_ints(&t->model.cfg, mine);
-    size_t n = t->model.n_params;
-    int rc = read_header(f, path, &h);
-    if (rc == 0 && (memcmp(mine, h.cfg, sizeof mine) != 0 || h.n_params != (int64_t)n ||
-                    gpt_qk_norm_resolve(h.cfg[6], h.qk_norm) != t->model.cfg.qk_norm)) {
+    cfg_to_ints(&info.cfg, theirs);
+    char why[160];
+    int rc = 0;
+    if (memcmp(mine, theirs, sizeof mine) != 0 || info.n_params != t->model.n_params ||
+        info.cfg.qk_norm != t->model.cfg.qk_norm) {
         fprintf(stderr, "%s: checkpoint was written for a different model\n", path);
         rc = -1;
-    }
-    if (rc == 0 &&
-        (fread(t->model.params, sizeof(float), n, f) != n ||
-         fread(t->mom, sizeof(float), n, f) != n || fread(t->vel, sizeof(float), n, f) != n)) {
-        fprintf(stderr, "%s: truncated checkpoint\n", path);
+    } else if (ckpt_read_body(f, info.n_params, t->model.params, t->mom, t->vel, why, sizeof why) !=
+               0) {
+        fprintf(stderr, "%s: refused: %s\n", path, why);
         rc = -1;
     }
     fclose(f);
     if (rc == 0) {
-        t->step = h.step;
-        t->rng = h.rng;
+        t->step = info.step;
+        t->rng = info.rng;
     }
     return rc;
 }

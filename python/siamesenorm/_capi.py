@@ -326,18 +326,57 @@ class _CtxGuard:
     """One Context's lock: the C library forbids sharing a context between concurrent calls,
     so calls on one context from several Python threads wait for each other; a call on a
     context from inside that context's own call (e.g. from its parallel-for hook on the same
-    thread) raises instead of deadlocking or corrupting its state."""
+    thread) raises instead of deadlocking or corrupting its state.
 
-    def __init__(self):
+    The guard also owns the context's lifetime: handle is the sn_ctx address until close(),
+    None after. close() takes the lock, so it waits for the call in flight; a call that was
+    waiting for the lock, or comes later, finds handle None and raises ContextClosedError
+    without reaching C. The address itself is read only under the lock: a freed sn_ctx is never
+    passed to the library."""
+
+    def __init__(self, handle):
         self.lock = threading.Lock()
         self.owner = None
+        self.handle = handle
+
+    def enter(self, what):
+        """Acquire for a call on this thread; returns the live handle. Raises RuntimeError on
+        a nested call from this thread, ContextClosedError once closed."""
+        me = threading.get_ident()
+        if self.owner == me:
+            raise RuntimeError(f"{what}: this Context is already in a call on this thread "
+                               "(a context serves one call at a time)")
+        self.lock.acquire()
+        if self.handle is None:
+            self.lock.release()
+            raise errors.ContextClosedError(None, f"{what}: this Context has been closed")
+        self.owner = me
+        return self.handle
+
+    def leave(self):
+        self.owner = None
+        self.lock.release()
+
+    def close(self, destroy):
+        """Waits for the call in flight, then destroy(handle) once; idempotent. From inside
+        this context's own call on this thread: RuntimeError (it would wait for itself)."""
+        if self.owner == threading.get_ident():
+            raise RuntimeError("close(): called from inside a call on this Context")
+        with self.lock:
+            h, self.handle = self.handle, None
+            if h is not None:
+                destroy(h)
+                _ctx_guards.pop(h, None)
 
 
-_ctx_guards = {}  # sn_ctx address -> _CtxGuard, kept by Context (register / unregister)
+_ctx_guards = {}  # sn_ctx address -> _CtxGuard of a live Context (register / its close)
 
 
 def register_ctx(handle):
-    _ctx_guards[handle] = _CtxGuard()
+    """The guard of a new context (kept by its Context; see _CtxGuard)."""
+    g = _CtxGuard(handle)
+    _ctx_guards[handle] = g
+    return g
 
 
 def unregister_ctx(handle):
@@ -353,19 +392,18 @@ def _guarded(fname, fn, argtypes):
             for k, t in ints:
                 if args[k] is not None:
                     check_int(args[k], t, f"{fname} argument {k + 1}")
-        g = _ctx_guards.get(args[0]) if takes_ctx and args and args[0] else None
+        first = args[0] if takes_ctx and args else None
+        # a Context's guard (what ctx_handle passes), or the guard of a raw registered address
+        g = getattr(first, "_sn_guard", None)
+        if g is None and isinstance(first, int):
+            g = _ctx_guards.get(first)
         if g is None:
             return fn(*args)
-        me = threading.get_ident()
-        if g.owner == me:
-            raise RuntimeError(f"{fname}: this Context is already in a call on this thread "
-                               "(a context serves one call at a time)")
-        with g.lock:
-            g.owner = me
-            try:
-                return fn(*args)
-            finally:
-                g.owner = None
+        h = g.enter(fname)
+        try:
+            return fn(h, *args[1:])
+        finally:
+            g.leave()
     call.__name__ = fname
     call.raw = fn
     return call

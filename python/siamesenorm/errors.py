@@ -12,7 +12,7 @@ __all__ = [
     "SiameseNormError", "NullError", "ShapeError", "StrideError", "EpsError", "ScaleError",
     "AliasError", "PlacementError", "NormError", "GroupError", "FlagsError", "IndexOutOfRange",
     "ConfigError", "UnsupportedError", "NoMemError", "NonFiniteError", "DTypeError", "ReadOnlyError",
-    "LibraryNotFoundError", "VersionMismatchError", "error_for_status",
+    "ContextClosedError", "LibraryNotFoundError", "VersionMismatchError", "error_for_status",
 ]
 
 
@@ -126,6 +126,12 @@ class DTypeError(SiameseNormError, TypeError):
 
 class ReadOnlyError(SiameseNormError, ValueError):
     """An output array is not writeable. status is None."""
+
+
+class ContextClosedError(SiameseNormError, ValueError):
+    """A call on a Context that is closed: after close(), or while it waited for the Context
+    (which serves one call at a time) another thread closed it. Nothing reached the library.
+    status is None."""
 
 
 class LibraryNotFoundError(SiameseNormError, OSError):

@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 
 from . import _capi
+from . import errors
 from . import _arrays as A
 from ._capi import lib, check
 
@@ -26,14 +27,26 @@ def _code(table, value, what):
 
 
 def ctx_handle(ctx):
-    """The sn_ctx pointer of a Context, or None (NULL: defaults)."""
+    """What a call passes as its sn_ctx: None (NULL: defaults), or the Context's guard, which
+    the call resolves to the live sn_ctx pointer under the Context's lock (see
+    _capi._CtxGuard: a Context closed meanwhile raises ContextClosedError, never frees under a
+    call)."""
     if ctx is None:
         return None
     if not isinstance(ctx, Context):
         raise TypeError("ctx must be a siamesenorm.Context or None")
     if ctx.handle is None:
-        raise ValueError("this Context has been closed")
-    return ctx.handle
+        raise errors.ContextClosedError(None, "this Context has been closed")
+    return ctx._ref
+
+
+class _CtxRef:
+    """A Context's stand-in in call arguments: the guarded calls (_capi._guarded) take its
+    guard's lock and pass the live sn_ctx address (a closed one raises before any C call)."""
+    __slots__ = ("_sn_guard",)
+
+    def __init__(self, guard):
+        self._sn_guard = guard
 
 
 ISAS = {"auto": _capi.SN_ISA_AUTO, "scalar": _capi.SN_ISA_SCALAR, "avx2": _capi.SN_ISA_AVX2,
@@ -70,8 +83,14 @@ def default_isa():
 
 class Context:
     """An execution context (sn_ctx_create / sn_ctx_destroy). Optional everywhere: every call
-    takes ctx=None for defaults. One context serves one call at a time. Use as a context
-    manager or call close(); it is also freed when garbage-collected.
+    takes ctx=None for defaults. One context serves one call at a time: calls on it from
+    several threads wait for each other. Use as a context manager or call close(); it is also
+    freed when garbage-collected.
+
+    close() from another thread waits for the call in flight to finish, then frees the context;
+    calls still waiting for it, and any later call, raise ContextClosedError (nothing reaches
+    the library). close() from inside a call on this context (its parallel-for hook, on the
+    calling thread) raises RuntimeError.
 
     Context(isa=None, threads=None) applies set_isa / set_threads after creation (the library
     also reads the SN_ISA and SN_THREADS environment variables at creation)."""
@@ -79,20 +98,23 @@ class Context:
     def __init__(self, isa=None, threads=None):
         h = ctypes.c_void_p()
         self._hook = None
+        self.handle = None
         check(lib.sn_ctx_create(ctypes.byref(h)), "sn_ctx_create")
+        self._guard = _capi.register_ctx(h.value)  # calls on this context are serialised
+        self._ref = _CtxRef(self._guard)
         self.handle = h.value
-        _capi.register_ctx(self.handle)  # calls on this context are serialised
         if isa is not None:
             self.set_isa(isa)
         if threads is not None:
             self.set_threads(threads)
 
     def close(self):
-        """Free the context, joining its worker threads (sn_ctx_destroy). Idempotent."""
-        if getattr(self, "handle", None) is not None:
-            lib.sn_ctx_destroy(self.handle)
-            _capi.unregister_ctx(self.handle)
-            self.handle = None
+        """Free the context, joining its worker threads (sn_ctx_destroy), once the call in
+        flight (from another thread) has returned. Idempotent."""
+        g = getattr(self, "_guard", None)
+        if g is not None:
+            g.close(lib.sn_ctx_destroy.raw)
+        self.handle = None
         self._hook = None
 
     __del__ = close
@@ -105,8 +127,8 @@ class Context:
 
     def _h(self):
         if self.handle is None:
-            raise ValueError("this Context has been closed")
-        return self.handle
+            raise errors.ContextClosedError(None, "this Context has been closed")
+        return self._ref
 
     def set_isa(self, isa):
         """sn_ctx_set_isa: force the kernel path ("auto", "scalar", "avx2", "avx512");

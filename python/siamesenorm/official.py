@@ -48,6 +48,7 @@ and shape, and that the library's norms have the same parameters (gamma, beta) a
 ones, before it writes anything.
 """
 
+import re
 from collections import OrderedDict
 
 import numpy as np
@@ -165,14 +166,44 @@ def _check_target(layout, target):
 
 
 def _to_f32(value, key):
-    """A float32 numpy copy of a tensor or array."""
+    """A float32 numpy copy of a tensor or array of real floating-point values (float16,
+    bfloat16, float32, float64), every value finite in float32. A complex, integer, boolean or
+    non-numeric tensor raises TypeError (a complex gamma is not silently cut to its real part),
+    a NaN, an infinity or a value past the float32 range ValueError."""
     if hasattr(value, "detach"):  # torch.Tensor
+        if value.is_complex() or not value.is_floating_point():
+            raise TypeError(f"{key}: dtype {value.dtype}; a norm's tensors are real "
+                            "floating-point")
         value = value.detach().cpu().float().numpy()
     try:
-        arr = np.array(value, dtype=np.float32)
+        src = np.asarray(value)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{key}: not a tensor or array ({type(value).__name__})") from exc
+    if src.dtype.kind != "f":
+        raise TypeError(f"{key}: dtype {src.dtype}; a norm's tensors are real floating-point")
+    with np.errstate(over="ignore", invalid="ignore"):
+        arr = np.array(src, dtype=np.float32)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{key}: holds a NaN, an infinity or a value past the float32 range")
     return arr
+
+
+def _layer_pattern(key):
+    """key with every numeric path component replaced by '#': the same pattern for the
+    tensors of every layer (blocks.3.pre_norm1.weight -> blocks.#.pre_norm1.weight)."""
+    return re.sub(r"\.\d+(?=\.|$)", ".#", key)
+
+
+def _unused_norm_keys(layout, state_dict, n_layers, prefix, block_group_size, used):
+    """The state_dict keys that name a norm tensor of this layout (of any layer) but were not
+    loaded: those of layers the target does not have, or tensors the layout never uses."""
+    patterns = set()
+    for name, _, _, kind in norm_names(layout, n_layers, prefix, block_group_size):
+        for key in ((name,) if kind == "bare" else (name + ".weight", name + ".bias")):
+            patterns.add(_layer_pattern(key))
+    used = set(used)
+    return [k for k in state_dict
+            if isinstance(k, str) and k not in used and _layer_pattern(k) in patterns]
 
 
 def _set(dst, src):
@@ -191,9 +222,11 @@ def from_state_dict(layout, state_dict, target, prefix="", block_group_size=1):
     docstring for the names). Every tensor is checked before anything is written. Returns the
     list of state_dict keys used: the rest (attention, MLP, embeddings, ...) are the blocks'.
 
-    Raises KeyError (a missing tensor), ValueError (a shape, or a gamma/beta the library's norm
+    Raises KeyError (a missing tensor), ValueError (a shape; a gamma/beta the library's norm
     lacks or has beyond the official one: e.g. an OLMo LayerNorm without bias needs the
-    library's Norm("layernorm", affine="scale")), TypeError (target)."""
+    library's Norm("layernorm", affine="scale"); a norm tensor of the layout left unused, e.g.
+    the layers 6..11 of a 12-layer state dict loaded into a 6-layer target; a NaN or infinite
+    value), TypeError (target; a tensor that is not real floating-point, e.g. complex)."""
     n_layers = _check_target(layout, target)
     plan, used = [], []
     for name, stage, j, kind in norm_names(layout, n_layers, prefix, block_group_size):
@@ -239,6 +272,12 @@ def from_state_dict(layout, state_dict, target, prefix="", block_group_size=1):
                                  f"{tuple(b.shape)}")
             plan.append((b, bv))
             used.append(bkey)
+    unused = _unused_norm_keys(layout, state_dict, n_layers, prefix, block_group_size, used)
+    if unused:
+        raise ValueError(f"{len(unused)} norm tensors of the state dict would be left unused "
+                         f"(e.g. {', '.join(sorted(unused)[:3])}): it is not a {n_layers}-layer "
+                         f"{layout!r} model like the target (layers, prefix or block groups "
+                         "differ)")
     for dst, src in plan:
         _set(dst, src)
     return used

@@ -10,6 +10,7 @@ reaches C.
 
 import ctypes
 import threading
+import time
 import unittest
 
 import numpy as np
@@ -68,7 +69,68 @@ class SharedContext(unittest.TestCase):
             self.assertFalse(any(t.is_alive() for t in ts), "a thread hung")
         self.assertEqual(bad, [])
 
+    def test_close_waits_for_calls_in_flight(self):
+        """N4 (issue 26): close() from one thread while other threads' calls on the same Context
+        are running or waiting for it. The call in flight finishes with the right output; each
+        waiting call either ran before the close (right output) or raises ContextClosedError;
+        nothing crashes or returns wrong numbers (before: a use-after-free in sn_ctx_*, and
+        wrong outputs with no exception)."""
+        R, D = 256, 256
+        rng = np.random.default_rng(3)
+        xs = [rng.standard_normal((R, D), np.float32) for _ in range(8)]
+        norm = sn.Norm("layernorm")
+        p = norm.init_params(D)
+        want = [norm.forward(x, p) for x in xs]
+        for rnd in range(6):
+            ctx = sn.Context(threads=2)
+            in_call = threading.Event()
+            if rnd % 2 == 0:  # a slow hook: the first call is surely in flight at close()
+                def hook(n, run):
+                    in_call.set()
+                    time.sleep(0.05)
+                    for i in range(n):
+                        run(i)
+                ctx.set_parallel_for(hook, 2)
+            res = {"ok": 0, "closed": 0, "bad": [], "other": []}
+
+            def worker(k):
+                for _ in range(20):
+                    try:
+                        out = norm.forward(xs[k], p, ctx=ctx)
+                    except sn.ContextClosedError:
+                        res["closed"] += 1
+                        continue
+                    except BaseException as e:  # noqa: BLE001 (reported below)
+                        res["other"].append(repr(e))
+                        continue
+                    in_call.set()
+                    if np.array_equal(out, want[k]):
+                        res["ok"] += 1
+                    else:
+                        res["bad"].append(k)
+            ts = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+            for t in ts:
+                t.start()
+            self.assertTrue(in_call.wait(30))
+            ctx.close()
+            self.assertIsNone(ctx.handle)
+            for t in ts:
+                t.join(60)
+            self.assertFalse(any(t.is_alive() for t in ts), "a thread hung")
+            self.assertEqual(res["bad"], [], "wrong outputs")
+            self.assertEqual(res["other"], [])
+            self.assertGreater(res["ok"], 0)
+            self.assertEqual(res["ok"] + res["closed"], 8 * 20)
+            with self.assertRaises(sn.ContextClosedError):
+                norm.forward(xs[0], p, ctx=ctx)
+            with self.assertRaises(ValueError):  # ContextClosedError is a ValueError
+                ctx.threads
+            ctx.close()  # idempotent
+
     def test_reentrant_call_raises(self):
+        """A call on a context, or its close(), from inside that context's own call (its hook,
+        on the calling thread) raises RuntimeError; the outer call completes bitwise right
+        and the context stays open."""
         R, D = 256, 96
         x = np.ones((R, D), np.float32)
         norm = sn.Norm("rmsnorm")
@@ -76,16 +138,19 @@ class SharedContext(unittest.TestCase):
         errs = []
         with sn.Context() as ctx:
             def hook(n, run):
-                try:
-                    norm.forward(x, p, ctx=ctx)
-                except RuntimeError as e:
-                    if "already in a call" in str(e):
+                for inner in (lambda: norm.forward(x, p, ctx=ctx), ctx.close):
+                    try:
+                        inner()
+                    except RuntimeError as e:
                         errs.append(e)
                 for i in range(n):
                     run(i)
             ctx.set_parallel_for(hook, 2)
-            norm.forward(x, p, ctx=ctx)
-        self.assertTrue(errs)
+            out = norm.forward(x, p, ctx=ctx)
+            self.assertIsNotNone(ctx.handle)
+        self.assertTrue(any("already in a call" in str(e) for e in errs))
+        self.assertTrue(any("close()" in str(e) for e in errs))
+        np.testing.assert_array_equal(out, norm.forward(x, p))
 
 
 class IntRanges(unittest.TestCase):

@@ -274,6 +274,43 @@ class Errors(Setup, unittest.TestCase):
         for k, v in back.items():
             self.assertTrue(np.array_equal(v, grouped[k].numpy()), k)
 
+    def test_unused_layers_refused(self):
+        """N9 (issue 26): a state dict of a deeper model into a shallower target used to load
+        its first layers and leave the rest silently unused (72 norm tensors for 12 layers into
+        6); now refused, nothing written."""
+        for case in ("deit", "dit", "olmo"):
+            layout, ref, kw, sd, _ = self.build(case)
+            net = official.make_net(layout, L - 1, D, **kw)
+            before = net.params.copy()
+            with self.assertRaises(ValueError) as cm:
+                official.from_state_dict(layout, sd, net)
+            self.assertIn("left unused", str(cm.exception))
+            self.assertIn(f"blocks.{L - 1}.", str(cm.exception))
+            self.assertTrue(np.array_equal(net.params, before), case)
+
+    def test_non_real_and_non_finite_refused(self):
+        """N9: a complex gamma (1+5j) used to load as 1.0; integer, boolean, complex and
+        non-numeric tensors are refused (TypeError), NaN, infinite and past-float32 values
+        (ValueError), nothing written."""
+        layout, ref, _, sd, _ = self.build("deit")
+        key = "blocks.1.pre_norm2.weight"
+        g = sd[key]
+        bad_type = [g.to(torch.complex64) * (1 + 5j), g.to(torch.int32), g > 0,
+                    g.numpy().astype(np.complex128), g.numpy().astype(np.int64),
+                    np.array(["1"] * D)]
+        bad_value = [torch.full((D,), float("nan")), np.full(D, np.inf),
+                     np.full(D, 1e300, np.float64)]
+        for bad, exc in [(b, TypeError) for b in bad_type] + [(b, ValueError) for b in bad_value]:
+            net = official.make_net(layout, L, D)
+            before = net.params.copy()
+            with self.subTest(value=type(bad).__name__ + " " + str(getattr(bad, "dtype", ""))):
+                with self.assertRaises(exc):
+                    official.from_deit_state_dict({**sd, key: bad}, net)
+                self.assertTrue(np.array_equal(net.params, before))
+        net = official.make_net(layout, L, D)  # half precision is real: it loads
+        official.from_deit_state_dict({**sd, key: g.half()}, net)
+        official.from_deit_state_dict({**sd, key: g.bfloat16()}, net)
+
     def test_other_dtypes_convert_to_float32(self):
         layout, ref, _, sd, e = self.build("deit")
         sd64 = {k: v.double() for k, v in sd.items()}

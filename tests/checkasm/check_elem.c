@@ -1,5 +1,6 @@
-/* checkasm: the elementwise slots (add_div, apply, axpy) of kernels.h: against scalar, every
- * aliasing the header allows, and streaming stores. */
+/* checkasm: the elementwise slots (add_div, apply, axpy, copy) and the conversions (widen,
+ * round) of kernels.h: fp32 rows against scalar, bf16 rows against the path's fp32 slots
+ * (bitwise), every aliasing the header allows, and streaming stores. */
 #include "checkasm.h"
 
 #include <stdlib.h>
@@ -63,7 +64,7 @@ static void check_axpy(const ca_path *p, const ca_path *ref, int64_t D, int off)
     ca_rows_ok("axpy");
 }
 
-void check_elem(const ca_path *p, const ca_path *ref) {
+static void check_elem_f32(const ca_path *p, const ca_path *ref) {
     for (int wi = 0; wi < ca_nwidths; wi++) {
         const int64_t D = ca_widths[wi];
         const int off = (int)(D % 16);
@@ -97,7 +98,7 @@ static void b_axpy(void *arg) {
     e->K->axpy(e->a, e->b, 1.3f, e->o1, e->D, 0);
 }
 
-void bench_elem(const ca_path *p) {
+static void bench_elem_f32(const ca_path *p) {
     const int64_t Ds[3] = {64, 768, 4096};
     for (int di = 0; di < 3; di++) {
         const int64_t D = Ds[di];
@@ -113,4 +114,154 @@ void bench_elem(const ca_path *p) {
         ca_bench("axpy", p->name, D, b_axpy, &e);
         ca_rows_reset();
     }
+}
+
+/* ---- bf16 rows: each slot against the same path's fp32 slot on the widened inputs ------- */
+
+static void check_elem16(const ca_path *p, int64_t D, int off) {
+    const sn_bf16 *a = ca_b16_rand(D, off, 1.0f, 0.0f), *b = ca_b16_rand(D, off + 1, 2.0f, 0.5f),
+                  *c = ca_b16_rand(D, off + 2, 3.0f, 0.0f);
+    const float *af = ca_widen16(a, D), *bf = ca_widen16(b, D), *cf = ca_widen16(c, D);
+    for (int acc = 0; acc < 2; acc++) {
+        sn_bf16 *o16 = ca_b16_rand(D, off + 3, 1.0f, 0.0f), *ont = ca_b16_copy(o16, D, 0);
+        float *o32 = ca_widen16(o16, D);
+        p->K->add_div(af, bf, 1.7f, o32, D, acc, 0);
+        p->K16->add_div(a, b, 1.7f, o16, D, acc, 0);
+        ca_same16("add_div", o16, o32, D);
+        if (acc) continue;
+        p->K16->add_div(a, b, 1.7f, ont, D, 0, 1);
+        ca_same16b("add_div streaming", ont, o16, D);
+        sn_bf16 *ia = ca_b16_copy(a, D, off), *ib = ca_b16_copy(b, D, off + 1);
+        p->K16->add_div(ia, b, 1.7f, ia, D, 0, 0);
+        p->K16->add_div(a, ib, 1.7f, ib, D, 0, 0);
+        ca_same16b("add_div out = a", ia, o16, D);
+        ca_same16b("add_div out = b", ib, o16, D);
+    }
+    for (int nt = 0; nt < 2; nt++) {
+        sn_bf16 *xo = ca_row16(D, off + 4), *yo = ca_row16(D, off + 5), *ax = ca_row16(D, off + 6);
+        float *xo32 = ca_row(D, 0), *yo32 = ca_row(D, 0), *ax32 = ca_row(D, 0);
+        p->K->apply(af, bf, cf, 2.3f, xo32, yo32, D, 0);
+        p->K16->apply(a, b, c, 2.3f, xo, yo, D, nt);
+        ca_same16("apply xo", xo, xo32, D);
+        ca_same16("apply yo", yo, yo32, D);
+        p->K->axpy(af, bf, 1.3f, ax32, D, 0);
+        p->K16->axpy(a, b, 1.3f, ax, D, nt);
+        ca_same16("axpy", ax, ax32, D);
+    }
+    /* copy: widened and rounded (bitwise the rounding of the values: NaNs quieted), also in
+     * place */
+    sn_bf16 *cp = ca_row16(D, off + 7), *ic = ca_b16_copy(a, D, off);
+    p->K16->copy(a, cp, D);
+    ca_same16("copy", cp, af, D);
+    p->K16->copy(ic, ic, D);
+    ca_same16b("copy out = a", ic, cp, D);
+    sn_bf16 *iu = ca_b16_copy(b, D, off + 1), *iy = ca_b16_copy(c, D, off + 2);
+    float *xo32 = ca_row(D, 0), *yo32 = ca_row(D, 0);
+    p->K->apply(af, bf, cf, 2.3f, xo32, yo32, D, 0);
+    p->K16->apply(a, iu, iy, 2.3f, iu, iy, D, 0);
+    ca_same16("apply xo = u", iu, xo32, D);
+    ca_same16("apply yo = y", iy, yo32, D);
+    ca_rows_ok("bf16 elementwise");
+}
+
+/* the table's rounding against sn_k_bf16_round: special values (ties, NaNs, infinities,
+ * subnormals, overflow) at every width; and all 2^32 floats for the table that rounds with
+ * AVX512-BF16 (a different instruction: its agreement is the claim to check), every 257th for
+ * the others (the same integer formula as the scalar one) and under the sanitizers */
+static void check_round16(const ca_path *p, int64_t D, int off) {
+    float *v = ca_row_rand(D, off, 3.0f, 0.0f);
+    static const uint32_t special[] = {0x3f808000u, 0x3f818000u, 0x7fc00001u, 0xff800001u,
+                                       0x7f7fffffu, 0x00018000u, 0x80000001u, 0x7f800000u,
+                                       0x007fffffu, 0x807f8000u, 0xffffffffu, 0x7f808000u};
+    for (int64_t j = 0; j < D && j < 12; j++) memcpy(&v[(j * 5) % D], &special[j], sizeof(float));
+    sn_bf16 *b = ca_row16(D, off + 1);
+    p->K16->round(v, D, b);
+    ca_same16("round", b, v, D);
+    /* and back: bitwise sn_k_bf16_widen (of these values, NaN payloads included) */
+    float *w = ca_row(D, off + 2);
+    p->K16->widen(b, D, w);
+    ca_check(memcmp(w, ca_widen16(b, D), (size_t)D * sizeof *w) == 0, "widen: not sn_k_bf16_widen");
+    ca_rows_ok("bf16 conversions");
+}
+
+static void check_round16_all(const ca_path *p) {
+    enum { N = 4096 };
+    float *v = ca_row(N, 0);
+    sn_bf16 *b = ca_row16(N, 0);
+    uint64_t step = 257;
+#if defined(SN_HAVE_AVX512BF16) && !defined(SN_TEST_SMALL)
+    if (p->K16 == &sn_kern16_avx512bf16) step = 1;
+#endif
+    uint64_t bad = 0, first = 0;
+    for (uint64_t u0 = 0; u0 < (1ull << 32); u0 += N * step) {
+        for (uint64_t k = 0; k < N; k++) {
+            const uint32_t u = (uint32_t)(u0 + k * step);
+            memcpy(&v[k], &u, sizeof u);
+        }
+        p->K16->round(v, N, b);
+        for (uint64_t k = 0; k < N; k++)
+            if (b[k] != sn_k_bf16_round(v[k]) && bad++ == 0) first = u0 + k * step;
+    }
+    ca_check(bad == 0, "round: %llu of 2^32 / %llu floats round differently, first %08llx",
+             (unsigned long long)bad, (unsigned long long)step, (unsigned long long)first);
+    ca_rows_ok("bf16 round");
+    ca_rows_reset();
+}
+
+static void check_elem_bf16(const ca_path *p, const ca_path *ref) {
+    (void)ref;
+    ca_where(p->name, "bf16 round", 0, "all floats");
+    check_round16_all(p);
+    for (int wi = 0; wi < ca_nwidths; wi++) {
+        const int64_t D = ca_widths[wi];
+        const int off = (int)(D % 16);
+        ca_seed((uint64_t)D + 7);
+        ca_where(p->name, "bf16 elementwise", D, "offset %d", off);
+        check_elem16(p, D, off);
+        check_round16(p, D, off);
+        ca_rows_reset();
+    }
+}
+
+void check_elem(const ca_path *p, const ca_path *ref, ca_type t) {
+    static void (*const by_type[CA_NTYPES])(const ca_path *, const ca_path *) = {check_elem_f32,
+                                                                                 check_elem_bf16};
+    by_type[t](p, ref);
+}
+
+/* ---- --bench on bf16 rows: each slot beside its fp32 slot ------------------------------------ */
+
+static void b32_apply(void *a) {
+    ca_bb *e = a;
+    e->p->K->apply(e->xf[0], e->yf[0], e->dhf[0], 2.3f, e->of[0], e->of[1], e->D, 0);
+}
+static void b16_apply(void *a) {
+    ca_bb *e = a;
+    e->p->K16->apply(e->x[0], e->y[0], e->dh[0], 2.3f, e->o[0], e->o[1], e->D, 0);
+}
+static void b16_round(void *a) {
+    ca_bb *e = a;
+    e->p->K16->round(e->xf[0], e->D, e->o[0]);
+}
+static void b16_widen(void *a) {
+    ca_bb *e = a;
+    e->p->K16->widen(e->x[0], e->D, e->of[0]);
+}
+
+static void bench_elem_bf16(const ca_path *p) {
+    static const ca_bb_slot slots[] = {{"apply", 1, {b32_apply, b16_apply}}};
+    ca_bb_bench(p, slots, 1);
+    /* the conversions: no fp32 twin */
+    for (int64_t D = 64; D <= 768; D += 704) {
+        ca_bb e;
+        ca_bb_init(&e, p, D);
+        ca_bench("round", p->name, D, b16_round, &e);
+        ca_bench("widen", p->name, D, b16_widen, &e);
+        ca_rows_reset();
+    }
+}
+
+void bench_elem(const ca_path *p, ca_type t) {
+    static void (*const by_type[CA_NTYPES])(const ca_path *) = {bench_elem_f32, bench_elem_bf16};
+    by_type[t](p);
 }

@@ -1,6 +1,7 @@
 /* checkasm: the dual-stream fuse slots (fuse_s, fuse_fwd2, fuse_red, fuse_pg, fuse_dx, fuse_bwd,
  * fuse_bwd2) of kernels.h, for fuses that mix every norm kind and affine mode, and the fuses
- * fuse_fwd2 takes. The statistics every backward slot reads are the scalar forward's. */
+ * fuse_fwd2 takes, on fp32 rows (against scalar) and on bf16 rows (against the path's fp32
+ * slots, bitwise). The statistics every backward slot reads are the scalar forward's. */
 #include "checkasm.h"
 
 #include <string.h>
@@ -268,7 +269,7 @@ static void check_bwd2(const ca_path *p, const ca_path *ref, const fc *c, int of
     ca_rows_ok("fuse_bwd2");
 }
 
-void check_fuse(const ca_path *p, const ca_path *ref) {
+static void check_fuse_f32(const ca_path *p, const ca_path *ref) {
     for (int wi = 0; wi < ca_nwidths; wi++) {
         const int64_t D = ca_widths[wi];
         for (int fi = 0; fi < N_FUSES; fi++) {
@@ -333,7 +334,7 @@ static void b_bwd2(void *a) {
     b->K->fuse_bwd2(F, b->c.D, b->c.dh, b->c.du, b->c.x, b->c.y, b->dx, b->dy, 0, 0, &b->dp);
 }
 
-void bench_fuse(const ca_path *p) {
+static void bench_fuse_f32(const ca_path *p) {
     const int64_t Ds[3] = {64, 768, 4096};
     for (int di = 0; di < 3; di++) {
         const int64_t D = Ds[di];
@@ -355,4 +356,230 @@ void bench_fuse(const ca_path *p) {
         ca_bench("fuse_bwd2", p->name, 2 * D, b_bwd2, &b);
         ca_rows_reset();
     }
+}
+
+/* ---- bf16 rows: each slot against the same path's fp32 slot on the widened inputs ------- */
+
+/* indices of ca_norm for N_x, N_y, N_out: the fuses fuse_fwd2 takes, and others for fuse_bwd */
+static const int FUSES16[][3] = {{0, 0, 0}, {4, 4, 4}, {4, 4, 0}, {0, 0, 4}, {1, 1, 3},
+                                 {3, 3, 5}, {2, 2, 2}, {1, 2, 3}, {9, 0, 4}, {10, 11, 7}};
+#define N_FUSES16 ((int)(sizeof FUSES16 / sizeof FUSES16[0]))
+
+static void check_fuse16(const ca_path *p, int64_t D, int off) {
+    for (int fi = 0; fi < N_FUSES16; fi++) {
+        sn_fuse f;
+        f.x = ca_norm(FUSES16[fi][0]);
+        f.y = ca_norm(FUSES16[fi][1]);
+        f.out = ca_norm(FUSES16[fi][2]);
+        const sn_fuse_layout L = sn_k_fuse_layout(&f, D);
+        const float *prm = ca_row_rand(6 * D, off, 0.5f, 1.0f);
+        sn_rfuse F0;
+        memset(&F0, 0, sizeof F0);
+        F0.X = sn_k_resolve(&f.x, D, prm + L.px, 0.0f, 1.0f);
+        F0.Y = sn_k_resolve(&f.y, D, prm + L.py, 0.0f, 1.0f);
+        F0.O = sn_k_resolve(&f.out, D, prm + L.po, 0.0f, 1.0f);
+        const sn_bf16 *x[2], *y[2], *dh[2], *du[2];
+        const float *xf[2], *yf[2], *dhf[2], *duf[2];
+        sn_rfuse F[2];
+        for (int k = 0; k < 2; k++) {
+            x[k] = ca_b16_rand(D, off + k, 1.0f, 2.0f * ca_rand());
+            y[k] = ca_b16_rand(D, off + 2 + k, 1.5f, ca_rand());
+            dh[k] = ca_b16_rand(D, off + 4 + k, 1.0f, 0.0f);
+            du[k] = ca_b16_rand(D, off + 6 + k, 0.5f, 0.0f);
+            xf[k] = ca_widen16(x[k], D), yf[k] = ca_widen16(y[k], D);
+            dhf[k] = ca_widen16(dh[k], D), duf[k] = ca_widen16(du[k], D);
+            /* the row's statistics, from the fp32 slots on the widened rows */
+            float mx, rx, my, ry, mo, ro;
+            F[k] = F0;
+            p->K->stats2(&f.x, xf[k], &f.y, yf[k], D, &mx, &rx, &my, &ry);
+            sn_k_set_stats(&F[k].X, f.x.kind, mx, rx);
+            sn_k_set_stats(&F[k].Y, f.y.kind, my, ry);
+            p->K->fuse_s(&F[k], D, xf[k], yf[k], NULL, ca_row(D, 0), &f.out, &mo, &ro);
+            sn_k_set_stats(&F[k].O, f.out.kind, mo, ro);
+        }
+        { /* fuse_s: u and the float s row, and N_out's statistics */
+            float *u32 = ca_row(D, 0), *s32 = ca_row(D, 0), *s16 = ca_row(D, 0), st32[2], st16[2];
+            sn_bf16 *u16 = ca_row16(D, off + 16);
+            p->K->fuse_s(&F[1], D, xf[1], yf[1], u32, s32, &f.out, &st32[0], &st32[1]);
+            p->K16->fuse_s(&F[1], D, x[1], y[1], u16, s16, &f.out, &st16[0], &st16[1]);
+            ca_same16("fuse_s u", u16, u32, D);
+            ca_same("fuse_s s", s16, s32, D);
+            ca_same("fuse_s statistics", st16, st32, 2);
+        }
+        if (sn_k_fuse2_ok(&f, D))
+            for (int withu = 0; withu < 2; withu++) {
+                float *u32[2], *h32[2], st32[2][6], st16[2][6];
+                sn_bf16 *u16[2], *h16[2], *hnt[2], *unt[2];
+                for (int k = 0; k < 2; k++) {
+                    u32[k] = withu ? ca_row(D, 0) : NULL;
+                    h32[k] = ca_row(D, 0);
+                    u16[k] = withu ? ca_row16(D, off + 8 + k) : NULL;
+                    h16[k] = ca_row16(D, off + 10 + k);
+                    unt[k] = withu ? ca_row16(D, 0) : NULL;
+                    hnt[k] = ca_row16(D, 0);
+                }
+                p->K->fuse_fwd2(&F0, &f, D, xf, yf, u32, h32, st32);
+                p->K16->fuse_fwd2(&F0, &f, D, x, y, u16, h16, st16);
+                sn_rfuse Fn = F0;
+                Fn.nt = 1;
+                p->K16->fuse_fwd2(&Fn, &f, D, x, y, unt, hnt, st16);
+                for (int k = 0; k < 2; k++) {
+                    ca_same16("fuse_fwd2 h", h16[k], h32[k], D);
+                    ca_same16b("fuse_fwd2 streaming h", hnt[k], h16[k], D);
+                    if (withu) {
+                        ca_same16("fuse_fwd2 u", u16[k], u32[k], D);
+                        ca_same16b("fuse_fwd2 streaming u", unt[k], u16[k], D);
+                    }
+                }
+                ca_same("fuse_fwd2 statistics", &st16[0][0], &st32[0][0], 12);
+            }
+        int64_t np;
+        sn_fuse_query(&f, D, &np, NULL);
+        for (int mode = 0; mode < 8; mode++) {
+            const int accx = mode & 1, accy = (mode >> 1) & 1, withdu = (mode >> 2) & 1;
+            const float *s0 = ca_row_rand(np > 0 ? np : 1, 0, 0.25f, 0.0f);
+            float *slot32 = ca_row_copy(s0, np > 0 ? np : 1, 0);
+            float *slot16 = ca_row_copy(s0, np > 0 ? np : 1, 0);
+            const sn_dfuse dp32 = sn_k_fuse_dparams(&f, &L, D, slot32);
+            const sn_dfuse dp16 = sn_k_fuse_dparams(&f, &L, D, slot16);
+            sn_bf16 *dx16[2], *dy16[2];
+            float *dx32[2], *dy32[2];
+            for (int k = 0; k < 2; k++) {
+                dx16[k] = ca_b16_rand(D, off + 12 + k, 1.0f, 0.0f);
+                dy16[k] = ca_b16_rand(D, off + 14 + k, 1.0f, 0.0f);
+                dx32[k] = ca_widen16(dx16[k], D), dy32[k] = ca_widen16(dy16[k], D);
+            }
+            const sn_bf16 *du16[2] = {withdu ? du[0] : NULL, withdu ? du[1] : NULL};
+            const float *du32[2] = {withdu ? duf[0] : NULL, withdu ? duf[1] : NULL};
+            /* row 0 alone (fuse_bwd), then both rows (fuse_bwd2) onto the same outputs */
+            sn_rfuse Fa = F[0], Fb = F[0];
+            p->K->fuse_bwd(&Fa, D, dhf[0], du32[0], xf[0], yf[0], dx32[0], dy32[0], accx, accy,
+                           &dp32);
+            p->K16->fuse_bwd(&Fb, D, dh[0], du16[0], x[0], y[0], dx16[0], dy16[0], accx, accy,
+                             &dp16);
+            ca_same16("fuse_bwd dx", dx16[0], dx32[0], D);
+            ca_same16("fuse_bwd dy", dy16[0], dy32[0], D);
+            ca_same("fuse_bwd parameter gradients", slot16, slot32, np);
+            /* the fp32 outputs restarted from the bf16 ones (what a bf16 call accumulates into) */
+            for (int k = 0; k < 2; k++)
+                for (int64_t j = 0; j < D; j++) {
+                    dx32[k][j] = sn_k_bf16_widen(dx16[k][j]);
+                    dy32[k][j] = sn_k_bf16_widen(dy16[k][j]);
+                }
+            sn_rfuse F2a[2] = {F[0], F[1]}, F2b[2] = {F[0], F[1]};
+            p->K->fuse_bwd2(F2a, D, dhf, du32, xf, yf, dx32, dy32, accx, accy, &dp32);
+            p->K16->fuse_bwd2(F2b, D, dh, du16, x, y, dx16, dy16, accx, accy, &dp16);
+            for (int k = 0; k < 2; k++) {
+                ca_same16("fuse_bwd2 dx", dx16[k], dx32[k], D);
+                ca_same16("fuse_bwd2 dy", dy16[k], dy32[k], D);
+            }
+            ca_same("fuse_bwd2 parameter gradients", slot16, slot32, np);
+            /* the pieces: fuse_red, fuse_pg (from column 1 on), fuse_dx */
+            sn_rfuse Ra = F[1], Rb = F[1];
+            p->K->fuse_red(&Ra, D, dhf[1], du32[1], xf[1], yf[1]);
+            p->K16->fuse_red(&Rb, D, dh[1], du16[1], x[1], y[1]);
+            ca_same("fuse_red", &Rb.oa, &Ra.oa, 6);
+            if (D > 1) {
+                sn_rfuse Pa = Ra, Pb = Rb;
+                sn_rnorm *na[3] = {&Pa.X, &Pa.Y, &Pa.O}, *nb[3] = {&Pb.X, &Pb.Y, &Pb.O};
+                for (int k = 0; k < 3; k++) {
+                    if (na[k]->gamma) na[k]->gamma++, nb[k]->gamma++;
+                    if (na[k]->beta) na[k]->beta++, nb[k]->beta++;
+                }
+                float *d32[6] = {dp32.gx, dp32.bx, dp32.gy, dp32.by, dp32.go, dp32.bo};
+                float *d16[6] = {dp16.gx, dp16.bx, dp16.gy, dp16.by, dp16.go, dp16.bo};
+                for (int k = 0; k < 6; k++) {
+                    if (d32[k]) d32[k]++;
+                    if (d16[k]) d16[k]++;
+                }
+                const sn_dfuse q32 = {d32[0], d32[1], d32[2], d32[3], d32[4], d32[5]};
+                const sn_dfuse q16 = {d16[0], d16[1], d16[2], d16[3], d16[4], d16[5]};
+                p->K->fuse_pg(&Pa, D - 1, dhf[1] + 1, du32[1] ? du32[1] + 1 : NULL, xf[1] + 1,
+                              yf[1] + 1, &q32);
+                p->K16->fuse_pg(&Pb, D - 1, dh[1] + 1, du16[1] ? du16[1] + 1 : NULL, x[1] + 1,
+                                y[1] + 1, &q16);
+                ca_same("fuse_pg", slot16, slot32, np);
+            }
+            for (int64_t j = 0; j < D; j++) {
+                dx32[1][j] = sn_k_bf16_widen(dx16[1][j]);
+                dy32[1][j] = sn_k_bf16_widen(dy16[1][j]);
+            }
+            p->K->fuse_dx(&Ra, D, dhf[1], du32[1], xf[1], yf[1], dx32[1], dy32[1], accx, accy);
+            p->K16->fuse_dx(&Rb, D, dh[1], du16[1], x[1], y[1], dx16[1], dy16[1], accx, accy);
+            ca_same16("fuse_dx dx", dx16[1], dx32[1], D);
+            ca_same16("fuse_dx dy", dy16[1], dy32[1], D);
+            if (accx || !withdu) continue;
+            /* dx = du, streaming stores, no parameter gradients: the same input gradients */
+            sn_bf16 *ref = ca_row16(D, 0), *io = ca_b16_copy(du[0], D, off + 6);
+            sn_bf16 *sdy = ca_b16_copy(dy16[0], D, 0), *ddy = ca_b16_copy(dy16[0], D, 0);
+            Fa = F[0];
+            p->K16->fuse_bwd(&Fa, D, dh[0], du[0], x[0], y[0], ref, sdy, 0, accy, NULL);
+            Fa = F[0];
+            p->K16->fuse_bwd(&Fa, D, dh[0], io, x[0], y[0], io, ddy, 0, accy, NULL);
+            ca_same16b("fuse_bwd dx = du", io, ref, D);
+            ca_same16b("fuse_bwd dx = du (dy)", ddy, sdy, D);
+            sn_bf16 *ndx = ca_row16(D, 0), *ady = ca_b16_copy(dy16[0], D, 0);
+            Fa = F[0];
+            Fa.nt = 1;
+            p->K16->fuse_bwd(&Fa, D, dh[0], du[0], x[0], y[0], ndx, ady, 0, accy, NULL);
+            ca_same16b("fuse_bwd streaming dx", ndx, ref, D);
+            ca_same16b("fuse_bwd streaming dy", ady, sdy, D);
+        }
+        ca_rows_ok("bf16 fuse");
+        ca_rows_reset();
+    }
+}
+
+static void check_fuse_bf16(const ca_path *p, const ca_path *ref) {
+    (void)ref;
+    for (int wi = 0; wi < ca_nwidths; wi++) {
+        const int64_t D = ca_widths[wi];
+        const int off = (int)(D % 16);
+        ca_seed((uint64_t)D + 7);
+        ca_where(p->name, "bf16 fuse", D, "offset %d", off);
+        check_fuse16(p, D, off);
+        ca_rows_reset();
+    }
+}
+
+void check_fuse(const ca_path *p, const ca_path *ref, ca_type t) {
+    static void (*const by_type[CA_NTYPES])(const ca_path *, const ca_path *) = {check_fuse_f32,
+                                                                                 check_fuse_bf16};
+    by_type[t](p, ref);
+}
+
+/* ---- --bench on bf16 rows: each slot beside its fp32 slot ------------------------------------ */
+
+static void b32_ffwd2(void *a) {
+    ca_bb *e = a;
+    float *u[2] = {e->of[0], e->of[1]}, *h[2] = {e->of[2], e->of[3]};
+    e->p->K->fuse_fwd2(&e->F0, &e->f, e->D, e->xf, e->yf, u, h, e->st);
+}
+static void b16_ffwd2(void *a) {
+    ca_bb *e = a;
+    sn_bf16 *u[2] = {e->o[0], e->o[1]}, *h[2] = {e->o[2], e->o[3]};
+    e->p->K16->fuse_fwd2(&e->F0, &e->f, e->D, e->x, e->y, u, h, e->st);
+}
+static void b32_fbwd2(void *a) {
+    ca_bb *e = a;
+    sn_rfuse F[2] = {e->F[0], e->F[1]};
+    float *dx[2] = {e->of[0], e->of[1]}, *dy[2] = {e->of[2], e->of[3]};
+    e->p->K->fuse_bwd2(F, e->D, e->dhf, e->duf, e->xf, e->yf, dx, dy, 0, 1, &e->dp);
+}
+static void b16_fbwd2(void *a) {
+    ca_bb *e = a;
+    sn_rfuse F[2] = {e->F[0], e->F[1]};
+    sn_bf16 *dx[2] = {e->o[0], e->o[1]}, *dy[2] = {e->o[2], e->o[3]};
+    e->p->K16->fuse_bwd2(F, e->D, e->dh, e->du, e->x, e->y, dx, dy, 0, 1, &e->dp);
+}
+
+static void bench_fuse_bf16(const ca_path *p) {
+    static const ca_bb_slot slots[] = {{"fuse_fwd2", 2, {b32_ffwd2, b16_ffwd2}},
+                                       {"fuse_bwd2", 2, {b32_fbwd2, b16_fbwd2}}};
+    ca_bb_bench(p, slots, (int)(sizeof slots / sizeof slots[0]));
+}
+
+void bench_fuse(const ca_path *p, ca_type t) {
+    static void (*const by_type[CA_NTYPES])(const ca_path *) = {bench_fuse_f32, bench_fuse_bf16};
+    by_type[t](p);
 }

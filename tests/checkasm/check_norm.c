@@ -1,5 +1,6 @@
-/* checkasm: the one-norm slots (norm_fwd, stats2, norm_row, norm_pg, norm_bwd, norm_bwd2) of
- * kernels.h, for every norm kind and affine mode. The statistics every backward slot reads are
+/* checkasm: the one-norm slots (norm_fwd, stats2, norm_row, norm_s, norm_pg, norm_bwd, norm_bwd2)
+ * of kernels.h, for every norm kind and affine mode, on fp32 rows (against scalar) and on bf16
+ * rows (against the path's fp32 slots, bitwise). The statistics every backward slot reads are
  * the scalar forward's, so each slot is compared on the same inputs. */
 #include "checkasm.h"
 
@@ -185,7 +186,7 @@ static void check_bwd2(const ca_path *p, const ca_path *ref, const nc *c, int of
     ca_rows_ok("norm_bwd2");
 }
 
-void check_norm(const ca_path *p, const ca_path *ref) {
+static void check_norm_f32(const ca_path *p, const ca_path *ref) {
     for (int wi = 0; wi < ca_nwidths; wi++) {
         const int64_t W = ca_widths[wi];
         for (int i = 0; i < CA_NNORMS; i++) {
@@ -245,7 +246,7 @@ static void b_bwd2(void *a) {
     b->K->norm_bwd2(b->c.q, b->c.dout, b->c.v, b->c.W, b->out, 0, b->dg, b->db);
 }
 
-void bench_norm(const ca_path *p) {
+static void bench_norm_f32(const ca_path *p) {
     const int64_t Ws[3] = {64, 768, 4096};
     for (int wi = 0; wi < 3; wi++) {
         const int64_t W = Ws[wi];
@@ -263,4 +264,139 @@ void bench_norm(const ca_path *p) {
         ca_bench("norm_bwd2", p->name, 2 * W, b_bwd2, &b);
         ca_rows_reset();
     }
+}
+
+/* ---- bf16 rows: each slot against the same path's fp32 slot on the widened inputs ------- */
+
+static void check_norm16(const ca_path *p, int64_t W, int off) {
+    for (int ni = 0; ni < CA_NNORMS; ni++) {
+        const sn_norm n = ca_norm(ni);
+        const float *prm = ca_row_rand(2 * W, off, 0.5f, 1.0f);
+        const sn_rnorm q0 = sn_k_resolve(&n, W, prm, 0.0f, 1.0f);
+        const sn_bf16 *v = ca_b16_rand(W, off, 1.0f, 2.0f * ca_rand());
+        const float *vf = ca_widen16(v, W);
+        float *o32 = ca_row(W, 0), m32, r32, m16, r16v;
+        sn_bf16 *o16 = ca_row16(W, off + 1);
+        p->K->norm_fwd(&n, &q0, vf, W, o32, &m32, &r32);
+        p->K16->norm_fwd(&n, &q0, v, W, o16, &m16, &r16v);
+        ca_same16("norm_fwd out", o16, o32, W);
+        ca_same("norm_fwd mean", &m16, &m32, 1);
+        ca_same("norm_fwd rstd", &r16v, &r32, 1);
+        sn_bf16 *io = ca_b16_copy(v, W, off);
+        p->K16->norm_fwd(&n, &q0, io, W, io, &m16, &r16v);
+        ca_same16b("norm_fwd out = v", io, o16, W);
+
+        /* stats2 (with a second row and another norm) and norm_row */
+        const sn_norm n2 = ca_norm((ni + 4) % CA_NNORMS);
+        const sn_bf16 *v2 = ca_b16_rand(W, off + 4, 2.0f, ca_rand());
+        const float *v2f = ca_widen16(v2, W);
+        float s32[4], s16[4];
+        p->K->stats2(&n, vf, &n2, v2f, W, &s32[0], &s32[1], &s32[2], &s32[3]);
+        p->K16->stats2(&n, v, &n2, v2, W, &s16[0], &s16[1], &s16[2], &s16[3]);
+        ca_same("stats2", s16, s32, 4);
+        sn_rnorm qs = q0;
+        sn_k_set_stats(&qs, n.kind, s32[0], s32[1]);
+        float *row32 = ca_row(W, 0);
+        sn_bf16 *row16 = ca_row16(W, off + 5);
+        p->K->norm_row(&qs, vf, W, row32);
+        p->K16->norm_row(&qs, v, W, row16);
+        ca_same16("norm_row", row16, row32, W);
+        sn_bf16 *rows16 = ca_row16(W, off + 9);
+        p->K16->norm_s(&qs, vf, W, rows16);
+        ca_same16("norm_s", rows16, row32, W);
+
+        sn_rnorm q = sn_k_resolve(&n, W, prm, m32, r32);
+        const sn_bf16 *dout = ca_b16_rand(W, off + 2, 1.0f, 0.0f);
+        const float *doutf = ca_widen16(dout, W);
+        for (int acc = 0; acc < 2; acc++) {
+            const float *g0 = ca_row_rand(2 * W, off, 0.25f, 0.0f);
+            float *dg32 = ca_row_copy(g0, 2 * W, 0), *dg16 = ca_row_copy(g0, 2 * W, 0);
+            sn_bf16 *dv16 = ca_b16_rand(W, off + 3, 1.0f, 0.0f);
+            float *dv32 = ca_widen16(dv16, W);
+            float *gm32 = q.gamma ? dg32 : NULL, *bt32 = q.beta ? dg32 + W : NULL;
+            float *gm16 = q.gamma ? dg16 : NULL, *bt16 = q.beta ? dg16 + W : NULL;
+            p->K->norm_bwd(&q, doutf, vf, W, dv32, acc, gm32, bt32);
+            p->K16->norm_bwd(&q, dout, v, W, dv16, acc, gm16, bt16);
+            ca_same16("norm_bwd dv", dv16, dv32, W);
+            ca_same("norm_bwd dgamma, dbeta", dg16, dg32, 2 * W);
+            /* norm_bwd2: two segments (the second with the other row's statistics) */
+            sn_rnorm q2[2] = {q, sn_k_resolve(&n, W, prm, s32[0], s32[1])};
+            const sn_bf16 *dd[2] = {dout, ca_b16_rand(W, off + 6, 1.0f, 0.0f)};
+            const float *ddf[2] = {doutf, ca_widen16(dd[1], W)};
+            const sn_bf16 *vv[2] = {v, v2};
+            const float *vvf[2] = {vf, v2f};
+            sn_bf16 *o2[2] = {ca_b16_rand(W, off + 7, 1.0f, 0.0f),
+                              ca_b16_rand(W, off + 8, 1.0f, 0.0f)};
+            float *o2f[2] = {ca_widen16(o2[0], W), ca_widen16(o2[1], W)};
+            p->K->norm_bwd2(q2, ddf, vvf, W, o2f, acc, gm32, bt32);
+            p->K16->norm_bwd2(q2, dd, vv, W, o2, acc, gm16, bt16);
+            ca_same16("norm_bwd2 dv 0", o2[0], o2f[0], W);
+            ca_same16("norm_bwd2 dv 1", o2[1], o2f[1], W);
+            ca_same("norm_bwd2 dgamma, dbeta", dg16, dg32, 2 * W);
+            /* norm_pg over the columns from 1 on */
+            if (W > 1) {
+                p->K->norm_pg(&q, doutf + 1, vf + 1, W - 1, gm32 ? gm32 + 1 : NULL,
+                              bt32 ? bt32 + 1 : NULL);
+                p->K16->norm_pg(&q, dout + 1, v + 1, W - 1, gm16 ? gm16 + 1 : NULL,
+                                bt16 ? bt16 + 1 : NULL);
+                ca_same("norm_pg", dg16, dg32, 2 * W);
+            }
+            if (acc) continue;
+            sn_bf16 *id = ca_b16_copy(dout, W, off + 2);
+            p->K16->norm_bwd(&q, id, v, W, id, 0, NULL, NULL);
+            ca_same16b("norm_bwd dv = dout", id, dv16, W);
+        }
+        ca_rows_ok("bf16 norm");
+        ca_rows_reset();
+    }
+}
+
+static void check_norm_bf16(const ca_path *p, const ca_path *ref) {
+    (void)ref;
+    for (int wi = 0; wi < ca_nwidths; wi++) {
+        const int64_t D = ca_widths[wi];
+        const int off = (int)(D % 16);
+        ca_seed((uint64_t)D + 7);
+        ca_where(p->name, "bf16 norm", D, "offset %d", off);
+        check_norm16(p, D, off);
+        ca_rows_reset();
+    }
+}
+
+void check_norm(const ca_path *p, const ca_path *ref, ca_type t) {
+    static void (*const by_type[CA_NTYPES])(const ca_path *, const ca_path *) = {check_norm_f32,
+                                                                                 check_norm_bf16};
+    by_type[t](p, ref);
+}
+
+/* ---- --bench on bf16 rows: each slot beside its fp32 slot ------------------------------------ */
+
+static void b32_nfwd(void *a) {
+    ca_bb *e = a;
+    float m, r;
+    e->p->K->norm_fwd(&e->n, &e->q0, e->xf[0], e->D, e->of[0], &m, &r);
+}
+static void b16_nfwd(void *a) {
+    ca_bb *e = a;
+    float m, r;
+    e->p->K16->norm_fwd(&e->n, &e->q0, e->x[0], e->D, e->o[0], &m, &r);
+}
+static void b32_nbwd(void *a) {
+    ca_bb *e = a;
+    e->p->K->norm_bwd(&e->q, e->dhf[0], e->xf[0], e->D, e->of[0], 0, e->of[2], e->of[3]);
+}
+static void b16_nbwd(void *a) {
+    ca_bb *e = a;
+    e->p->K16->norm_bwd(&e->q, e->dh[0], e->x[0], e->D, e->o[0], 0, e->of[2], e->of[3]);
+}
+
+static void bench_norm_bf16(const ca_path *p) {
+    static const ca_bb_slot slots[] = {{"norm_fwd", 1, {b32_nfwd, b16_nfwd}},
+                                       {"norm_bwd", 1, {b32_nbwd, b16_nbwd}}};
+    ca_bb_bench(p, slots, (int)(sizeof slots / sizeof slots[0]));
+}
+
+void bench_norm(const ca_path *p, ca_type t) {
+    static void (*const by_type[CA_NTYPES])(const ca_path *) = {bench_norm_f32, bench_norm_bf16};
+    by_type[t](p);
 }

@@ -197,6 +197,83 @@ void ca_bench(const char *slot, const char *path, int64_t n, void (*fn)(void *),
     printf("  %-10s %-8s n=%-5lld %8.3f ns/element\n", slot, path, (long long)n, best / (double)n);
 }
 
+/* ---- bf16 rows ---------------------------------------------------------------------------- */
+
+sn_bf16 *ca_b16_rand(int64_t n, int off, float scale, float shift) {
+    sn_bf16 *p = ca_row16(n, off);
+    for (int64_t j = 0; j < n; j++) p[j] = sn_k_bf16_round(shift + scale * ca_rand());
+    return p;
+}
+
+sn_bf16 *ca_b16_copy(const sn_bf16 *src, int64_t n, int off) {
+    sn_bf16 *p = ca_row16(n, off);
+    memcpy(p, src, (size_t)n * sizeof *p);
+    return p;
+}
+
+/* the fp32 row of a bf16 row's values */
+float *ca_widen16(const sn_bf16 *b, int64_t n) {
+    float *f = ca_row(n, 0);
+    for (int64_t j = 0; j < n; j++) f[j] = sn_k_bf16_widen(b[j]);
+    return f;
+}
+
+/* bf16 row a is bitwise the rounding of fp32 row r */
+void ca_same16(const char *what, const sn_bf16 *a, const float *r, int64_t n) {
+    for (int64_t j = 0; j < n; j++)
+        if (a[j] != sn_k_bf16_round(r[j])) {
+            ca_check(0, "%s: [%lld] is %04x, the rounding of the fp32 slot's %.9g is %04x", what,
+                     (long long)j, a[j], (double)r[j], sn_k_bf16_round(r[j]));
+            return;
+        }
+    ca_check(1, "");
+}
+void ca_same16b(const char *what, const sn_bf16 *a, const sn_bf16 *b, int64_t n) {
+    ca_check(memcmp(a, b, (size_t)n * sizeof *a) == 0, "%s: not bitwise the same", what);
+}
+
+const char *const ca_type_names[CA_NTYPES] = {"f32", "bf16"};
+
+/* ---- --bench on bf16 rows ----------------------------------------------------------------- */
+
+void ca_bb_init(ca_bb *e, const ca_path *p, int64_t D) {
+    memset(e, 0, sizeof *e);
+    e->p = p;
+    e->D = D;
+    e->n = ca_norm(0);
+    e->f.x = e->f.y = e->f.out = ca_norm(0);
+    const float *prm = ca_row_rand(6 * D, 0, 0.5f, 1.0f);
+    e->q0 = sn_k_resolve(&e->n, D, prm, 0.0f, 1.0f);
+    e->q = sn_k_resolve(&e->n, D, prm, 0.1f, 1.2f);
+    e->F0.X = e->F0.Y = e->F0.O = e->q0;
+    e->F[0].X = e->F[0].Y = e->F[0].O = e->q;
+    e->F[1] = e->F[0];
+    float *slot = ca_row(6 * D, 0);
+    e->dp = (sn_dfuse){slot, slot + D, slot + 2 * D, slot + 3 * D, slot + 4 * D, slot + 5 * D};
+    for (int k = 0; k < 2; k++) {
+        e->x[k] = ca_b16_rand(D, 0, 1.0f, 0.0f), e->y[k] = ca_b16_rand(D, 0, 1.0f, 0.0f);
+        e->dh[k] = ca_b16_rand(D, 0, 1.0f, 0.0f), e->du[k] = ca_b16_rand(D, 0, 1.0f, 0.0f);
+        e->xf[k] = ca_widen16(e->x[k], D), e->yf[k] = ca_widen16(e->y[k], D);
+        e->dhf[k] = ca_widen16(e->dh[k], D), e->duf[k] = ca_widen16(e->du[k], D);
+    }
+    for (int k = 0; k < 4; k++) e->o[k] = ca_row16(D, 0), e->of[k] = ca_row(D, 0);
+}
+
+void ca_bb_bench(const ca_path *p, const ca_bb_slot *slots, int n) {
+    const int64_t Ds[2] = {64, 768};
+    for (int di = 0; di < 2; di++) {
+        ca_bb e;
+        ca_bb_init(&e, p, Ds[di]);
+        for (int t = 0; t < 2; t++) {
+            char name[32];
+            snprintf(name, sizeof name, "%s %s", p->name, t ? "bf16" : "f32");
+            for (int k = 0; k < n; k++)
+                ca_bench(slots[k].slot, name, slots[k].rows * e.D, slots[k].fn[t], &e);
+        }
+        ca_rows_reset();
+    }
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -209,12 +286,13 @@ int main(int argc, char **argv) {
         }
     }
     init_widths();
-    /* the paths, and the bf16 tables: each SIMD path's own (sn_kern16_avx2, sn_kern16_avx512),
+    /* the paths, and the bf16 tables: each path's own (sn_kern16_scalar, sn_kern16_avx2,
+     * sn_kern16_avx512),
      * and the AVX-512 one that rounds with AVX512-BF16 as a further entry with the same fp32
      * table (its fp32 slots are not checked twice) */
     ca_path paths[4];
     int np = 0, nfull = 0;
-    paths[np++] = (ca_path){"scalar", &sn_kern_scalar, NULL};
+    paths[np++] = (ca_path){"scalar", &sn_kern_scalar, &sn_kern16_scalar};
 #ifdef SN_HAVE_AVX2
     if (sn_cpu_has(SN_ISA_AVX2)) paths[np++] = (ca_path){"avx2", &sn_kern_avx2, &sn_kern16_avx2};
     else printf("checkasm: path avx2 not supported by this CPU: skipped\n");
@@ -230,26 +308,24 @@ int main(int argc, char **argv) {
         paths[np++] = (ca_path){"avx512bf16", &sn_kern_avx512, &sn_kern16_avx512bf16};
     else printf("checkasm: the AVX512-BF16 bf16 table: not supported by this CPU: skipped\n");
 #endif
+    /* each path, each element type, each family (the AVX512-BF16 entry: bf16 only) */
     for (int i = 0; i < np; i++) {
         const long c0 = tu_checks;
-        if (i < nfull) {
-            check_norm(&paths[i], &paths[0]);
-            check_fuse(&paths[i], &paths[0]);
-            check_elem(&paths[i], &paths[0]);
+        for (int t = i < nfull ? CA_F32 : CA_BF16; t < CA_NTYPES; t++) {
+            check_norm(&paths[i], &paths[0], (ca_type)t);
+            check_fuse(&paths[i], &paths[0], (ca_type)t);
+            check_elem(&paths[i], &paths[0], (ca_type)t);
         }
-        check_bf16k(&paths[i]);
         printf("checkasm: %-10s %ld checks\n", paths[i].name, tu_checks - c0);
     }
     if (ca_bench_on) {
         printf("checkasm --bench: ns per element (best of 7 runs), each slot on each path\n");
-        for (int i = 0; i < np; i++) {
-            if (i < nfull) {
-                bench_norm(&paths[i]);
-                bench_fuse(&paths[i]);
-                bench_elem(&paths[i]);
+        for (int i = 0; i < np; i++)
+            for (int t = i < nfull ? CA_F32 : CA_BF16; t < CA_NTYPES; t++) {
+                bench_norm(&paths[i], (ca_type)t);
+                bench_fuse(&paths[i], (ca_type)t);
+                bench_elem(&paths[i], (ca_type)t);
             }
-            bench_bf16k(&paths[i]);
-        }
     }
     printf("checkasm: %d paths x %d widths: %ld checks, %d failures; worst error vs scalar %.2g "
            "(SN_K_TOL %.0e)\n",

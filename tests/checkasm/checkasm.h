@@ -1,9 +1,12 @@
-/* checkasm for the kernel table (src/kernels.h): every slot of every path this CPU runs, called
- * directly against the scalar table. The slots are checked in check_norm.c, check_fuse.c and
- * check_elem.c, and the bf16 tables' slots against their path's fp32 slots in check_bf16k.c; this header is the harness they share (checkasm.c): the paths, inputs, rows with
- * canaries around them, the comparisons, and the --bench timer.
+/* checkasm for the kernel tables (src/kernels/kernels.h): every slot of every path this CPU runs, for
+ * each element type, called directly. One file per slot family (check_norm.c, check_fuse.c,
+ * check_elem.c), each checking the family for each element type: the fp32 slots against the
+ * scalar table's, the bf16 slots against the same path's fp32 slots on the widened inputs (bf16
+ * outputs bitwise the rounding, float outputs bitwise). This header is the harness they share
+ * (checkasm.c): the paths, the types, inputs, rows with canaries around them, the comparisons,
+ * and the --bench timer.
  *
- * Each check_* file has one function per slot group, run for every path and width:
+ * Each check_* file has one function per slot group, run for every path, type and width:
  *   ca_close  the path's output against the scalar table's, within SN_K_TOL (kernels.h);
  *   ca_same   a promise of kernels.h that holds bit for bit within a path;
  *   ca_rows_ok (after every call) nothing outside the rows the call was given was written.
@@ -19,7 +22,7 @@
 typedef struct ca_path {
     const char *name;
     const sn_kern *K;
-    const sn_kern16 *K16; /* its bf16 table (NULL: none), checked against K (check_bf16k.c) */
+    const sn_kern16 *K16; /* its bf16 table, checked against K (type CA_BF16 of each family) */
 } ca_path;
 
 /* the widths every slot is called with: 1..70, then 127, 128, 129, 768, 1000, 4096 (fewer
@@ -61,14 +64,50 @@ void ca_check(int ok, const char *fmt, ...);
 extern int ca_bench_on;
 void ca_bench(const char *slot, const char *path, int64_t n, void (*fn)(void *), void *arg);
 
-/* the slot groups; p is a path (index 0 is scalar), ref the scalar path */
-void check_norm(const ca_path *p, const ca_path *ref);
-void check_fuse(const ca_path *p, const ca_path *ref);
-void check_elem(const ca_path *p, const ca_path *ref);
-void check_bf16k(const ca_path *p);
-void bench_norm(const ca_path *p);
-void bench_fuse(const ca_path *p);
-void bench_elem(const ca_path *p);
-void bench_bf16k(const ca_path *p);
+/* bf16 rows: random values rounded to bf16 (shift + scale * rand), a copy, the fp32 row of a
+ * bf16 row's values; a bf16 row bitwise the rounding of an fp32 row (ca_same16) or bitwise
+ * another bf16 row (ca_same16b) */
+sn_bf16 *ca_b16_rand(int64_t n, int off, float scale, float shift);
+sn_bf16 *ca_b16_copy(const sn_bf16 *src, int64_t n, int off);
+float *ca_widen16(const sn_bf16 *b, int64_t n);
+void ca_same16(const char *what, const sn_bf16 *a, const float *r, int64_t n);
+void ca_same16b(const char *what, const sn_bf16 *a, const sn_bf16 *b, int64_t n);
+
+/* the element types of the row matrices; each family is checked for each */
+typedef enum ca_type { CA_F32, CA_BF16, CA_NTYPES } ca_type;
+extern const char *const ca_type_names[CA_NTYPES];
+
+/* the slot families, for type t; p is a path (index 0 is scalar), ref the scalar path (the
+ * reference of the fp32 slots; the bf16 slots' is p's fp32 table) */
+void check_norm(const ca_path *p, const ca_path *ref, ca_type t);
+void check_fuse(const ca_path *p, const ca_path *ref, ca_type t);
+void check_elem(const ca_path *p, const ca_path *ref, ca_type t);
+void bench_norm(const ca_path *p, ca_type t);
+void bench_fuse(const ca_path *p, ca_type t);
+void bench_elem(const ca_path *p, ca_type t);
+
+/* --bench on bf16 rows: one LayerNorm (fuse of three) with its rows in both types, so that each
+ * bf16 slot is timed beside its fp32 slot on the same values (ca_bb_init) */
+typedef struct ca_bb {
+    const ca_path *p;
+    int64_t D;
+    sn_norm n;
+    sn_fuse f;
+    sn_rnorm q0, q;
+    sn_rfuse F0, F[2];
+    sn_dfuse dp;
+    const float *xf[2], *yf[2], *dhf[2], *duf[2];
+    float *of[4], st[2][6];
+    const sn_bf16 *x[2], *y[2], *dh[2], *du[2];
+    sn_bf16 *o[4];
+} ca_bb;
+void ca_bb_init(ca_bb *e, const ca_path *p, int64_t D);
+/* each of the n slots fn[k][0] (fp32) and fn[k][1] (bf16) over rows[k] * D elements */
+typedef struct ca_bb_slot {
+    const char *slot;
+    int rows;
+    void (*fn[2])(void *);
+} ca_bb_slot;
+void ca_bb_bench(const ca_path *p, const ca_bb_slot *slots, int n);
 
 #endif

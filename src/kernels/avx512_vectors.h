@@ -1,6 +1,6 @@
-/* AVX-512F vector primitives for kernels_simd.h, 16 float lanes with opmask tails. Included
- * only by the translation units compiled with -mavx512f (and -mavx2 -mfma: kernels_avx512.c,
- * kernels_avx512_bf16.c), which run only after CPUID and XCR0 say so (cpu.c). */
+/* AVX-512F vector primitives for simd_rows.h, 16 float lanes with opmask tails. Included
+ * only by the translation units compiled with -mavx512f (and -mavx2 -mfma: avx512.c,
+ * avx512_bf16.c), which run only after CPUID and XCR0 say so (cpu.c). */
 #ifndef SN_KERNELS_AVX512_H
 #define SN_KERNELS_AVX512_H
 
@@ -53,7 +53,7 @@ static inline __m256i vrnd16_int(V v) {
     return _mm512_cvtepi32_epi16(r);
 }
 #ifdef __AVX512BF16__
-/* With AVX512-BF16 (kernels_avx512bf16.c): vcvtneps2bf16 rounds as sn_k_bf16_round (to nearest
+/* With AVX512-BF16 (avx512bf16.c): vcvtneps2bf16 rounds as sn_k_bf16_round (to nearest
  * even; a NaN keeps its sign and high payload bits and is quieted) except that it reads a
  * subnormal input as zero: a vector holding one (never in healthy activations, tested with one
  * fpclass) takes the integer rounding. It ignores MXCSR, as the integer rounding does. checkasm
@@ -71,7 +71,7 @@ static inline V vld16(const sn_bf16 *p) {
 }
 static inline void vst16(sn_bf16 *p, V v) { _mm256_storeu_si256((__m256i *)(void *)p, vrnd16(v)); }
 /* the lanes of a mask_n mask (AVX-512F alone has no 16-bit masked moves, they are AVX512BW:
- * kernels_simd.h's vldm16 and vstm16 take the partial step of a bf16 row through a buffer) */
+ * simd_rows.h's vldm16 and vstm16 take the partial step of a bf16 row through a buffer) */
 static inline int mask_lanes(M m) { return __builtin_popcount((unsigned)m); }
 /* to an address aligned to VW bf16 (32 bytes) */
 static inline void vstream16(sn_bf16 *p, V v) {

@@ -63,7 +63,7 @@ typedef struct netl {
     int64_t spr;     /* statistics floats per row, all planes */
     int64_t wslots;  /* stream gradients: dx, and dy for two streams and SpanNorm */
     int64_t max_spr; /* the most statistics floats per row of any one stage (inference) */
-    int any_aux;     /* some stage's forward needs a temporary slot (t of OP_POST, OP_SIAMP) */
+    int any_aux;     /* some stage's forward needs a temporary slot (t of OP_POST, _SIAMP, _SPAN) */
     sn_dtype dt;     /* the element type of the streams (net->act_dtype) */
     int64_t esz;     /* ... its size in bytes */
 } netl;
@@ -259,8 +259,7 @@ static void layout(netl *L, int64_t want, stage *out) {
         s.yin = y;
         s.xout = slot++;
         s.yout = L->two ? slot++ : -1;
-        s.aux = (s.op == OP_POST || s.op == OP_SIAMP || s.op == OP_PERI || s.op == OP_SPAN) ? slot++
-                                                                                            : -1;
+        s.aux = (forward_temp(s.op) || s.op == OP_PERI) ? slot++ : -1;
         if (s.op == OP_SPAN) { /* y is the layer's input x; the closing sub-layer's x' is y' */
             if (s.open) s.yin = s.xin;
             s.yout = s.close ? s.xout : s.yin;
@@ -319,7 +318,7 @@ static sn_status resolve(const sn_net *net, netl *L) {
                : (L->placement == SN_PLACEMENT_POST_NORM || L->placement == SN_PLACEMENT_DEEPNORM)
                    ? MERGE_NONE
                    : MERGE_NORM;
-    L->wslots = L->two || L->placement == SN_PLACEMENT_SPAN_NORM ? 2 : 1;
+    L->wslots = L->two || L->placement == SN_PLACEMENT_SPAN_NORM ? 2 : 1; /* dx (, dy) */
     L->dt = (sn_dtype)net->act_dtype;
     L->esz = sn_dtype_size(L->dt);
     stage m;

@@ -1,5 +1,5 @@
-/* AVX2 + FMA vector primitives for kernels_simd.h, 8 float lanes. Included only by the
- * translation units compiled with -mavx2 -mfma (kernels_avx2.c, kernels_avx2_bf16.c), which
+/* AVX2 + FMA vector primitives for simd_rows.h, 8 float lanes. Included only by the
+ * translation units compiled with -mavx2 -mfma (avx2.c, avx2_bf16.c), which
  * run only after CPUID says so (cpu.c). */
 #ifndef SN_KERNELS_AVX2_H
 #define SN_KERNELS_AVX2_H
@@ -61,7 +61,7 @@ static inline V vld16(const sn_bf16 *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 static inline void vst16(sn_bf16 *p, V v) { _mm_storeu_si128((__m128i *)(void *)p, vrnd16(v)); }
-/* the lanes of a mask_n mask (AVX2 has no 16-bit masked moves: kernels_simd.h's vldm16 and
+/* the lanes of a mask_n mask (AVX2 has no 16-bit masked moves: simd_rows.h's vldm16 and
  * vstm16 take the partial step of a bf16 row through a small buffer) */
 static inline int mask_lanes(M m) {
     return __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)));

@@ -1,6 +1,12 @@
-/* Drivers (see drive.h): the loops over rows, the kernel path and the threads.
+/* The drivers (see drive.h), written once for every element type: included by drive_f32.c and
+ * drive_bf16.c after they define
+ *   SN_T            the element type of the row matrices (float or sn_bf16)
+ *   SN_KT           its kernel table type (sn_kern or sn_kern16), SN_KERN_FOR its lookup by path
+ *   SN_DRIVE_TABLE  the name of the sn_drive table to define.
+ * Everything below is the same for every type but the element size: thresholds in bytes count
+ * sizeof(SN_T), and a row's conversions are its kernel table's.
  *
- * A call runs on the kernel table of its context (ctx.h). Rows are split into contiguous
+ * A call runs on the kernel table of its context's path. Rows are split into contiguous
  * pieces, one parallel-for task each; every row is computed by the same kernel calls whatever
  * the split, so forward outputs and input gradients do not depend on the thread count.
  *
@@ -9,41 +15,42 @@
  * chunk's partial sum a left fold over its rows from zero, the partials added onto dparams in
  * chunk order (see pg_run). Each row is visited once while it sits in L1 (reductions,
  * parameter gradients, input gradients). Stack use: at most about 70 KiB here (the slots of
- * the chunk partials when the context has no larger scratch) plus about 17 KiB in a SIMD row
- * kernel (a row's temporaries). */
-#include "drive.h"
-
+ * the chunk partials when the context has no larger scratch, and a bf16 fuse forward's s row)
+ * plus about 17 KiB in a SIMD row kernel (a row's temporaries) or 96 KiB in the scalar path's
+ * bf16 kernels (staged rows). No include guard: included once per element type. */
 #include <string.h>
 
-#include "check.h"
 #include "ctx.h"
+#include "drive.h"
 
-/* Calls with fewer elements stay on the calling thread. */
-#define GRAIN 16384
-/* Fuse forward rows up to this width build s on the stack, so that h is written once. */
+/* Fuse forward rows up to this width build s on the stack, so that h is written once; wider
+ * fp32 rows build it in h. A bf16 row cannot hold the float s: its s is always on the stack. */
 #define FUSE_STACK_MAX 1024
-/* Columns are split in multiples of 16 floats (one 64-byte cache line). */
-#define COL_QUANTUM 16
+#define FUSE_S_FLOATS  (sizeof(SN_T) == sizeof(float) ? FUSE_STACK_MAX : SN_D16_ROW_MAX)
+
+#define COL_QUANTUM     SN_D_COL_QUANTUM
+#define PG_CHUNK_MAX    SN_D_PG_CHUNK_MAX
+#define PG_STACK_FLOATS SN_D_PG_STACK_FLOATS
 
 /* A matrix a call reads (in) or writes (out): row r starts at p + r * ld. */
 typedef struct mat_in {
-    const float *p;
+    const SN_T *p;
     int64_t ld;
 } mat_in;
 typedef struct mat_out {
-    float *p;
+    SN_T *p;
     int64_t ld;
 } mat_out;
-static const float *in_row(mat_in m, int64_t r) { return m.p + r * m.ld; }
-static float *out_row(mat_out m, int64_t r) { return m.p + r * m.ld; }
+static const SN_T *in_row(mat_in m, int64_t r) { return m.p + r * m.ld; }
+static SN_T *out_row(mat_out m, int64_t r) { return m.p + r * m.ld; }
 
 /* How a call runs, the same for every driver: its kernel table, its rows and their split into
  * tasks, the memory hints and, for a backward pass with parameter gradients, the chunks of
  * pg_run. What the call computes is in the driver's own struct (norm_job, fuse_job, apply_job,
  * ...), whose first member is the job: the tasks get that struct as their argument. */
 typedef struct job {
-    const sn_kern *K;
-    int64_t R, D;   /* rows of the call; floats per row */
+    const SN_KT *K;
+    int64_t R, D;   /* rows of the call; elements per row */
     int64_t pieces; /* tasks of the parallel for under way (row runs, chunk runs or columns) */
     int nt;         /* streaming stores (see SN_D_NT_MIN_BYTES) */
     int pf;         /* software prefetch of the rows ahead (see SN_D_PF_MIN_BYTES) */
@@ -57,22 +64,14 @@ typedef struct job {
     sn_task_fn ctask; /* the chunk task of pg_run */
 } job;
 
-/* The job of a call over R rows of D floats on ctx's kernel table. */
+/* The job of a call over R rows of D elements on ctx's kernel table. */
 static job job_of(const sn_ctx *ctx, int64_t R, int64_t D) {
     job J;
     memset(&J, 0, sizeof J);
-    J.K = sn_ctx_kern(ctx);
+    J.K = SN_KERN_FOR(sn_ctx_isa(ctx));
     J.R = R;
     J.D = D;
     return J;
-}
-
-int64_t sn_d_row_pieces(const sn_ctx *ctx, int64_t R, int64_t D) {
-    const int w = sn_ctx_width(ctx);
-    if (w <= 1 || R < 2 || R * D < GRAIN) return 1;
-    /* a few tasks per thread, so that a thread that starts late still gets a share */
-    const int64_t p = 4 * (int64_t)w;
-    return R < p ? R : p;
 }
 
 static void range(int64_t n, int64_t pieces, int64_t i, int64_t *lo, int64_t *hi) {
@@ -89,30 +88,9 @@ static void col_range(int64_t W, int64_t pieces, int64_t i, int64_t *j0, int64_t
     *j1 = q1 * COL_QUANTUM < W ? q1 * COL_QUANTUM : W;
 }
 
-void sn_d_prefetch_row(const void *p, int64_t bytes) {
-#if defined(__GNUC__)
-    const char *c = p;
-    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, 0, 2);
-    __builtin_prefetch(c + bytes - 1, 0, 2);
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
-
-void sn_d_prefetch_near(const void *p, int64_t bytes) {
-#if defined(__GNUC__)
-    const char *c = p;
-    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, 1, 3);
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
-
 /* streaming stores (beyond nt_min bytes) and prefetch for a call over nmat R x D matrices */
 static void set_mem_at(job *J, int64_t R, int64_t D, int nmat, double nt_min) {
-    const double bytes = (double)R * (double)D * (double)nmat * sizeof(float);
+    const double bytes = (double)R * (double)D * (double)nmat * sizeof(SN_T);
     J->nt = bytes > nt_min;
     J->pf = bytes > SN_D_PF_MIN_BYTES;
 }
@@ -147,30 +125,6 @@ static void task_rows(const job *J, int64_t i, int64_t *lo, int64_t *hi) {
  * bounded stack buffer. Threads take chunks in super-blocks of as many slots as fit, then fold
  * them (columns split over threads). Without room for two slots the call runs on the calling
  * thread; without room for one (very wide rows), chunks are done in column blocks. */
-#define PG_CHUNK_ELEMS      16384
-#define PG_CHUNK_MAX        256
-#define PG_STACK_FLOATS     16384 /* 64 KiB */
-#define PG_SLOTS_PER_THREAD 8
-
-int64_t sn_d_pg_chunk_rows(int64_t D) {
-    const int64_t c = PG_CHUNK_ELEMS / D;
-    return c < 1 ? 1 : c > PG_CHUNK_MAX ? PG_CHUNK_MAX : c;
-}
-
-static int64_t pg_slot_floats(int64_t npg) {
-    return (npg + COL_QUANTUM - 1) / COL_QUANTUM * COL_QUANTUM;
-}
-
-size_t sn_d_scratch_bytes(const sn_ctx *ctx, int64_t D) {
-    if (D < 1) return 0;
-    const int64_t w = sn_ctx_width(ctx), k = w > 1 ? PG_SLOTS_PER_THREAD * w : 1;
-    /* sizes beyond int64 or size_t saturate at SIZE_MAX (no signed overflow) */
-    if (D > (INT64_MAX - COL_QUANTUM) / 6) return SIZE_MAX;
-    const int64_t slot = pg_slot_floats(6 * D);
-    if (slot > (INT64_MAX - 64) / (int64_t)sizeof(float) / k) return SIZE_MAX;
-    const int64_t bytes = k * slot * (int64_t)sizeof(float) + 64;
-    return (uint64_t)bytes > (uint64_t)SIZE_MAX ? SIZE_MAX : (size_t)bytes;
-}
 
 /* the buffer for the slots: the context's scratch or the stack buffer, whichever is larger */
 static void pg_buffer(const sn_ctx *ctx, float *stack, int64_t nstack, float **buf, int64_t *n) {
@@ -218,7 +172,7 @@ static void pg_run(const sn_ctx *ctx, job *J, void *arg, sn_task_fn chunk_task,
     pg_buffer(ctx, stack, PG_STACK_FLOATS, &J->buf, &nbuf);
     J->nbuf = nbuf;
     J->C = sn_d_pg_chunk_rows(J->D);
-    J->slot = pg_slot_floats(J->npg);
+    J->slot = sn_d_pg_slot_floats(J->npg);
     const int64_t nch = (R + J->C - 1) / J->C;
     int64_t K = nbuf / J->slot;
     if (K < 1) {
@@ -256,36 +210,6 @@ static float *pg_chunk(const job *J, int64_t i, int64_t *lo, int64_t *hi) {
     float *s = J->buf + i * J->slot;
     memset(s, 0, (size_t)J->npg * sizeof(float));
     return s;
-}
-
-/* sn_d_pg_rows: pg_run over a caller's row function */
-typedef struct rows_job {
-    job run;
-    sn_d_rows_fn fn;
-    void *arg;
-    int wide; /* not even one slot fits */
-} rows_job;
-
-static void rows_chunk_task(void *arg, int64_t i) {
-    const rows_job *J = arg;
-    int64_t lo, hi;
-    float *s = pg_chunk(&J->run, i, &lo, &hi);
-    J->fn(J->arg, lo, hi, s);
-}
-
-static void rows_wide(void *arg) { ((rows_job *)arg)->wide = 1; }
-
-int sn_d_pg_rows(const sn_ctx *ctx, int64_t R, int64_t D, int64_t npg, float *dparams,
-                 sn_d_rows_fn fn, void *arg) {
-    rows_job J;
-    memset(&J, 0, sizeof J);
-    J.run = job_of(ctx, R, D);
-    J.run.dparams = dparams;
-    J.run.npg = npg;
-    J.fn = fn;
-    J.arg = arg;
-    pg_run(ctx, &J.run, &J, rows_chunk_task, rows_wide);
-    return !J.wide;
 }
 
 /* ---- norms --------------------------------------------------------------------------------- */
@@ -327,9 +251,9 @@ static void norm_fwd_seg(const norm_job *J, const sn_rnorm *q0, int64_t r, int64
  * the same bits as stats on each), then norm_row on each. */
 static inline void norm_fwd_seg2(const norm_job *J, const sn_rnorm *q0, int64_t r0, int64_t g0,
                                  int64_t r1, int64_t g1) {
-    const sn_kern *K = J->run.K;
+    const SN_KT *K = J->run.K;
     const int32_t kind = J->n->kind;
-    const float *v0 = in_row(J->x, r0) + g0 * J->W, *v1 = in_row(J->x, r1) + g1 * J->W;
+    const SN_T *v0 = in_row(J->x, r0) + g0 * J->W, *v1 = in_row(J->x, r1) + g1 * J->W;
     float m0, rs0, m1, rs1;
     K->stats2(J->n, v0, J->n, v1, J->W, &m0, &rs0, &m1, &rs1);
     sn_rnorm q = *q0;
@@ -381,8 +305,8 @@ static norm_job norm_job_of(const sn_ctx *ctx, const sn_norm *n, int64_t R, int6
     return J;
 }
 
-void sn_d_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *x,
-                   int64_t ldx, const float *params, float *out, int64_t ldo, float *stats) {
+static void d_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const void *x,
+                       int64_t ldx, const float *params, void *out, int64_t ldo, float *stats) {
     norm_job J = norm_job_of(ctx, n, R, D, params);
     J.x = (mat_in){x, ldx};
     J.out = (mat_out){out, ldo};
@@ -401,7 +325,7 @@ static inline sn_rnorm norm_row_q(const norm_job *J, const sn_rnorm *q0, int64_t
 /* the whole backward of rows [lo, hi), one visit each; parameter gradients accumulated into the
  * block pg (the params layout) unless it is NULL */
 static void norm_bwd_rows(const norm_job *J, int64_t lo, int64_t hi, float *pg) {
-    const sn_kern *K = J->run.K;
+    const SN_KT *K = J->run.K;
     const int64_t W = J->W, ng = J->ng;
     const int acc = J->acc;
     const mat_in dout_m = J->dout, x_m = J->x;
@@ -412,8 +336,8 @@ static void norm_bwd_rows(const norm_job *J, int64_t lo, int64_t hi, float *pg) 
     /* short segments in pairs, as the forward (norm_fwd_task) */
     const int pairs = W <= SN_D_NORM_PAIR_MAX_W;
     sn_rnorm q[2];
-    const float *dout[2], *v[2];
-    float *dv[2];
+    const SN_T *dout[2], *v[2];
+    SN_T *dv[2];
     int n = 0;
     for (int64_t r = lo; r < hi; r++) {
         for (int64_t g = 0; g < ng; g++) {
@@ -475,9 +399,9 @@ static void norm_bwd_wide(void *arg) {
     }
 }
 
-void sn_d_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const float *dout,
-                   int64_t lddo, const float *x, int64_t ldx, const float *params,
-                   const float *stats, float *dx, int64_t lddx, float *dparams, int acc) {
+static void d_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const void *dout,
+                       int64_t lddo, const void *x, int64_t ldx, const float *params,
+                       const float *stats, void *dx, int64_t lddx, float *dparams, int acc) {
     norm_job J = norm_job_of(ctx, n, R, D, params);
     J.dout = (mat_in){dout, lddo};
     J.x = (mat_in){x, ldx};
@@ -523,7 +447,7 @@ static void fuse_job_init(fuse_job *J, const sn_fuse *f, const float *params) {
     const int64_t D = J->run.D;
     J->f = f;
     J->L = sn_k_fuse_layout(f, D);
-    sn_fuse_query(f, D, NULL, &J->spr);
+    J->spr = J->L.spr;
     J->params = params;
     const float *P = params;
     memset(&J->F0, 0, sizeof J->F0);
@@ -549,7 +473,7 @@ static void fuse_fwd_pf(const fuse_job *J, int64_t q, sn_rfuse *F) {
 static void fuse_fwd_task(void *arg, int64_t i) {
     const fuse_job *J = arg;
     const job *P = &J->run;
-    const sn_kern *K = P->K;
+    const SN_KT *K = P->K;
     const sn_fuse *f = J->f;
     const sn_fuse_layout *L = &J->L;
     const int64_t D = P->D;
@@ -557,11 +481,11 @@ static void fuse_fwd_task(void *arg, int64_t i) {
     task_rows(P, i, &lo, &hi);
     const int two = sn_k_fuse2_ok(f, D);
     const int near = !P->pf;
-    const int64_t rend = P->R, rb = D * (int64_t)sizeof(float);
+    const int64_t rend = P->R, rb = D * (int64_t)sizeof(SN_T);
     for (int64_t r = lo; r < hi; r++) {
-        const float *x = in_row(J->x, r), *y = in_row(J->y, r);
-        float *h = out_row(J->h, r);
-        float *u = J->u.p ? out_row(J->u, r) : NULL;
+        const SN_T *x = in_row(J->x, r), *y = in_row(J->y, r);
+        SN_T *h = out_row(J->h, r);
+        SN_T *u = J->u.p ? out_row(J->u, r) : NULL;
         float mx, rx, my, ry, mo, ro;
         const int pair = two && r + 1 < hi;
         int prefetch_pair = 0;
@@ -581,10 +505,10 @@ static void fuse_fwd_task(void *arg, int64_t i) {
             sn_d_prefetch_row(in_row(J->y, q), rb);
         }
         if (pair) { /* two rows interleaved, the same bits as two rows one by one */
-            const float *const xs[2] = {x, in_row(J->x, r + 1)};
-            const float *const ys[2] = {y, in_row(J->y, r + 1)};
-            float *const us[2] = {u, J->u.p ? out_row(J->u, r + 1) : NULL};
-            float *const hs[2] = {h, out_row(J->h, r + 1)};
+            const SN_T *const xs[2] = {x, in_row(J->x, r + 1)};
+            const SN_T *const ys[2] = {y, in_row(J->y, r + 1)};
+            SN_T *const us[2] = {u, J->u.p ? out_row(J->u, r + 1) : NULL};
+            SN_T *const hs[2] = {h, out_row(J->h, r + 1)};
             float st2[2][6];
             if (prefetch_pair) {
                 sn_rfuse F0 = J->F0;
@@ -606,16 +530,16 @@ static void fuse_fwd_task(void *arg, int64_t i) {
         K->stats2(&f->x, x, &f->y, y, D, &mx, &rx, &my, &ry);
         sn_k_set_stats(&F.X, f->x.kind, mx, rx);
         sn_k_set_stats(&F.Y, f->y.kind, my, ry);
-        /* s = N_x(x) + N_y(y) on the stack (or in h for wide rows), then h = N_out(s) */
-        float sbuf[FUSE_STACK_MAX];
-        float *sp = D <= FUSE_STACK_MAX ? sbuf : h;
+        /* s = N_x(x) + N_y(y) on the stack (or in h for wide fp32 rows), then h = N_out(s) */
+        float sbuf[FUSE_S_FLOATS];
+        float *sp = D <= FUSE_S_FLOATS ? sbuf : (float *)(void *)h;
         K->fuse_s(&F, D, x, y, u, sp, &f->out, &mo, &ro);
         if (f->out.kind != SN_NORM_IDENTITY) {
             sn_k_set_stats(&F.O, f->out.kind, mo, ro);
             F.O.nt = P->nt;
-            K->norm_row(&F.O, sp, D, h);
-        } else if (sp != h) {
-            memcpy(h, sp, (size_t)D * sizeof(float));
+            K->norm_s(&F.O, sp, D, h);
+        } else if ((void *)sp != (void *)h) {
+            K->round(sp, D, h);
         }
         if (J->stats_out) {
             float *st = J->stats_out + r * J->spr;
@@ -626,15 +550,15 @@ static void fuse_fwd_task(void *arg, int64_t i) {
     }
 }
 
-void sn_d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const float *x,
-                   int64_t ldx, const float *y, int64_t ldy, const float *params, float *u,
-                   int64_t ldu, float *h, int64_t ldh, float *stats) {
+static void d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const void *x,
+                       int64_t ldx, const void *y, int64_t ldy, const float *params, void *u,
+                       int64_t ldu, void *h, int64_t ldh, float *stats) {
     fuse_job J;
     memset(&J, 0, sizeof J);
     J.run = job_of(ctx, R, D);
     set_mem_at(&J.run, R, D, u ? 4 : 3, SN_D_FUSE_NT_MIN_BYTES);
     J.pf_spread =
-        (double)R * (double)D * (u ? 4 : 3) * sizeof(float) > SN_D_FUSE_PF_SPREAD_MIN_BYTES;
+        (double)R * (double)D * (u ? 4 : 3) * sizeof(SN_T) > SN_D_FUSE_PF_SPREAD_MIN_BYTES;
     fuse_job_init(&J, f, params);
     J.x = (mat_in){x, ldx};
     J.y = (mat_in){y, ldy};
@@ -646,7 +570,7 @@ void sn_d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
 
 /* the backward's input rows of row r */
 typedef struct frow {
-    const float *dh, *du, *x, *y;
+    const SN_T *dh, *du, *x, *y;
 } frow;
 
 static frow fuse_row(const fuse_job *J, int64_t r) {
@@ -687,10 +611,10 @@ static void fuse_row_pf(const fuse_job *J, int64_t q, sn_rfuse *F) {
  * block pg (the params layout) unless it is NULL */
 static void fuse_bwd_rows(const fuse_job *J, int64_t lo, int64_t hi, float *pg) {
     const job *P = &J->run;
-    const sn_kern *K = P->K;
+    const SN_KT *K = P->K;
     const int64_t D = P->D;
     const sn_dfuse dp = sn_k_fuse_dparams(J->f, &J->L, D, pg);
-    const int64_t rend = P->R, rb = D * (int64_t)sizeof(float);
+    const int64_t rend = P->R, rb = D * (int64_t)sizeof(SN_T);
     sn_rfuse F[2];
     for (int64_t r = lo; r < hi; r++) {
         const int pair = pg && r + 1 < hi;
@@ -710,10 +634,10 @@ static void fuse_bwd_rows(const fuse_job *J, int64_t lo, int64_t hi, float *pg) 
             fuse_row_F(J, r + 1, &F[1]);
             fuse_row_pf(J, r + 1 + SN_D_PF_AHEAD, &F[1]);
             const frow v = fuse_row(J, r + 1);
-            const float *const dh[2] = {w.dh, v.dh}, *const du[2] = {w.du, v.du};
-            const float *const x[2] = {w.x, v.x}, *const y[2] = {w.y, v.y};
-            float *const dx[2] = {out_row(J->dx, r), out_row(J->dx, r + 1)};
-            float *const dy[2] = {out_row(J->dy, r), out_row(J->dy, r + 1)};
+            const SN_T *const dh[2] = {w.dh, v.dh}, *const du[2] = {w.du, v.du};
+            const SN_T *const x[2] = {w.x, v.x}, *const y[2] = {w.y, v.y};
+            SN_T *const dx[2] = {out_row(J->dx, r), out_row(J->dx, r + 1)};
+            SN_T *const dy[2] = {out_row(J->dy, r), out_row(J->dy, r + 1)};
             K->fuse_bwd2(F, D, dh, du, x, y, dx, dy, J->accx, J->accy, &dp);
             r++;
             continue;
@@ -738,6 +662,7 @@ static void fuse_bwd_chunk_task(void *arg, int64_t i) {
 }
 
 static const float *off(const float *p, int64_t j) { return p ? p + j : NULL; }
+static const SN_T *off_row(const SN_T *p, int64_t j) { return p ? p + j : NULL; }
 
 /* row r's sn_rfuse with the reductions saved in o (fuse_bwd_wide) */
 static void fuse_row_F_red(const fuse_job *J, int64_t r, const float *o, sn_rfuse *F) {
@@ -751,7 +676,7 @@ static void fuse_row_F_red(const fuse_job *J, int64_t r, const float *o, sn_rfus
 static void fuse_bwd_wide(void *arg) {
     const fuse_job *J = arg;
     const job *P = &J->run;
-    const sn_kern *K = P->K;
+    const SN_KT *K = P->K;
     const int64_t D = P->D;
     const sn_dfuse d = sn_k_fuse_dparams(J->f, &J->L, D, P->dparams);
     float *dst[6] = {d.gx, d.bx, d.gy, d.by, d.go, d.bo};
@@ -783,7 +708,7 @@ static void fuse_bwd_wide(void *arg) {
                     ns[k]->beta = off(ns[k]->beta, j0);
                 }
                 const frow w = fuse_row(J, r);
-                K->fuse_pg(F, n, w.dh + j0, off(w.du, j0), w.x + j0, w.y + j0, &dp);
+                K->fuse_pg(F, n, w.dh + j0, off_row(w.du, j0), w.x + j0, w.y + j0, &dp);
             }
             for (int k = 0; k < 6; k++)
                 if (dst[k])
@@ -798,10 +723,11 @@ static void fuse_bwd_wide(void *arg) {
     }
 }
 
-void sn_d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const float *dh,
-                   int64_t lddh, const float *du, int64_t lddu, const float *x, int64_t ldx,
-                   const float *y, int64_t ldy, const float *params, const float *stats, float *dx,
-                   int64_t lddx, float *dy, int64_t lddy, float *dparams, uint32_t flags) {
+static void d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, const void *dh,
+                       int64_t lddh, const void *du, int64_t lddu, const void *x, int64_t ldx,
+                       const void *y, int64_t ldy, const float *params, const float *stats,
+                       void *dx, int64_t lddx, void *dy, int64_t lddy, float *dparams,
+                       uint32_t flags) {
     fuse_job J;
     memset(&J, 0, sizeof J);
     J.run = job_of(ctx, R, D);
@@ -817,7 +743,7 @@ void sn_d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D, co
     J.dx = (mat_out){dx, lddx};
     J.dy = (mat_out){dy, lddy};
     int64_t npg = 0;
-    if (dparams) sn_fuse_query(f, D, &npg, NULL);
+    if (dparams) npg = J.L.np;
     if (npg == 0) {
         run_rows(ctx, &J.run, fuse_bwd_all_task, &J);
         return;
@@ -846,15 +772,15 @@ static void apply_task(void *arg, int64_t i) {
                         out_row(J->yo, r), J->run.D, J->run.nt);
 }
 
-void sn_d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const float *z, int64_t ldz,
-                const float *u, int64_t ldu, const float *y, int64_t ldy, float *xo, int64_t ldxo,
-                float *yo, int64_t ldyo) {
+static void d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const void *z, int64_t ldz,
+                    const void *u, int64_t ldu, const void *y, int64_t ldy, void *xo, int64_t ldxo,
+                    void *yo, int64_t ldyo) {
     apply_job J = {job_of(ctx, R, D), c, {z, ldz}, {u, ldu}, {y, ldy}, {xo, ldxo}, {yo, ldyo}};
     set_mem(&J.run, R, D, 5);
     run_rows(ctx, &J.run, apply_task, &J);
 }
 
-/* out = (+= with acc) a + b / c; div (acc = -1): out = b / c */
+/* out = (+= with acc) a + b / c */
 typedef struct add_div_job {
     job run; /* first: the tasks get the add_div_job */
     float c;
@@ -868,19 +794,13 @@ static void add_div_task(void *arg, int64_t i) {
     int64_t lo, hi;
     task_rows(&J->run, i, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
-        if (J->acc < 0) {
-            const float *b = in_row(J->b, r);
-            float *o = out_row(J->out, r);
-            for (int64_t j = 0; j < J->run.D; j++) o[j] = b[j] / J->c;
-            continue;
-        }
         J->run.K->add_div(in_row(J->a, r), in_row(J->b, r), J->c, out_row(J->out, r), J->run.D,
                           J->acc, J->run.nt);
     }
 }
 
-void sn_d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda,
-                  const float *b, int64_t ldb, float c, float *out, int64_t ldo, int acc) {
+static void d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64_t lda,
+                      const void *b, int64_t ldb, float c, void *out, int64_t ldo, int acc) {
     add_div_job J = {job_of(ctx, R, D), c, {a, lda}, {b, ldb}, {out, ldo}, acc};
     set_mem(&J.run, R, D, 3 + acc);
     run_rows(ctx, &J.run, add_div_task, &J);
@@ -903,19 +823,42 @@ static void axpy_task(void *arg, int64_t i) {
                        J->run.nt);
 }
 
-void sn_d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const float *a, int64_t lda,
-               const float *b, int64_t ldb, float *out, int64_t ldo) {
+static void d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const void *a, int64_t lda,
+                   const void *b, int64_t ldb, void *out, int64_t ldo) {
     axpy_job J = {job_of(ctx, R, D), alpha, {a, lda}, {b, ldb}, {out, ldo}};
     set_mem(&J.run, R, D, 3);
     run_rows(ctx, &J.run, axpy_task, &J);
 }
 
-/* out = a / c: add_div's job with acc = -1, a plain loop (no kernel slot, so the same code on
- * every path; the SpanNorm backward runs it once per layer) */
-void sn_d_div(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float c,
-              float *out, int64_t ldo) {
-    add_div_job J = {job_of(ctx, R, D), c, {NULL, 0}, {a, lda}, {out, ldo}, -1};
-    run_rows(ctx, &J.run, add_div_task, &J);
+/* out = a / c, each element widened, divided in float and rounded (no kernel slot: the
+ * SpanNorm backward runs it once per layer). out may equal a. */
+typedef struct div_job {
+    job run; /* first: the tasks get the div_job */
+    float c;
+    mat_in a;
+    mat_out out;
+} div_job;
+
+enum { DIV_CHUNK = 256 };
+
+static void div_task(void *arg, int64_t i) {
+    const div_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
+    float v[DIV_CHUNK];
+    for (int64_t r = lo; r < hi; r++)
+        for (int64_t j = 0; j < J->run.D; j += DIV_CHUNK) {
+            const int64_t n = J->run.D - j < DIV_CHUNK ? J->run.D - j : DIV_CHUNK;
+            J->run.K->widen(in_row(J->a, r) + j, n, v);
+            for (int64_t k = 0; k < n; k++) v[k] /= J->c;
+            J->run.K->round(v, n, out_row(J->out, r) + j);
+        }
+}
+
+static void d_div(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64_t lda, float c,
+                  void *out, int64_t ldo) {
+    div_job J = {job_of(ctx, R, D), c, {a, lda}, {out, ldo}};
+    run_rows(ctx, &J.run, div_task, &J);
 }
 
 /* out = a */
@@ -929,12 +872,75 @@ static void copy_task(void *arg, int64_t i) {
     const copy_job *J = arg;
     int64_t lo, hi;
     task_rows(&J->run, i, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++)
-        memmove(out_row(J->out, r), in_row(J->a, r), (size_t)J->run.D * sizeof(float));
+    for (int64_t r = lo; r < hi; r++) J->run.K->copy(in_row(J->a, r), out_row(J->out, r), J->run.D);
 }
 
-void sn_d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const float *a, int64_t lda, float *out,
-               int64_t ldo) {
+static void d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64_t lda, void *out,
+                   int64_t ldo) {
     copy_job J = {job_of(ctx, R, D), {a, lda}, {out, ldo}};
     run_rows(ctx, &J.run, copy_task, &J);
 }
+
+/* ---- conversions from and to float matrices ------------------------------------------------ */
+
+/* dst = round(src) (to_t: float rows into SN_T rows) or dst = widen(src) (SN_T rows into float
+ * rows), with the kernel table's conversions */
+typedef struct convert_job {
+    job run; /* first: the tasks get the convert_job */
+    const float *f32_in;
+    int64_t ld_f32_in;
+    mat_out t_out; /* from_f32 */
+    mat_in t_in;   /* to_f32 */
+    float *f32_out;
+    int64_t ld_f32_out;
+} convert_job;
+
+static void from_f32_task(void *arg, int64_t i) {
+    const convert_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++)
+        J->run.K->round(J->f32_in + r * J->ld_f32_in, J->run.D, out_row(J->t_out, r));
+}
+
+static void to_f32_task(void *arg, int64_t i) {
+    const convert_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++)
+        J->run.K->widen(in_row(J->t_in, r), J->run.D, J->f32_out + r * J->ld_f32_out);
+}
+
+static void d_from_f32(const sn_ctx *ctx, int64_t R, int64_t D, const float *src, int64_t lds,
+                       void *dst, int64_t ldd) {
+    convert_job J;
+    memset(&J, 0, sizeof J);
+    J.run = job_of(ctx, R, D);
+    J.f32_in = src, J.ld_f32_in = lds;
+    J.t_out = (mat_out){dst, ldd};
+    run_rows(ctx, &J.run, from_f32_task, &J);
+}
+
+static void d_to_f32(const sn_ctx *ctx, int64_t R, int64_t D, const void *src, int64_t lds,
+                     float *dst, int64_t ldd) {
+    convert_job J;
+    memset(&J, 0, sizeof J);
+    J.run = job_of(ctx, R, D);
+    J.t_in = (mat_in){src, lds};
+    J.f32_out = dst, J.ld_f32_out = ldd;
+    run_rows(ctx, &J.run, to_f32_task, &J);
+}
+
+const sn_drive SN_DRIVE_TABLE = {
+    .norm_fwd = d_norm_fwd,
+    .norm_bwd = d_norm_bwd,
+    .fuse_fwd = d_fuse_fwd,
+    .fuse_bwd = d_fuse_bwd,
+    .apply = d_apply,
+    .add_div = d_add_div,
+    .axpy = d_axpy,
+    .div = d_div,
+    .copy = d_copy,
+    .from_f32 = d_from_f32,
+    .to_f32 = d_to_f32,
+};

@@ -1,7 +1,7 @@
 /* SIMD row kernels, written once for any vector width and for fp32 or bf16 rows. Included by
- * kernels_avx2.c, kernels_avx512.c (fp32 rows) and kernels_avx2_bf16.c, kernels_avx512_bf16.c,
- * kernels_avx512bf16.c (bf16 rows, SN_K16 defined), each compiled with its path's -m flags,
- * after kernels_avx2.h or kernels_avx512.h has defined:
+ * avx2.c, avx512.c (fp32 rows) and avx2_bf16.c, avx512_bf16.c,
+ * avx512bf16.c (bf16 rows, SN_K16 defined), each compiled with its path's -m flags,
+ * after avx2_vectors.h or avx512_vectors.h has defined:
  *   V, M          the vector and lane-mask types; VW the number of float lanes
  *   vld vst       unaligned load / store;  vldm vstm  masked load / store (lanes off: 0 / kept)
  *   vmaskz        zero the lanes a mask leaves off;  mask_n(k) the first k lanes (0 < k < VW)
@@ -264,21 +264,32 @@ static float vsum(const SN_T *v, int64_t n) {
     return hsum4(a);
 }
 
-static float vsum_sqdev(const SN_T *v, int64_t n, float mean) {
+/* the sum of (v - mean)^2 over a row of SN_T (v) or of float (vf; v NULL) */
+KINLINE float sum_sqdev(const SN_T *v, const float *vf, int64_t n, float mean) {
     V a[4] = ZERO4;
     const V mu = vset1(mean);
     if (mean == 0.0f && !signbit(mean)) /* v - (+0) is exactly v (RMSNorm) */
         RCOLS4(n, {
-            V d = keep(load(v + j, t, m), t, m);
+            V d = keep(v ? load(v + j, t, m) : load(vf + j, t, m), t, m);
             a[k] = vfma(d, d, a[k]);
         });
     else
         RCOLS4(n, {
-            V d = keep(vsub(load(v + j, t, m), mu), t, m);
+            V d = keep(vsub(v ? load(v + j, t, m) : load(vf + j, t, m), mu), t, m);
             a[k] = vfma(d, d, a[k]);
         });
     return hsum4(a);
 }
+static float vsum_sqdev(const SN_T *v, int64_t n, float mean) {
+    return sum_sqdev(v, NULL, n, mean);
+}
+#ifdef SN_K16
+static float vsum_sqdev_f(const float *v, int64_t n, float mean) {
+    return sum_sqdev(NULL, v, n, mean);
+}
+#else
+#define vsum_sqdev_f vsum_sqdev
+#endif
 
 /* stats and norm_row are not inlined into norm_fwd (see there). */
 __attribute__((noinline)) static void stats(const sn_norm *n, const SN_T *v, int64_t W, float *m,
@@ -299,13 +310,29 @@ __attribute__((noinline)) static void stats(const sn_norm *n, const SN_T *v, int
 
 /* ---- one norm ------------------------------------------------------------------------------ */
 
+/* out at column j from the row's value v there */
+KINLINE void norm_row_step(const sn_rnorm *q, V v, SN_T *out, int64_t j, int t, M m) {
+    store_out(out + j, scale_shift(q, xhat(q, v), j, t, m), t, m, q->nt);
+}
+
 __attribute__((noinline)) static void norm_row(const sn_rnorm *q, const SN_T *v, int64_t W,
                                                SN_T *out) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
-    const int nt = q->nt;
-    COLS(W, { store_out(out + j, scale_shift(q, xhat(q, load(v + j, t, m)), j, t, m), t, m, nt); });
+    COLS(W, { norm_row_step(q, load(v + j, t, m), out, j, t, m); });
 }
+
+#ifdef SN_K16
+/* norm_row from a float row (on fp32 rows norm_row is this slot: NORM_S) */
+static void norm_s(const sn_rnorm *q, const float *s, int64_t W, SN_T *out) {
+    const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
+    q = &Q_;
+    COLS(W, { norm_row_step(q, load(s + j, t, m), out, j, t, m); });
+}
+#define NORM_S norm_s
+#else
+#define NORM_S norm_row
+#endif
 
 /* The forward of one row: stats, then norm_row with the row's statistics in q0 (resolved with
  * m = 0, r = 1); the same arithmetic, so the same bits, as the two. Both are called from here
@@ -354,7 +381,6 @@ KINLINE xhd2 norm_red2_step(const sn_rnorm *q0, const sn_rnorm *q1, const SN_T *
     return r;
 }
 
-#ifndef SN_K16 /* not in the bf16 table */
 static void norm_pg(const sn_rnorm *q, const SN_T *dout, const SN_T *v, int64_t n, float *dgamma,
                     float *dbeta) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
@@ -373,7 +399,6 @@ static void norm_pg(const sn_rnorm *q, const SN_T *dout, const SN_T *v, int64_t 
     else if (dbeta)
         COLS(n, { store(dbeta + j, vadd(load(dbeta + j, t, m), load(dout + j, t, m)), t, m); });
 }
-#endif
 
 static void norm_dx(const sn_rnorm *q, const SN_T *dout, const SN_T *v, int64_t W, float sa,
                     float sb, SN_T *dv, int acc) {
@@ -540,7 +565,7 @@ KINLINE V s_of(const sn_rnorm *X, const sn_rnorm *Y, const SN_T *x, const SN_T *
 }
 
 /* s at column j, stored into h, and u = N_x(x) when u is non-NULL */
-KINLINE V fuse_s_step(const sn_rfuse *F, const SN_T *x, const SN_T *y, SN_T *u, SN_T *h, int64_t j,
+KINLINE V fuse_s_step(const sn_rfuse *F, const SN_T *x, const SN_T *y, SN_T *u, float *h, int64_t j,
                       int t, M m) {
     V ux;
     const V s = s_of(&F->X, &F->Y, x, y, j, t, m, &ux);
@@ -549,10 +574,9 @@ KINLINE V fuse_s_step(const sn_rfuse *F, const SN_T *x, const SN_T *y, SN_T *u, 
     return s;
 }
 
-#ifndef SN_K16 /* not in the bf16 table: h is a stack row there */
-/* u (if non-NULL) and h = s; the first sweep of N_out's statistics rides along (the same
+/* u (if non-NULL) and h = s (a float row); the first sweep of N_out's statistics rides along (the same
  * accumulators and order as vsum / vsum_sqdev over h) */
-static void fuse_s(const sn_rfuse *F, int64_t D, const SN_T *x, const SN_T *y, SN_T *u, SN_T *h,
+static void fuse_s(const sn_rfuse *F, int64_t D, const SN_T *x, const SN_T *y, SN_T *u, float *h,
                    const sn_norm *no, float *mo, float *ro) {
     const sn_rfuse F_ = *F; /* a local copy: the stores below cannot alias it */
     F = &F_;
@@ -575,7 +599,7 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const SN_T *x, const SN_T *y, S
     *ro = 1.0f;
     if (ln) {
         const float mean = hsum4(a) / (float)D;
-        const float var = vsum_sqdev(h, D, mean) / (float)D;
+        const float var = vsum_sqdev_f(h, D, mean) / (float)D;
         *mo = mean;
         *ro = 1.0f / sqrtf(var + no->eps);
     } else if (rms) {
@@ -583,7 +607,6 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const SN_T *x, const SN_T *y, S
     }
     stats_guard(no, h, D, mo, ro);
 }
-#endif
 
 /* fuse_fwd2's stores at column j: u0 and u1 when set (both or neither), s into the stack rows */
 KINLINE void store_s2(SN_T *u0, SN_T *u1, V ux0, V ux1, float *s0p, float *s1p, V s0, V s1, int nt,
@@ -879,35 +902,48 @@ typedef struct brow {
     float *bs, *bg;               /* stack rows of FUSE_ROW_MAX + VW floats */
     V a[2], b[2];                 /* pass 1: N_out's reductions */
     V ax[2], bx[2], ay[2], by[2]; /* pass 2: N_x's and N_y's */
-#ifdef SN_K16
-    float *kx, *ky, *kdh; /* xx, yy and dh (widened) from pass 1, for passes 2 and 3 */
-#endif
+    float *kx, *ky, *kdh; /* bf16 rows: xx, yy and dh (widened) from pass 1, for passes 2, 3 */
 } brow;
 
-/* xhat of row f (x or y, norm N) of w at column j in pass 1 (XX_P1), and in passes 2 and 3
- * (XX_P23); dh likewise (DH_P1, DH_P23). With bf16 rows, pass 1 keeps xx, yy and the widened
- * dh in stack rows (BROW_KEEP) and the later passes load them: the kept vectors are the same
- * bits as recomputed ones, and a load costs fewer instructions than widening and normalising
- * again, in kernels bound by their instructions (docs/performance.md). */
+/* xhat of a row v (x or y, norm N) at column j in pass 1 (xx_p1), and in passes 2 and 3
+ * (xx_p23); dh likewise (dh_p1, dh_p23). With bf16 rows, pass 1 keeps xx, yy and the widened
+ * dh in the stack rows kp (brow_keep) and the later passes load them: the kept vectors are the
+ * same bits as recomputed ones, and a load costs fewer instructions than widening and
+ * normalising again, in kernels bound by their instructions (docs/performance.md). */
 #ifdef SN_K16
 KINLINE V keep_st(float *p, V v) {
     vst(p, v); /* the stack rows are padded: whole vectors */
     return v;
 }
-#define XX_P1(w, f, N, j, t, m)                                                                    \
-    keep_st((w)->k##f + (j), xhat_sub(&(w)->F.N, load((w)->f + (j), t, m)))
-#define XX_P23(w, f, N, j, t, m) vld((w)->k##f + (j))
-#define DH_P1(w, j, t, m)        keep_st((w)->kdh + (j), load((w)->dh + (j), t, m))
-#define DH_P23(w, j, t, m)       vld((w)->kdh + (j))
-#define BROW_KEEP(w)                                                                               \
-    float w##_keep[3][FUSE_ROW_MAX + VW];                                                          \
-    (w).kx = w##_keep[0], (w).ky = w##_keep[1], (w).kdh = w##_keep[2]
+KINLINE V xx_p1(const sn_rnorm *N, const SN_T *v, float *kp, int64_t j, int t, M m) {
+    return keep_st(kp + j, xhat_sub(N, load(v + j, t, m)));
+}
+KINLINE V xx_p23(const sn_rnorm *N, const SN_T *v, const float *kp, int64_t j, int t, M m) {
+    (void)N, (void)v, (void)t, (void)m;
+    return vld(kp + j);
+}
+KINLINE V dh_p1(const SN_T *dh, float *kp, int64_t j, int t, M m) {
+    return keep_st(kp + j, load(dh + j, t, m));
+}
+KINLINE V dh_p23(const SN_T *dh, const float *kp, int64_t j, int t, M m) {
+    (void)dh, (void)t, (void)m;
+    return vld(kp + j);
+}
+/* the kept rows of w: three stack rows of FUSE_ROW_MAX + VW floats */
+KINLINE void brow_keep(brow *w, float (*keep)[FUSE_ROW_MAX + VW]) {
+    w->kx = keep[0], w->ky = keep[1], w->kdh = keep[2];
+}
 #else
-#define XX_P1(w, f, N, j, t, m)  xhat_sub(&(w)->F.N, load((w)->f + (j), t, m))
-#define XX_P23(w, f, N, j, t, m) XX_P1(w, f, N, j, t, m)
-#define DH_P1(w, j, t, m)        load((w)->dh + (j), t, m)
-#define DH_P23(w, j, t, m)       DH_P1(w, j, t, m)
-#define BROW_KEEP(w)
+KINLINE V xx_p1(const sn_rnorm *N, const SN_T *v, const float *kp, int64_t j, int t, M m) {
+    (void)kp;
+    return xhat_sub(N, load(v + j, t, m));
+}
+#define xx_p23 xx_p1
+KINLINE V dh_p1(const SN_T *dh, const float *kp, int64_t j, int t, M m) {
+    (void)kp;
+    return load(dh + j, t, m);
+}
+#define dh_p23 dh_p1
 #endif
 
 KINLINE void brow_init(brow *w, const sn_rfuse *F, const SN_T *dh, const SN_T *du, const SN_T *x,
@@ -915,6 +951,7 @@ KINLINE void brow_init(brow *w, const sn_rfuse *F, const SN_T *dh, const SN_T *d
     w->F = *F;
     w->dh = dh, w->du = du, w->x = x, w->y = y, w->dx = dx, w->dy = dy;
     w->bs = bs, w->bg = bg;
+    w->kx = w->ky = w->kdh = NULL;
     for (int k = 0; k < 2; k++) {
         w->a[k] = w->b[k] = vset1(0.0f);
         w->ax[k] = w->bx[k] = w->ay[k] = w->by[k] = vset1(0.0f);
@@ -923,11 +960,11 @@ KINLINE void brow_init(brow *w, const sn_rfuse *F, const SN_T *dh, const SN_T *d
 
 /* pass 1 at column j (accumulator set k): N_out's reductions, xs kept in bs */
 KINLINE void fuse_p1(brow *w, int64_t j, int t, M m, int k) {
-    const V xx = XX_P1(w, x, X, j, t, m);
-    const V yy = XX_P1(w, y, Y, j, t, m);
+    const V xx = xx_p1(&w->F.X, w->x, w->kx, j, t, m);
+    const V yy = xx_p1(&w->F.Y, w->y, w->ky, j, t, m);
     const V xs = xs_of(&w->F, xx, yy, j, t, m);
     vst(w->bs + j, xs); /* the stack rows are padded: whole vectors */
-    const V g = keep(vmul(gamma_at(w->F.O.gamma, j, t, m), DH_P1(w, j, t, m)), t, m);
+    const V g = keep(vmul(gamma_at(w->F.O.gamma, j, t, m), dh_p1(w->dh, w->kdh, j, t, m)), t, m);
     w->a[k] = vadd(w->a[k], g); /* fuse_red1_step's arithmetic, xs already at hand */
     w->b[k] = vfma(g, keep(xs, t, m), w->b[k]);
 }
@@ -941,10 +978,10 @@ KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
         for (int i = 0; i < w->F.npf; i++) __builtin_prefetch(pf_at(w->F.pf[i], j), 0, 2);
 #endif
     belem e;
-    e.xx = XX_P23(w, x, X, j, t, m);
-    e.yy = XX_P23(w, y, Y, j, t, m);
+    e.xx = xx_p23(&w->F.X, w->x, w->kx, j, t, m);
+    e.yy = xx_p23(&w->F.Y, w->y, w->ky, j, t, m);
     e.xs = vld(w->bs + j);
-    e.dh = DH_P23(w, j, t, m);
+    e.dh = dh_p23(w->dh, w->kdh, j, t, m);
     e.ds = ds_of(&w->F, e.xs, e.dh, j, t, m);
     e.dt = dt_of(w->du, e.ds, j, t, m);
     e.gx = vmul(gamma_at(w->F.X.gamma, j, t, m), e.dt);
@@ -957,8 +994,8 @@ KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
 
 /* pass 3 at column j: the input gradients */
 KINLINE void fuse_p3(const brow *w, int accx, int accy, int64_t j, int t, M m) {
-    const V xx = XX_P23(w, x, X, j, t, m);
-    const V yy = XX_P23(w, y, Y, j, t, m);
+    const V xx = xx_p23(&w->F.X, w->x, w->kx, j, t, m);
+    const V yy = xx_p23(&w->F.Y, w->y, w->ky, j, t, m);
     fuse_dx_step(&w->F, xx, yy, vld(w->bs + j), vld(w->bg + j), w->dx, w->dy, accx, accy, j, t, m);
 }
 
@@ -983,7 +1020,10 @@ static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, con
     float bs[FUSE_ROW_MAX + VW], bg[FUSE_ROW_MAX + VW];
     brow w;
     brow_init(&w, F, dh, du, x, y, dx, dy, bs, bg);
-    BROW_KEEP(w);
+#ifdef SN_K16
+    float keep[3][FUSE_ROW_MAX + VW];
+    brow_keep(&w, keep);
+#endif
     RCOLS2(D, { fuse_p1(&w, j, t, m, k); });
     fuse_red_out(&w.F, w.a, w.b, D);
     RCOLS2(D, {
@@ -1048,8 +1088,11 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2],
     brow w0, w1;
     brow_init(&w0, &F2[0], dh[0], du[0], x[0], y[0], dx[0], dy[0], bs[0], bg[0]);
     brow_init(&w1, &F2[1], dh[1], du[1], x[1], y[1], dx[1], dy[1], bs[1], bg[1]);
-    BROW_KEEP(w0);
-    BROW_KEEP(w1);
+#ifdef SN_K16
+    float keep[2][3][FUSE_ROW_MAX + VW];
+    brow_keep(&w0, keep[0]);
+    brow_keep(&w1, keep[1]);
+#endif
     const sn_rfuse *F0 = &w0.F;
     /* both rows have the fuse's parameters: say so, so that each vector is loaded once */
     w1.F.X.gamma = F0->X.gamma, w1.F.X.beta = F0->X.beta;
@@ -1102,32 +1145,34 @@ static void axpy(const SN_T *a, const SN_T *b, float alpha, SN_T *out, int64_t D
 }
 
 #ifdef SN_K16
-/* bf16 widened and floats rounded with this table's vld16 and vrnd16, a vector at a time */
-static void widen16(const sn_bf16 *s, int64_t n, float *d) {
+/* bf16 widened and floats rounded with this table's vld16 and vrnd16, a vector at a time; a copy
+ * is the two (out may equal a: each vector is loaded before it is stored) */
+static void widen(const sn_bf16 *s, int64_t n, float *d) {
     COLS(n, { store(d + j, load(s + j, t, m), t, m); });
 }
 static void round16(const float *s, int64_t n, sn_bf16 *d) {
     COLS(n, { store(d + j, load(s + j, t, m), t, m); });
 }
+static void copy(const sn_bf16 *a, sn_bf16 *out, int64_t n) {
+    COLS(n, { store(out + j, load(a + j, t, m), t, m); });
+}
+#define WIDEN widen
+#define ROUND round16
+#define COPY  copy
+#else
+#define WIDEN sn_k_move_f32
+#define ROUND sn_k_move_f32
+#define COPY  sn_k_copy_f32
+#endif
 
+/* the table: an sn_kern16 on bf16 rows, an sn_kern on fp32 rows */
+#ifdef SN_K16
 const sn_kern16 SN_KERN_TABLE = {
-    .norm_row = norm_row,
-    .norm_fwd = norm_fwd,
-    .norm_bwd = norm_bwd,
-    .norm_bwd2 = norm_bwd2,
-    .stats2 = stats2,
-    .fuse_fwd2 = fuse_fwd2,
-    .fuse_bwd = fuse_bwd,
-    .fuse_bwd2 = fuse_bwd2,
-    .add_div = add_div,
-    .apply = apply,
-    .axpy = axpy,
-    .widen = widen16,
-    .round = round16,
-};
 #else
 const sn_kern SN_KERN_TABLE = {
+#endif
     .norm_row = norm_row,
+    .norm_s = NORM_S,
     .norm_fwd = norm_fwd,
     .norm_pg = norm_pg,
     .norm_bwd = norm_bwd,
@@ -1143,5 +1188,7 @@ const sn_kern SN_KERN_TABLE = {
     .add_div = add_div,
     .apply = apply,
     .axpy = axpy,
+    .copy = COPY,
+    .widen = WIDEN,
+    .round = ROUND,
 };
-#endif

@@ -1,12 +1,9 @@
-/* Portable scalar row kernels (the sn_kern_scalar table, see kernels.h) and the path-independent
- * helpers: resolving norms and fuses, saved-statistics layout.
+/* Portable scalar row kernels: the sn_kern_scalar table (see kernels.h).
  *
  * Reductions run over 8 independent partial sums combined in a fixed order at the end: the
  * compiler can keep them in vector registers without -ffast-math (it may not reassociate a
  * single float accumulator), and the result is the same on every run. */
 #include "kernels.h"
-
-#include "cpu.h"
 
 #include <math.h>
 #include <string.h>
@@ -19,87 +16,6 @@ static inline float lanes_sum(const float a[LANES]) {
 
 static inline float gam(const float *gamma, int64_t j) { return gamma ? gamma[j] : 1.0f; }
 static inline float bet(const float *beta, int64_t j) { return beta ? beta[j] : 0.0f; }
-
-/* ---- path-independent helpers ---------------------------------------------------------------- */
-
-const sn_kern *sn_kern_for(sn_isa isa) {
-    switch (isa) {
-#ifdef SN_HAVE_AVX512
-    case SN_ISA_AVX512: return &sn_kern_avx512;
-#endif
-#ifdef SN_HAVE_AVX2
-    case SN_ISA_AVX2: return &sn_kern_avx2;
-#endif
-    default: return &sn_kern_scalar;
-    }
-}
-
-const sn_kern16 *sn_kern16_for(sn_isa isa) {
-    switch (isa) {
-#ifdef SN_HAVE_AVX512
-    case SN_ISA_AVX512:
-#ifdef SN_HAVE_AVX512BF16
-        if (sn_cpu_has_avx512bf16()) return &sn_kern16_avx512bf16;
-#endif
-        return &sn_kern16_avx512;
-#endif
-#ifdef SN_HAVE_AVX2
-    case SN_ISA_AVX2: return &sn_kern16_avx2;
-#endif
-    default: return NULL;
-    }
-}
-
-sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r) {
-    sn_rnorm q = {0.0f, 1.0f, 0.0f, 0.0f, NULL, NULL, 0};
-    if (n->kind == SN_NORM_IDENTITY) return q;
-    if (n->kind != SN_NORM_SCALE) { /* SN_NORM_SCALE: gamma * v + beta, m = 0, r = 1 */
-        q.r = r;
-        q.cb = 1.0f;
-    }
-    if (n->kind == SN_NORM_LAYERNORM) {
-        q.m = m;
-        q.ca = 1.0f;
-    }
-    if (n->affine != SN_AFFINE_NONE) q.gamma = params;
-    if (n->affine == SN_AFFINE_SCALE_SHIFT) q.beta = params + W;
-    return q;
-}
-
-static int64_t nparams(const sn_norm *n, int64_t D) {
-    if (n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE) return 0;
-    return n->affine == SN_AFFINE_SCALE_SHIFT ? 2 * D : D;
-}
-
-static int64_t nstats(const sn_norm *n) {
-    return n->kind == SN_NORM_LAYERNORM ? 2 : n->kind == SN_NORM_RMSNORM ? 1 : 0;
-}
-
-sn_fuse_layout sn_k_fuse_layout(const sn_fuse *f, int64_t D) {
-    sn_fuse_layout L;
-    L.px = 0;
-    L.py = nparams(&f->x, D);
-    L.po = L.py + nparams(&f->y, D);
-    L.sx = 0;
-    L.sy = nstats(&f->x);
-    L.so = L.sy + nstats(&f->y);
-    return L;
-}
-
-sn_dfuse sn_k_fuse_dparams(const sn_fuse *f, const sn_fuse_layout *L, int64_t D, float *dparams) {
-    sn_dfuse d = {NULL, NULL, NULL, NULL, NULL, NULL};
-    if (!dparams) return d;
-    sn_rnorm X = sn_k_resolve(&f->x, D, dparams + L->px, 0, 0);
-    sn_rnorm Y = sn_k_resolve(&f->y, D, dparams + L->py, 0, 0);
-    sn_rnorm O = sn_k_resolve(&f->out, D, dparams + L->po, 0, 0);
-    d.gx = (float *)X.gamma;
-    d.bx = (float *)X.beta;
-    d.gy = (float *)Y.gamma;
-    d.by = (float *)Y.beta;
-    d.go = (float *)O.gamma;
-    d.bo = (float *)O.beta;
-    return d;
-}
 
 /* ---- statistics ---------------------------------------------------------------------------- */
 
@@ -407,6 +323,7 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
 
 const sn_kern sn_kern_scalar = {
     .norm_row = norm_row,
+    .norm_s = norm_row,
     .norm_fwd = norm_fwd,
     .norm_pg = norm_pg,
     .norm_bwd = norm_bwd,
@@ -422,4 +339,7 @@ const sn_kern sn_kern_scalar = {
     .add_div = add_div,
     .apply = apply,
     .axpy = axpy,
+    .copy = sn_k_copy_f32,
+    .widen = sn_k_move_f32,
+    .round = sn_k_move_f32,
 };

@@ -44,19 +44,6 @@ sn_status sn_check_fuse(const sn_fuse *f, int64_t D) {
 
 sn_status sn_check_scale(float c) { return (c > 0.0f && isfinite(c)) ? SN_OK : SN_ERR_SCALE; }
 
-int64_t sn_norm_nparams(const sn_norm *n, int64_t D) {
-    int64_t W = n->group ? n->group : D;
-    if (n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE) return 0;
-    return n->affine == SN_AFFINE_SCALE_SHIFT ? 2 * W : W;
-}
-
-int64_t sn_norm_spr(const sn_norm *n, int64_t D) {
-    int64_t ng = n->group ? D / n->group : 1;
-    if (n->kind == SN_NORM_LAYERNORM) return 2 * ng;
-    if (n->kind == SN_NORM_RMSNORM) return ng;
-    return 0;
-}
-
 static int overlaps(const sn_buf *a, const sn_buf *b) {
     if (!a->p || !b->p || a->nelems <= 0 || b->nelems <= 0) return 0;
     /* Compare as integers: the buffers may belong to different objects. */

@@ -3,6 +3,7 @@
 #ifndef SN_CHECK_H
 #define SN_CHECK_H
 
+#include "kernels.h" /* the sizes of norms and fuses (sn_norm_nparams, sn_norm_spr) */
 #include "siamesenorm.h"
 
 /* Largest number of floats one buffer may span: keeps every byte offset within ptrdiff_t. */
@@ -27,10 +28,6 @@ sn_status sn_check_fuse(const sn_fuse *f, int64_t D);
 
 /* The residual scale c: > 0 and finite. */
 sn_status sn_check_scale(float c);
-
-/* Sizes of one valid norm: parameter count and saved floats per row. */
-int64_t sn_norm_nparams(const sn_norm *n, int64_t D);
-int64_t sn_norm_spr(const sn_norm *n, int64_t D);
 
 /* One buffer of a call, for the aliasing check. A matrix view spans (R-1)*ld + D elements; a
  * plain vector has ld = 0 and spans n floats. */

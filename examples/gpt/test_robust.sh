@@ -1,0 +1,198 @@
+#!/bin/sh
+# Test: sn-gpt-train and sn-gpt-compare against hostile files, flags and interrupts (the
+# defects N1-N3, N6, N7, N10, N11 of issue 26; docs/reliability.md, categories files, flags,
+# interrupts). $1 = sn-gpt-train, $2 = sn-gpt-compare, $3 = a scratch path prefix.
+set -u
+exe=$1
+cmp_exe=$2
+tmp=$3
+. "$(dirname "$0")/testlib.sh"
+tiny="--task addition --layers 1 --width 32 --heads 2 --digits 2 --batch 8 --val-size 50 --samples 0"
+rm -rf "$tmp.d"
+mkdir -p "$tmp.d"
+d=$tmp.d
+
+# ---- flags: every number range-checked (N3, N11) ----------------------------------------------
+refused() { # FLAGS...: exits 1 at once (a usage error), before any training
+    "$exe" "$@" > "$d/out" 2>&1
+    rc=$?
+    [ $rc -eq 1 ] && ! grep -q "^step" "$d/out"
+}
+for bad in "--val-frac nan" "--val-frac 1" "--val-frac -0.5" "--lr nan" "--lr inf" "--lr 1e-50" \
+    "--lr 0" "--eps 0" "--eps nan" "--beta2 1" "--clip -1" "--wd inf" "--min-lr-frac 2" \
+    "--steps 0" "--steps 99999999999" "--batch -1" "--batch 8x" "--seed -1" \
+    "--seed 18446744073709551616" "--layers 1073741824" "--layers 1e3" "--width 0" \
+    "--ctx 8193" "--heads 3" "--digits 10" "--val-size 0" "--samples -1" "--eval-every -1" \
+    "--evals 0" "--warmup -5" "--blas-threads 0" "--batch 65536 --ctx 8192"; do
+    # shellcheck disable=SC2086 # a flag and its value
+    check "refused: $bad" refused $tiny $bad
+done
+"$exe" --layers 1073741824 > "$d/out" 2>&1
+check "--layers 1073741824 (N11): '--layers 1073741824: expected an integer in [1, 1024]'" \
+    grep -q -- "--layers 1073741824: expected an integer in \[1, 1024\]" "$d/out"
+"$exe" $tiny --val-frac nan > "$d/out" 2>&1
+check "--val-frac nan (N3): refused" grep -q -- "--val-frac nan: expected a number in (0, 1)" "$d/out"
+"$cmp_exe" --first-seed 2147483647 --seeds 2 --out "$d/cmp" > "$d/out" 2>&1
+rc=$?
+check "sn-gpt-compare --first-seed 2147483647 --seeds 2 (N11): refused ($rc)" \
+    sh -c "[ $rc -eq 1 ] && grep -q 'the last seed is past' '$d/out'"
+for bad in "--seeds 1" "--seeds 257" "--jobs 0" "--evals 999" "--first-seed -1" "--seeds 3x" \
+    "--lrs 1e-3,nan" "--lrs 0" "--depths 2,0" "--depths 1e9"; do
+    # shellcheck disable=SC2086
+    "$cmp_exe" $bad --out "$d/cmp" > "$d/out" 2>&1
+    check "sn-gpt-compare refuses $bad" [ $? -eq 1 ]
+done
+
+# the numbers sn-gpt-compare reads from a run's JSON lines: a --trainer that prints huge or NaN
+# step counts (an int conversion of them is undefined behaviour: UBSan in the sanitizer build)
+cat > "$d/fake-trainer" <<'EOF'
+#!/bin/sh
+echo '{"start":true,"steps":1e300,"isa":"x","version":"0","config_hash":"h"}'
+echo '{"step":-1e300,"val_loss":1,"train_loss":1}'
+echo '{"final":true,"step":nan,"val_loss":1.5,"train_loss":1,"elapsed_s":1,"diverged":false}'
+EOF
+chmod +x "$d/fake-trainer"
+"$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --no-plot --out "$d/cmpf" > "$d/out" 2>&1
+rc=$?
+check "sn-gpt-compare reads a trainer's huge and NaN step counts safely (exit $rc)" \
+    sh -c "[ $rc -eq 0 ] && [ -s '$d/cmpf/runs.csv' ] && [ -s '$d/cmpf/summary.csv' ]"
+check "... and its tables are whole files (no temporary left)" \
+    sh -c "[ -z \"\$(ls -A '$d/cmpf' | grep tmp-)\" ]"
+
+# ---- files: checkpoints (N1, N6, N7) ---------------------------------------------------------
+put_i32() { # FILE OFFSET VALUE: a little-endian int32 written in place
+    v=$3
+    [ "$v" -lt 0 ] && v=$((v + 4294967296))
+    # shellcheck disable=SC2059 # the octal escapes are the format
+    printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $((v & 255)) $((v >> 8 & 255)) \
+        $((v >> 16 & 255)) $((v >> 24 & 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+put_i64() { put_i32 "$1" "$2" "$3"; put_i32 "$1" $(($2 + 4)) 0; }
+get_i32() { od -An -t d4 -j "$2" -N 4 "$1" | tr -d ' '; }
+get_i64() { od -An -t d8 -j "$2" -N 8 "$1" | tr -d ' '; }
+# ---- N2: the decoded samples of a long context -----------------------------------------------
+# A model whose weights are all 0 predicts byte 0 everywhere, never the newline that ends an
+# answer: each decoded row is ctx (80) characters long.
+a2="--task addition --layers 1 --width 32 --heads 2 --digits 1 --ctx 80 --batch 4 --val-size 8"
+"$exe" $a2 --steps 2 --save "$d/z.ckpt" > "$d/out" 2>&1
+n=$(get_i64 "$d/z.ckpt" 56)
+dd if=/dev/zero of="$d/z.ckpt" bs=4 seek=20 count="$n" conv=notrunc 2>/dev/null
+"$exe" $a2 --steps 2 --load "$d/z.ckpt" --samples 3 > "$d/out" 2>&1
+rc=$?
+check "--task addition --ctx 80 --samples 3, answers that never end (N2): exits 0 ($rc), three samples shown" \
+    sh -c "[ $rc -eq 0 ] && [ \$(grep -c -E ' (ok|wrong)\$' '$d/out') -eq 3 ]"
+
+ck=$d/a.ckpt
+"$exe" $tiny --steps 6 --save "$ck" > "$d/out" 2>&1
+check "a checkpoint is written" [ -s "$ck" ]
+cp "$ck" "$d/orig.ckpt"
+check "it loads" sh -c "'$exe' $tiny --steps 8 --load '$ck' > '$d/out' 2>&1"
+
+# N1: vocab 40, everything else consistent (n_params and the length for vocab 40), on the
+# tales task, whose targets (bytes up to 126) lie past row ends of 40 logits
+tt="--layers 1 --width 32 --heads 2 --batch 4 --ctx 16 --val-size 8"
+"$exe" $tt --steps 2 --save "$d/t2.ckpt" > "$d/out" 2>&1
+n=$(get_i64 "$d/t2.ckpt" 56)
+cp "$d/t2.ckpt" "$d/v.ckpt"
+put_i32 "$d/v.ckpt" 8 40
+put_i64 "$d/v.ckpt" 56 $((n - 216 * 32))
+truncate -s $((80 + 12 * (n - 216 * 32))) "$d/v.ckpt"
+"$exe" $tt --steps 4 --load "$d/v.ckpt" > "$d/out" 2>&1
+rc=$?
+check "vocab 40 (N1): refused, exit 1 (got $rc)" \
+    sh -c "[ $rc -eq 1 ] && grep -q 'vocab 40, but the tasks' '$d/out'"
+# N7: a negative step, the smallest int32
+for step in -1 -2147483648; do
+    cp "$d/orig.ckpt" "$d/s.ckpt"
+    put_i32 "$d/s.ckpt" 64 $step
+    "$exe" $tiny --steps 8 --load "$d/s.ckpt" > "$d/out" 2>&1
+    rc=$?
+    check "step $step (N7): refused, exit 1 (got $rc)" \
+        sh -c "[ $rc -eq 1 ] && grep -q 'step $step outside' '$d/out'"
+done
+cp "$d/orig.ckpt" "$d/t.ckpt"
+truncate -s -4 "$d/t.ckpt"
+check "a checkpoint one float short: refused" refused $tiny --steps 8 --load "$d/t.ckpt"
+cp "$d/orig.ckpt" "$d/t.ckpt"
+printf 'x' >> "$d/t.ckpt"
+check "a checkpoint one byte long: refused" refused $tiny --steps 8 --load "$d/t.ckpt"
+
+# N6: --save into a missing directory fails at the start, not after the run
+"$exe" $tiny --steps 5 --save "$d/missing/x.ckpt" > "$d/out" 2>&1
+rc=$?
+check "--save into a missing directory: exit 1 before step 1 (got $rc)" \
+    sh -c "[ $rc -eq 1 ] && ! grep -q '^step' '$d/out'"
+# N6: --load X --save X, the save failing: X stays whole and loadable
+SN_AF_FAIL_BEFORE_RENAME=1 "$exe" $tiny --steps 8 --load "$ck" --save "$ck" > "$d/out" 2>&1
+rc=$?
+check "--load X --save X, save fails before the rename: exit 1 ($rc), X unchanged" \
+    sh -c "[ $rc -eq 1 ] && cmp -s '$ck' '$d/orig.ckpt'"
+(ulimit -f 64 && exec "$exe" $tiny --steps 8 --load "$ck" --save "$ck") > "$d/out" 2>&1
+rc=$?
+check "--load X --save X under ulimit -f 64 (the save cut short): exit 1 ($rc), X unchanged" \
+    sh -c "[ $rc -eq 1 ] && cmp -s '$ck' '$d/orig.ckpt'"
+check "no temporary left beside X" sh -c "[ -z \"\$(ls -A '$d' | grep tmp-)\" ]"
+check "X still loads" sh -c "'$exe' $tiny --steps 8 --load '$ck' > '$d/out' 2>&1"
+"$exe" $tiny --steps 8 --load "$ck" --save "$ck" > "$d/out" 2>&1
+check "--load X --save X: X replaced by the step-8 checkpoint" [ "$(get_i32 "$ck" 64)" -eq 8 ]
+cp "$d/orig.ckpt" "$d/keep.ckpt"
+"$exe" $tiny --steps 3 --log "$d/keep.ckpt" > "$d/out" 2>&1
+rc=$?
+check "--log onto a file that is not a log: refused ($rc), the file unchanged" \
+    sh -c "[ $rc -eq 1 ] && cmp -s '$d/keep.ckpt' '$d/orig.ckpt' && grep -q 'not an sn-gpt-train log' '$d/out'"
+"$exe" $tiny --steps 8 --load "$d/keep.ckpt" --log "$d/keep.ckpt" > "$d/out" 2>&1
+rc=$?
+check "--log the --load file: refused ($rc), the file unchanged" \
+    sh -c "[ $rc -eq 1 ] && cmp -s '$d/keep.ckpt' '$d/orig.ckpt' && grep -q 'same file' '$d/out'"
+
+# ---- interrupts (N10) ------------------------------------------------------------------------
+interrupt() { # SIGNAL: a long run stopped by SIGNAL once its log has 3 rows; sets rc
+    rm -f "$d/i.csv" "$d/i.ckpt"
+    "$exe" $tiny --steps 1000000 --eval-every 0 --print-every 0 --log "$d/i.csv" \
+        --save "$d/i.ckpt" > "$d/i.out" 2>&1 &
+    pid=$!
+    k=0
+    while [ $k -lt 600 ] && [ "$(wc -l < "$d/i.csv" 2>/dev/null || echo 0)" -lt 4 ]; do
+        sleep 0.1
+        k=$((k + 1))
+    done
+    kill "-$1" $pid
+    k=0 # a run that ignores the signal is killed after 30 s (rc 137)
+    while [ $k -lt 300 ] && kill -0 $pid 2>/dev/null; do
+        sleep 0.1
+        k=$((k + 1))
+    done
+    kill -9 $pid 2>/dev/null
+    wait $pid
+    rc=$?
+}
+rows_whole() { # CSV: every line ends with a newline and has the header's 8 fields
+    [ "$(tail -c 1 "$1" | od -An -c | tr -d ' ')" = '\n' ] &&
+        awk -F, 'NF != 8 { bad = 1 } END { exit bad }' "$1"
+}
+rows_in_order() { # CSV N: rows 1..N, once each, in order
+    [ "$(wc -l < "$1")" -eq $(($2 + 1)) ] &&
+        awk -F, 'NR > 1 && $1 != NR - 1 { bad = 1 } END { exit bad }' "$1"
+}
+interrupt INT
+last=$(tail -n 1 "$d/i.csv" | cut -d, -f1)
+at=$(get_i32 "$d/i.ckpt" 64 2>/dev/null)
+check "SIGINT: exit status 5 (got $rc)" [ $rc -eq 5 ]
+check "SIGINT: the log holds whole rows only" rows_whole "$d/i.csv"
+check "SIGINT: the checkpoint saved at the log's last step ($at, $last)" \
+    sh -c "[ -n '$at' ] && [ '$at' = '$last' ]"
+check "SIGINT: says so" grep -q "interrupted at step $last .*saving" "$d/i.out"
+# a row from beyond the checkpoint and a row cut short: both dropped when resuming
+echo "$((last + 1)),1,,,1,1,1,1" >> "$d/i.csv"
+printf '%s' "$((last + 2)),1,2" >> "$d/i.csv"
+"$exe" $tiny --steps $((last + 5)) --eval-every 0 --print-every 0 --load "$d/i.ckpt" \
+    --log "$d/i.csv" > "$d/out" 2>&1
+rc=$?
+check "resumed with the same --log: exit 0 ($rc), rows 1..$((last + 5)) once each, in order" \
+    sh -c "[ $rc -eq 0 ]" && check "... rows in order" rows_in_order "$d/i.csv" $((last + 5))
+interrupt TERM
+check "SIGTERM: exit status 5 (got $rc), whole rows, a checkpoint" \
+    sh -c "[ $rc -eq 5 ] && [ -s '$d/i.ckpt' ]" && check "... whole rows" rows_whole "$d/i.csv"
+
+rm -rf "$d"
+exit $fail

@@ -1,0 +1,238 @@
+/* Row kernels: the arithmetic of every primitive, one row (or one group of a row) at a time.
+ * Arguments are trusted: the public entry points validate before calling.
+ *
+ * Each kernel path (portable scalar, AVX2+FMA, AVX-512) fills one sn_kern table; the drivers
+ * pick the table of the call's context and never depend on the path otherwise. Backward passes
+ * come in pieces so that threads can split the parameter gradients by columns while the result
+ * stays the same bit for bit: `pg` adds a row's contribution to the parameter gradients over any
+ * run of columns (elementwise: splitting the columns never changes a bit); for the fuse, `red`
+ * computes a row's reductions and `dx` writes the input gradients from them.
+ *
+ * Promises, checked slot by slot on every path by tests/checkasm (see docs/reliability.md):
+ *   - "bitwise the same as" below holds bit for bit within each path;
+ *   - a kernel writes nothing outside the columns it is given;
+ *   - the paths agree: every output of a SIMD table is within SN_K_TOL of the scalar table's,
+ *     relative to max(1, the largest magnitude of the scalar output row), on rows of values of
+ *     order 1 (the SIMD paths use fused multiply-add and other summation orders: each output
+ *     differs by a few ulp of the row's largest terms; SN_K_TOL is about six times the worst
+ *     difference the checks find on rows up to 4096 wide).
+ *
+ * `nt` (in sn_rnorm, sn_rfuse, or an argument) lets a SIMD kernel write its final outputs with
+ * streaming stores, which skip the read-for-ownership of the destination lines: the drivers set
+ * it for calls much larger than the caches. It never changes a value. The scalar path ignores
+ * it. Stores into scratch that is read again (h in fuse_s) are never streamed. */
+#ifndef SN_KERNELS_H
+#define SN_KERNELS_H
+
+#include <string.h>
+
+#include "siamesenorm.h"
+
+/* How far a SIMD path's outputs may be from the scalar path's (see above). */
+#define SN_K_TOL 5e-5
+
+/* One norm resolved for one row, so that a single formula serves every kind:
+ *   xhat = (v - m) * r,   out = gamma * xhat + beta,
+ *   dv   = r * (g - ca * mean(g) - cb * xhat * mean(g * xhat)),   g = gamma * dout.
+ * LayerNorm: m = mean, r = rstd, ca = cb = 1.  RMSNorm: m = 0, r = rstd, ca = 0, cb = 1.
+ * Identity and SN_NORM_SCALE: m = 0, r = 1, ca = cb = 0 (identity: no gamma/beta).
+ * gamma NULL means 1, beta NULL means 0. */
+typedef struct sn_rnorm {
+    float m, r, ca, cb;
+    const float *gamma;
+    const float *beta;
+    int nt; /* the kernels may write their outputs with streaming (non-temporal) stores */
+} sn_rnorm;
+
+/* The three norms of a fuse resolved for one row, and the row's backward reductions:
+ * oa = O.ca * mean(go * dh), ob = O.cb * mean(go * dh * xs) (N_out); xa, xb likewise for N_x
+ * over dt = du + ds; ya, yb for N_y over ds. */
+typedef struct sn_rfuse {
+    sn_rnorm X, Y, O;
+    float oa, ob, xa, xb, ya, yb;
+    int nt; /* streaming stores allowed for u (fuse_s) and the input gradients */
+    /* rows of D elements (the kernel's: fp32 or bf16) for fuse_bwd, fuse_bwd2 and fuse_fwd2 to
+     * prefetch (prefetcht1) for a later call: the SIMD kernels spread them over a sweep, a line
+     * per 64 bytes of columns, so that the misses overlap the arithmetic; the others prefetch
+     * them at once */
+    int npf;
+    const void *pf[6];
+} sn_rfuse;
+
+/* prefetches the rows F->pf[0 .. npf) of `bytes` bytes each at once */
+static inline void sn_k_prefetch_rows(const sn_rfuse *F, int64_t bytes) {
+#if defined(__GNUC__)
+    for (int i = 0; i < F->npf; i++) {
+        const char *p = (const char *)F->pf[i];
+        for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, 0, 2);
+        __builtin_prefetch(p + bytes - 1, 0, 2);
+    }
+#else
+    (void)F;
+    (void)bytes;
+#endif
+}
+
+/* Parameter-gradient destinations of a fuse: gamma and beta of N_x, N_y, N_out (NULL: skip). */
+typedef struct sn_dfuse {
+    float *gx, *bx, *gy, *by, *go, *bo;
+} sn_dfuse;
+
+/* The kernel tables: sn_kern on fp32 rows, sn_kern16 on bf16 rows (table.h, one slot list
+ * for both). Each path has one of each. */
+#define SN_KT   sn_kern
+#define SN_KROW float
+#include "table.h"
+#undef SN_KT
+#undef SN_KROW
+#define SN_KT   sn_kern16
+#define SN_KROW sn_bf16
+#include "table.h"
+#undef SN_KT
+#undef SN_KROW
+
+extern const sn_kern sn_kern_scalar;
+#ifdef SN_HAVE_AVX2
+extern const sn_kern sn_kern_avx2;
+#endif
+#ifdef SN_HAVE_AVX512
+extern const sn_kern sn_kern_avx512;
+#endif
+
+/* The table of a path (never NULL: paths not compiled in give the scalar table). */
+const sn_kern *sn_kern_for(sn_isa isa);
+
+/* the scalar path's bf16 table: each slot widens its rows into fp32 rows on the stack, runs the
+ * scalar fp32 slot on them and rounds what it wrote (scalar_bf16.c); rows of at most
+ * SN_D16_ROW_MAX elements */
+extern const sn_kern16 sn_kern16_scalar;
+#ifdef SN_HAVE_AVX2
+extern const sn_kern16 sn_kern16_avx2;
+#endif
+#ifdef SN_HAVE_AVX512
+extern const sn_kern16 sn_kern16_avx512;
+#endif
+#ifdef SN_HAVE_AVX512BF16
+/* the AVX-512 path's bf16 table rounding with AVX512-BF16 instructions (the same bits) */
+extern const sn_kern16 sn_kern16_avx512bf16;
+#endif
+
+/* The bf16 table of a path (never NULL: paths not compiled in give the scalar table). For the
+ * AVX-512 path, sn_kern16_avx512bf16 where the CPU has AVX512-BF16 and AVX512DQ. */
+const sn_kern16 *sn_kern16_for(sn_isa isa);
+
+/* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */
+sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r);
+
+/* A row's statistics into a norm resolved without them (m = 0, r = 1): LayerNorm takes m and
+ * r, RMSNorm r, the other kinds neither; the same values sn_k_resolve would give. */
+static inline void sn_k_set_stats(sn_rnorm *q, int32_t kind, float m, float r) {
+    if (kind == SN_NORM_LAYERNORM) {
+        q->m = m;
+        q->r = r;
+    } else if (kind == SN_NORM_RMSNORM) {
+        q->r = r;
+    }
+}
+
+/* group g's statistics in a row's saved block of a norm with ng groups (see "Norm stats" in the
+ * header): LayerNorm ng means then ng rstds, RMSNorm ng rstds, the other kinds none */
+static inline void sn_k_stats_put(int32_t kind, float *blk, int64_t ng, int64_t g, float m,
+                                  float r) {
+    if (kind == SN_NORM_LAYERNORM) {
+        blk[g] = m;
+        blk[ng + g] = r;
+    } else if (kind == SN_NORM_RMSNORM) {
+        blk[g] = r;
+    }
+}
+static inline void sn_k_stats_get(sn_rnorm *q, int32_t kind, const float *blk, int64_t ng,
+                                  int64_t g) {
+    if (kind == SN_NORM_LAYERNORM) {
+        q->m = blk[g];
+        q->r = blk[ng + g];
+    } else if (kind == SN_NORM_RMSNORM) {
+        q->r = blk[g];
+    }
+}
+
+/* bf16 <-> fp32, one element: widening is exact; rounding is to nearest even on the fp32 bits,
+ * a NaN stays a NaN (quieted, sign kept), no flush of subnormals: the one rounding of every
+ * path (sn_bf16_from_f32 and every bf16 store). Branch-free, so loops over it vectorise. */
+static inline float sn_k_bf16_widen(sn_bf16 v) {
+    const uint32_t u = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline sn_bf16 sn_k_bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    const uint32_t rne = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, nan = (u >> 16) | 0x0040u;
+    return (sn_bf16)((u & 0x7fffffffu) > 0x7f800000u ? nan : rne);
+}
+
+/* The fp32 tables' copy, widen and round: the bits moved unchanged. */
+static inline void sn_k_copy_f32(const float *a, float *out, int64_t n) {
+    memmove(out, a, (size_t)n * sizeof(float));
+}
+static inline void sn_k_move_f32(const float *s, int64_t n, float *d) {
+    memmove(d, s, (size_t)n * sizeof(float));
+}
+
+/* Rows converted element by element (the scalar path's conversions; see sn_kern16's widen and
+ * round). */
+static inline void sn_k_bf16_widen_row(const sn_bf16 *s, int64_t n, float *d) {
+    for (int64_t j = 0; j < n; j++) d[j] = sn_k_bf16_widen(s[j]);
+}
+static inline void sn_k_bf16_round_row(const float *s, int64_t n, sn_bf16 *d) {
+    for (int64_t j = 0; j < n; j++) d[j] = sn_k_bf16_round(s[j]);
+}
+
+/* The widest bf16 rows (and row segments) the bf16 tables take: the scalar path's stages them on
+ * the stack. The bf16 entry points check it. */
+#define SN_D16_ROW_MAX 4096
+
+/* The widest row fuse_fwd2 takes, and whether a fuse is of the kind it takes. */
+#define SN_FUSE2_MAX 1024
+static inline int sn_k_fuse2_ok(const sn_fuse *f, int64_t D) {
+    const int32_t k = f->x.kind, o = f->out.kind;
+    return D <= SN_FUSE2_MAX && f->y.kind == k &&
+           (k == SN_NORM_LAYERNORM || k == SN_NORM_RMSNORM) &&
+           (o == SN_NORM_LAYERNORM || o == SN_NORM_RMSNORM);
+}
+
+/* Sizes of one valid norm on rows of D columns: parameter count and saved floats per row (the
+ * one definition: the checks, the drivers and the kernels use these). */
+int64_t sn_norm_nparams(const sn_norm *n, int64_t D);
+int64_t sn_norm_spr(const sn_norm *n, int64_t D);
+
+/* Offsets of a fuse's three norms in its parameter block and in a row's stats block, and the
+ * sizes of both (np parameters, spr statistics per row). */
+typedef struct sn_fuse_layout {
+    int64_t px, py, po;
+    int64_t sx, sy, so;
+    int64_t np, spr;
+} sn_fuse_layout;
+sn_fuse_layout sn_k_fuse_layout(const sn_fuse *f, int64_t D);
+
+/* The parameter-gradient destinations of a fuse inside dparams (NULL: all NULL). */
+sn_dfuse sn_k_fuse_dparams(const sn_fuse *f, const sn_fuse_layout *L, int64_t D, float *dparams);
+
+/* Rows whose fp32 statistics overflow (|values| beyond about 1e18, where a sum of squares
+ * exceeds FLT_MAX: rstd would be 0 and the output beta) are rare and never in a healthy
+ * network; they get their statistics recomputed in float64, which holds any finite fp32 row.
+ * Rows holding a NaN or an infinity keep the fp32 result (propagation). */
+void sn_k_stats_f64(const sn_norm *n, const float *v, int64_t W, float *m, float *r);
+static inline void sn_k_stats_guard(const sn_norm *n, const float *v, int64_t W, float *m,
+                                    float *r) {
+    if (!(*r > 0.0f) || !(*m - *m == 0.0f)) sn_k_stats_f64(n, v, W, m, r);
+}
+/* the same on a bf16 row (its widened values: the same result as on the fp32 row) */
+void sn_k_stats_f64_16(const sn_norm *n, const sn_bf16 *v, int64_t W, float *m, float *r);
+static inline void sn_k_stats_guard16(const sn_norm *n, const sn_bf16 *v, int64_t W, float *m,
+                                      float *r) {
+    if (!(*r > 0.0f) || !(*m - *m == 0.0f)) sn_k_stats_f64_16(n, v, W, m, r);
+}
+
+#endif

@@ -1,0 +1,278 @@
+/* hash-probe: a digest of every output of every public primitive, fp32 and bf16, on every kernel
+ * path this CPU runs, at one and two threads, over shapes that reach every driver branch (row
+ * pairs and odd rows, grouped norms, every fuse kind class, the wide fuse backward without
+ * scratch, calls beyond the prefetch and streaming-store thresholds). One line per
+ * (case, dtype, path, threads): a refactoring that must keep the bits is checked by diffing the
+ * output before and after. Not in the test suite (a before/after tool); `--quick` skips the
+ * large calls. Only the public header. */
+#include "testutil.h"
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *c = p;
+    for (size_t k = 0; k < n; k++) h = (h ^ c[k]) * 1099511628211ull;
+    return h;
+}
+
+typedef struct buf {
+    float *f;
+    sn_bf16 *b;
+    int64_t n;
+} buf;
+
+static buf mk(int64_t n, tu_rng *g, double lo, double hi) {
+    buf B = {tu_fzeros(n), malloc((size_t)n * sizeof(sn_bf16)), n};
+    if (!B.b) exit(2);
+    for (int64_t k = 0; k < n; k++) {
+        B.f[k] = g ? (float)tu_unif(g, lo, hi) : 0.0f;
+        B.b[k] = sn_bf16_from_f32(B.f[k]);
+    }
+    return B;
+}
+static void fr(buf *B) { free(B->f), free(B->b); }
+static void *P(buf *B, int bf) { return bf ? (void *)B->b : (void *)B->f; }
+static uint64_t H(uint64_t h, buf *B, int bf) {
+    return bf ? fnv(h, B->b, (size_t)B->n * 2) : fnv(h, B->f, (size_t)B->n * 4);
+}
+static void cp(buf *dst, const buf *src) {
+    memcpy(dst->f, src->f, (size_t)src->n * 4);
+    memcpy(dst->b, src->b, (size_t)src->n * 2);
+}
+
+static sn_ctx *g_ctx;
+static const char *g_tag;
+static int g_bf, g_nth;
+
+static void out(const char *name, uint64_t h, sn_status st) {
+    printf("%-44s %s %-6s t%d %016llx%s\n", name, g_bf ? "bf16" : "f32 ", g_tag, g_nth,
+           (unsigned long long)h, st == SN_OK ? "" : " ERR");
+}
+
+static void norm_case(const char *name, sn_norm n, int64_t R, int64_t D) {
+    tu_rng g = {0x1234 + (uint64_t)D};
+    int64_t np = 0, spr = 0;
+    sn_norm_query(&n, D, &np, &spr);
+    buf x = mk(R * D, &g, -2, 2), dout = mk(R * D, &g, -1, 1), o = mk(R * D, NULL, 0, 0);
+    buf dx = mk(R * D, &g, -1, 1), dx0 = mk(R * D, NULL, 0, 0);
+    cp(&dx0, &dx);
+    float *params = tu_fzeros(np + 1), *dp = tu_fzeros(np + 1), *st = tu_fzeros(R * spr + 1);
+    for (int64_t k = 0; k < np; k++) params[k] = (float)tu_unif(&g, 0.5, 1.5);
+    sn_status s;
+    if (g_bf) s = sn_norm_forward_bf16(g_ctx, &n, R, D, x.b, D, params, o.b, D, st);
+    else s = sn_norm_forward(g_ctx, &n, R, D, x.f, D, params, o.f, D, st);
+    uint64_t h = fnv(H(14695981039346656037ull, &o, g_bf), st, (size_t)(R * spr) * 4);
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s fwd", name);
+    out(nm, h, s);
+    for (int mode = 0; mode < 3; mode++) { /* 0: dparams; 1: acc + dparams; 2: no dparams */
+        cp(&dx, &dx0);
+        memset(dp, 0, (size_t)(np + 1) * 4);
+        const uint32_t fl = mode == 1 ? SN_ACCUMULATE : 0;
+        float *d = mode == 2 ? NULL : dp;
+        if (g_bf)
+            s = sn_norm_backward_bf16(g_ctx, &n, R, D, dout.b, D, x.b, D, params, st, dx.b, D, d,
+                                      fl);
+        else s = sn_norm_backward(g_ctx, &n, R, D, dout.f, D, x.f, D, params, st, dx.f, D, d, fl);
+        h = fnv(H(14695981039346656037ull, &dx, g_bf), dp, (size_t)np * 4);
+        snprintf(nm, sizeof nm, "%s bwd%d", name, mode);
+        out(nm, h, s);
+    }
+    fr(&x), fr(&dout), fr(&o), fr(&dx), fr(&dx0);
+    free(params), free(dp), free(st);
+}
+
+static void fuse_case(const char *name, sn_fuse f, int64_t R, int64_t D) {
+    tu_rng g = {0x777 + (uint64_t)D};
+    int64_t np = 0, spr = 0;
+    sn_fuse_query(&f, D, &np, &spr);
+    buf x = mk(R * D, &g, -2, 2), y = mk(R * D, &g, -2, 2), u = mk(R * D, NULL, 0, 0);
+    buf hh = mk(R * D, NULL, 0, 0), dh = mk(R * D, &g, -1, 1), du = mk(R * D, &g, -1, 1);
+    buf dx = mk(R * D, &g, -1, 1), dy = mk(R * D, &g, -1, 1), dx0 = mk(R * D, NULL, 0, 0),
+        dy0 = mk(R * D, NULL, 0, 0);
+    cp(&dx0, &dx), cp(&dy0, &dy);
+    float *params = tu_fzeros(np + 1), *dp = tu_fzeros(np + 1), *st = tu_fzeros(R * spr + 1);
+    for (int64_t k = 0; k < np; k++) params[k] = (float)tu_unif(&g, 0.5, 1.5);
+    char nm[96];
+    sn_status s;
+    for (int wu = 0; wu < 2; wu++) { /* with u (fuse) or without (merge) */
+        if (g_bf)
+            s = wu ? sn_fuse_forward_bf16(g_ctx, &f, R, D, x.b, D, y.b, D, params, u.b, D, hh.b, D,
+                                          st)
+                   : sn_merge_forward_bf16(g_ctx, &f, R, D, x.b, D, y.b, D, params, hh.b, D, st);
+        else
+            s = wu ? sn_fuse_forward(g_ctx, &f, R, D, x.f, D, y.f, D, params, u.f, D, hh.f, D, st)
+                   : sn_merge_forward(g_ctx, &f, R, D, x.f, D, y.f, D, params, hh.f, D, st);
+        uint64_t h =
+            fnv(H(H(14695981039346656037ull, &hh, g_bf), &u, g_bf), st, (size_t)(R * spr) * 4);
+        snprintf(nm, sizeof nm, "%s %s", name, wu ? "fuse_fwd" : "merge_fwd");
+        out(nm, h, s);
+    }
+    for (int mode = 0; mode < 6; mode++) {
+        /* 0 dparams; 1 du, acc x and y; 2 du, dx aliasing du; 3 no dparams; 4 acc y; 5 merge */
+        cp(&dx, &dx0), cp(&dy, &dy0);
+        memset(dp, 0, (size_t)(np + 1) * 4);
+        uint32_t fl = mode == 1 ? SN_ACCUMULATE | SN_ACCUMULATE_Y : mode == 4 ? SN_ACCUMULATE_Y : 0;
+        float *d = mode == 3 ? NULL : dp;
+        buf *pdu = mode == 1 || mode == 2 || mode == 4 ? &dx : NULL;
+        if (mode == 1) pdu = &du;
+        if (mode == 5) {
+            if (g_bf)
+                s = sn_merge_backward_bf16(g_ctx, &f, R, D, dh.b, D, x.b, D, y.b, D, params, st,
+                                           dx.b, D, dy.b, D, d, 0);
+            else
+                s = sn_merge_backward(g_ctx, &f, R, D, dh.f, D, x.f, D, y.f, D, params, st, dx.f, D,
+                                      dy.f, D, d, 0);
+        } else if (g_bf) {
+            s = sn_fuse_backward_bf16(g_ctx, &f, R, D, dh.b, D, pdu ? pdu->b : NULL, D, x.b, D, y.b,
+                                      D, params, st, dx.b, D, dy.b, D, d, fl);
+        } else {
+            s = sn_fuse_backward(g_ctx, &f, R, D, dh.f, D, pdu ? pdu->f : NULL, D, x.f, D, y.f, D,
+                                 params, st, dx.f, D, dy.f, D, d, fl);
+        }
+        uint64_t h = fnv(H(H(14695981039346656037ull, &dx, g_bf), &dy, g_bf), dp, (size_t)np * 4);
+        snprintf(nm, sizeof nm, "%s bwd%d", name, mode);
+        out(nm, h, s);
+    }
+    fr(&x), fr(&y), fr(&u), fr(&hh), fr(&dh), fr(&du), fr(&dx), fr(&dy), fr(&dx0), fr(&dy0);
+    free(params), free(dp), free(st);
+}
+
+static void elem_case(int64_t R, int64_t D) {
+    tu_rng g = {0x99 + (uint64_t)D};
+    buf z = mk(R * D, &g, -2, 2), u = mk(R * D, &g, -2, 2), y = mk(R * D, &g, -2, 2);
+    buf xo = mk(R * D, &g, -1, 1), yo = mk(R * D, &g, -1, 1);
+    char nm[96];
+    sn_status s;
+    const void *Z = P(&z, g_bf), *U = P(&u, g_bf), *Y = P(&y, g_bf);
+    void *XO = P(&xo, g_bf), *YO = P(&yo, g_bf);
+    s = g_bf ? sn_apply_forward_bf16(g_ctx, R, D, 1.7f, Z, D, U, D, Y, D, XO, D, YO, D)
+             : sn_apply_forward(g_ctx, R, D, 1.7f, Z, D, U, D, Y, D, XO, D, YO, D);
+    snprintf(nm, sizeof nm, "apply_fwd %lldx%lld", (long long)R, (long long)D);
+    out(nm, H(H(14695981039346656037ull, &xo, g_bf), &yo, g_bf), s);
+    for (int acc = 0; acc < 2; acc++) {
+        const uint32_t fl = acc ? SN_ACCUMULATE : 0;
+        s = g_bf ? sn_apply_backward_bf16(g_ctx, R, D, 1.7f, Z, D, U, D, XO, D, fl)
+                 : sn_apply_backward(g_ctx, R, D, 1.7f, Z, D, U, D, XO, D, fl);
+        snprintf(nm, sizeof nm, "apply_bwd%d %lldx%lld", acc, (long long)R, (long long)D);
+        out(nm, H(14695981039346656037ull, &xo, g_bf), s);
+        s = g_bf ? sn_split_backward_bf16(g_ctx, R, D, Z, D, U, D, YO, D, fl)
+                 : sn_split_backward(g_ctx, R, D, Z, D, U, D, YO, D, fl);
+        snprintf(nm, sizeof nm, "split_bwd%d %lldx%lld", acc, (long long)R, (long long)D);
+        out(nm, H(14695981039346656037ull, &yo, g_bf), s);
+    }
+    s = g_bf ? sn_split_forward_bf16(g_ctx, R, D, Z, D, XO, D, YO, D)
+             : sn_split_forward(g_ctx, R, D, Z, D, XO, D, YO, D);
+    snprintf(nm, sizeof nm, "split_fwd %lldx%lld", (long long)R, (long long)D);
+    out(nm, H(H(14695981039346656037ull, &xo, g_bf), &yo, g_bf), s);
+    if (g_bf) {
+        s = sn_to_bf16(g_ctx, R, D, z.f, D, xo.b, D);
+        snprintf(nm, sizeof nm, "to_bf16 %lldx%lld", (long long)R, (long long)D);
+        out(nm, H(14695981039346656037ull, &xo, 1), s);
+        s = sn_from_bf16(g_ctx, R, D, u.b, D, yo.f, D);
+        snprintf(nm, sizeof nm, "from_bf16 %lldx%lld", (long long)R, (long long)D);
+        out(nm, H(14695981039346656037ull, &yo, 0), s);
+    }
+    fr(&z), fr(&u), fr(&y), fr(&xo), fr(&yo);
+}
+
+static void run_all(int quick) {
+    static const struct {
+        const char *nm;
+        int kind, affine, group;
+    } norms[] = {
+        {"LN", SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 0},
+        {"LNg16", SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 16},
+        {"LNs", SN_NORM_LAYERNORM, SN_AFFINE_SCALE, 0},
+        {"RMS", SN_NORM_RMSNORM, SN_AFFINE_SCALE, 0},
+        {"RMSg16n", SN_NORM_RMSNORM, SN_AFFINE_NONE, 16},
+        {"SCALE", SN_NORM_SCALE, SN_AFFINE_SCALE_SHIFT, 0},
+        {"ID", SN_NORM_IDENTITY, SN_AFFINE_NONE, 0},
+    };
+    static const int64_t nD[] = {64, 100, 768, 3008, 5008};
+    char nm[96];
+    for (size_t i = 0; i < sizeof norms / sizeof *norms; i++)
+        for (size_t k = 0; k < sizeof nD / sizeof *nD; k++) {
+            const int64_t D = nD[k];
+            if (g_bf && D > 4096) continue;
+            if (norms[i].group && D % norms[i].group) continue;
+            sn_norm n = {norms[i].kind, norms[i].affine, norms[i].group, 1e-5f};
+            snprintf(nm, sizeof nm, "norm %s 13x%lld", norms[i].nm, (long long)D);
+            norm_case(nm, n, 13, D);
+        }
+    static const struct {
+        const char *nm;
+        int kx, ky, ko, ax, ay, ao;
+    } fuses[] = {
+        {"LLL", SN_NORM_LAYERNORM, SN_NORM_LAYERNORM, SN_NORM_LAYERNORM, 0, 0, 0},
+        {"RRR", SN_NORM_RMSNORM, SN_NORM_RMSNORM, SN_NORM_RMSNORM, 1, 1, 1},
+        {"RRRn", SN_NORM_RMSNORM, SN_NORM_RMSNORM, SN_NORM_RMSNORM, 2, 2, 2},
+        {"LLI", SN_NORM_LAYERNORM, SN_NORM_LAYERNORM, SN_NORM_IDENTITY, 0, 0, 0},
+        {"IRI", SN_NORM_IDENTITY, SN_NORM_RMSNORM, SN_NORM_IDENTITY, 2, 1, 2},
+        {"LRL", SN_NORM_LAYERNORM, SN_NORM_RMSNORM, SN_NORM_LAYERNORM, 0, 1, 0},
+        {"SSR", SN_NORM_SCALE, SN_NORM_SCALE, SN_NORM_RMSNORM, 0, 1, 1},
+    };
+    static const int64_t fD[] = {64, 100, 768, 1500, 3008, 5008};
+    for (size_t i = 0; i < sizeof fuses / sizeof *fuses; i++)
+        for (size_t k = 0; k < sizeof fD / sizeof *fD; k++) {
+            const int64_t D = fD[k];
+            if (g_bf && D > 4096) continue;
+            sn_fuse f = {{fuses[i].kx, fuses[i].ax, 0, 1e-5f},
+                         {fuses[i].ky, fuses[i].ay, 0, 1e-5f},
+                         {fuses[i].ko, fuses[i].ao, 0, 1e-5f}};
+            snprintf(nm, sizeof nm, "fuse %s 13x%lld", fuses[i].nm, (long long)D);
+            fuse_case(nm, f, 13, D);
+        }
+    elem_case(13, 100);
+    elem_case(9, 3000);
+    if (quick) return;
+    /* beyond the prefetch, spread-prefetch and streaming thresholds */
+    sn_fuse f = {{SN_NORM_LAYERNORM, 0, 0, 1e-5f},
+                 {SN_NORM_LAYERNORM, 0, 0, 1e-5f},
+                 {SN_NORM_LAYERNORM, 0, 0, 1e-5f}};
+    fuse_case("fuse LLL 1601x768", f, 1601, 768);
+    fuse_case("fuse LLL 4001x768", f, 4001, 768);
+    sn_fuse fr_ = {{SN_NORM_RMSNORM, 1, 0, 1e-5f},
+                   {SN_NORM_RMSNORM, 1, 0, 1e-5f},
+                   {SN_NORM_IDENTITY, 2, 0, 1e-5f}};
+    fuse_case("fuse RRI 4001x768", fr_, 4001, 768);
+    sn_norm n = {SN_NORM_LAYERNORM, 0, 0, 1e-5f};
+    norm_case("norm LN 2001x768", n, 2001, 768);
+    norm_case("norm LN 9001x768", n, 9001, 768);
+    elem_case(9001, 768);
+}
+
+/* usage: hash-probe [--quick] [--isa scalar|avx2|avx512] [--threads N] (default: every path this
+ * CPU runs, 1 and 2 threads); one path and thread count, under callgrind, gives the instruction
+ * counts of each public call (callgrind_annotate --inclusive=yes) */
+int main(int argc, char **argv) {
+    int quick = 0, only = -1, nth_only = 0;
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[a], "--isa") == 0 && a + 1 < argc) {
+            const char *n = argv[++a];
+            only = strcmp(n, "scalar") == 0 ? 0 : strcmp(n, "avx2") == 0 ? 1 : 2;
+        } else if (strcmp(argv[a], "--threads") == 0 && a + 1 < argc) {
+            nth_only = atoi(argv[++a]);
+        } else {
+            fprintf(stderr, "usage: %s [--quick] [--isa scalar|avx2|avx512] [--threads N]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    static const sn_isa isas[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
+    for (int bf = 0; bf < 2; bf++)
+        for (int i = 0; i < 3; i++) {
+            if (!sn_isa_available(isas[i]) || (only >= 0 && i != only)) continue;
+            for (int nth = 1; nth <= 2; nth++) {
+                if (nth_only && nth != nth_only) continue;
+                if (sn_ctx_create(&g_ctx) != SN_OK) return 2;
+                sn_ctx_set_isa(g_ctx, isas[i]);
+                sn_ctx_set_threads(g_ctx, nth);
+                g_tag = sn_isa_name(isas[i]);
+                g_bf = bf;
+                g_nth = nth;
+                run_all(quick);
+                sn_ctx_destroy(g_ctx);
+            }
+        }
+    return 0;
+}
