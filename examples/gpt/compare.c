@@ -779,22 +779,25 @@ static void report_curve(const options *o, const group *g, const run *runs, int 
                                    : "no difference at the end");
 }
 
+/* OUT/name opened for an atomic write (atomic_file.h) with its header line; NULL on error. */
+static FILE *open_table(af_file *af, const options *o, const char *name, const char *header) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", o->out, name);
+    if (af_open(af, path) != 0) return NULL;
+    fprintf(af->f, "%s\n", header);
+    return af->f;
+}
+
 /* Prints the tables and every verdict; leaves each group's last verdict in verdicts[g]. */
 static void report(const options *o, const group *groups, int n_groups, const run *runs, int n,
                    char (*verdicts)[400]) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/summary.csv", o->out);
-    af_file sa;
-    FILE *sum = af_open(&sa, path) == 0 ? sa.f : NULL;
-    if (sum)
-        fprintf(sum, "lr,layers,budget,arm,seeds,diverged,mean,sd,min,max,baseline,diff_mean,"
-                     "diff_sd,diff_lo95,diff_hi95,pairs,verdict\n");
-    snprintf(path, sizeof path, "%s/paired.csv", o->out);
-    af_file pa;
-    FILE *pcsv = af_open(&pa, path) == 0 ? pa.f : NULL;
-    if (pcsv)
-        fprintf(pcsv, "lr,layers,budget,tokens,arm,baseline,statistic,diff_mean,diff_sd,"
-                      "diff_lo95,diff_hi95,pairs,verdict\n");
+    af_file sa, pa;
+    FILE *sum = open_table(&sa, o, "summary.csv",
+                           "lr,layers,budget,arm,seeds,diverged,mean,sd,min,max,baseline,"
+                           "diff_mean,diff_sd,diff_lo95,diff_hi95,pairs,verdict");
+    FILE *pcsv = open_table(&pa, o, "paired.csv",
+                            "lr,layers,budget,tokens,arm,baseline,statistic,diff_mean,diff_sd,"
+                            "diff_lo95,diff_hi95,pairs,verdict");
     char last_verdict[400] = "";
     for (int g = 0; g < n_groups; g++) {
         char title[96], budget[96];
