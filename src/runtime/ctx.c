@@ -18,7 +18,6 @@
 #include "cpu.h"
 #include "ctx.h"
 #include "finite.h"
-#include "drive.h"
 #include "parallel.h"
 
 struct sn_ctx {
@@ -146,8 +145,6 @@ sn_status sn_ctx_set_scratch(sn_ctx *ctx, void *buf, size_t bytes) {
     return SN_OK;
 }
 
-size_t sn_scratch_bytes(const sn_ctx *ctx, int64_t D) { return sn_d_scratch_bytes(ctx, D); }
-
 void sn_ctx_scratch(const sn_ctx *ctx, float **p, int64_t *floats) {
     *p = NULL;
     *floats = 0;
@@ -157,8 +154,6 @@ void sn_ctx_scratch(const sn_ctx *ctx, float **p, int64_t *floats) {
     *p = (float *)al;
     *floats = (int64_t)((ctx->scratch_bytes - (size_t)(al - a)) / sizeof(float));
 }
-
-const sn_kern *sn_ctx_kern(const sn_ctx *ctx) { return sn_kern_for(sn_ctx_isa(ctx)); }
 
 int sn_ctx_width(const sn_ctx *ctx) { return ctx ? ctx->width : 1; }
 

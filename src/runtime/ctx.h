@@ -3,7 +3,7 @@
 #ifndef SN_CTX_H
 #define SN_CTX_H
 
-#include "kernels.h"
+#include "siamesenorm.h"
 
 /* What the calls made with a context report back to the caller: the record of checked mode
  * (sn_ctx_nonfinite_row). Calls take their context as const: the context's settings are not
@@ -13,9 +13,6 @@
 typedef struct sn_ctx_report {
     int64_t nonfinite_row; /* what the last checked call found (SN_NONFINITE_*) */
 } sn_ctx_report;
-
-/* The kernel table of ctx's path (NULL ctx: the best for this CPU, detected now). */
-const sn_kern *sn_ctx_kern(const sn_ctx *ctx);
 
 /* How many pieces to split parallel work into: 1 for NULL or single-threaded contexts. */
 int sn_ctx_width(const sn_ctx *ctx);
