@@ -144,9 +144,10 @@ SN_API const char *sn_status_string(sn_status status);
  *
  * Determinism: the number of threads never changes a result bit for bit within a path (NaN
  * bits aside, below): every row's arithmetic is the same whatever the thread count, and
- * parameter gradients are always summed the same way: the rows are cut into fixed chunks whose size depends on D only (16384 / D
- * rows, rounded down, between 1 and 256), each chunk's sum is a left fold over its rows starting
- * from zero, and the chunk sums are added onto the gradient in chunk order,
+ * parameter gradients are always summed the same way: the rows are cut into fixed chunks whose
+ * size depends on D only (16384 / D rows, rounded down, between 1 and 256), each chunk's sum is
+ * a left fold over its rows starting from zero, and the chunk sums are added onto the gradient
+ * in chunk order,
  *     dgamma = ((dgamma + P_0) + P_1) + ...,   P_k = ((0 + t_{kC}) + t_{kC+1}) + ...
  * So a NULL context, a context with 1 thread and one with N threads (built-in pool or caller
  * hook), with or without scratch, give bitwise-identical outputs on the same path. (This
@@ -662,7 +663,8 @@ typedef enum sn_placement {
 /* The one spelling of each placement, used by the trainer, the Python binding and the docs: the
  * enumerator's name in lower case without the prefix ("pre_norm", "post_norm", "siamese",
  * "siamese_paper", "siamese_hybrid_pre", "deepnorm", "peri_ln", "mix_ln", "hybridnorm",
- * "hybridnorm_star", "span_norm"). A static string; NULL for a value outside 0 .. SN_PLACEMENT_COUNT - 1. */
+ * "hybridnorm_star", "span_norm"). A static string; NULL for a value outside
+ * 0 .. SN_PLACEMENT_COUNT - 1. */
 SN_API const char *sn_placement_name(sn_placement placement);
 
 /* The placement named `name` (exactly as sn_placement_name spells it) into *placement.

@@ -1,6 +1,7 @@
 /* Training data that needs no download: the generated "tales" corpus (tales.c) and the
  * addition task, both made in-program, and byte-level text from any file (the default corpus,
- * corpus.c, is text from a Debian package), each with a held-out part. Also the trainer's random number generator. */
+ * corpus.c, is text from a Debian package), each with a held-out part. Also the trainer's
+ * random number generator. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
