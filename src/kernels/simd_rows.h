@@ -1091,16 +1091,12 @@ static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, con
  * for both (row 0's contribution first). */
 KINLINE void fuse_bwd2_passes(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp, int accx,
                               int accy) {
-    RCOLS2(D, {
-        fuse_p1(w0, j, t, m, k);
-        fuse_p1(w1, j, t, m, k);
-    });
+    RCOLS2(D, { fuse_p1(w0, j, t, m, k); });
+    RCOLS2(D, { fuse_p1(w1, j, t, m, k); });
     fuse_red_out(&w0->F, w0->a, w0->b, D);
     fuse_red_out(&w1->F, w1->a, w1->b, D);
-    RCOLS2(D, {
-        fuse_p2(w0, j, t, m, k);
-        fuse_p2(w1, j, t, m, k);
-    });
+    RCOLS2(D, { fuse_p2(w0, j, t, m, k); });
+    RCOLS2(D, { fuse_p2(w1, j, t, m, k); });
     fuse_red_xy(&w0->F, w0->ax, w0->bx, w0->ay, w0->by, D);
     fuse_red_xy(&w1->F, w1->ax, w1->bx, w1->ay, w1->by, D);
     brow *const w[2] = {w0, w1};
