@@ -16,6 +16,25 @@
 #include "kernels.h"
 #include "siamesenorm.h"
 
+/* Hyper-Connections' row work (the kernel slots hc_dots and hc_mix), one call over R rows: for
+ * each row, first (dp non-NULL) the dot products of rows a[p] and b[q], summed over the rows
+ * into dp[p * nb + q] (accumulated, by the parameter-gradient chunks of every backward), then
+ * (nout > 0) the mix out[o] = sum_k w[o * nin + k] in[k] (out[o] may equal any in[k]). Each
+ * matrix has its own row stride (in elements). */
+typedef struct sn_hc_rows {
+    int nin, nout, na, nb;
+    const void *in[SN_K_HC_MATS];
+    int64_t ldin[SN_K_HC_MATS];
+    void *out[SN_K_HC_MATS];
+    int64_t ldout[SN_K_HC_MATS];
+    const float *w; /* nout x nin */
+    const void *a[SN_K_HC_MATS];
+    int64_t lda[SN_K_HC_MATS];
+    const void *b[SN_K_HC_MATS];
+    int64_t ldb[SN_K_HC_MATS];
+    float *dp; /* na x nb, accumulated; NULL: no dot products */
+} sn_hc_rows;
+
 typedef struct sn_drive {
     /* out = N(x); stats saved when non-NULL. Grouped norms allowed. out may equal x. */
     void (*norm_fwd)(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const void *x,
@@ -47,6 +66,8 @@ typedef struct sn_drive {
     /* out = a / c, each element divided in float. out may equal a. */
     void (*div)(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64_t lda, float c,
                 void *out, int64_t ldo);
+    /* Hyper-Connections' rows (see sn_hc_rows). */
+    void (*hc_rows)(const sn_ctx *ctx, int64_t R, int64_t D, const sn_hc_rows *h);
     /* out = a (the type's copy: see the kernel tables' copy). */
     void (*copy)(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64_t lda, void *out,
                  int64_t ldo);
@@ -74,6 +95,7 @@ static inline const sn_drive *sn_drive_of(sn_dtype dt) { return sn_drives[dt]; }
 #define sn_dt_axpy(ctx, dt, ...)     sn_drive_of(dt)->axpy(ctx, __VA_ARGS__)
 #define sn_dt_div(ctx, dt, ...)      sn_drive_of(dt)->div(ctx, __VA_ARGS__)
 #define sn_dt_copy(ctx, dt, ...)     sn_drive_of(dt)->copy(ctx, __VA_ARGS__)
+#define sn_dt_hc_rows(ctx, dt, ...)  sn_drive_of(dt)->hc_rows(ctx, __VA_ARGS__)
 
 /* Calls whose matrices together span more than this many bytes (a large last-level cache)
  * (counting the bytes of their elements) write their outputs with streaming

@@ -881,6 +881,76 @@ static void d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64
     run_rows(ctx, &J.run, copy_task, &J);
 }
 
+/* ---- Hyper-Connections --------------------------------------------------------------------- */
+
+typedef struct hc_job {
+    job run; /* first: the tasks get the hc_job */
+    const sn_hc_rows *h;
+} hc_job;
+
+/* rows [lo, hi): the dot products into pg (when non-NULL), then the mix */
+static void hc_rows_run(const hc_job *J, int64_t lo, int64_t hi, float *pg) {
+    const sn_hc_rows *h = J->h;
+    const SN_KT *K = J->run.K;
+    const int64_t D = J->run.D;
+    const SN_T *in[SN_K_HC_MATS], *a[SN_K_HC_MATS], *b[SN_K_HC_MATS];
+    SN_T *out[SN_K_HC_MATS];
+    float d[SN_K_HC_MATS * SN_K_HC_MATS];
+    for (int64_t r = lo; r < hi; r++) {
+        if (pg) {
+            for (int p = 0; p < h->na; p++) a[p] = (const SN_T *)h->a[p] + r * h->lda[p];
+            for (int q = 0; q < h->nb; q++) b[q] = (const SN_T *)h->b[q] + r * h->ldb[q];
+            memset(d, 0, sizeof d);
+            K->hc_dots(a, h->na, b, h->nb, D, d);
+            for (int k = 0; k < h->na * h->nb; k++) pg[k] += d[k];
+        }
+        if (h->nout > 0) {
+            for (int k = 0; k < h->nin; k++) in[k] = (const SN_T *)h->in[k] + r * h->ldin[k];
+            for (int o = 0; o < h->nout; o++) out[o] = (SN_T *)h->out[o] + r * h->ldout[o];
+            K->hc_mix(in, h->nin, h->w, out, h->nout, D, J->run.nt);
+        }
+    }
+}
+
+static void hc_mix_task(void *arg, int64_t i) {
+    const hc_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
+    hc_rows_run(J, lo, hi, NULL);
+}
+
+static void hc_chunk_task(void *arg, int64_t i) {
+    const hc_job *J = arg;
+    int64_t lo, hi;
+    float *s = pg_chunk(&J->run, i, &lo, &hi);
+    hc_rows_run(J, lo, hi, s);
+}
+
+/* never reached (a slot of at most SN_K_HC_MATS^2 floats always fits the stack buffer), but
+ * correct: the chunks one after another through one slot */
+static void hc_wide(void *arg) {
+    hc_job *J = arg;
+    job *P = &J->run;
+    P->c0 = 0;
+    for (int64_t lo = 0; lo < P->R; lo += P->C) {
+        float s[SN_K_HC_MATS * SN_K_HC_MATS] = {0};
+        hc_rows_run(J, lo, lo + P->C < P->R ? lo + P->C : P->R, s);
+        for (int64_t k = 0; k < P->npg; k++) P->dparams[k] += s[k];
+    }
+}
+
+static void d_hc_rows(const sn_ctx *ctx, int64_t R, int64_t D, const sn_hc_rows *h) {
+    hc_job J = {job_of(ctx, R, D), h};
+    set_mem(&J.run, R, D, h->nin + h->nout + (h->dp ? h->na + h->nb : 0));
+    if (!h->dp) {
+        run_rows(ctx, &J.run, hc_mix_task, &J);
+        return;
+    }
+    J.run.dparams = h->dp;
+    J.run.npg = (int64_t)h->na * h->nb;
+    pg_run(ctx, &J.run, &J, hc_chunk_task, hc_wide);
+}
+
 /* ---- conversions from and to float matrices ------------------------------------------------ */
 
 /* dst = round(src) (to_t: float rows into SN_T rows) or dst = widen(src) (SN_T rows into float
@@ -941,6 +1011,7 @@ const sn_drive SN_DRIVE_TABLE = {
     .axpy = d_axpy,
     .div = d_div,
     .copy = d_copy,
+    .hc_rows = d_hc_rows,
     .from_f32 = d_from_f32,
     .to_f32 = d_to_f32,
 };
