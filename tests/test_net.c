@@ -533,8 +533,8 @@ int main(void) {
         net.input_norm.affine = SN_AFFINE_NONE;
         check_net(&net, 5, seed++, "hybrid_pre S=5 non-affine input norm", 0, 0);
 
-        /* Hyper-Connections: n = 1, 2, 4, 8 static (every parameter by FD, the connection
-         * weights included), an odd depth, RMSNorm */
+        /* Hyper-Connections: n = 1, 2, 4, 8, static and dynamic (every parameter by FD: the
+         * connection weights, the dynamic projections and scales, N_hc), odd depths, RMSNorm */
         static const struct {
             int rate, dyn, S, kind;
             const char *name;
@@ -543,6 +543,10 @@ int main(void) {
             {1, 0, 6, SN_NORM_LAYERNORM, "hyper_connections n=1 static LN"},
             {2, 0, 5, SN_NORM_RMSNORM, "hyper_connections n=2 static RMS S=5"},
             {8, 0, 3, SN_NORM_LAYERNORM, "hyper_connections n=8 static LN S=3"},
+            {4, 1, 6, SN_NORM_LAYERNORM, "hyper_connections n=4 dynamic LN"},
+            {1, 1, 4, SN_NORM_LAYERNORM, "hyper_connections n=1 dynamic LN S=4"},
+            {2, 1, 5, SN_NORM_RMSNORM, "hyper_connections n=2 dynamic RMS S=5"},
+            {8, 1, 3, SN_NORM_LAYERNORM, "hyper_connections n=8 dynamic LN S=3"},
         };
         for (size_t k = 0; k < sizeof hcs / sizeof hcs[0]; k++) {
             CHECK_OK(sn_net_init(&net, SN_PLACEMENT_HYPER_CONN, hcs[k].S, 16,

@@ -111,6 +111,11 @@ sn_status sn_net_check(const sn_net *net) {
      * row and has at most 6D parameters, and there are S + 2 stages. */
     if (st == SN_OK && (int64_t)net->n_sublayers + 2 > SN_MAX_FLOATS / 8 / (net->d + 1))
         st = SN_ERR_SHAPE;
+    /* Hyper-Connections: at most (n + 2) D + 100 floats per row and (n + 4) D + 82 parameters a
+     * stage, n <= 8 */
+    if (st == SN_OK && net->placement == SN_PLACEMENT_HYPER_CONN &&
+        (int64_t)net->n_sublayers + 2 > SN_MAX_FLOATS / 16 / (net->d + 8))
+        st = SN_ERR_SHAPE;
     if (st == SN_OK) st = sn_check_norm(&net->norm, net->d, 0);
     if (st == SN_OK) st = sn_check_norm(&net->input_norm, net->d, 0);
     if (st != SN_OK) return st;
@@ -120,7 +125,6 @@ sn_status sn_net_check(const sn_net *net) {
     if (net->placement == SN_PLACEMENT_HYPER_CONN) {
         if (net->hc_rate < 1 || net->hc_rate > SN_HC_MAX_RATE) return SN_ERR_STREAMS;
         if (net->hc_dynamic > 1) return SN_ERR_CONFIG;
-        if (net->hc_dynamic) return SN_ERR_UNSUPPORTED; /* dynamic HC: not yet implemented */
     } else if (net->hc_rate != 0 || net->hc_dynamic != 0) {
         return SN_ERR_CONFIG;
     }
@@ -167,7 +171,7 @@ sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, 
     if (placement == SN_PLACEMENT_MIX_LN) n.mix_fraction = 0.25f;
     if (placement == SN_PLACEMENT_HYPER_CONN) { /* the paper's main setting */
         n.hc_rate = 4;
-        n.hc_dynamic = 0; /* dynamic HC: not yet implemented */
+        n.hc_dynamic = 1;
     }
     sn_status st = sn_net_check(&n);
     if (st == SN_OK) *net = n;
@@ -220,8 +224,10 @@ static void sublayer_kind(const sn_net *net, int64_t i, stage *s) {
             s->op = OP_HMLP;
         }
         break;
-    case SN_PLACEMENT_HYPER_CONN: /* [N_i], then the connection weights */
+    case SN_PLACEMENT_HYPER_CONN: /* [N_i] (dynamic: [N_i, N_hc]), then the connections */
         s->op = OP_HC;
+        s->nn = net->hc_dynamic ? 2 : 1;
+        s->n[1] = N;
         break;
     case SN_PLACEMENT_SPAN_NORM: /* [N_i]: the attention's post-norm, the MLP's span norm */
         s->op = OP_SPAN;
@@ -264,6 +270,14 @@ static int64_t norms_spr(const stage *s, int64_t D) {
     int64_t spr = 0;
     for (int k = 0; k < s->nn; k++) spr += sn_norm_spr(&s->n[k], D);
     return spr;
+}
+/* a stage's saved floats per row: its norms' statistics; dynamic OP_HC: N_hc's of every stream
+ * (n planes of its statistics after N_i's), then the per-row tanh values (n(n + 2) a row: for
+ * stream k, tanh of its projections onto Wa_0 .. Wa_n, then onto Wb) */
+static int64_t stage_spr(const sn_net *net, const stage *s) {
+    const int64_t n = net->hc_rate;
+    if (s->op != OP_HC || !net->hc_dynamic) return norms_spr(s, net->d);
+    return norms_spr(s, net->d) + (n - 1) * sn_norm_spr(&s->n[1], net->d) + n * (n + 2);
 }
 
 /* The merge (i == S) or split (i == -1) stage's norms. */
@@ -314,8 +328,8 @@ static void layout(netl *L, int64_t want, stage *out) {
             return;
         }
         p += s.np;
-        spr += norms_spr(&s, D);
-        if (norms_spr(&s, D) > L->max_spr) L->max_spr = norms_spr(&s, D);
+        spr += stage_spr(L->net, &s);
+        if (stage_spr(L->net, &s) > L->max_spr) L->max_spr = stage_spr(L->net, &s);
         if (forward_temp(s.op)) L->any_aux = 1;
         for (int k = 0; k < SN_HC_MAX_RATE; k++) cur[k] = s.out[k];
     }
@@ -378,7 +392,14 @@ static int64_t slot_floats(const netl *L, int64_t n, int64_t rows) {
     return (n * rows * L->D * L->esz + 3) / 4;
 }
 static int64_t acts_per_row(const netl *L) { return slot_floats(L, L->nslots, 1) + L->spr; }
-static int64_t work_per_row(const netl *L) { return slot_floats(L, L->wslots, 1); }
+/* dynamic OP_HC's per-row floats in work after the slots: the per-row weight gradients
+ * (alpha's n(n + 1), beta's n) and one stream's projection coefficients (n + 2) */
+static int64_t hc_wf_per_row(const netl *L) {
+    return L->dyn ? (int64_t)L->ns * (L->ns + 2) + L->ns + 2 : 0;
+}
+static int64_t work_per_row(const netl *L) {
+    return slot_floats(L, L->wslots, 1) + hc_wf_per_row(L);
+}
 
 /* The inference state's slots: x_k in slot k % 2, then y (two streams), then the temporary;
  * Hyper-Connections: the n streams, updated in place. */
@@ -719,24 +740,86 @@ static void hc_sum(const sn_ctx *ctx, const pass *P, const void *src, const void
     sn_dt_hc_rows(ctx, P->L.dt, P->R, P->L.D, &h);
 }
 
+/* Dynamic OP_HC: N_hc's statistics of stream k and the per-row tanh values (R rows of
+ * n(n + 2): for stream k, tanh(<Hbar_k, Wa_c>) at HC_TA(n, k, c), tanh(<Hbar_k, Wb>) at
+ * HC_TB(n, k)), in the stage's planes after N_i's; the scales s_a, s_b; the per-row floats of
+ * work (hc_wf_per_row: alpha's and beta's per-row gradients, then the coefficients). */
+#define HC_TA(n, k, c) ((k) * ((n) + 2) + (c))
+#define HC_TB(n, k)    ((k) * ((n) + 2) + (n) + 1)
+static float *hc_stats(const pass *P, int k) {
+    return plane(P, 1) + k * P->R * sn_norm_spr(&P->s.n[1], P->L.D);
+}
+static float *hc_t(const pass *P) { return hc_stats(P, P->L.ns); }
+static const float *hc_W(const pass *P) { /* Wa (n + 1 rows of D), then Wb */
+    return conn(P) + P->L.ns * (P->L.ns + 2);
+}
+static float hc_scale(const pass *P, int b) { return hc_W(P)[(P->L.ns + 2) * P->L.D + b]; }
+static float *hc_wf(const pass *P) {
+    return (float *)P->work + slot_floats(&P->L, P->L.wslots, P->R);
+}
+
+/* the weights of h's mix: w[q] (static), and for dynamic HC row r's term scale[q] * t[tix[q]]
+ * (tix[q] = -1: none) */
+typedef struct hc_w {
+    float w[SN_K_HC_MATS * SN_K_HC_MATS], sc[SN_K_HC_MATS * SN_K_HC_MATS];
+    int tix[SN_K_HC_MATS * SN_K_HC_MATS];
+} hc_w;
+/* weight q: the static value v, and for dynamic HC the tanh value at index ti (-1: none) with
+ * the scale of alpha (b = 0) or beta (b = 1) */
+static void hc_set(const pass *P, hc_w *W, int q, float v, int ti, int b) {
+    W->w[q] = v;
+    W->tix[q] = ti;
+    W->sc[q] = P->L.dyn && ti >= 0 ? hc_scale(P, b) : 0.0f;
+}
+static void hc_attach(const pass *P, const hc_w *W, sn_hc_rows *h) {
+    h->w = W->w;
+    if (!P->L.dyn) return;
+    h->t = hc_t(P);
+    h->ldt = P->L.ns * (P->L.ns + 2);
+    h->tidx = W->tix;
+    h->tsc = W->sc;
+}
+
 /* h0 = sum_k A_m[k] H_k into dst */
 static void hc_h0(const sn_ctx *ctx, const pass *P, void *dst, int64_t ldd) {
     const int n = P->L.ns;
     const float *al = conn(P);
-    float w[SN_HC_MAX_RATE];
-    for (int k = 0; k < n; k++) w[k] = HC_AM(al, n, k);
+    hc_w W;
+    for (int k = 0; k < n; k++) hc_set(P, &W, k, HC_AM(al, n, k), HC_TA(n, k, 0), 0);
     sn_hc_rows h;
     memset(&h, 0, sizeof h);
     hc_in_streams(P, &h);
     h.nin = n;
     h.nout = 1;
     h.out[0] = dst, h.ldout[0] = ldd;
-    h.w = w;
+    hc_attach(P, &W, &h);
     sn_dt_hc_rows(ctx, P->L.dt, P->R, P->L.D, &h);
+}
+
+/* the rows Wa_0 .. Wa_n, Wb of dynamic HC's projections */
+static void hc_Wrows(const pass *P, const float **W) {
+    for (int c = 0; c < P->L.ns + 2; c++) W[c] = hc_W(P) + c * P->L.D;
+}
+
+/* dynamic HC's per-row terms: for every stream, N_hc's statistics and the tanh of its
+ * projections (Hbar_k built in h, which the enter overwrites next) */
+static void hc_dyn_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
+    const int n = P->L.ns;
+    const int64_t R = P->R, D = P->L.D, lt = n * (n + 2);
+    const float *W[SN_K_HC_MATS];
+    hc_Wrows(P, W);
+    float *t = hc_t(P);
+    for (int k = 0; k < n; k++) {
+        sn_dt_norm_fwd(ctx, P->L.dt, &P->s.n[1], R, D, slot(P, P->s.in[k]), D, par(P, 1), h, ldh,
+                       hc_stats(P, k));
+        sn_dt_hc_proj(ctx, P->L.dt, R, D, h, ldh, W, n + 2, t + HC_TA(n, k, 0), lt);
+    }
+    for (int64_t q = 0; q < R * lt; q++) t[q] = tanhf(t[q]);
 }
 
 /* enter: h = N_i(h0), h0 built in h */
 static void hc_enter_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
+    if (P->L.dyn) hc_dyn_fwd(ctx, P, h, ldh);
     hc_h0(ctx, P, h, ldh);
     sn_dt_norm_fwd(ctx, P->L.dt, &P->s.n[0], P->R, P->L.D, h, ldh, par(P, 0), h, ldh,
                    plane(P, 0));
@@ -747,10 +830,11 @@ static void hc_exit_fwd(const sn_ctx *ctx, const pass *P, const void *z, int64_t
     const int n = P->L.ns;
     const int64_t D = P->L.D;
     const float *al = conn(P);
-    float w[SN_HC_MAX_RATE * (SN_HC_MAX_RATE + 1)];
+    hc_w W;
     for (int j = 0; j < n; j++) {
-        for (int k = 0; k < n; k++) w[j * (n + 1) + k] = HC_AR(al, n, k, j);
-        w[j * (n + 1) + n] = HC_B(al, n, j);
+        for (int k = 0; k < n; k++)
+            hc_set(P, &W, j * (n + 1) + k, HC_AR(al, n, k, j), HC_TA(n, k, 1 + j), 0);
+        hc_set(P, &W, j * (n + 1) + n, HC_B(al, n, j), HC_TB(n, j), 1);
     }
     if (!P->infer) sn_dt_copy(ctx, P->L.dt, P->R, D, z, ldz, slot(P, P->s.aux), D);
     sn_hc_rows h;
@@ -760,7 +844,7 @@ static void hc_exit_fwd(const sn_ctx *ctx, const pass *P, const void *z, int64_t
     h.nin = n + 1;
     for (int j = 0; j < n; j++) h.out[j] = slot(P, P->s.out[j]), h.ldout[j] = D;
     h.nout = n;
-    h.w = w;
+    hc_attach(P, &W, &h);
     sn_dt_hc_rows(ctx, P->L.dt, P->R, D, &h);
 }
 
@@ -782,14 +866,15 @@ static void hc_merge_bwd(const sn_ctx *ctx, const pass *P, const void *dout, int
     for (int k = 1; k < n; k++) sn_dt_copy(ctx, P->L.dt, R, D, wk(P, 0), D, wk(P, k), D);
 }
 
-/* exit backward: dz (=|+=) sum_j B[j] G_j; dB[j] += sum_rows <G_j, z> */
+/* exit backward: dz (=|+=) sum_j B[j] G_j; dB[j] += sum_rows <G_j, z> (dynamic HC: each row's
+ * <G_j, z> also kept in work for the enter backward) */
 static void hc_exit_bwd(const sn_ctx *ctx, const pass *P, void *dz, int64_t lddz, int acc) {
     const int n = P->L.ns;
     const int64_t D = P->L.D;
     float *g = conn_grad(P);
-    float w[SN_HC_MAX_RATE + 1];
-    for (int j = 0; j < n; j++) w[j] = HC_B(conn(P), n, j);
-    w[n] = 1.0f;
+    hc_w W;
+    for (int j = 0; j < n; j++) hc_set(P, &W, j, HC_B(conn(P), n, j), HC_TB(n, j), 1);
+    hc_set(P, &W, n, 1.0f, -1, 0);
     sn_hc_rows h;
     memset(&h, 0, sizeof h);
     for (int j = 0; j < n; j++) {
@@ -800,16 +885,61 @@ static void hc_exit_bwd(const sn_ctx *ctx, const pass *P, void *dz, int64_t lddz
     h.in[n] = dz, h.ldin[n] = lddz;
     h.nout = 1;
     h.out[0] = dz, h.ldout[0] = lddz;
-    h.w = w;
+    hc_attach(P, &W, &h);
     h.na = n;
     h.nb = 1;
     h.b[0] = slot(P, P->s.aux), h.ldb[0] = D;
     h.dp = g ? g + n * (n + 1) : NULL;
+    if (P->L.dyn) h.dpr = hc_wf(P) + n * (n + 1), h.lddpr = hc_wf_per_row(&P->L);
     sn_dt_hc_rows(ctx, P->L.dt, P->R, D, &h);
 }
 
+/* dynamic HC's backward through the per-row terms, once alpha's and beta's per-row gradients
+ * (da, db) are in work: ds_a, ds_b; then for each stream k the coefficients
+ * pa[c] = s_a (1 - ta[k][c]^2) da[k][c], pb = s_b (1 - tb[k]^2) db[k], dWa_c += pa[c] Hbar_k,
+ * dWb += pb Hbar_k (Hbar_k recomputed in work's slot n), dHbar_k = sum_c pa[c] Wa_c + pb Wb
+ * (in slot n + 1) and dH_k += N_hc backward of dHbar_k */
+static void hc_dyn_bwd(const sn_ctx *ctx, const pass *P) {
+    const int n = P->L.ns;
+    const int64_t R = P->R, D = P->L.D, lt = n * (n + 2), lw = hc_wf_per_row(&P->L);
+    const float *t = hc_t(P), sa = hc_scale(P, 0), sb = hc_scale(P, 1);
+    float *wf = hc_wf(P), *g = conn_grad(P);
+    if (g) { /* the scales' gradients: one fold over the rows, in row order */
+        float dsa = 0.0f, dsb = 0.0f;
+        for (int64_t r = 0; r < R; r++)
+            for (int k = 0; k < n; k++) {
+                for (int c = 0; c <= n; c++)
+                    dsa += t[r * lt + HC_TA(n, k, c)] * wf[r * lw + k * (n + 1) + c];
+                dsb += t[r * lt + HC_TB(n, k)] * wf[r * lw + n * (n + 1) + k];
+            }
+        g[n * (n + 2) + (n + 2) * D] += dsa;
+        g[n * (n + 2) + (n + 2) * D + 1] += dsb;
+    }
+    const float *W[SN_K_HC_MATS];
+    hc_Wrows(P, W);
+    float *coef = wf + n * (n + 2);
+    for (int k = 0; k < n; k++) {
+        for (int64_t r = 0; r < R; r++) {
+            const float *tr = t + r * lt, *dr = wf + r * lw;
+            for (int c = 0; c <= n; c++) {
+                const float ta = tr[HC_TA(n, k, c)];
+                coef[r * lw + c] = sa * (1.0f - ta * ta) * dr[k * (n + 1) + c];
+            }
+            const float tb = tr[HC_TB(n, k)];
+            coef[r * lw + n + 1] = sb * (1.0f - tb * tb) * dr[n * (n + 1) + k];
+        }
+        const void *Hk = slot(P, P->s.in[k]);
+        sn_dt_norm_fwd(ctx, P->L.dt, &P->s.n[1], R, D, Hk, D, par(P, 1), wk(P, n), D, NULL);
+        if (g) sn_dt_hc_wsum(ctx, P->L.dt, R, D, wk(P, n), D, coef, lw, n + 2, g + n * (n + 2));
+        sn_dt_hc_wmix(ctx, P->L.dt, R, D, W, n + 2, coef, lw, wk(P, n + 1), D);
+        sn_dt_norm_bwd(ctx, P->L.dt, &P->s.n[1], R, D, wk(P, n + 1), D, Hk, D, par(P, 1),
+                       hc_stats(P, k), wk(P, k), D, grd(P, 1), 1);
+    }
+}
+
 /* enter backward: dh0 = N_i backward of dh (h0 recomputed), then dA_m[k] += <H_k, dh0>,
- * dA_r[k][j] += <H_k, G_j> and dH_k = sum_j A_r[k][j] G_j + A_m[k] dh0, in place of G_k */
+ * dA_r[k][j] += <H_k, G_j> and dH_k = sum_j A_r[k][j] G_j + A_m[k] dh0, in place of G_k;
+ * dynamic HC then adds the per-row terms' backward */
 static void hc_enter_bwd(const sn_ctx *ctx, const pass *P, const void *dh, int64_t lddh) {
     const int n = P->L.ns;
     const int64_t R = P->R, D = P->L.D;
@@ -818,10 +948,11 @@ static void hc_enter_bwd(const sn_ctx *ctx, const pass *P, const void *dh, int64
     hc_h0(ctx, P, h0, D);
     sn_dt_norm_bwd(ctx, P->L.dt, &P->s.n[0], R, D, dh, lddh, h0, D, par(P, 0), plane(P, 0), dh0,
                    D, grd(P, 0), 0);
-    float w[SN_HC_MAX_RATE * (SN_HC_MAX_RATE + 1)];
+    hc_w W;
     for (int k = 0; k < n; k++) {
-        for (int j = 0; j < n; j++) w[k * (n + 1) + j] = HC_AR(al, n, k, j);
-        w[k * (n + 1) + n] = HC_AM(al, n, k);
+        for (int j = 0; j < n; j++)
+            hc_set(P, &W, k * (n + 1) + j, HC_AR(al, n, k, j), HC_TA(n, k, 1 + j), 0);
+        hc_set(P, &W, k * (n + 1) + n, HC_AM(al, n, k), HC_TA(n, k, 0), 0);
     }
     sn_hc_rows h;
     memset(&h, 0, sizeof h);
@@ -835,10 +966,12 @@ static void hc_enter_bwd(const sn_ctx *ctx, const pass *P, const void *dh, int64
     h.na = n;
     h.nb = n + 1;
     h.dp = conn_grad(P);
+    if (P->L.dyn) h.dpr = hc_wf(P), h.lddpr = hc_wf_per_row(&P->L);
     h.nin = n + 1;
     h.nout = n;
-    h.w = w;
+    hc_attach(P, &W, &h);
     sn_dt_hc_rows(ctx, P->L.dt, R, D, &h);
+    if (P->L.dyn) hc_dyn_bwd(ctx, P);
 }
 
 /* ---- forward ------------------------------------------------------------------------------- */

@@ -348,6 +348,29 @@ static void hc_dots(const float *const *a, int na, const float *const *b, int nb
         }
 }
 
+static void hc_proj(const float *x, int64_t D, const float *const *w, int nw, float *out) {
+    for (int c = 0; c < nw; c++) {
+        float s = out[c];
+        for (int64_t j = 0; j < D; j++) s = s + x[j] * w[c][j];
+        out[c] = s;
+    }
+}
+
+static void hc_wmix(const float *const *w, int nw, const float *coef, float *out, int64_t D,
+                    int nt) {
+    (void)nt;
+    for (int64_t j = 0; j < D; j++) {
+        float acc = coef[0] * w[0][j];
+        for (int c = 1; c < nw; c++) acc = acc + coef[c] * w[c][j];
+        out[j] = acc;
+    }
+}
+
+static void hc_wsum(const float *x, int64_t n, const float *coef, int nw, float *const *dw) {
+    for (int c = 0; c < nw; c++)
+        for (int64_t j = 0; j < n; j++) dw[c][j] += coef[c] * x[j];
+}
+
 const sn_kern sn_kern_scalar = {
     .norm_row = norm_row,
     .norm_s = norm_row,
@@ -368,6 +391,9 @@ const sn_kern sn_kern_scalar = {
     .axpy = axpy,
     .hc_mix = hc_mix,
     .hc_dots = hc_dots,
+    .hc_proj = hc_proj,
+    .hc_wmix = hc_wmix,
+    .hc_wsum = hc_wsum,
     .copy = sn_k_copy_f32,
     .widen = sn_k_move_f32,
     .round = sn_k_move_f32,

@@ -244,6 +244,39 @@ static void hc_dots(const sn_bf16 *const *a, int na, const sn_bf16 *const *b, in
     }
 }
 
+static void hc_proj(const sn_bf16 *x, int64_t D, const float *const *w, int nw, float *out) {
+    float v[HC_BLOCK];
+    const float *wj[SN_K_HC_MATS];
+    for (int64_t j = 0; j < D; j += HC_BLOCK) {
+        const int64_t n = D - j < HC_BLOCK ? D - j : HC_BLOCK;
+        for (int c = 0; c < nw; c++) wj[c] = w[c] + j;
+        K32->hc_proj(wid(x + j, n, v), n, wj, nw, out);
+    }
+}
+
+static void hc_wmix(const float *const *w, int nw, const float *coef, sn_bf16 *out, int64_t D,
+                    int nt) {
+    (void)nt;
+    float o[HC_BLOCK];
+    const float *wj[SN_K_HC_MATS];
+    for (int64_t j = 0; j < D; j += HC_BLOCK) {
+        const int64_t n = D - j < HC_BLOCK ? D - j : HC_BLOCK;
+        for (int c = 0; c < nw; c++) wj[c] = w[c] + j;
+        K32->hc_wmix(wj, nw, coef, o, n, 0);
+        rnd(o, n, out + j);
+    }
+}
+
+static void hc_wsum(const sn_bf16 *x, int64_t n, const float *coef, int nw, float *const *dw) {
+    float v[HC_BLOCK];
+    float *dj[SN_K_HC_MATS];
+    for (int64_t j = 0; j < n; j += HC_BLOCK) {
+        const int64_t m = n - j < HC_BLOCK ? n - j : HC_BLOCK;
+        for (int c = 0; c < nw; c++) dj[c] = dw[c] + j;
+        K32->hc_wsum(wid(x + j, m, v), m, coef, nw, dj);
+    }
+}
+
 static void copy(const sn_bf16 *a, sn_bf16 *out, int64_t D) {
     float p[BLOCK];
     BLOCKS(D, { rnd(wid(a + j, n, p), n, out + j); })
@@ -269,6 +302,9 @@ const sn_kern16 sn_kern16_scalar = {
     .axpy = axpy,
     .hc_mix = hc_mix,
     .hc_dots = hc_dots,
+    .hc_proj = hc_proj,
+    .hc_wmix = hc_wmix,
+    .hc_wsum = hc_wsum,
     .copy = copy,
     .widen = sn_k_bf16_widen_row,
     .round = sn_k_bf16_round_row,

@@ -1180,6 +1180,39 @@ static void hc_dots(const SN_T *const *a, int na, const SN_T *const *b, int nb, 
     }
 }
 
+static void hc_proj(const SN_T *x, int64_t D, const float *const *w, int nw, float *out) {
+    V acc[2][SN_K_HC_MATS];
+    for (int c = 0; c < nw; c++) acc[0][c] = acc[1][c] = vset1(0.0f);
+    RCOLS2(D, {
+        const V vx = load(x + j, t, m);
+        for (int c = 0; c < nw; c++) acc[k][c] = vfma(vx, load(w[c] + j, t, m), acc[k][c]);
+    });
+    for (int c = 0; c < nw; c++) {
+        const V s[2] = {acc[0][c], acc[1][c]};
+        out[c] += hsum2(s);
+    }
+}
+
+static void hc_wmix(const float *const *w, int nw, const float *coef, SN_T *out, int64_t D,
+                    int nt) {
+    V cv[SN_K_HC_MATS];
+    for (int c = 0; c < nw; c++) cv[c] = vset1(coef[c]);
+    COLS(D, {
+        V acc = vmul(cv[0], load(w[0] + j, t, m));
+        for (int c = 1; c < nw; c++) acc = vfma(cv[c], load(w[c] + j, t, m), acc);
+        store_out(out + j, acc, t, m, nt);
+    });
+}
+
+static void hc_wsum(const SN_T *x, int64_t n, const float *coef, int nw, float *const *dw) {
+    V cv[SN_K_HC_MATS];
+    for (int c = 0; c < nw; c++) cv[c] = vset1(coef[c]);
+    COLS(n, {
+        const V vx = load(x + j, t, m);
+        for (int c = 0; c < nw; c++) store(dw[c] + j, vfma(cv[c], vx, load(dw[c] + j, t, m)), t, m);
+    });
+}
+
 #ifdef SN_K16
 /* bf16 widened and floats rounded with this table's vld16 and vrnd16, a vector at a time; a copy
  * is the two (out may equal a: each vector is loaded before it is stored) */
@@ -1226,6 +1259,9 @@ const sn_kern SN_KERN_TABLE = {
     .axpy = axpy,
     .hc_mix = hc_mix,
     .hc_dots = hc_dots,
+    .hc_proj = hc_proj,
+    .hc_wmix = hc_wmix,
+    .hc_wsum = hc_wsum,
     .copy = COPY,
     .widen = WIDEN,
     .round = ROUND,

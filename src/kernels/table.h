@@ -93,6 +93,16 @@ typedef struct SN_KT {
      * gives the same bits) */
     void (*hc_dots)(const SN_KROW *const *a, int na, const SN_KROW *const *b, int nb, int64_t D,
                     float *out);
+    /* Dynamic Hyper-Connections' projections, between a row x and float parameter rows w[c]
+     * (c < nw <= SN_K_HC_MATS), over D columns (n for hc_wsum):
+     *   hc_proj  out[c] += the dot product of x and w[c] (a reduction of the path; the scalar
+     *            path adds each product in column order, as hc_dots)
+     *   hc_wmix  out = sum_c coef[c] * w[c] (per column a left fold over c, as hc_mix)
+     *   hc_wsum  dw[c] += coef[c] * x, column by column (any run of columns: the same bits) */
+    void (*hc_proj)(const SN_KROW *x, int64_t D, const float *const *w, int nw, float *out);
+    void (*hc_wmix)(const float *const *w, int nw, const float *coef, SN_KROW *out, int64_t D,
+                    int nt);
+    void (*hc_wsum)(const SN_KROW *x, int64_t n, const float *coef, int nw, float *const *dw);
     /* out = alpha * a + b; out may equal a or b */
     void (*axpy)(const SN_KROW *a, const SN_KROW *b, float alpha, SN_KROW *out, int64_t D, int nt);
     /* out = a, element by element as the type copies: fp32 bits moved unchanged (out may overlap

@@ -3,7 +3,8 @@
  * dot products bitwise), outputs equal to inputs (the mix in place, as the placement layer runs
  * it), streaming stores, and the weights 0 and 1 giving a plain sum bit for bit (what makes
  * Hyper-Connections start as Pre-Norm). Every stream count 1 .. SN_HC_MAX_RATE plus the block
- * output, and the accumulated output's extra input. */
+ * output, and the accumulated output's extra input. Dynamic HC's hc_proj, hc_wmix, hc_wsum
+ * (float parameter rows): the same, hc_wsum also over a run of columns. */
 #include "checkasm.h"
 
 #include <string.h>
@@ -13,6 +14,58 @@ enum { NM = SN_K_HC_MATS };
 /* weights w[o * nin + k] in [-1, 1) */
 static void rand_w(float *w, int n) {
     for (int k = 0; k < n; k++) w[k] = ca_rand();
+}
+
+/* dynamic HC's slots, nw float rows w of D against a row x (fp32 or, t = CA_BF16, bf16) */
+static void check_proj(const ca_path *p, const ca_path *ref, int64_t D, int off, ca_type ty) {
+    for (int nw = 1; nw <= NM; nw += 3) {
+        const float *w[NM];
+        float coef[NM];
+        rand_w(coef, nw);
+        for (int c = 0; c < nw; c++) w[c] = ca_row_rand(D, off + c, 0.5f, 0.0f);
+        const float *xf = ca_row_rand(D, off, 1.0f, 0.5f);
+        const sn_bf16 *x16 = ca_b16_rand(D, off, 1.0f, 0.5f);
+        const float *x16f = ca_widen16(x16, D);
+        float pr[NM], pr_r[NM], *o = ca_row(D, off + 1), *o_r = ca_row(D, 0);
+        float *dw[NM], *dw_r[NM], *dw_c[NM];
+        for (int c = 0; c < nw; c++) {
+            pr[c] = pr_r[c] = 0.25f;
+            dw[c] = ca_row_rand(D, off + c, 1.0f, 0.0f);
+            dw_r[c] = ca_row_copy(dw[c], D, 0), dw_c[c] = ca_row_copy(dw[c], D, 0);
+        }
+        if (ty == CA_F32) {
+            p->K->hc_proj(xf, D, w, nw, pr);
+            ref->K->hc_proj(xf, D, w, nw, pr_r);
+            ca_close("hc_proj", pr, pr_r, nw);
+            p->K->hc_wmix(w, nw, coef, o, D, 0);
+            ref->K->hc_wmix(w, nw, coef, o_r, D, 0);
+            ca_close("hc_wmix", o, o_r, D);
+            p->K->hc_wmix(w, nw, coef, o_r, D, 1);
+            ca_same("hc_wmix streaming", o_r, o, D);
+            p->K->hc_wsum(xf, D, coef, nw, dw);
+            ref->K->hc_wsum(xf, D, coef, nw, dw_r);
+            for (int c = 0; c < nw; c++) ca_close("hc_wsum", dw[c], dw_r[c], D);
+            /* a run of columns: the same bits */
+            float *dc[NM];
+            const int64_t j0 = D / 3;
+            for (int c = 0; c < nw; c++) dc[c] = dw_c[c] + j0;
+            p->K->hc_wsum(xf, j0, coef, nw, dw_c);
+            p->K->hc_wsum(xf + j0, D - j0, coef, nw, dc);
+            for (int c = 0; c < nw; c++) ca_same("hc_wsum in two runs", dw_c[c], dw[c], D);
+        } else {
+            sn_bf16 *o16 = ca_row16(D, off + 2);
+            p->K->hc_proj(x16f, D, w, nw, pr_r);
+            p->K16->hc_proj(x16, D, w, nw, pr);
+            ca_same("bf16 hc_proj", pr, pr_r, nw);
+            p->K->hc_wmix(w, nw, coef, o_r, D, 0);
+            p->K16->hc_wmix(w, nw, coef, o16, D, 0);
+            ca_same16("bf16 hc_wmix", o16, o_r, D);
+            p->K->hc_wsum(x16f, D, coef, nw, dw_r);
+            p->K16->hc_wsum(x16, D, coef, nw, dw);
+            for (int c = 0; c < nw; c++) ca_same("bf16 hc_wsum", dw[c], dw_r[c], D);
+        }
+        ca_rows_ok("hc dynamic");
+    }
 }
 
 static void check_hc32(const ca_path *p, const ca_path *ref, int64_t D, int off) {
@@ -92,6 +145,7 @@ void check_hc(const ca_path *p, const ca_path *ref, ca_type t) {
         ca_where(p->name, t == CA_F32 ? "hc" : "bf16 hc", D, "offset %d", off);
         if (t == CA_F32) check_hc32(p, ref, D, off);
         else check_hc16(p, D, off);
+        check_proj(p, ref, D, off, t);
         ca_rows_reset();
     }
 }
