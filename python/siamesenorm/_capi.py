@@ -156,6 +156,7 @@ PROTOTYPES = {
     "sn_net_init_gain": (_st, [_netp, ctypes.POINTER(ctypes.c_float)]),
     "sn_net_sizes": (_st, [_netp, _i64p, _i64p, _i64p]),
     "sn_net_norm_at": (_st, [_netp, _i32, _i32, _np, _i64p]),
+    "sn_net_conn_at": (_st, [_netp, _i32, _i64p, _i64p]),
     "sn_net_init_params": (_st, [_netp, _fp]),
     "sn_net_split": (_st, [_vp, _netp, _passp, _fp, _i64]),
     "sn_net_enter": (_st, [_vp, _netp, _passp, _i32, _fp, _i64]),
