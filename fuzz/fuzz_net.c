@@ -153,7 +153,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cmust |= ST(SN_ERR_CONFIG);
     } else if (m == 4) {
         if (fz_pick(&f, 2)) net.act_dtype = SN_DTYPE_COUNT;
-        else net.reserved[fz_pick(&f, 7)] = 1;
+        else net.reserved[fz_pick(&f, 6)] = 1;
         cmust |= ST(SN_ERR_CONFIG);
     } else if (m == 5) {
         static const float fr[] = {0.0f, 0.5f, 1.0f, -0.1f, 1.5f, NAN, 0.25f};

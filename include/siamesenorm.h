@@ -122,7 +122,9 @@ typedef enum sn_status {
     SN_ERR_NONFINITE = 15,   /* checked mode: an input holds a NaN or an infinity */
     SN_ERR_ALIGN = 16,       /* a buffer is not aligned to its element's size (float: 4 bytes,
                                 sn_bf16: 2 bytes) */
-    SN_ERR_DTYPE = 17        /* a placement-layer call's element type is not the net's act_dtype */
+    SN_ERR_DTYPE = 17,       /* a placement-layer call's element type is not the net's act_dtype */
+    SN_ERR_STREAMS = 18      /* Hyper-Connections: the expansion rate hc_rate is outside
+                                1 .. SN_HC_MAX_RATE */
 } sn_status;
 
 /* A static, human-readable, English description of a status (never NULL; unknown codes get
@@ -651,19 +653,36 @@ typedef enum sn_placement {
      * c: SN_SCALE_DEFAULT sqrt(L) for every sub-layer (the variance x gains per layer is then
      * 1/L, so it stays bounded at any depth), SN_SCALE_NONE 1, SN_SCALE_EXPLICIT scales[i];
      * only the closing sub-layer's c is used. No parameters beyond one norm per sub-layer. */
-    SN_PLACEMENT_SPAN_NORM = 10
+    SN_PLACEMENT_SPAN_NORM = 10,
+    /* Hyper-Connections (Zhu et al., ICLR 2025, arXiv 2409.19606; docs/SPEC.md, "Hyper-
+     * Connections"): n = net->hc_rate residual streams H_0 .. H_{n-1} (R x D each) around a
+     * Pre-Norm block, mixed by learned connection weights (A_m: n, A_r: n x n, B: n) per
+     * sub-layer:
+     *   split    H_k = e for every k
+     *   enter    h0 = sum_k A_m[k] H_k,  h_i = N_i(h0)
+     *   exit     H'_j = sum_k A_r[k][j] H_k + B[j] z_i
+     *   merge    out = N_f(H_0 + H_1 + ... + H_{n-1})
+     * Static HC (hc_dynamic 0) learns A_m, A_r, B. Dynamic HC (hc_dynamic 1) adds per-row terms
+     * s_a * tanh(<N_hc(H_k), Wa_c>) to A_m and A_r and s_b * tanh(<N_hc(H_k), Wb>) to B.
+     * sn_net_init_params sets the paper's initialisation: A_m = e_{i mod n}, A_r = I, B = 1,
+     * Wa = Wb = 0, s_a = s_b = 0.01, so the network starts as Pre-Norm (every block input h_i
+     * bit for bit; the output N_f(n x_S) differs only through eps and, for n not a power of
+     * two, the rounding of the sum). The connection weights are parameters like the gammas
+     * (sn_net_conn_at gives their offset; layout under sn_net_norm_at). The three SiameseNorm
+     * forms are the same multi-stream mechanism with n = 2 and fixed connections. */
+    SN_PLACEMENT_HYPER_CONN = 11
 } sn_placement;
 
 /* The number of placements this header names: the valid values are 0 .. SN_PLACEMENT_COUNT - 1.
  * A macro, not an enumerator, so that the enum keeps growing only at the end (ABI policy): it
  * grows by one with every placement added, so code built against an older header sees a smaller
  * value, and sn_net_check is what says whether the linked library knows a placement. */
-#define SN_PLACEMENT_COUNT 11
+#define SN_PLACEMENT_COUNT 12
 
 /* The one spelling of each placement, used by the trainer, the Python binding and the docs: the
  * enumerator's name in lower case without the prefix ("pre_norm", "post_norm", "siamese",
  * "siamese_paper", "siamese_hybrid_pre", "deepnorm", "peri_ln", "mix_ln", "hybridnorm",
- * "hybridnorm_star", "span_norm"). A static string; NULL for a value outside
+ * "hybridnorm_star", "span_norm", "hyper_connections"). A static string; NULL for a value outside
  * 0 .. SN_PLACEMENT_COUNT - 1. */
 SN_API const char *sn_placement_name(sn_placement placement);
 
@@ -700,7 +719,14 @@ typedef enum sn_scale_rule {
  *                 z, out, dout, dz, dh, de) are bf16, and the pass calls are the `_bf16` ones
  *                 below; statistics, parameters and their gradients stay fp32. (It was the
  *                 word reserved32 before 0.4.0: zero keeps the old behaviour.)
+ *   hc_rate       Hyper-Connections only (else must be 0): the expansion rate n, the number of
+ *                 residual streams, 1 .. SN_HC_MAX_RATE (SN_ERR_STREAMS outside); sn_net_init
+ *                 sets 4, the paper's main setting. (It and hc_dynamic were the first
+ *                 reserved word: zero keeps the old behaviour.)
+ *   hc_dynamic    Hyper-Connections only (else must be 0): 0 static HC, 1 dynamic HC (the
+ *                 per-row terms; SN_ERR_CONFIG for other values); sn_net_init sets 1.
  *   reserved      must be zero (see the ABI policy). */
+#define SN_HC_MAX_RATE 8
 typedef struct sn_net {
     int32_t placement;
     int32_t n_sublayers;
@@ -712,7 +738,9 @@ typedef struct sn_net {
     const float *scales;
     float mix_fraction;
     uint32_t act_dtype;
-    uint64_t reserved[7];
+    int32_t hc_rate;
+    uint32_t hc_dynamic;
+    uint64_t reserved[6];
 } sn_net;
 
 /* Fills *net: the placement, S, D, norm = {kind, LayerNorm: SN_AFFINE_SCALE_SHIFT, RMSNorm:
@@ -730,7 +758,9 @@ SN_API sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_subl
  * (explicit scales not aligned to 4 bytes), SN_ERR_CONFIG (unknown scale rule, scales given
  * without SN_SCALE_EXPLICIT, an act_dtype outside 0 .. SN_DTYPE_COUNT - 1, nonzero flags or
  * reserved words, mix_fraction outside [0, 1] or
- * NaN for Mix-LN, nonzero otherwise), SN_ERR_UNSUPPORTED (act_dtype bf16 and D > 4096). */
+ * NaN for Mix-LN, nonzero otherwise, hc_rate or hc_dynamic nonzero for a placement other than
+ * Hyper-Connections, hc_dynamic not 0 or 1), SN_ERR_STREAMS (Hyper-Connections with hc_rate
+ * outside 1 .. SN_HC_MAX_RATE), SN_ERR_UNSUPPORTED (act_dtype bf16 and D > 4096). */
 SN_API sn_status sn_net_check(const sn_net *net);
 
 /* The residual scale of sub-layer i into *c: c_i for the SiameseNorm family and SpanNorm, alpha
@@ -751,7 +781,15 @@ SN_API sn_status sn_net_init_gain(const sn_net *net, float *gain);
  * SpanNorm keep the sum they normalise; Peri-LN keeps z), plus the norms' statistics
  * (LayerNorm 2, RMSNorm 1 per norm). E.g. LayerNorm: Pre-Norm D + 2, SiameseNorm 2D + 6,
  * SpanNorm 2D + 2 per sub-layer. work: D, or 2D for the
- * SiameseNorm family and SpanNorm. Errors: as sn_net_check. */
+ * SiameseNorm family and SpanNorm.
+ * Hyper-Connections with n streams: the split's n streams share e's row; per sub-layer nD for
+ * its output streams, D for the block output z (the depth weights' gradient needs it), N_i's
+ * statistics, and for dynamic HC the per-row tanh values (n(n + 2) floats, saved by the
+ * forward and read by the backward, not recomputed) and N_hc's statistics of the n streams;
+ * the block input mix h0 is not saved (the backward recomputes it from the saved streams, the
+ * same bits). LayerNorm, per sub-layer: static n = 2: 3D + 2, n = 4: 5D + 2; dynamic n = 2:
+ * 3D + 14, n = 4: 5D + 34. work: (n + 1) D (the n stream gradients and one row for h0 and its
+ * gradient; dynamic HC one more row, (n + 2) D). Errors: as sn_net_check. */
 SN_API sn_status sn_net_sizes(const sn_net *net, int64_t *n_params, int64_t *acts_per_row,
                               int64_t *work_per_row);
 
@@ -766,6 +804,9 @@ SN_API sn_status sn_net_sizes(const sn_net *net, int64_t *n_params, int64_t *act
  *   Peri-LN                                             [N_in, N_out]
  *   merge: SiameseNorm, hybrid_pre [N_a, N_b, N_f]; paper form [identity, N_f, identity];
  *          Post-Norm, DeepNorm none; others [N_f]
+ *   Hyper-Connections                                   [N_i] static, [N_i, N_hc] dynamic,
+ *                                                       then the connection block
+ *                                                       (sn_net_conn_at)
  *   split: Peri-LN [N_emb]; others none
  * For norm j of stage i, *norm (may be NULL) receives its description and *offset (may be
  * NULL) the offset in floats of its gamma in the parameter block (beta follows at
@@ -776,6 +817,26 @@ SN_API sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm
 
 /* Writes the default parameters (every gamma 1, every beta 0) into the n_params floats. */
 SN_API sn_status sn_net_init_params(const sn_net *net, float *params);
+
+/* The connection weights of Hyper-Connections' sub-layer i (0 <= i < S), which follow the
+ * sub-layer's norms in the parameter block: *offset (may be NULL) receives their offset in
+ * floats, *count (may be NULL) their number. With n = net->hc_rate, in this order (fp32; the
+ * gradients in grads have the same layout):
+ *   alpha  n x (n + 1), row-major: alpha[k * (n + 1)] = A_m[k] (the weight of stream k in the
+ *          block input h0), alpha[k * (n + 1) + 1 + j] = A_r[k][j] (the weight of stream k in
+ *          the new stream j)
+ *   beta   n: B[j], the weight of the block output z in the new stream j
+ *   and for dynamic HC (hc_dynamic 1) only:
+ *   Wa     (n + 1) x D, row-major: row c projects the normalised streams onto the dynamic term
+ *          of alpha's column c (the paper's dynamic_alpha_fn, D x (n + 1), transposed)
+ *   Wb     D: the projection for beta's dynamic term (dynamic_beta_fn)
+ *   s_a, s_b   the scales of the dynamic terms
+ * count is n(n + 2) for static HC and n(n + 2) + (n + 2) D + 2 for dynamic HC.
+ * sn_net_init_params writes A_m = e_{i mod n}, A_r = I, B = 1, Wa = Wb = 0, s_a = s_b = 0.01.
+ * The maths, per row and for the backward: docs/SPEC.md, "Hyper-Connections".
+ * Errors: as sn_net_check, SN_ERR_INDEX (i out of range, or the net has no connection
+ * weights: every placement but Hyper-Connections). */
+SN_API sn_status sn_net_conn_at(const sn_net *net, int32_t i, int64_t *offset, int64_t *count);
 
 /* ---- norm roles: what each norm of a net is for -------------------------------------------- */
 
@@ -801,10 +862,12 @@ typedef enum sn_norm_role {
     SN_ROLE_EMBED = 5,   /* normalises the network input e into x_0: Peri-LN's N_emb */
     SN_ROLE_MERGE_X = 6, /* the merge's norm of x_S: N_a (the paper form: an identity) */
     SN_ROLE_MERGE_Y = 7, /* the merge's norm of y_S: N_b (the paper form: N_f, out = x + N_f(y)) */
-    SN_ROLE_FINAL = 8    /* its output is the network output: N_f (a two-stream merge: of
+    SN_ROLE_FINAL = 8,   /* its output is the network output: N_f (a two-stream merge: of
                             N_a(x) + N_b(y); the paper form: an identity); llm.c's lnf */
+    SN_ROLE_STREAMS = 9  /* normalises each residual stream separately for dynamic
+                            Hyper-Connections' per-row weights: N_hc */
 } sn_norm_role;
-#define SN_ROLE_COUNT 9
+#define SN_ROLE_COUNT 10
 
 /* The tensor a norm normalises. Only grows at the end. */
 typedef enum sn_norm_operand {
@@ -815,9 +878,12 @@ typedef enum sn_norm_operand {
     SN_OPERAND_Z = 3,        /* the block output z_i */
     SN_OPERAND_FUSED = 4,    /* the two streams' sum: u_i + N_pre(y_i) (paper form
                                 x_i + N_pre(y_i)); at the merge N_a(x_S) + N_b(y_S) */
-    SN_OPERAND_E = 5         /* the network input e */
+    SN_OPERAND_E = 5,        /* the network input e */
+    SN_OPERAND_MIX = 6,      /* Hyper-Connections' block-input mix h0 = sum_k A_m[k] H_k */
+    SN_OPERAND_STREAMS = 7,  /* each of Hyper-Connections' streams H_k, separately */
+    SN_OPERAND_SUM = 8       /* the sum of the streams at the merge: H_0 + ... + H_{n-1} */
 } sn_norm_operand;
-#define SN_OPERAND_COUNT 6
+#define SN_OPERAND_COUNT 9
 
 /* Norm j of stage i (numbered as sn_net_norm_at numbers them: stage -1 the split, 0..S-1 the
  * sub-layers, S the merge): its role into *role and the tensor it normalises into *operand
@@ -835,6 +901,9 @@ typedef enum sn_norm_operand {
  *   merge: two streams [merge_x(x), merge_y(y), final(fused)]; others [final(x)]; none for
  *          Post-Norm and DeepNorm
  *   split: Peri-LN [embed(e)]
+ *   Hyper-Connections                                       [input(mix)] static,
+ *                                                           [input(mix), streams(streams)]
+ *                                                           dynamic; merge [final(sum)]
  * The roles follow from how a stage computes, not from a table per placement, so a placement
  * added later reports its roles the same way. Errors: as sn_net_norm_at. */
 SN_API sn_status sn_net_norm_role(const sn_net *net, int32_t i, int32_t j, sn_norm_role *role,
@@ -847,7 +916,8 @@ SN_API sn_status sn_net_norm_role(const sn_net *net, int32_t i, int32_t j, sn_no
 SN_API sn_status sn_net_find_norm(const sn_net *net, int32_t i, sn_norm_role role, int32_t *j);
 
 /* Static lower-case names: "input", "post", "pre", "out", "scale", "embed", "merge_x",
- * "merge_y", "final" and "x", "y", "residual", "z", "fused", "e" (the enumerators without
+ * "merge_y", "final", "streams" and "x", "y", "residual", "z", "fused", "e", "mix",
+ * "streams", "sum" (the enumerators without
  * their prefix); NULL for a value outside 0 .. COUNT - 1. */
 SN_API const char *sn_norm_role_name(sn_norm_role role);
 SN_API const char *sn_norm_operand_name(sn_norm_operand operand);
@@ -930,17 +1000,23 @@ SN_API sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net,
 /* Gradient of sub-layer i's block output into dz [R x D, lddz] (written, or accumulated with
  * SN_ACCUMULATE). Pre-Norm dz = dx_{i+1}; SiameseNorm dz = dx_{i+1} / c_i + dy_{i+1};
  * placements with a norm after the block (Post-Norm, DeepNorm, paper form, Peri-LN) first take
- * the stream gradient back through it, accumulating its parameter gradients. */
+ * the stream gradient back through it, accumulating its parameter gradients.
+ * Hyper-Connections: dz = sum_j B[j] dH'_j, accumulating the gradients of B (and, dynamic,
+ * keeping the per-row ones for sn_net_enter_backward in work's extra row). */
 SN_API sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
                                       int32_t i, float *dz, int64_t lddz, uint32_t flags);
 
 /* Takes the block-input gradient dh [R x D, lddh] (read) of sub-layer i back into the stream
- * gradients in work (now those of x_i, y_i) and accumulates sub-layer i's norm gradients. */
+ * gradients in work (now those of x_i, y_i) and accumulates sub-layer i's norm gradients.
+ * Hyper-Connections: dh0 = N_i backward of dh, dH_k = sum_j A_r[k][j] dH'_j + A_m[k] dh0
+ * (dynamic: plus N_hc backward of the per-row weights' gradient), accumulating the gradients
+ * of N_i, A_m, A_r (and N_hc, Wa, Wb, s_a, s_b). */
 SN_API sn_status sn_net_enter_backward(const sn_ctx *ctx, const sn_net *net,
                                        const sn_net_pass *pass, int32_t i, const float *dh,
                                        int64_t lddh);
 
-/* Gradient of the network input: de [R x D, ldde] = dx_0 (+ dy_0; Peri-LN: through N_emb),
+/* Gradient of the network input: de [R x D, ldde] = dx_0 (+ dy_0; Peri-LN: through N_emb;
+ * Hyper-Connections: the sum of the n stream gradients),
  * written or accumulated with SN_ACCUMULATE. Reads work; accumulates N_emb's gradients. */
 SN_API sn_status sn_net_split_backward(const sn_ctx *ctx, const sn_net *net,
                                        const sn_net_pass *pass, float *de, int64_t ldde,
@@ -970,7 +1046,10 @@ typedef struct sn_net_infer {
  * form's x + z/c, SpanNorm's x + z and a + z), and the statistics of one sub-layer's norms
  * (at most 6). It does not grow with S: LayerNorm Pre-Norm 2D + 2, SiameseNorm 3D + 6,
  * Post-Norm and SpanNorm 3D + 2, against
- * acts_per_row's (D + 2) S + ... and (2D + 6) S + ... Errors: as sn_net_check, SN_ERR_NULL
+ * acts_per_row's (D + 2) S + ... and (2D + 6) S + ... Hyper-Connections keep their n streams
+ * once (each exit mixes them in place) and one sub-layer's statistics and, dynamic, per-row
+ * tanh values: LayerNorm static nD + 2, dynamic nD + 2 + 2n + n(n + 2) (n = 4: 4D + 34).
+ * Errors: as sn_net_check, SN_ERR_NULL
  * (state_per_row). */
 SN_API sn_status sn_net_infer_sizes(const sn_net *net, int64_t *state_per_row);
 

@@ -577,8 +577,17 @@ static int make_bad_nets(const sn_net *good, badnet *out, const float *bad_scale
             "explicit scale <= 0 / NaN / inf");
     ADD(q->flags = 1, SN_ERR_CONFIG, "flags 1");
     ADD(q->flags = 0x80000000u, SN_ERR_CONFIG, "flags high bit");
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < 6; k++)
         ADD(q->reserved[k] = (uint64_t)1 << (k * 9), SN_ERR_CONFIG, "reserved word nonzero");
+    if (good->placement == SN_PLACEMENT_HYPER_CONN) {
+        ADD(q->hc_rate = 0, SN_ERR_STREAMS, "hc_rate 0");
+        ADD(q->hc_rate = SN_HC_MAX_RATE + 1, SN_ERR_STREAMS, "hc_rate 9");
+        ADD(q->hc_rate = -1, SN_ERR_STREAMS, "hc_rate -1");
+        ADD(q->hc_dynamic = 2, SN_ERR_CONFIG, "hc_dynamic 2");
+    } else {
+        ADD(q->hc_rate = 1, SN_ERR_CONFIG, "hc_rate set outside HC");
+        ADD(q->hc_dynamic = 1, SN_ERR_CONFIG, "hc_dynamic set outside HC");
+    }
     ADD(q->act_dtype = SN_DTYPE_COUNT, SN_ERR_CONFIG, "act_dtype unknown");
     if (good->placement == SN_PLACEMENT_MIX_LN) {
         ADD(q->mix_fraction = 1.5f, SN_ERR_CONFIG, "mix_fraction > 1");

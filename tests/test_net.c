@@ -327,7 +327,7 @@ int main(void) {
           net.norm.group == 0 && net.norm.eps == 1e-6f);
     CHECK(norm_eq(&net.input_norm, &net.norm) && net.scale_rule == SN_SCALE_DEFAULT &&
           net.flags == 0 && net.scales == NULL);
-    for (int k = 0; k < 7; k++) CHECK(net.reserved[k] == 0);
+    for (int k = 0; k < 6; k++) CHECK(net.reserved[k] == 0);
     CHECK(net.act_dtype == SN_DTYPE_F32 && net.mix_fraction == 0.0f);
     CHECK_OK(sn_net_init(&net, SN_PLACEMENT_PRE_NORM, 6, 16, SN_NORM_LAYERNORM, 1e-5f));
     CHECK(net.norm.kind == SN_NORM_LAYERNORM && net.norm.affine == SN_AFFINE_SCALE_SHIFT);

@@ -42,6 +42,7 @@ SN_ERR_PLACEMENT, SN_ERR_NORM, SN_ERR_GROUP, SN_ERR_FLAGS, SN_ERR_INDEX = 7, 8, 
 SN_ERR_CONFIG, SN_ERR_UNSUPPORTED, SN_ERR_NOMEM, SN_ERR_NONFINITE = 12, 13, 14, 15
 SN_ERR_ALIGN = 16
 SN_ERR_DTYPE = 17
+SN_ERR_STREAMS = 18
 SN_DTYPE_F32, SN_DTYPE_BF16 = 0, 1
 SN_NONFINITE_NONE, SN_NONFINITE_PARAMS = -1, -2
 
@@ -55,7 +56,8 @@ SN_PLACEMENT_SIAMESE_PAPER, SN_PLACEMENT_SIAMESE_HYBRID_PRE, SN_PLACEMENT_DEEPNO
 SN_PLACEMENT_PERI_LN, SN_PLACEMENT_MIX_LN, SN_PLACEMENT_HYBRIDNORM = 6, 7, 8
 SN_PLACEMENT_HYBRIDNORM_STAR = 9
 SN_PLACEMENT_SPAN_NORM = 10
-SN_PLACEMENT_COUNT = 11  # the header's macro: one more than the last placement
+SN_PLACEMENT_HYPER_CONN = 11
+SN_PLACEMENT_COUNT = 12  # the header's macro: one more than the last placement
 SN_SCALE_DEFAULT, SN_SCALE_NONE, SN_SCALE_EXPLICIT = 0, 1, 2
 SN_ISA_AUTO, SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512 = 0, 1, 2, 3
 SN_MAX_THREADS = 256
@@ -86,7 +88,8 @@ class sn_net(ctypes.Structure):
                 ("scale_rule", ctypes.c_int32), ("flags", ctypes.c_uint32),
                 ("scales", ctypes.POINTER(ctypes.c_float)),
                 ("mix_fraction", ctypes.c_float), ("act_dtype", ctypes.c_uint32),
-                ("reserved", ctypes.c_uint64 * 7)]
+                ("hc_rate", ctypes.c_int32), ("hc_dynamic", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint64 * 6)]
 
 
 class sn_net_pass(ctypes.Structure):
@@ -193,8 +196,8 @@ PROTOTYPES.update({
 })
 
 # Norm roles (what each norm of a net is for) and the element-type names.
-SN_ROLE_COUNT = 9  # the header's macros
-SN_OPERAND_COUNT = 6
+SN_ROLE_COUNT = 10  # the header's macros
+SN_OPERAND_COUNT = 9
 PROTOTYPES.update({
     "sn_net_norm_role": (_st, [_netp, _i32, _i32, ctypes.POINTER(ctypes.c_int),
                                ctypes.POINTER(ctypes.c_int)]),

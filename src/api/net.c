@@ -26,7 +26,7 @@
 
 #define SN_MAX_SUBLAYERS (1 << 10) /* the largest S tested (tests/test_net_deep.c) */
 /* every placement the header names is handled here (a new one: SN_PLACEMENT_COUNT + 1) */
-_Static_assert(SN_PLACEMENT_SPAN_NORM + 1 == SN_PLACEMENT_COUNT,
+_Static_assert(SN_PLACEMENT_HYPER_CONN + 1 == SN_PLACEMENT_COUNT,
                "SN_PLACEMENT_COUNT ends at the last placement of the header");
 
 enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP, OP_SPAN, OP_COUNT };
@@ -93,6 +93,13 @@ sn_status sn_net_check(const sn_net *net) {
     if (net->flags != 0 || net->act_dtype >= SN_DTYPE_COUNT) return SN_ERR_CONFIG;
     for (size_t k = 0; k < sizeof net->reserved / sizeof net->reserved[0]; k++)
         if (net->reserved[k] != 0) return SN_ERR_CONFIG;
+    if (net->placement == SN_PLACEMENT_HYPER_CONN) {
+        if (net->hc_rate < 1 || net->hc_rate > SN_HC_MAX_RATE) return SN_ERR_STREAMS;
+        if (net->hc_dynamic > 1) return SN_ERR_CONFIG;
+        return SN_ERR_UNSUPPORTED; /* the implementation follows the API commit */
+    } else if (net->hc_rate != 0 || net->hc_dynamic != 0) {
+        return SN_ERR_CONFIG;
+    }
     if (net->placement == SN_PLACEMENT_MIX_LN) {
         if (!(net->mix_fraction >= 0.0f && net->mix_fraction <= 1.0f)) return SN_ERR_CONFIG;
     } else if (net->mix_fraction != 0.0f) {
@@ -134,6 +141,10 @@ sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, 
     n.scale_rule = SN_SCALE_DEFAULT;
     n.scales = NULL;
     if (placement == SN_PLACEMENT_MIX_LN) n.mix_fraction = 0.25f;
+    if (placement == SN_PLACEMENT_HYPER_CONN) { /* the paper's main setting */
+        n.hc_rate = 4;
+        n.hc_dynamic = 1;
+    }
     sn_status st = sn_net_check(&n);
     if (st == SN_OK) *net = n;
     return st;
@@ -361,6 +372,7 @@ static const char *const placement_names[] = {
     [SN_PLACEMENT_HYBRIDNORM] = "hybridnorm",
     [SN_PLACEMENT_HYBRIDNORM_STAR] = "hybridnorm_star",
     [SN_PLACEMENT_SPAN_NORM] = "span_norm",
+    [SN_PLACEMENT_HYPER_CONN] = "hyper_connections",
 };
 _Static_assert(sizeof placement_names / sizeof placement_names[0] == SN_PLACEMENT_COUNT,
                "a name for every placement");
@@ -458,6 +470,15 @@ sn_status sn_net_init_params(const sn_net *net, float *params) {
             if (sn_norm_nparams(&n, L.D) > 0) sn_norm_init_params(&n, L.D, params + off);
     }
     return SN_OK;
+}
+
+sn_status sn_net_conn_at(const sn_net *net, int32_t i, int64_t *offset, int64_t *count) {
+    sn_status st = sn_net_check(net);
+    if (st != SN_OK) return st;
+    (void)i;
+    (void)offset;
+    (void)count;
+    return SN_ERR_INDEX; /* the implementation follows the API commit */
 }
 
 /* ---- shared plumbing of the pass calls -------------------------------------------------------- */
@@ -1063,11 +1084,13 @@ static const char *const role_names[] = {
     [SN_ROLE_INPUT] = "input",     [SN_ROLE_POST] = "post",       [SN_ROLE_PRE] = "pre",
     [SN_ROLE_OUT] = "out",         [SN_ROLE_SCALE] = "scale",     [SN_ROLE_EMBED] = "embed",
     [SN_ROLE_MERGE_X] = "merge_x", [SN_ROLE_MERGE_Y] = "merge_y", [SN_ROLE_FINAL] = "final",
+    [SN_ROLE_STREAMS] = "streams",
 };
 _Static_assert(sizeof role_names / sizeof role_names[0] == SN_ROLE_COUNT, "a name per role");
 static const char *const operand_names[] = {
     [SN_OPERAND_X] = "x", [SN_OPERAND_Y] = "y",         [SN_OPERAND_RESIDUAL] = "residual",
     [SN_OPERAND_Z] = "z", [SN_OPERAND_FUSED] = "fused", [SN_OPERAND_E] = "e",
+    [SN_OPERAND_MIX] = "mix", [SN_OPERAND_STREAMS] = "streams", [SN_OPERAND_SUM] = "sum",
 };
 _Static_assert(sizeof operand_names / sizeof operand_names[0] == SN_OPERAND_COUNT,
                "a name per operand");

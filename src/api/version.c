@@ -29,6 +29,7 @@ const char *sn_status_string(sn_status status) {
         return "checked mode: an input holds a NaN or an infinity (see sn_ctx_nonfinite_row)";
     case SN_ERR_ALIGN: return "a buffer is not aligned to its element size (float 4, bf16 2 bytes)";
     case SN_ERR_DTYPE: return "element type does not match the net's act_dtype";
+    case SN_ERR_STREAMS: return "Hyper-Connections: the expansion rate is outside 1 .. 8";
     }
     return "unknown status";
 }

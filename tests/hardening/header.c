@@ -23,7 +23,7 @@ HEADER_ASSERT(fuse_is_three_norms, sizeof(sn_fuse) == 48);
 HEADER_ASSERT(net_128_bytes, sizeof(sn_net) == 128);
 HEADER_ASSERT(version_number, SN_VERSION_NUMBER == SN_VERSION_MAJOR * 10000 +
                                                        SN_VERSION_MINOR * 100 + SN_VERSION_PATCH);
-HEADER_ASSERT(placement_count, SN_PLACEMENT_COUNT == SN_PLACEMENT_SPAN_NORM + 1);
+HEADER_ASSERT(placement_count, SN_PLACEMENT_COUNT == SN_PLACEMENT_HYPER_CONN + 1);
 
 int main(void) {
     int bad = 0;
