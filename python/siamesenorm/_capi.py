@@ -58,6 +58,7 @@ SN_PLACEMENT_HYBRIDNORM_STAR = 9
 SN_PLACEMENT_SPAN_NORM = 10
 SN_PLACEMENT_HYPER_CONN = 11
 SN_PLACEMENT_COUNT = 12  # the header's macro: one more than the last placement
+SN_HC_MAX_RATE = 8  # Hyper-Connections' largest expansion rate (sn_net.hc_rate)
 SN_SCALE_DEFAULT, SN_SCALE_NONE, SN_SCALE_EXPLICIT = 0, 1, 2
 SN_ISA_AUTO, SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512 = 0, 1, 2, 3
 SN_MAX_THREADS = 256
@@ -202,6 +203,7 @@ PROTOTYPES.update({
     "sn_net_norm_role": (_st, [_netp, _i32, _i32, ctypes.POINTER(ctypes.c_int),
                                ctypes.POINTER(ctypes.c_int)]),
     "sn_net_find_norm": (_st, [_netp, _i32, ctypes.c_int, ctypes.POINTER(ctypes.c_int32)]),
+    "sn_net_conn_at": (_st, [_netp, _i32, _i64p, _i64p]),
     "sn_norm_role_name": (ctypes.c_char_p, [ctypes.c_int]),
     "sn_norm_operand_name": (ctypes.c_char_p, [ctypes.c_int]),
     "sn_dtype_from_name": (_st, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),

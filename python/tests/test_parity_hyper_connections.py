@@ -1,18 +1,33 @@
 """Hyper-Connections (placement "hyper_connections"): the pure-PyTorch reference of hc_ref.py
 (written from the paper's equations, arXiv 2409.19606v3) checked on its own, then the library
-through the binding against it.
+through the binding, and the torch adapter, against it.
 
 ReferenceSelfTest (pure PyTorch, float64): the oracle at the paper's initialisation is a
 Pre-Norm network (static HC, n = 1, 2, 4; its final norm's eps divided by n^2, the streams being
 summed), dynamic HC at initialisation is static HC bit for bit, and the einsum form agrees with
-an explicit loop over streams and entries."""
+an explicit loop over streams and entries.
+
+LibraryParity: the network of the other parity tests (12 layers = 24 sub-layers, R = 64,
+D = 96, blocks Linear + GELU + Linear, random gammas and betas) with random connection weights
+(A_m, A_r, B and, dynamic, W_m, W_r, W_beta, s_alpha, s_beta all away from their initial values),
+static and dynamic, n = 1, 2, 4, LayerNorm and RMSNorm: the output, the embedding gradient,
+every gamma / beta gradient (the block norms N_i, the streams' norms N_hc, the final norm), every
+connection-weight gradient and every block gradient, the library in fp32 (sn.Net) against
+float64 autograd of the reference, max |lib - ref| / max |ref| per tensor within TOL = 1e-5
+(the worst tensor of each group and the tolerance are printed). The same for the torch adapter
+(torch_adapter.HyperConnections), on every kernel path, and with bf16 activations (act_dtype
+"bf16": 4 sub-layers, within 2^-4 as test_bf16's stack). The library's view of the paper's
+initialisation: sn.Net's init_params give the reference's initial weights."""
 
 import copy
 import unittest
 
+import numpy as np
 import torch
 
-from hc_ref import HyperConnRef, randomise_connections
+import siamesenorm as sn
+from siamesenorm.torch_adapter import HyperConnections
+from hc_ref import HyperConnRef, init_connections, randomise_connections
 from parity_ref import PreNormRef, make_norm, rel_err
 from strict_main import main
 
@@ -120,6 +135,277 @@ class ReferenceSelfTest(unittest.TestCase):
                 for sub in b.hc:
                     sub.A_r.copy_(sub.A_r.t().clone())
                 self.assertGreater(rel_err(a(e), b(e)), 1e-2)
+
+
+# ---- the library against the reference ----------------------------------------------------
+
+PS, PR, PD, PHIDDEN = 24, 64, 96, 4 * 96  # parity_harness's network: 12 layers
+TOL = 1e-5
+BF16_TOL = 2.0 ** -4
+EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6}
+ROLES = {"input": "input", "streams": "streams", "final": "final"}  # reference -> library role
+CONN = ("A_m", "A_r", "B", "W_m", "W_r", "W_beta", "s_alpha", "s_beta")
+
+
+def build(n, dynamic, kind, seed, S_=PS, R_=PR, D_=PD, hidden=PHIDDEN):
+    """A float32 reference with random norms and connections, its input e and dL/dout G."""
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    model = HyperConnRef(S_, D_, kind, EPS[kind], hidden, n, dynamic).float()
+    with torch.no_grad():
+        for _, _, m in model.norms_by_stage():
+            m.weight.copy_(0.5 + torch.rand(m.weight.shape, generator=gen))
+            if getattr(m, "bias", None) is not None:
+                m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen))
+    randomise_connections(model, gen)
+    e = torch.randn(R_, D_, generator=gen)
+    G = torch.randn(R_, D_, generator=gen)
+    return model, e, G
+
+
+def reference_run(model, e, G):
+    """Every output and gradient of the reference, keyed as the library's side keys them."""
+    e = e.clone().requires_grad_(True)
+    model.zero_grad(set_to_none=True)
+    out = model(e)
+    (out * G).sum().backward()
+    res = {"out": out.detach(), "de": e.grad.detach()}
+    for k, role, m in model.norms_by_stage():
+        res[("gamma", k, role)] = m.weight.grad.detach()
+        if getattr(m, "bias", None) is not None:
+            res[("beta", k, role)] = m.bias.grad.detach()
+    for k, sub in enumerate(model.hc):
+        for name, p in sub.connection_params():
+            res[(name, k)] = p.grad.detach().reshape(p.shape)
+    for k, blk in enumerate(model.blocks):
+        for name, p in blk.named_parameters():
+            res[("block", k, name)] = p.grad.detach()
+    return res
+
+
+def load_net(net, model):
+    """Copy the reference's norms and connection weights into the Net's parameters (through
+    the library's own layout queries: find_norm by role, conn_views)."""
+    for k, role, m in model.norms_by_stage():
+        gamma, beta = net.param_views(k, net.find_norm(k, ROLES[role]))
+        gamma[:] = m.weight.detach().numpy()
+        if beta is not None:
+            beta[:] = m.bias.detach().numpy()
+    for k, sub in enumerate(model.hc):
+        v = net.conn_views(k)
+        v["alpha"][:, 0] = sub.A_m.detach().numpy()
+        v["alpha"][:, 1:] = sub.A_r.detach().numpy()
+        v["beta"][:] = sub.B.detach().numpy()
+        if sub.dynamic:
+            v["Wa"][0] = sub.W_m.detach().numpy()
+            v["Wa"][1:] = sub.W_r.detach().numpy().T
+            v["Wb"][:] = sub.W_beta.detach().numpy()
+            v["s_a"][:] = float(sub.s_alpha)
+            v["s_b"][:] = float(sub.s_beta)
+
+
+def conn_grads(net, model):
+    """The library's connection gradients, in the reference's names and shapes."""
+    res = {}
+    for k, sub in enumerate(model.hc):
+        g = {name: torch.from_numpy(a.copy()) for name, a in net.conn_grad_views(k).items()}
+        res[("A_m", k)] = g["alpha"][:, 0]
+        res[("A_r", k)] = g["alpha"][:, 1:]
+        res[("B", k)] = g["beta"]
+        if sub.dynamic:
+            res[("W_m", k)] = g["Wa"][0]
+            res[("W_r", k)] = g["Wa"][1:].t()
+            res[("W_beta", k)] = g["Wb"]
+            res[("s_alpha", k)] = g["s_a"].reshape(())
+            res[("s_beta", k)] = g["s_b"].reshape(())
+    return res
+
+
+def library_run(model, kind, e, G, ctx=None, act_dtype="f32"):
+    """The Net (fp32 or bf16 activations) with the reference's blocks run by torch."""
+    bf16 = act_dtype == "bf16"
+    net = sn.Net("hyper_connections", model.S, model.d, kind=kind, eps=EPS[kind],
+                 hc_rate=model.n, hc_dynamic=model.dynamic, ctx=ctx, act_dtype=act_dtype)
+    load_net(net, model)
+    net.zero_grad()
+    cast = (lambda t: sn.to_bf16(np.ascontiguousarray(t.numpy()))) if bf16 else \
+        (lambda t: np.ascontiguousarray(t.numpy()))
+    back = (lambda a: torch.from_numpy(sn.from_bf16(a))) if bf16 else \
+        (lambda a: torch.from_numpy(a.copy()))
+    net.split(cast(e))
+    graphs = []
+    for i in range(model.S):
+        ht = back(net.enter(i)).requires_grad_(True)
+        zt = model.blocks[i](ht)
+        net.exit(i, cast(zt.detach()))
+        graphs.append((ht, zt))
+    res = {"out": back(net.merge())}
+    net.merge_backward(cast(G))
+    for i in reversed(range(model.S)):
+        dz = back(net.exit_backward(i))
+        ht, zt = graphs[i]
+        names, params = zip(*model.blocks[i].named_parameters())
+        grads = torch.autograd.grad(zt, (ht,) + params, grad_outputs=dz)
+        net.enter_backward(i, cast(grads[0]))
+        for name, g in zip(names, grads[1:]):
+            res[("block", i, name)] = g
+    res["de"] = back(net.split_backward())
+    for k, role, m in model.norms_by_stage():
+        dg, db = net.grad_views(k, net.find_norm(k, ROLES[role]))
+        res[("gamma", k, role)] = torch.from_numpy(dg.copy())
+        if db is not None:
+            res[("beta", k, role)] = torch.from_numpy(db.copy())
+    res.update(conn_grads(net, model))
+    return res
+
+
+def adapter_run(model, kind, e, G):
+    """torch_adapter.HyperConnections around the reference's blocks, its parameters loaded
+    from the reference by name (the paper's pseudocode names)."""
+    mod = HyperConnections(model.blocks, model.d, n=model.n, dynamic=model.dynamic, kind=kind,
+                           eps=EPS[kind])
+    with torch.no_grad():
+        for k, (sub, ref) in enumerate(zip(mod.sublayers, model.hc)):
+            sub.norm.weight.copy_(ref.norm.weight)
+            sub.static_alpha[:, 0] = ref.A_m
+            sub.static_alpha[:, 1:] = ref.A_r
+            sub.static_beta.copy_(ref.B)
+            if ref.dynamic:
+                sub.streams_norm.weight.copy_(ref.dyn_norm.weight)
+                sub.dynamic_alpha_fn[:, 0] = ref.W_m
+                sub.dynamic_alpha_fn[:, 1:] = ref.W_r
+                sub.dynamic_beta_fn.copy_(ref.W_beta)
+                sub.dynamic_alpha_scale.fill_(float(ref.s_alpha))
+                sub.dynamic_beta_scale.fill_(float(ref.s_beta))
+            for a, b in ((sub.norm, ref.norm),) + (((sub.streams_norm, ref.dyn_norm),)
+                                                   if ref.dynamic else ()):
+                if b.bias is not None:
+                    a.bias.copy_(b.bias)
+        mod.final.weight.copy_(model.nf.weight)
+        if model.nf.bias is not None:
+            mod.final.bias.copy_(model.nf.bias)
+    ea = e.clone().requires_grad_(True)
+    mod.zero_grad(set_to_none=True)
+    out = mod(ea)
+    (out * G).sum().backward()
+    res = {"out": out.detach(), "de": ea.grad.detach()}
+    for k, (sub, ref) in enumerate(zip(mod.sublayers, model.hc)):
+        mods = [("input", sub.norm)] + ([("streams", sub.streams_norm)] if ref.dynamic else [])
+        for role, m in mods:
+            res[("gamma", k, role)] = m.weight.grad
+            if m.bias is not None:
+                res[("beta", k, role)] = m.bias.grad
+        res[("A_m", k)] = sub.static_alpha.grad[:, 0]
+        res[("A_r", k)] = sub.static_alpha.grad[:, 1:]
+        res[("B", k)] = sub.static_beta.grad
+        if ref.dynamic:
+            res[("W_m", k)] = sub.dynamic_alpha_fn.grad[:, 0]
+            res[("W_r", k)] = sub.dynamic_alpha_fn.grad[:, 1:]
+            res[("W_beta", k)] = sub.dynamic_beta_fn.grad
+            res[("s_alpha", k)] = sub.dynamic_alpha_scale.grad.reshape(())
+            res[("s_beta", k)] = sub.dynamic_beta_scale.grad.reshape(())
+        for name, p in sub.block.named_parameters():
+            res[("block", k, name)] = p.grad
+    res[("gamma", model.S, "final")] = mod.final.weight.grad
+    if mod.final.bias is not None:
+        res[("beta", model.S, "final")] = mod.final.bias.grad
+    return res
+
+
+def group_of(key):
+    return key if isinstance(key, str) else key[0]
+
+
+def compare(got, ref64, ref32):
+    """{group: (worst lib-vs-f64, torch32-vs-f64 of that tensor, its key)}."""
+    assert set(got) == set(ref64), set(got) ^ set(ref64)
+    rows = {}
+    for k in ref64:
+        err = rel_err(got[k], ref64[k])
+        g = group_of(k)
+        if g not in rows or err > rows[g][0]:
+            rows[g] = (err, rel_err(ref32[k], ref64[k]), k)
+    return rows
+
+
+def report(title, rows, tol):
+    print(f"\n{title}: max|a - ref| / max|ref| per tensor against float64 autograd, worst "
+          f"tensor of each group (tolerance {tol:.1e})")
+    for g, (a, b, k) in rows.items():
+        print(f"  {g:8s} {a:10.2e}  (torch fp32 {b:9.2e})  {k}")
+
+
+class LibraryParity(unittest.TestCase):
+    def measure(self, n, dynamic, kind, seed, runner="net", isa=None, act_dtype="f32", **dims):
+        model, e, G = build(n, dynamic, kind, seed, **dims)
+        ref64 = reference_run(copy.deepcopy(model).double(), e.double(), G.double())
+        ref32 = reference_run(model, e, G)
+        if runner == "net":
+            ctx = sn.Context(isa=isa) if isa else None
+            got = library_run(model, kind, e, G, ctx=ctx, act_dtype=act_dtype)
+        else:
+            got = adapter_run(model, kind, e, G)
+        return compare(got, ref64, ref32)
+
+    def check(self, n, dynamic, kind, seed=0, tol=TOL, **kw):
+        with self.subTest(n=n, dynamic=dynamic, kind=kind, seed=seed, **kw):
+            rows = self.measure(n, dynamic, kind, seed, **kw)
+            extra = "".join(f" {k}={v}" for k, v in kw.items() if k in ("runner", "isa",
+                                                                          "act_dtype"))
+            report(f"hyper_connections n={n} {'dynamic' if dynamic else 'static'} {kind} "
+                   f"seed={seed}{extra}", rows, tol)
+            want = {"out", "de", "gamma", "A_m", "A_r", "B", "block"}
+            if dynamic:
+                want |= {"W_m", "W_r", "W_beta", "s_alpha", "s_beta"}
+            self.assertTrue(set(rows) >= want, set(rows))
+            for g, (err, _, k) in rows.items():
+                self.assertLessEqual(err, tol, f"{g} worst tensor {k}")
+
+    def test_static(self):
+        for n in (1, 2, 4):
+            for kind in ("layernorm", "rmsnorm"):
+                self.check(n, False, kind, seed=n)
+
+    def test_dynamic(self):
+        for n in (1, 2, 4):
+            for kind in ("layernorm", "rmsnorm"):
+                self.check(n, True, kind, seed=10 + n)
+
+    def test_every_kernel_path(self):
+        for isa in ("scalar", "avx2", "avx512"):
+            if sn.isa_available(isa):
+                self.check(4, True, "layernorm", seed=30, isa=isa)
+                self.check(2, False, "rmsnorm", seed=31, isa=isa)
+
+    def test_torch_adapter(self):
+        for n in (1, 2, 4):
+            for dynamic in (False, True):
+                self.check(n, dynamic, "layernorm", seed=40 + n, runner="adapter")
+        self.check(4, True, "rmsnorm", seed=45, runner="adapter")
+
+    def test_bf16_activations(self):
+        """bf16 streams and block matrices (parameters and statistics fp32), 4 sub-layers."""
+        for n in (1, 2, 4):
+            for dynamic in (False, True):
+                self.check(n, dynamic, "layernorm", seed=50 + n, tol=BF16_TOL,
+                           act_dtype="bf16", S_=4, R_=16, D_=64, hidden=128)
+
+    def test_init_params_are_the_papers(self):
+        """sn.Net's init_params: A_m = e_{i mod n}, A_r = I, B = 1 (dynamic: W = 0,
+        s = 0.01), the norms' gamma 1 / beta 0: what the reference starts from."""
+        for n in (1, 2, 3, 4):
+            for dynamic in (False, True):
+                net = sn.Net("hyper_connections", 6, 8, hc_rate=n, hc_dynamic=dynamic)
+                for i in range(6):
+                    am, ar, b = init_connections(n, i)
+                    v = net.conn_views(i)
+                    np.testing.assert_array_equal(v["alpha"][:, 0], am.numpy())
+                    np.testing.assert_array_equal(v["alpha"][:, 1:], ar.numpy())
+                    np.testing.assert_array_equal(v["beta"], b.numpy())
+                    if dynamic:
+                        self.assertFalse(v["Wa"].any() or v["Wb"].any())
+                        self.assertEqual(float(v["s_a"][0]), np.float32(0.01))
+                        self.assertEqual(float(v["s_b"][0]), np.float32(0.01))
 
 
 if __name__ == "__main__":
