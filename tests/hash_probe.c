@@ -4,7 +4,8 @@
  * scratch, calls beyond the prefetch and streaming-store thresholds). One line per
  * (case, dtype, path, threads): a refactoring that must keep the bits is checked by diffing the
  * output before and after. Not in the test suite (a before/after tool); `--quick` skips the
- * large calls. Only the public header. */
+ * large calls. Only the public header. The placement layer: a training pass and an inference
+ * pass of every placement (named, so that the file builds against older headers too). */
 #include "testutil.h"
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
@@ -174,6 +175,93 @@ static void elem_case(int64_t R, int64_t D) {
     fr(&z), fr(&u), fr(&y), fr(&xo), fr(&yo);
 }
 
+/* The placement layer: a whole training pass (forward, backward) and the inference forward of
+ * placement `pl` (by name, so that this file builds against any version's header), hashing h,
+ * out, acts, grads, every dz, de, and the inference's h and out. */
+static void net_case(const char *pl, int kind, int S, int64_t R, int64_t D) {
+    sn_placement p;
+    sn_net net;
+    if (sn_placement_from_name(pl, &p) != SN_OK) return;
+    if (sn_net_init(&net, p, S, D, (sn_norm_kind)kind, 1e-5f) != SN_OK) return;
+    if (g_bf) net.act_dtype = SN_DTYPE_BF16;
+    int64_t np = 0, apr = 0, wpr = 0, spr = 0;
+    sn_net_sizes(&net, &np, &apr, &wpr);
+    sn_net_infer_sizes(&net, &spr);
+    tu_rng g = {0x77 + (uint64_t)D + (uint64_t)p};
+    float *params = tu_fzeros(np + 1), *grads = tu_fzeros(np + 1);
+    float *acts = tu_fzeros(R * apr + 1), *work = tu_fzeros(R * wpr + 1);
+    float *state = tu_fzeros(R * spr + 1);
+    sn_net_init_params(&net, params);
+    for (int64_t k = 0; k < np; k++) params[k] += (float)tu_unif(&g, -0.2, 0.2);
+    buf e = mk(R * D, &g, -2, 2), h = mk(R * D, NULL, 0, 0), z = mk(R * D, &g, -1, 1);
+    buf o = mk(R * D, NULL, 0, 0), dout = mk(R * D, &g, -1, 1), dz = mk(R * D, NULL, 0, 0);
+    buf dh = mk(R * D, &g, -1, 1), de = mk(R * D, NULL, 0, 0);
+    const int bf = g_bf;
+    sn_net_pass ps = {R, params, acts, grads, work};
+    sn_net_infer inf = {R, params, state};
+    uint64_t hf = 14695981039346656037ull, hb = hf, hi = hf;
+    sn_status st = SN_OK, s;
+#define NC(call16, call32) ((s = bf ? (call16) : (call32)) != SN_OK ? (st = s) : s)
+    NC(sn_net_split_bf16(g_ctx, &net, &ps, e.b, D), sn_net_split(g_ctx, &net, &ps, e.f, D));
+    for (int i = 0; i < S; i++) {
+        NC(sn_net_enter_bf16(g_ctx, &net, &ps, i, h.b, D),
+           sn_net_enter(g_ctx, &net, &ps, i, h.f, D));
+        hf = H(hf, &h, bf);
+        NC(sn_net_exit_bf16(g_ctx, &net, &ps, i, z.b, D), sn_net_exit(g_ctx, &net, &ps, i, z.f, D));
+    }
+    NC(sn_net_merge_bf16(g_ctx, &net, &ps, o.b, D), sn_net_merge(g_ctx, &net, &ps, o.f, D));
+    hf = fnv(H(hf, &o, bf), acts, (size_t)(R * apr) * 4);
+    NC(sn_net_merge_backward_bf16(g_ctx, &net, &ps, dout.b, D),
+       sn_net_merge_backward(g_ctx, &net, &ps, dout.f, D));
+    for (int i = S - 1; i >= 0; i--) {
+        NC(sn_net_exit_backward_bf16(g_ctx, &net, &ps, i, dz.b, D, 0),
+           sn_net_exit_backward(g_ctx, &net, &ps, i, dz.f, D, 0));
+        hb = H(hb, &dz, bf);
+        NC(sn_net_enter_backward_bf16(g_ctx, &net, &ps, i, dh.b, D),
+           sn_net_enter_backward(g_ctx, &net, &ps, i, dh.f, D));
+    }
+    NC(sn_net_split_backward_bf16(g_ctx, &net, &ps, de.b, D, 0),
+       sn_net_split_backward(g_ctx, &net, &ps, de.f, D, 0));
+    hb = fnv(H(hb, &de, bf), grads, (size_t)np * 4);
+    NC(sn_net_infer_split_bf16(g_ctx, &net, &inf, e.b, D),
+       sn_net_infer_split(g_ctx, &net, &inf, e.f, D));
+    for (int i = 0; i < S; i++) {
+        NC(sn_net_infer_enter_bf16(g_ctx, &net, &inf, i, h.b, D),
+           sn_net_infer_enter(g_ctx, &net, &inf, i, h.f, D));
+        hi = H(hi, &h, bf);
+        NC(sn_net_infer_exit_bf16(g_ctx, &net, &inf, i, z.b, D),
+           sn_net_infer_exit(g_ctx, &net, &inf, i, z.f, D));
+    }
+    NC(sn_net_infer_merge_bf16(g_ctx, &net, &inf, o.b, D),
+       sn_net_infer_merge(g_ctx, &net, &inf, o.f, D));
+    hi = H(hi, &o, bf);
+#undef NC
+    char nm[96];
+    snprintf(nm, sizeof nm, "net %s %s S%d %lldx%lld fwd", pl, kind ? "RMS" : "LN", S,
+             (long long)R, (long long)D);
+    out(nm, hf, st);
+    snprintf(nm, sizeof nm, "net %s %s S%d %lldx%lld bwd", pl, kind ? "RMS" : "LN", S,
+             (long long)R, (long long)D);
+    out(nm, hb, st);
+    snprintf(nm, sizeof nm, "net %s %s S%d %lldx%lld infer", pl, kind ? "RMS" : "LN", S,
+             (long long)R, (long long)D);
+    out(nm, hi, st);
+    free(params), free(grads), free(acts), free(work), free(state);
+    fr(&e), fr(&h), fr(&z), fr(&o), fr(&dout), fr(&dz), fr(&dh), fr(&de);
+}
+
+static void run_nets(void) {
+    static const char *const pls[] = {"pre_norm",   "post_norm",       "siamese",
+                                      "siamese_paper", "siamese_hybrid_pre", "deepnorm",
+                                      "peri_ln",    "mix_ln",          "hybridnorm",
+                                      "hybridnorm_star", "span_norm",  "hyper_connections"};
+    for (size_t k = 0; k < sizeof pls / sizeof *pls; k++)
+        for (int kind = 0; kind < 2; kind++) {
+            net_case(pls[k], kind, 5, 7, 100);
+            net_case(pls[k], kind, 4, 33, 768);
+        }
+}
+
 static void run_all(int quick) {
     static const struct {
         const char *nm;
@@ -223,6 +311,7 @@ static void run_all(int quick) {
         }
     elem_case(13, 100);
     elem_case(9, 3000);
+    run_nets();
     if (quick) return;
     /* beyond the prefetch, spread-prefetch and streaming thresholds */
     sn_fuse f = {{SN_NORM_LAYERNORM, 0, 0, 1e-5f},

@@ -185,6 +185,10 @@ void ref_net_layout(ref_net *net) {
             if (i % 2 == 0 && i >= 2) SET(i, ID);
             else SET(i, N);
             break;
+        case SN_PLACEMENT_HYPER_CONN: /* N_i (, N_hc) */
+            if (net->hc_dynamic) SET(i, N, N);
+            else SET(i, N);
+            break;
         default: /* Pre-Norm, Post-Norm, DeepNorm, Mix-LN */ SET(i, N); break;
         }
     }
@@ -220,6 +224,60 @@ double ref_net_init_gain(const ref_net *net) {
                                                    : 1.0;
 }
 
+/* Hyper-Connections' sub-layer i (docs/SPEC.md, "Hyper-Connections"), on the n streams Hs (n
+ * consecutive R x D): per row the weights A_m, A_r, B (static, plus dynamic HC's
+ * s * tanh(<N_hc(H_k), W>) terms), h = N_i(sum_k A_m[k] H_k) into h, z = F_i(h), then
+ * H'_j = sum_k A_r[k][j] H_k + B[j] z. */
+static void hc_sublayer(const ref_net *net, int64_t R, int i, const double *params, double *Hs,
+                        double *h, double *z, ref_block_fn block, void *bctx) {
+    const int nh = net->hc_rate;
+    const int64_t D = net->D, n = R * D;
+    const double *al = params + net->conn_off[i], *be = al + nh * (nh + 1);
+    const double *Wa = be + nh, *Wb = Wa + (nh + 1) * D, *sc = Wb + D;
+    double *am = (double *)malloc(sizeof(double) * (size_t)(R * nh));
+    double *ar = (double *)malloc(sizeof(double) * (size_t)(R * nh * nh));
+    double *bb = (double *)malloc(sizeof(double) * (size_t)(R * nh));
+    double *hb = (double *)malloc(sizeof(double) * (size_t)D), *Hn = (double *)malloc(sizeof(double) * (size_t)(nh * n));
+    for (int64_t r = 0; r < R; r++)
+        for (int k = 0; k < nh; k++) {
+            double ta[SN_HC_MAX_RATE + 1] = {0}, tb = 0;
+            if (net->hc_dynamic) { /* Hbar_k = N_hc(H_k), then the tanh of its projections */
+                ref_norm_fwd(&net->nd[REF_ST(i)][1], 1, D, Hs + k * n + r * D, D,
+                             params + net->off[REF_ST(i)][1], hb, D, NULL);
+                for (int c = 0; c <= nh; c++) {
+                    double s = 0;
+                    for (int64_t j = 0; j < D; j++) s += hb[j] * Wa[c * D + j];
+                    ta[c] = tanh(s);
+                }
+                double s = 0;
+                for (int64_t j = 0; j < D; j++) s += hb[j] * Wb[j];
+                tb = tanh(s);
+            }
+            const double sa = net->hc_dynamic ? sc[0] : 0, sb = net->hc_dynamic ? sc[1] : 0;
+            am[r * nh + k] = al[k * (nh + 1)] + sa * ta[0];
+            for (int j = 0; j < nh; j++)
+                ar[(r * nh + k) * nh + j] = al[k * (nh + 1) + 1 + j] + sa * ta[1 + j];
+            bb[r * nh + k] = be[k] + sb * tb;
+        }
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < D; j++) {
+            double s = 0;
+            for (int k = 0; k < nh; k++) s += am[r * nh + k] * Hs[k * n + r * D + j];
+            h[r * D + j] = s;
+        }
+    ref_norm_fwd(&net->nd[REF_ST(i)][0], R, D, h, D, params + net->off[REF_ST(i)][0], h, D, NULL);
+    block(bctx, i, R, D, h, z);
+    for (int q = 0; q < nh; q++)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < D; j++) {
+                double s = bb[r * nh + q] * z[r * D + j];
+                for (int k = 0; k < nh; k++) s += ar[(r * nh + k) * nh + q] * Hs[k * n + r * D + j];
+                Hn[q * n + r * D + j] = s;
+            }
+    memcpy(Hs, Hn, sizeof(double) * (size_t)(nh * n));
+    free(am), free(ar), free(bb), free(hb), free(Hn);
+}
+
 void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde, const double *params,
                  ref_block_fn block, void *bctx, double *out, int64_t ldo, double *hs) {
     const int64_t D = net->D, n = R * D;
@@ -229,6 +287,11 @@ void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde, co
     double *u = (double *)malloc(bytes), *t = (double *)malloc(bytes);
     double *h = (double *)malloc(bytes), *z = (double *)malloc(bytes);
     double *w = (double *)malloc(bytes);
+    const int nh = p == SN_PLACEMENT_HYPER_CONN ? net->hc_rate : 0;
+    double *Hs = (double *)malloc(bytes * (size_t)(nh + 1)); /* HC's streams, each R x D */
+    for (int q = 0; q < nh; q++)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < D; j++) Hs[q * n + r * D + j] = e[r * lde + j]; /* H_k = e */
 /* v_out = norm j of stage st applied to v_in (contiguous R x D) */
 #define NRM(st, j, vin, vout)                                                                      \
     ref_norm_fwd(&net->nd[REF_ST(st)][j], R, D, vin, D, params + net->off[REF_ST(st)][j], vout, D, \
@@ -325,12 +388,19 @@ void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde, co
                 for (int64_t k = 0; k < n; k++) x[k] += w[k] / c;
             }
             break;
+        case SN_PLACEMENT_HYPER_CONN: hc_sublayer(net, R, i, params, Hs, h, z, block, bctx); break;
         default: abort();
         }
         if (hs) memcpy(hs + (int64_t)i * n, h, bytes);
     }
 
-    if (net->nn[REF_ST(S)] == 3) { /* out = N_f(N_a(x_S) + N_b(y_S)) (paper: identities) */
+    if (p == SN_PLACEMENT_HYPER_CONN) { /* out = N_f(sum_k H_k) */
+        for (int64_t k = 0; k < n; k++) {
+            t[k] = 0;
+            for (int q = 0; q < net->hc_rate; q++) t[k] += Hs[q * n + k];
+        }
+        NRM(S, 0, t, w);
+    } else if (net->nn[REF_ST(S)] == 3) { /* out = N_f(N_a(x_S) + N_b(y_S)) (paper: identities) */
         NRM(S, 0, x, u);
         NRM(S, 1, y, t);
         for (int64_t k = 0; k < n; k++) t[k] += u[k];
@@ -342,5 +412,5 @@ void ref_net_fwd(const ref_net *net, int64_t R, const double *e, int64_t lde, co
     }
 #undef NRM
     for (int64_t r = 0; r < R; r++) memcpy(out + r * ldo, w + r * D, (size_t)D * sizeof(double));
-    free(x), free(y), free(u), free(t), free(h), free(z), free(w);
+    free(x), free(y), free(u), free(t), free(h), free(z), free(w), free(Hs);
 }

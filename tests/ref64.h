@@ -71,12 +71,15 @@ typedef struct ref_net {
     int scale_rule;
     const float *scales_in;
     double mix_fraction;
+    int hc_rate, hc_dynamic; /* Hyper-Connections: n and static (0) / dynamic (1) */
     /* written by ref_net_layout */
     double scales[REF_MAX_S];
     int nn[REF_MAX_S + 2];
     sn_norm nd[REF_MAX_S + 2][3];
     /* filled by the caller */
     int64_t off[REF_MAX_S + 2][3];
+    int64_t conn_off[REF_MAX_S]; /* Hyper-Connections: sub-layer i's connection weights, in the
+                                    layout docs/SPEC.md states */
 } ref_net;
 
 void ref_net_layout(ref_net *net);

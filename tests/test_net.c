@@ -158,6 +158,7 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
     rn.placement = net->placement, rn.S = S, rn.D = D, rn.norm = net->norm;
     rn.input_norm = net->input_norm, rn.scale_rule = net->scale_rule;
     rn.scales_in = net->scales, rn.mix_fraction = net->mix_fraction;
+    rn.hc_rate = net->hc_rate, rn.hc_dynamic = (int)net->hc_dynamic;
     ref_net_layout(&rn);
     for (int i = 0; i < S; i++) {
         double c = rn.scales[i];
@@ -213,6 +214,31 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
                   rn.nn[REF_ST(i)]);
         CHECK_STATUS(sn_net_norm_at(net, i, -1, NULL, NULL), SN_ERR_INDEX);
     }
+    /* Hyper-Connections' connection weights (sn_net_conn_at): disjoint from the norms, the
+     * documented count; every other placement has none */
+    const int hc = net->placement == SN_PLACEMENT_HYPER_CONN, nh = net->hc_rate;
+    const int64_t hc_count = hc ? nh * (nh + 2) + (net->hc_dynamic ? (nh + 2) * D + 2 : 0) : 0;
+    for (int i = 0; i < S; i++) {
+        int64_t off = -1, cnt = -1;
+        sn_status st = sn_net_conn_at(net, i, &off, &cnt);
+        if (!hc) {
+            CHECK_STATUS(st, SN_ERR_INDEX);
+            continue;
+        }
+        CHECK_OK(st);
+        CHECK_MSG(cnt == hc_count && off >= 0 && off + cnt <= np,
+                  "%s: conn_at(%d) = %lld + %lld, expected %lld floats in %lld", name, i,
+                  (long long)off, (long long)cnt, (long long)hc_count, (long long)np);
+        if (st != SN_OK || cnt != hc_count || off < 0 || off + cnt > np) continue;
+        for (int64_t q = off; q < off + cnt; q++) {
+            CHECK_MSG(cover[q] == 0, "%s: connection weights overlap at %lld", name, (long long)q);
+            cover[q] = 1;
+        }
+        rn.conn_off[i] = off;
+        total += cnt;
+    }
+    CHECK_STATUS(sn_net_conn_at(net, S, NULL, NULL), SN_ERR_INDEX);
+    CHECK_STATUS(sn_net_conn_at(net, -1, NULL, NULL), SN_ERR_INDEX);
     CHECK_MSG(total == np, "%s: norms hold %lld params, n_params %lld", name, (long long)total,
               (long long)np);
     CHECK_STATUS(sn_net_norm_at(net, -2, 0, NULL, NULL), SN_ERR_INDEX);
@@ -234,6 +260,21 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
                 params[o + q] = (float)(q < D ? tu_unif(&g, 0.5, 1.5) : tu_unif(&g, -0.3, 0.3));
             }
         }
+    for (int i = 0; hc && i < S; i++) { /* the paper's initialisation, then random weights */
+        float *al = params + rn.conn_off[i];
+        for (int64_t q = 0; q < hc_count; q++) {
+            const int64_t k = q / (nh + 1), c = q % (nh + 1);
+            const float want = q < nh * (nh + 1) ? (c == 0 ? (k == i % nh) : (c - 1 == k))
+                               : q < nh * (nh + 2) ? 1.0f
+                               : q >= hc_count - 2 ? 0.01f
+                                                   : 0.0f;
+            CHECK_MSG(al[q] == want, "%s: init of sub-layer %d connection weight %lld = %g, "
+                      "expected %g", name, i, (long long)q, (double)al[q], (double)want);
+            al[q] = q < nh * (nh + 2) ? al[q] + (float)tu_unif(&g, -0.3, 0.3)
+                    : q >= hc_count - 2 ? (float)tu_unif(&g, 0.3, 0.8)
+                                        : (float)tu_unif(&g, -1.0, 1.0) / sqrtf((float)D);
+        }
+    }
     for (int64_t k = 0; k < np; k++)
         pd[k] = params[k], pre[k] = (float)tu_unif(&g, -0.5, 0.5), zero[k] = 0.0f;
 
@@ -313,6 +354,68 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
     free(params), free(pre), free(zero), free(pd), free(e), free(wo), free(ed), free(wd);
     free(outd), free(hs), free(tmp), free(fde), free(fdp), free(ge), free(gp), free(gpa);
     free(ie), free(ip), free(b.Wf), free(b.Wd);
+}
+
+/* Hyper-Connections at the paper's initialisation is Pre-Norm: with the same norm parameters
+ * and blocks, every block input h_i is bit for bit Pre-Norm's (A_m = e_{i mod n}, A_r = I,
+ * B = 1 make every stream the Pre-Norm residual, and the products by 0 and 1 and the sums with
+ * 0 are exact), static or dynamic (Wa = Wb = 0 make the dynamic terms exactly 0); the output
+ * N_f(n x_S) is bit for bit Pre-Norm's for n = 1 and otherwise within 2e-5 of it: the final
+ * norm of n x equals the norm of x with eps / n^2 (relative effect about eps / var, 1e-5 here),
+ * and for n = 3 the sum x + x + x is rounded. */
+static void hc_is_pre_norm(int nh, int dyn, sn_norm_kind kind, uint64_t seed) {
+    char name[96];
+    snprintf(name, sizeof name, "HC n=%d %s starts as Pre-Norm (%s)", nh, dyn ? "dynamic" : "static",
+             kind == SN_NORM_LAYERNORM ? "LN" : "RMS");
+    sn_net pre, hc;
+    const int S = 6;
+    const int64_t R = 5, D = 16;
+    CHECK_OK(sn_net_init(&pre, SN_PLACEMENT_PRE_NORM, S, D, kind, 1e-5f));
+    CHECK_OK(sn_net_init(&hc, SN_PLACEMENT_HYPER_CONN, S, D, kind, 1e-5f));
+    hc.hc_rate = nh, hc.hc_dynamic = (uint32_t)dyn;
+    if (sn_net_check(&hc) == SN_ERR_UNSUPPORTED) return;
+    geom Gp = {0, 0, 0, R, D, S}, Gh = {0, 0, 0, R, D, S};
+    CHECK_OK(sn_net_sizes(&pre, &Gp.np, &Gp.apr, &Gp.wpr));
+    CHECK_OK(sn_net_sizes(&hc, &Gh.np, &Gh.apr, &Gh.wpr));
+    float *pp = tu_falloc(Gp.np + 1), *ph = tu_falloc(Gh.np + 1);
+    float *zp = tu_falloc(Gp.np + 1), *zh = tu_falloc(Gh.np + 1);
+    CHECK_OK(sn_net_init_params(&pre, pp));
+    CHECK_OK(sn_net_init_params(&hc, ph));
+    tu_rng g = {seed};
+    for (int64_t k = 0; k < Gp.np; k++) pp[k] += (float)tu_unif(&g, -0.3, 0.3), zp[k] = 0;
+    for (int64_t k = 0; k < Gh.np; k++) zh[k] = 0;
+    for (int i = 0; i <= S; i++) { /* the same N_i and N_f */
+        int64_t op, oh, np;
+        sn_norm n;
+        CHECK_OK(sn_net_norm_at(&pre, i, 0, &n, &op));
+        CHECK_OK(sn_net_norm_at(&hc, i, 0, NULL, &oh));
+        CHECK_OK(sn_norm_query(&n, D, &np, NULL));
+        memcpy(ph + oh, pp + op, (size_t)np * sizeof(float));
+    }
+    const int64_t lde = D + 1, lddo = D;
+    float *e = tu_falloc(R * lde), *wo = tu_falloc(R * lddo);
+    tu_fill_view(&g, e, R, D, lde, -1.5, 1.5), tu_fill_view(&g, wo, R, D, lddo, -1, 1);
+    blk b;
+    blk_init(&b, S, D, seed ^ 0x5151);
+    run a, c;
+    lib_run(g_ctx, &pre, &Gp, &b, e, lde, pp, wo, lddo, zp, 0, seed, &a, name);
+    lib_run(g_ctx, &hc, &Gh, &b, e, lde, ph, wo, lddo, zh, 0, seed, &c, name);
+    for (int i = 0; i < S; i++)
+        for (int64_t r = 0; r < R; r++)
+            CHECK_MSG(memcmp(a.h[i] + r * a.ldh, c.h[i] + r * c.ldh, (size_t)D * 4) == 0,
+                      "%s: h[%d] row %lld differs from Pre-Norm's", name, i, (long long)r);
+    double err = 0, big = 0;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < D; j++) {
+            const double d = fabs((double)a.out[r * a.ldo + j] - (double)c.out[r * c.ldo + j]);
+            err = d > err ? d : err;
+            big = fabs((double)a.out[r * a.ldo + j]) > big ? fabs((double)a.out[r * a.ldo + j]) : big;
+        }
+    if (nh == 1)
+        CHECK_MSG(err == 0, "%s: out differs from Pre-Norm's by %g (n = 1: bitwise)", name, err);
+    else CHECK_MSG(err <= 2e-5 * big, "%s: out differs from Pre-Norm's by %g", name, err);
+    run_free(&a, S), run_free(&c, S);
+    free(pp), free(ph), free(zp), free(zh), free(e), free(wo), free(b.Wf), free(b.Wd);
 }
 
 int main(void) {
@@ -430,6 +533,31 @@ int main(void) {
         net.input_norm.affine = SN_AFFINE_NONE;
         check_net(&net, 5, seed++, "hybrid_pre S=5 non-affine input norm", 0, 0);
 
+        /* Hyper-Connections: n = 1, 2, 4, 8, static and dynamic (every parameter by FD: the
+         * connection weights, the dynamic projections and scales, N_hc), odd depths, RMSNorm */
+        static const struct {
+            int rate, dyn, S, kind;
+            const char *name;
+        } hcs[] = {
+            {4, 0, 6, SN_NORM_LAYERNORM, "hyper_connections n=4 static LN"},
+            {1, 0, 6, SN_NORM_LAYERNORM, "hyper_connections n=1 static LN"},
+            {2, 0, 5, SN_NORM_RMSNORM, "hyper_connections n=2 static RMS S=5"},
+            {8, 0, 3, SN_NORM_LAYERNORM, "hyper_connections n=8 static LN S=3"},
+            {4, 1, 6, SN_NORM_LAYERNORM, "hyper_connections n=4 dynamic LN"},
+            {1, 1, 4, SN_NORM_LAYERNORM, "hyper_connections n=1 dynamic LN S=4"},
+            {2, 1, 5, SN_NORM_RMSNORM, "hyper_connections n=2 dynamic RMS S=5"},
+            {8, 1, 3, SN_NORM_LAYERNORM, "hyper_connections n=8 dynamic LN S=3"},
+        };
+        for (size_t k = 0; k < sizeof hcs / sizeof hcs[0]; k++) {
+            CHECK_OK(sn_net_init(&net, SN_PLACEMENT_HYPER_CONN, hcs[k].S, 16,
+                                 (sn_norm_kind)hcs[k].kind, 1e-5f));
+            net.hc_rate = hcs[k].rate, net.hc_dynamic = (uint32_t)hcs[k].dyn;
+            if (sn_net_check(&net) == SN_ERR_UNSUPPORTED) continue;
+            check_net(&net, 5, seed++, hcs[k].name, 0, 0);
+        }
+        for (int nh = 1; nh <= SN_HC_MAX_RATE; nh++)
+            for (int dyn = 0; dyn < 2; dyn++)
+                hc_is_pre_norm(nh, dyn, nh % 2 ? SN_NORM_RMSNORM : SN_NORM_LAYERNORM, seed++);
         CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, 6, 64, SN_NORM_LAYERNORM, 1e-6f));
         check_net(&net, 7, seed++, "siamese LN D=64", 120, 200);
         CHECK_OK(sn_net_init(&net, SN_PLACEMENT_PRE_NORM, 6, 64, SN_NORM_LAYERNORM, 1e-6f));

@@ -218,6 +218,18 @@ static void one(const sn_ctx *c1, const sn_ctx *c2, const char *path, sn_placeme
     float *params = tu_falloc(np + 1), *e = tu_falloc(R * D), *dout = tu_falloc(R * D);
     CHECK_OK(sn_net_init_params(&n32, params));
     for (int64_t k = 0; k < np; k++) params[k] += (float)tu_unif(&g, -0.3, 0.3);
+    /* Hyper-Connections' connection weights a little off their initialisation (A_r = I + 0.3
+     * noise would make the n streams grow geometrically through S sub-layers, and the bf16
+     * bound below is for a network whose streams are carried, not amplified) */
+    int64_t co, cn;
+    tu_rng gc = {0xC0 + (uint64_t)D};
+    for (int32_t i = 0; sn_net_conn_at(&n32, i, &co, &cn) == SN_OK; i++) {
+        float *cp = tu_falloc(np + 1);
+        CHECK_OK(sn_net_init_params(&n32, cp));
+        for (int64_t k = 0; k < cn; k++)
+            params[co + k] = cp[co + k] + (float)tu_unif(&gc, -0.05, 0.05);
+        free(cp);
+    }
     for (int64_t k = 0; k < R * D; k++) {
         e[k] = sn_bf16_to_f32(sn_bf16_from_f32((float)tu_gauss(&g)));
         dout[k] = sn_bf16_to_f32(sn_bf16_from_f32((float)tu_gauss(&g)));

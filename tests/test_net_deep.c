@@ -17,6 +17,16 @@ static void init_by_norm_at(const sn_net *net, float *p) {
         for (int32_t j = 0; sn_net_norm_at(net, i, j, &n, &off) == SN_OK; j++)
             if (sn_norm_query(&n, net->d, &np, NULL) == SN_OK && np > 0)
                 sn_norm_init_params(&n, net->d, p + off);
+    /* Hyper-Connections' connection weights, as sn_net_conn_at documents their initialisation:
+     * A_m = e_{i mod n}, A_r = I, B = 1, Wa = Wb = 0, s_a = s_b = 0.01 */
+    for (int32_t i = 0; sn_net_conn_at(net, i, &off, &np) == SN_OK; i++) {
+        const int n = net->hc_rate;
+        float *a = p + off;
+        for (int64_t k = 0; k < np; k++) a[k] = 0.0f;
+        a[(i % n) * (n + 1)] = 1.0f;
+        for (int k = 0; k < n; k++) a[k * (n + 1) + 1 + k] = a[n * (n + 1) + k] = 1.0f;
+        if (net->hc_dynamic) a[np - 2] = a[np - 1] = 0.01f;
+    }
 }
 
 static double now(void) {

@@ -15,8 +15,8 @@ int main(void) {
     CHECK(sn_version_string() == sn_version_string()); /* static storage */
 
     /* every status has its own non-empty English description */
-    const char *s[SN_ERR_DTYPE + 1];
-    for (int k = SN_OK; k <= SN_ERR_DTYPE; k++) {
+    const char *s[SN_ERR_STREAMS + 1];
+    for (int k = SN_OK; k <= SN_ERR_STREAMS; k++) {
         s[k] = sn_status_string((sn_status)k);
         CHECK_MSG(s[k] != NULL && s[k][0] != '\0', "status %d has no string", k);
         if (s[k])
@@ -26,7 +26,7 @@ int main(void) {
                 CHECK_MSG(strcmp(s[k], s[j]) != 0, "status %d and %d share the string \"%s\"", j, k,
                           s[k]);
     }
-    static const int unknown[] = {SN_ERR_DTYPE + 1, 18, 99, -1, 1000000, -2147483647 - 1};
+    static const int unknown[] = {SN_ERR_STREAMS + 1, 19, 99, -1, 1000000, -2147483647 - 1};
     for (size_t k = 0; k < sizeof unknown / sizeof unknown[0]; k++) {
         const char *u = sn_status_string((sn_status)unknown[k]);
         CHECK_MSG(u != NULL && strcmp(u, "unknown status") == 0, "status %d -> \"%s\"", unknown[k],

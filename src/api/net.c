@@ -12,11 +12,18 @@
  *   OP_SPAN   h = v,  t = v + z,  x' = N(t), or where the sub-layer closes its layer
  *             x' = y' = y + N(t)/c  (SpanNorm: v = x inside a layer, v = y = x when the
  *             sub-layer opens it; y, the layer's input, is the clean residual spanning it)
- * The streams are kept in acts as R x D "slots" (row stride D): slot 0 holds e; every x_i and
- * y_i (i >= 1) has its own slot; OP_POST/OP_SIAMP also keep their pre-norm sum t and OP_PERI
- * its block output z (their norms' backward needs them). Each norm's (or fuse's) saved
- * statistics form a "plane" of R x stats_per_row floats after the slots.
- * work holds the stream gradients: dx, then dy for the two-stream placements. */
+ *   OP_HC     h = N(sum_k A_m[k] H_k),  H'_j = sum_k A_r[k][j] H_k + B[j] z  (Hyper-Connections)
+ * A network has ns residual streams: 1, 2 (the SiameseNorm family: x = stream 0, y = stream 1)
+ * or Hyper-Connections' n. A stage's streams are in[k] (entering) and out[k] (leaving). The
+ * streams are kept in acts as R x D "slots" (row stride D): slot 0 holds e, which every stream
+ * of the split shares (Peri-LN's x_0 = N_emb(e) has slot 1); every stream a sub-layer produces
+ * has its own slot; OP_POST/OP_SIAMP also keep their pre-norm sum t and OP_PERI and OP_HC
+ * their block output z (their backward needs them). Each norm's (or fuse's) saved statistics
+ * form a "plane" of R x stats_per_row floats after the slots.
+ * work holds the stream gradients, one slot per stream (dx, then dy; SpanNorm two; OP_HC n and
+ * two rows for h0 and its gradient). The SiameseNorm family's sub-layers are the two-stream
+ * case with fixed connections (x and y mixed only through their norms), Hyper-Connections' the
+ * n-stream case with learned ones (no norms between the streams). */
 #include <math.h>
 #include <string.h>
 
@@ -29,8 +36,8 @@
 _Static_assert(SN_PLACEMENT_HYPER_CONN + 1 == SN_PLACEMENT_COUNT,
                "SN_PLACEMENT_COUNT ends at the last placement of the header");
 
-enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP, OP_SPAN, OP_COUNT };
-enum { MERGE_NONE, MERGE_NORM, MERGE_FUSE };
+enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP, OP_SPAN, OP_HC, OP_COUNT };
+enum { MERGE_NONE, MERGE_NORM, MERGE_FUSE, MERGE_SUM }; /* MERGE_SUM: N_f(sum of the streams) */
 
 /* One sub-layer (or the merge, or the split) resolved: its norms in parameter order, where its
  * parameters start, and its slots and statistics planes (in floats per row: the caller's R
@@ -41,9 +48,9 @@ typedef struct stage {
     sn_norm n[3];     /* in parameter (and norm_at) order */
     int64_t p;        /* parameter offset */
     int64_t np;       /* parameter count */
-    int64_t xin, yin; /* slots of x_i, y_i */
-    int64_t xout, yout;
-    int64_t aux; /* t (OP_POST, OP_SIAMP, OP_SPAN) or z (OP_PERI) slot, -1 if none */
+    int64_t in[SN_HC_MAX_RATE];  /* the slots of the streams entering (x_i, y_i, ...) */
+    int64_t out[SN_HC_MAX_RATE]; /* ... and leaving; -1 past the streams it has */
+    int64_t aux; /* t (OP_POST, OP_SIAMP, OP_SPAN) or z (OP_PERI, OP_HC) slot, -1 if none */
     int64_t st;  /* first stats plane, in floats per row from the start of the planes */
     float c;     /* z scale c_i (SiameseNorm), alpha (OP_POST) or the span's c (OP_SPAN) */
     int open;    /* OP_SPAN: the sub-layer opens its layer (v = y = x, the layer's input), */
@@ -57,11 +64,13 @@ typedef struct netl {
     int64_t S, D;
     int merge;      /* MERGE_* */
     int split_norm; /* 1: x_0 = N_emb(e) (Peri-LN) */
-    int two;        /* two streams */
+    int ns;         /* residual streams: 1, 2 (the SiameseNorm family) or n (Hyper-Connections) */
+    int dyn;        /* dynamic Hyper-Connections */
     int64_t np;     /* total parameters */
     int64_t nslots;
     int64_t spr;     /* statistics floats per row, all planes */
-    int64_t wslots;  /* stream gradients: dx, and dy for two streams and SpanNorm */
+    int64_t wslots;  /* stream gradients (dx, and dy for two streams and SpanNorm; OP_HC's n and
+                        two rows) */
     int64_t max_spr; /* the most statistics floats per row of any one stage (inference) */
     int any_aux;     /* some stage's forward needs a temporary slot (t of OP_POST, _SIAMP, _SPAN) */
     sn_dtype dt;     /* the element type of the streams (net->act_dtype) */
@@ -72,6 +81,21 @@ static int two_streams(int placement) {
     return placement == SN_PLACEMENT_SIAMESE || placement == SN_PLACEMENT_SIAMESE_PAPER ||
            placement == SN_PLACEMENT_SIAMESE_HYBRID_PRE;
 }
+static int n_streams(const sn_net *net) {
+    return net->placement == SN_PLACEMENT_HYPER_CONN ? net->hc_rate
+           : two_streams(net->placement)             ? 2
+                                                     : 1;
+}
+/* Floats of Hyper-Connections' connection weights per sub-layer (docs/SPEC.md): alpha
+ * n x (n + 1), beta n; dynamic also Wa (n + 1) x D, Wb D, s_a, s_b. */
+static int64_t hc_conn_floats(const sn_net *net) {
+    const int64_t n = net->hc_rate;
+    return n * (n + 2) + (net->hc_dynamic ? (n + 2) * net->d + 2 : 0);
+}
+/* A_m[k] and A_r[k][j] in alpha (n x (n + 1)), B[j] after it */
+#define HC_AM(al, n, k)    ((al)[(k) * ((n) + 1)])
+#define HC_AR(al, n, k, j) ((al)[(k) * ((n) + 1) + 1 + (j)])
+#define HC_B(al, n, j)     ((al)[(n) * ((n) + 1) + (j)])
 static int64_t n_layers(int64_t S) { return (S + 1) / 2; }
 /* Whether an op's forward needs its aux slot (the pre-norm sum t): OP_PERI keeps z there only
  * for the backward, so the inference state has no slot for it. */
@@ -87,6 +111,11 @@ sn_status sn_net_check(const sn_net *net) {
      * row and has at most 6D parameters, and there are S + 2 stages. */
     if (st == SN_OK && (int64_t)net->n_sublayers + 2 > SN_MAX_FLOATS / 8 / (net->d + 1))
         st = SN_ERR_SHAPE;
+    /* Hyper-Connections: at most (n + 2) D + 100 floats per row and (n + 4) D + 82 parameters a
+     * stage, n <= 8 */
+    if (st == SN_OK && net->placement == SN_PLACEMENT_HYPER_CONN &&
+        (int64_t)net->n_sublayers + 2 > SN_MAX_FLOATS / 16 / (net->d + 8))
+        st = SN_ERR_SHAPE;
     if (st == SN_OK) st = sn_check_norm(&net->norm, net->d, 0);
     if (st == SN_OK) st = sn_check_norm(&net->input_norm, net->d, 0);
     if (st != SN_OK) return st;
@@ -96,7 +125,6 @@ sn_status sn_net_check(const sn_net *net) {
     if (net->placement == SN_PLACEMENT_HYPER_CONN) {
         if (net->hc_rate < 1 || net->hc_rate > SN_HC_MAX_RATE) return SN_ERR_STREAMS;
         if (net->hc_dynamic > 1) return SN_ERR_CONFIG;
-        return SN_ERR_UNSUPPORTED; /* the implementation follows the API commit */
     } else if (net->hc_rate != 0 || net->hc_dynamic != 0) {
         return SN_ERR_CONFIG;
     }
@@ -196,6 +224,11 @@ static void sublayer_kind(const sn_net *net, int64_t i, stage *s) {
             s->op = OP_HMLP;
         }
         break;
+    case SN_PLACEMENT_HYPER_CONN: /* [N_i] (dynamic: [N_i, N_hc]), then the connections */
+        s->op = OP_HC;
+        s->nn = net->hc_dynamic ? 2 : 1;
+        s->n[1] = N;
+        break;
     case SN_PLACEMENT_SPAN_NORM: /* [N_i]: the attention's post-norm, the MLP's span norm */
         s->op = OP_SPAN;
         s->open = attn;
@@ -229,10 +262,22 @@ static int64_t norms_params(const stage *s, int64_t D) {
     for (int k = 0; k < s->nn; k++) np += sn_norm_nparams(&s->n[k], D);
     return np;
 }
+/* a stage's parameters: its norms', then (OP_HC) its connection weights */
+static int64_t stage_params(const sn_net *net, const stage *s) {
+    return norms_params(s, net->d) + (s->op == OP_HC ? hc_conn_floats(net) : 0);
+}
 static int64_t norms_spr(const stage *s, int64_t D) {
     int64_t spr = 0;
     for (int k = 0; k < s->nn; k++) spr += sn_norm_spr(&s->n[k], D);
     return spr;
+}
+/* a stage's saved floats per row: its norms' statistics; dynamic OP_HC: N_hc's of every stream
+ * (n planes of its statistics after N_i's), then the per-row tanh values (n(n + 2) a row: for
+ * stream k, tanh of its projections onto Wa_0 .. Wa_n, then onto Wb) */
+static int64_t stage_spr(const sn_net *net, const stage *s) {
+    const int64_t n = net->hc_rate;
+    if (s->op != OP_HC || !net->hc_dynamic) return norms_spr(s, net->d);
+    return norms_spr(s, net->d) + (n - 1) * sn_norm_spr(&s->n[1], net->d) + n * (n + 2);
 }
 
 /* The merge (i == S) or split (i == -1) stage's norms. */
@@ -243,7 +288,7 @@ static void end_kind(const netl *L, int64_t i, stage *s) {
     if (i < 0) {
         s->nn = L->split_norm;
         s->n[0] = N;
-    } else if (L->merge == MERGE_NORM) {
+    } else if (L->merge == MERGE_NORM || L->merge == MERGE_SUM) {
         s->nn = 1;
         s->n[0] = N;
     } else if (L->merge == MERGE_FUSE) {
@@ -258,22 +303,24 @@ static void end_kind(const netl *L, int64_t i, stage *s) {
 static void layout(netl *L, int64_t want, stage *out) {
     const int64_t S = L->S, D = L->D;
     int64_t p = 0, spr = 0, slot = L->split_norm ? 2 : 1; /* slot 0: e; slot 1: x_0 if normed */
-    int64_t x = L->split_norm ? 1 : 0, y = 0;
+    int64_t cur[SN_HC_MAX_RATE]; /* the streams' slots: the split's share e's */
+    for (int k = 0; k < SN_HC_MAX_RATE; k++) cur[k] = k < L->ns ? 0 : -1;
+    if (L->split_norm) cur[0] = 1;
     stage s;
     for (int64_t i = 0; i < S; i++) {
         memset(&s, 0, sizeof s);
         sublayer_kind(L->net, i, &s);
         s.p = p;
-        s.np = norms_params(&s, D);
+        s.np = stage_params(L->net, &s);
         s.st = spr;
-        s.xin = x;
-        s.yin = y;
-        s.xout = slot++;
-        s.yout = L->two ? slot++ : -1;
-        s.aux = (forward_temp(s.op) || s.op == OP_PERI) ? slot++ : -1;
+        for (int k = 0; k < SN_HC_MAX_RATE; k++) {
+            s.in[k] = cur[k];
+            s.out[k] = k < L->ns ? slot++ : -1;
+        }
+        s.aux = (forward_temp(s.op) || s.op == OP_PERI || s.op == OP_HC) ? slot++ : -1;
         if (s.op == OP_SPAN) { /* y is the layer's input x; the closing sub-layer's x' is y' */
-            if (s.open) s.yin = s.xin;
-            s.yout = s.close ? s.xout : s.yin;
+            if (s.open) s.in[1] = s.in[0];
+            s.out[1] = s.close ? s.out[0] : s.in[1];
         }
         if (i == want) {
             s.c = scale_of(L->net, i);
@@ -281,15 +328,13 @@ static void layout(netl *L, int64_t want, stage *out) {
             return;
         }
         p += s.np;
-        spr += norms_spr(&s, D);
-        if (norms_spr(&s, D) > L->max_spr) L->max_spr = norms_spr(&s, D);
+        spr += stage_spr(L->net, &s);
+        if (stage_spr(L->net, &s) > L->max_spr) L->max_spr = stage_spr(L->net, &s);
         if (forward_temp(s.op)) L->any_aux = 1;
-        x = s.xout;
-        y = s.yout;
+        for (int k = 0; k < SN_HC_MAX_RATE; k++) cur[k] = s.out[k];
     }
     end_kind(L, want < 0 ? -1 : S, &s);
-    s.xin = x;
-    s.yin = y;
+    for (int k = 0; k < SN_HC_MAX_RATE; k++) s.in[k] = cur[k];
     s.st = spr;
     s.np = norms_params(&s, D);
     if (want < 0) { /* the split's parameters and statistics come after the merge's */
@@ -297,8 +342,9 @@ static void layout(netl *L, int64_t want, stage *out) {
         end_kind(L, S, &m);
         s.p = p + norms_params(&m, D);
         s.st = spr + norms_spr(&m, D);
-        s.xin = 0;
-        s.xout = L->split_norm ? 1 : 0;
+        s.in[0] = 0;
+        for (int k = 0; k < SN_HC_MAX_RATE; k++) s.out[k] = k < L->ns ? 0 : -1;
+        s.out[0] = L->split_norm ? 1 : 0;
     } else {
         s.p = p;
     }
@@ -323,13 +369,17 @@ static sn_status resolve(const sn_net *net, netl *L) {
     L->placement = net->placement;
     L->S = net->n_sublayers;
     L->D = net->d;
-    L->two = two_streams(L->placement);
+    L->ns = n_streams(net);
+    L->dyn = L->placement == SN_PLACEMENT_HYPER_CONN && net->hc_dynamic;
     L->split_norm = L->placement == SN_PLACEMENT_PERI_LN;
-    L->merge = L->two ? MERGE_FUSE
+    L->merge = L->placement == SN_PLACEMENT_HYPER_CONN ? MERGE_SUM
+               : two_streams(L->placement)             ? MERGE_FUSE
                : (L->placement == SN_PLACEMENT_POST_NORM || L->placement == SN_PLACEMENT_DEEPNORM)
                    ? MERGE_NONE
                    : MERGE_NORM;
-    L->wslots = L->two || L->placement == SN_PLACEMENT_SPAN_NORM ? 2 : 1; /* dx (, dy) */
+    L->wslots = L->placement == SN_PLACEMENT_HYPER_CONN ? L->ns + 2 /* dH_k, then h0 and dh0 */
+                : L->ns == 2 || L->placement == SN_PLACEMENT_SPAN_NORM ? 2
+                                                                       : 1; /* dx (, dy) */
     L->dt = (sn_dtype)net->act_dtype;
     L->esz = sn_dtype_size(L->dt);
     stage m;
@@ -342,10 +392,20 @@ static int64_t slot_floats(const netl *L, int64_t n, int64_t rows) {
     return (n * rows * L->D * L->esz + 3) / 4;
 }
 static int64_t acts_per_row(const netl *L) { return slot_floats(L, L->nslots, 1) + L->spr; }
-static int64_t work_per_row(const netl *L) { return slot_floats(L, L->wslots, 1); }
+/* dynamic OP_HC's per-row floats in work after the slots: the per-row weight gradients
+ * (alpha's n(n + 1), beta's n) and one stream's projection coefficients (n + 2) */
+static int64_t hc_wf_per_row(const netl *L) {
+    return L->dyn ? (int64_t)L->ns * (L->ns + 2) + L->ns + 2 : 0;
+}
+static int64_t work_per_row(const netl *L) {
+    return slot_floats(L, L->wslots, 1) + hc_wf_per_row(L);
+}
 
-/* The inference state's slots: x_k in slot k % 2, then y (two streams), then the temporary. */
-static int64_t infer_nslots(const netl *L) { return 2 + L->two + L->any_aux; }
+/* The inference state's slots: x_k in slot k % 2, then y (two streams), then the temporary;
+ * Hyper-Connections: the n streams, updated in place. */
+static int64_t infer_nslots(const netl *L) {
+    return L->placement == SN_PLACEMENT_HYPER_CONN ? L->ns : 2 + (L->ns == 2) + L->any_aux;
+}
 static int64_t state_per_row(const netl *L) {
     return slot_floats(L, infer_nslots(L), 1) + L->max_spr;
 }
@@ -461,6 +521,15 @@ sn_status sn_net_init_params(const sn_net *net, float *params) {
             if (n > 0) sn_norm_init_params(&s.n[k], L.D, params + p);
             p += n;
         }
+        if (s.op == OP_HC) { /* the paper's: A_m = e_{i mod n}, A_r = I, B = 1 (Wa = Wb = 0) */
+            const int n = L.ns;
+            float *al = params + p;
+            memset(al, 0, (size_t)hc_conn_floats(net) * sizeof(float));
+            HC_AM(al, n, i % n) = 1.0f;
+            for (int k = 0; k < n; k++) HC_AR(al, n, k, k) = 1.0f, HC_B(al, n, k) = 1.0f;
+            if (L.dyn) al[hc_conn_floats(net) - 2] = al[hc_conn_floats(net) - 1] = 0.01f;
+            p += hc_conn_floats(net);
+        }
     }
     const int32_t ends[2] = {-1, L.S}; /* the split (i = -1) and the merge (i = S) */
     for (int e = 0; e < 2; e++) {
@@ -475,10 +544,15 @@ sn_status sn_net_init_params(const sn_net *net, float *params) {
 sn_status sn_net_conn_at(const sn_net *net, int32_t i, int64_t *offset, int64_t *count) {
     sn_status st = sn_net_check(net);
     if (st != SN_OK) return st;
-    (void)i;
-    (void)offset;
-    (void)count;
-    return SN_ERR_INDEX; /* the implementation follows the API commit */
+    if (net->placement != SN_PLACEMENT_HYPER_CONN || i < 0 || i >= net->n_sublayers)
+        return SN_ERR_INDEX;
+    netl L;
+    stage s;
+    resolve(net, &L);
+    layout(&L, i, &s);
+    if (offset) *offset = s.p + norms_params(&s, L.D);
+    if (count) *count = hc_conn_floats(net);
+    return SN_OK;
 }
 
 /* ---- shared plumbing of the pass calls -------------------------------------------------------- */
@@ -514,20 +588,26 @@ typedef struct call {
 /* The inference state's slots for stage s (layout() gave those of acts): x_k in slot k % 2,
  * y in slot 2, the temporary after them; statistics from the start of the planes. */
 static void infer_slots(const netl *L, int at, int64_t i, stage *s) {
-    const int64_t tmp = 2 + L->two;
+    const int64_t tmp = 2 + (L->ns == 2);
+    s->st = 0;
+    if (L->placement == SN_PLACEMENT_HYPER_CONN) { /* stream k in slot k, mixed in place */
+        for (int k = 0; k < SN_HC_MAX_RATE; k++) s->in[k] = s->out[k] = k < L->ns ? k : -1;
+        s->aux = -1;
+        return;
+    }
     if (at == AT_SPLIT) { /* Peri-LN: e in slot 1, then x_0 = N_emb(e) in slot 0 */
-        s->xin = L->split_norm ? 1 : 0;
-        s->xout = 0;
-        s->yout = L->two ? 2 : -1;
+        s->in[0] = L->split_norm ? 1 : 0;
+        s->out[0] = 0;
+        s->out[1] = L->ns == 2 ? 2 : -1;
     } else {
         const int64_t k = at == AT_MERGE ? L->S : i;
-        s->xin = k % 2;
-        s->xout = (k + 1) % 2;
-        s->yin = s->yout = L->two ? 2 : -1;
+        s->in[0] = k % 2;
+        s->out[0] = (k + 1) % 2;
+        s->in[1] = s->out[1] = L->ns == 2 ? 2 : -1;
         s->aux = forward_temp(s->op) ? tmp : -1;
         if (s->op == OP_SPAN) { /* the layer's input: slot k % 2 when opening, else (k+1) % 2 */
-            s->yin = s->open ? s->xin : s->xout;
-            s->yout = s->close ? s->xout : s->yin;
+            s->in[1] = s->open ? s->in[0] : s->out[0];
+            s->out[1] = s->close ? s->out[0] : s->in[1];
         }
     }
     s->st = 0;
@@ -624,27 +704,299 @@ static sn_fuse fuse_of(const pass *P, int *first) {
 static void *dxw(const pass *P) { return P->work; }
 static void *dyw(const pass *P) { return (char *)P->work + P->R * P->L.D * P->L.esz; }
 
+/* ---- Hyper-Connections (OP_HC, MERGE_SUM): the stream mixing through sn_hc_rows ------------ */
+
+/* slot k of work (R x D elements of the net's type): dH_k for k < n, then h0 and dh0 */
+static void *wk(const pass *P, int64_t k) {
+    return (char *)P->work + k * P->R * P->L.D * P->L.esz;
+}
+/* the stage's connection weights (after its norms) and their gradients (NULL: none) */
+static const float *conn(const pass *P) { return P->params + poff(P, P->s.nn); }
+static float *conn_grad(const pass *P) { return P->grads ? P->grads + poff(P, P->s.nn) : NULL; }
+
+/* the n streams entering the stage as the mix's inputs 0 .. n-1 */
+static void hc_in_streams(const pass *P, sn_hc_rows *h) {
+    for (int k = 0; k < P->L.ns; k++) h->in[k] = slot(P, P->s.in[k]), h->ldin[k] = P->L.D;
+}
+
+/* dst = src_0 + ... + src_{n-1} (+ extra when non-NULL), src_k the n consecutive slots of R x D
+ * at src (row stride D): the merge's sum of the streams (src: the streams' slots when NULL) and
+ * the split backward's de */
+static void hc_sum(const sn_ctx *ctx, const pass *P, const void *src, const void *extra,
+                   int64_t lde, void *dst, int64_t ldd) {
+    const int n = P->L.ns;
+    const float ones[SN_K_HC_MATS] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    sn_hc_rows h;
+    memset(&h, 0, sizeof h);
+    if (src)
+        for (int k = 0; k < n; k++)
+            h.in[k] = (const char *)src + k * P->R * P->L.D * P->L.esz, h.ldin[k] = P->L.D;
+    else hc_in_streams(P, &h);
+    h.nin = n;
+    if (extra) h.in[n] = extra, h.ldin[n] = lde, h.nin = n + 1;
+    h.nout = 1;
+    h.out[0] = dst, h.ldout[0] = ldd;
+    h.w = ones;
+    sn_dt_hc_rows(ctx, P->L.dt, P->R, P->L.D, &h);
+}
+
+/* Dynamic OP_HC: N_hc's statistics of stream k and the per-row tanh values (R rows of
+ * n(n + 2): for stream k, tanh(<Hbar_k, Wa_c>) at HC_TA(n, k, c), tanh(<Hbar_k, Wb>) at
+ * HC_TB(n, k)), in the stage's planes after N_i's; the scales s_a, s_b; the per-row floats of
+ * work (hc_wf_per_row: alpha's and beta's per-row gradients, then the coefficients). */
+#define HC_TA(n, k, c) ((k) * ((n) + 2) + (c))
+#define HC_TB(n, k)    ((k) * ((n) + 2) + (n) + 1)
+static float *hc_stats(const pass *P, int k) {
+    return plane(P, 1) + k * P->R * sn_norm_spr(&P->s.n[1], P->L.D);
+}
+static float *hc_t(const pass *P) { return hc_stats(P, P->L.ns); }
+static const float *hc_W(const pass *P) { /* Wa (n + 1 rows of D), then Wb */
+    return conn(P) + P->L.ns * (P->L.ns + 2);
+}
+static float hc_scale(const pass *P, int b) { return hc_W(P)[(P->L.ns + 2) * P->L.D + b]; }
+static float *hc_wf(const pass *P) {
+    return (float *)P->work + slot_floats(&P->L, P->L.wslots, P->R);
+}
+
+/* the weights of h's mix: w[q] (static), and for dynamic HC row r's term scale[q] * t[tix[q]]
+ * (tix[q] = -1: none) */
+typedef struct hc_w {
+    float w[SN_K_HC_MATS * SN_K_HC_MATS], sc[SN_K_HC_MATS * SN_K_HC_MATS];
+    int tix[SN_K_HC_MATS * SN_K_HC_MATS];
+} hc_w;
+/* weight q: the static value v, and for dynamic HC the tanh value at index ti (-1: none) with
+ * the scale of alpha (b = 0) or beta (b = 1) */
+static void hc_set(const pass *P, hc_w *W, int q, float v, int ti, int b) {
+    W->w[q] = v;
+    W->tix[q] = ti;
+    W->sc[q] = P->L.dyn && ti >= 0 ? hc_scale(P, b) : 0.0f;
+}
+static void hc_attach(const pass *P, const hc_w *W, sn_hc_rows *h) {
+    h->w = W->w;
+    if (!P->L.dyn) return;
+    h->t = hc_t(P);
+    h->ldt = P->L.ns * (P->L.ns + 2);
+    h->tidx = W->tix;
+    h->tsc = W->sc;
+}
+
+/* h0 = sum_k A_m[k] H_k into dst */
+static void hc_h0(const sn_ctx *ctx, const pass *P, void *dst, int64_t ldd) {
+    const int n = P->L.ns;
+    const float *al = conn(P);
+    hc_w W;
+    for (int k = 0; k < n; k++) hc_set(P, &W, k, HC_AM(al, n, k), HC_TA(n, k, 0), 0);
+    sn_hc_rows h;
+    memset(&h, 0, sizeof h);
+    hc_in_streams(P, &h);
+    h.nin = n;
+    h.nout = 1;
+    h.out[0] = dst, h.ldout[0] = ldd;
+    hc_attach(P, &W, &h);
+    sn_dt_hc_rows(ctx, P->L.dt, P->R, P->L.D, &h);
+}
+
+/* the rows Wa_0 .. Wa_n, Wb of dynamic HC's projections */
+static void hc_Wrows(const pass *P, const float **W) {
+    for (int c = 0; c < P->L.ns + 2; c++) W[c] = hc_W(P) + c * P->L.D;
+}
+
+/* dynamic HC's per-row terms: for every stream, N_hc's statistics and the tanh of its
+ * projections (Hbar_k built in h, which the enter overwrites next) */
+static void hc_dyn_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
+    const int n = P->L.ns;
+    const int64_t R = P->R, D = P->L.D, lt = n * (n + 2);
+    const float *W[SN_K_HC_MATS];
+    hc_Wrows(P, W);
+    float *t = hc_t(P);
+    for (int k = 0; k < n; k++) {
+        sn_dt_norm_fwd(ctx, P->L.dt, &P->s.n[1], R, D, slot(P, P->s.in[k]), D, par(P, 1), h, ldh,
+                       hc_stats(P, k));
+        sn_dt_hc_proj(ctx, P->L.dt, R, D, h, ldh, W, n + 2, t + HC_TA(n, k, 0), lt);
+    }
+    for (int64_t q = 0; q < R * lt; q++) t[q] = tanhf(t[q]);
+}
+
+/* enter: h = N_i(h0), h0 built in h */
+static void hc_enter_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
+    if (P->L.dyn) hc_dyn_fwd(ctx, P, h, ldh);
+    hc_h0(ctx, P, h, ldh);
+    sn_dt_norm_fwd(ctx, P->L.dt, &P->s.n[0], P->R, P->L.D, h, ldh, par(P, 0), h, ldh,
+                   plane(P, 0));
+}
+
+/* exit: H'_j = sum_k A_r[k][j] H_k + B[j] z (training keeps z for the gradient of B) */
+static void hc_exit_fwd(const sn_ctx *ctx, const pass *P, const void *z, int64_t ldz) {
+    const int n = P->L.ns;
+    const int64_t D = P->L.D;
+    const float *al = conn(P);
+    hc_w W;
+    for (int j = 0; j < n; j++) {
+        for (int k = 0; k < n; k++)
+            hc_set(P, &W, j * (n + 1) + k, HC_AR(al, n, k, j), HC_TA(n, k, 1 + j), 0);
+        hc_set(P, &W, j * (n + 1) + n, HC_B(al, n, j), HC_TB(n, j), 1);
+    }
+    if (!P->infer) sn_dt_copy(ctx, P->L.dt, P->R, D, z, ldz, slot(P, P->s.aux), D);
+    sn_hc_rows h;
+    memset(&h, 0, sizeof h);
+    hc_in_streams(P, &h);
+    h.in[n] = z, h.ldin[n] = ldz;
+    h.nin = n + 1;
+    for (int j = 0; j < n; j++) h.out[j] = slot(P, P->s.out[j]), h.ldout[j] = D;
+    h.nout = n;
+    hc_attach(P, &W, &h);
+    sn_dt_hc_rows(ctx, P->L.dt, P->R, D, &h);
+}
+
+/* merge: out = N_f(sum_k H_k), the sum built in out */
+static void hc_merge_fwd(const sn_ctx *ctx, const pass *P, void *out, int64_t ldo) {
+    hc_sum(ctx, P, NULL, NULL, 0, out, ldo);
+    sn_dt_norm_fwd(ctx, P->L.dt, &P->s.n[0], P->R, P->L.D, out, ldo, par(P, 0), out, ldo,
+                   plane(P, 0));
+}
+
+/* merge backward: dH_k = N_f backward of dout for every k (the sum recomputed in work's slot n) */
+static void hc_merge_bwd(const sn_ctx *ctx, const pass *P, const void *dout, int64_t lddo) {
+    const int n = P->L.ns;
+    const int64_t R = P->R, D = P->L.D;
+    void *t = wk(P, n);
+    hc_sum(ctx, P, NULL, NULL, 0, t, D);
+    sn_dt_norm_bwd(ctx, P->L.dt, &P->s.n[0], R, D, dout, lddo, t, D, par(P, 0), plane(P, 0),
+                   wk(P, 0), D, grd(P, 0), 0);
+    for (int k = 1; k < n; k++) sn_dt_copy(ctx, P->L.dt, R, D, wk(P, 0), D, wk(P, k), D);
+}
+
+/* exit backward: dz (=|+=) sum_j B[j] G_j; dB[j] += sum_rows <G_j, z> (dynamic HC: each row's
+ * <G_j, z> also kept in work for the enter backward) */
+static void hc_exit_bwd(const sn_ctx *ctx, const pass *P, void *dz, int64_t lddz, int acc) {
+    const int n = P->L.ns;
+    const int64_t D = P->L.D;
+    float *g = conn_grad(P);
+    hc_w W;
+    for (int j = 0; j < n; j++) hc_set(P, &W, j, HC_B(conn(P), n, j), HC_TB(n, j), 1);
+    hc_set(P, &W, n, 1.0f, -1, 0);
+    sn_hc_rows h;
+    memset(&h, 0, sizeof h);
+    for (int j = 0; j < n; j++) {
+        h.in[j] = h.a[j] = wk(P, j);
+        h.ldin[j] = h.lda[j] = D;
+    }
+    h.nin = n + acc;
+    h.in[n] = dz, h.ldin[n] = lddz;
+    h.nout = 1;
+    h.out[0] = dz, h.ldout[0] = lddz;
+    hc_attach(P, &W, &h);
+    h.na = n;
+    h.nb = 1;
+    h.b[0] = slot(P, P->s.aux), h.ldb[0] = D;
+    h.dp = g ? g + n * (n + 1) : NULL;
+    if (P->L.dyn) h.dpr = hc_wf(P) + n * (n + 1), h.lddpr = hc_wf_per_row(&P->L);
+    sn_dt_hc_rows(ctx, P->L.dt, P->R, D, &h);
+}
+
+/* dynamic HC's backward through the per-row terms, once alpha's and beta's per-row gradients
+ * (da, db) are in work: ds_a, ds_b; then for each stream k the coefficients
+ * pa[c] = s_a (1 - ta[k][c]^2) da[k][c], pb = s_b (1 - tb[k]^2) db[k], dWa_c += pa[c] Hbar_k,
+ * dWb += pb Hbar_k (Hbar_k recomputed in work's slot n), dHbar_k = sum_c pa[c] Wa_c + pb Wb
+ * (in slot n + 1) and dH_k += N_hc backward of dHbar_k */
+static void hc_dyn_bwd(const sn_ctx *ctx, const pass *P) {
+    const int n = P->L.ns;
+    const int64_t R = P->R, D = P->L.D, lt = n * (n + 2), lw = hc_wf_per_row(&P->L);
+    const float *t = hc_t(P), sa = hc_scale(P, 0), sb = hc_scale(P, 1);
+    float *wf = hc_wf(P), *g = conn_grad(P);
+    if (g) { /* the scales' gradients: one fold over the rows, in row order */
+        float dsa = 0.0f, dsb = 0.0f;
+        for (int64_t r = 0; r < R; r++)
+            for (int k = 0; k < n; k++) {
+                for (int c = 0; c <= n; c++)
+                    dsa += t[r * lt + HC_TA(n, k, c)] * wf[r * lw + k * (n + 1) + c];
+                dsb += t[r * lt + HC_TB(n, k)] * wf[r * lw + n * (n + 1) + k];
+            }
+        g[n * (n + 2) + (n + 2) * D] += dsa;
+        g[n * (n + 2) + (n + 2) * D + 1] += dsb;
+    }
+    const float *W[SN_K_HC_MATS];
+    hc_Wrows(P, W);
+    float *coef = wf + n * (n + 2);
+    for (int k = 0; k < n; k++) {
+        for (int64_t r = 0; r < R; r++) {
+            const float *tr = t + r * lt, *dr = wf + r * lw;
+            for (int c = 0; c <= n; c++) {
+                const float ta = tr[HC_TA(n, k, c)];
+                coef[r * lw + c] = sa * (1.0f - ta * ta) * dr[k * (n + 1) + c];
+            }
+            const float tb = tr[HC_TB(n, k)];
+            coef[r * lw + n + 1] = sb * (1.0f - tb * tb) * dr[n * (n + 1) + k];
+        }
+        const void *Hk = slot(P, P->s.in[k]);
+        sn_dt_norm_fwd(ctx, P->L.dt, &P->s.n[1], R, D, Hk, D, par(P, 1), wk(P, n), D, NULL);
+        if (g) sn_dt_hc_wsum(ctx, P->L.dt, R, D, wk(P, n), D, coef, lw, n + 2, g + n * (n + 2));
+        sn_dt_hc_wmix(ctx, P->L.dt, R, D, W, n + 2, coef, lw, wk(P, n + 1), D);
+        sn_dt_norm_bwd(ctx, P->L.dt, &P->s.n[1], R, D, wk(P, n + 1), D, Hk, D, par(P, 1),
+                       hc_stats(P, k), wk(P, k), D, grd(P, 1), 1);
+    }
+}
+
+/* enter backward: dh0 = N_i backward of dh (h0 recomputed), then dA_m[k] += <H_k, dh0>,
+ * dA_r[k][j] += <H_k, G_j> and dH_k = sum_j A_r[k][j] G_j + A_m[k] dh0, in place of G_k;
+ * dynamic HC then adds the per-row terms' backward */
+static void hc_enter_bwd(const sn_ctx *ctx, const pass *P, const void *dh, int64_t lddh) {
+    const int n = P->L.ns;
+    const int64_t R = P->R, D = P->L.D;
+    const float *al = conn(P);
+    void *h0 = wk(P, n), *dh0 = wk(P, n + 1);
+    hc_h0(ctx, P, h0, D);
+    sn_dt_norm_bwd(ctx, P->L.dt, &P->s.n[0], R, D, dh, lddh, h0, D, par(P, 0), plane(P, 0), dh0,
+                   D, grd(P, 0), 0);
+    hc_w W;
+    for (int k = 0; k < n; k++) {
+        for (int j = 0; j < n; j++)
+            hc_set(P, &W, k * (n + 1) + j, HC_AR(al, n, k, j), HC_TA(n, k, 1 + j), 0);
+        hc_set(P, &W, k * (n + 1) + n, HC_AM(al, n, k), HC_TA(n, k, 0), 0);
+    }
+    sn_hc_rows h;
+    memset(&h, 0, sizeof h);
+    for (int k = 0; k < n; k++) {
+        h.a[k] = slot(P, P->s.in[k]), h.lda[k] = D;
+        h.b[1 + k] = h.in[k] = h.out[k] = wk(P, k);
+        h.ldb[1 + k] = h.ldin[k] = h.ldout[k] = D;
+    }
+    h.b[0] = h.in[n] = dh0;
+    h.ldb[0] = h.ldin[n] = D;
+    h.na = n;
+    h.nb = n + 1;
+    h.dp = conn_grad(P);
+    if (P->L.dyn) h.dpr = hc_wf(P), h.lddpr = hc_wf_per_row(&P->L);
+    h.nin = n + 1;
+    h.nout = n;
+    hc_attach(P, &W, &h);
+    sn_dt_hc_rows(ctx, P->L.dt, R, D, &h);
+    if (P->L.dyn) hc_dyn_bwd(ctx, P);
+}
+
 /* ---- forward ------------------------------------------------------------------------------- */
 
 static void split_fwd(const sn_ctx *ctx, const pass *P, const void *e, int64_t lde) {
     const sn_dtype dt = P->L.dt;
     const int64_t R = P->R, D = P->L.D;
-    sn_dt_copy(ctx, dt, R, D, e, lde, slot(P, P->s.xin), D);
+    sn_dt_copy(ctx, dt, R, D, e, lde, slot(P, P->s.in[0]), D);
     if (P->L.split_norm)
-        sn_dt_norm_fwd(ctx, dt, &P->s.n[0], R, D, slot(P, P->s.xin), D, par(P, 0),
-                       slot(P, P->s.xout), D, plane(P, 0));
-    if (P->infer && P->L.two) /* training's y_0 shares x_0's slot; the state updates y in place */
-        sn_dt_copy(ctx, dt, R, D, e, lde, slot(P, P->s.yout), D);
+        sn_dt_norm_fwd(ctx, dt, &P->s.n[0], R, D, slot(P, P->s.in[0]), D, par(P, 0),
+                       slot(P, P->s.out[0]), D, plane(P, 0));
+    /* training's y_0 (H_k) shares x_0's slot; the state updates y (H_k) in place */
+    for (int k = 1; P->infer && k < P->L.ns; k++)
+        sn_dt_copy(ctx, dt, R, D, e, lde, slot(P, P->s.out[k]), D);
 }
 
 static void enter_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
     const sn_dtype dt = P->L.dt;
     const stage *s = &P->s;
     const int64_t R = P->R, D = P->L.D;
-    const void *x = slot(P, s->xin);
+    const void *x = slot(P, s->in[0]);
     int first;
     sn_fuse f;
     switch (s->op) {
+    case OP_HC: hc_enter_fwd(ctx, P, h, ldh); break;
     case OP_PRE:
     case OP_PERI:
         sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), h, ldh, plane(P, 0));
@@ -652,13 +1004,13 @@ static void enter_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
     case OP_POST:
     case OP_SPAN: sn_dt_copy(ctx, dt, R, D, x, D, h, ldh); break;
     case OP_HMLP: /* u into x_{i+1}'s slot, where exit(i) completes it; h = u */
-        sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), slot(P, s->xout), D, plane(P, 0));
-        sn_dt_copy(ctx, dt, R, D, slot(P, s->xout), D, h, ldh);
+        sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), slot(P, s->out[0]), D, plane(P, 0));
+        sn_dt_copy(ctx, dt, R, D, slot(P, s->out[0]), D, h, ldh);
         break;
     default: /* the SiameseNorm family; OP_SIAM keeps u in x_{i+1}'s slot */
         f = fuse_of(P, &first);
-        sn_dt_fuse_fwd(ctx, dt, &f, R, D, x, D, slot(P, s->yin), D, par(P, first),
-                       s->op == OP_SIAM ? slot(P, s->xout) : NULL, D, h, ldh, plane(P, first));
+        sn_dt_fuse_fwd(ctx, dt, &f, R, D, x, D, slot(P, s->in[1]), D, par(P, first),
+                       s->op == OP_SIAM ? slot(P, s->out[0]) : NULL, D, h, ldh, plane(P, first));
         break;
     }
 }
@@ -667,8 +1019,9 @@ static void exit_fwd(const sn_ctx *ctx, const pass *P, const void *z, int64_t ld
     const sn_dtype dt = P->L.dt;
     const stage *s = &P->s;
     const int64_t R = P->R, D = P->L.D;
-    void *x = slot(P, s->xin), *xo = slot(P, s->xout);
+    void *x = slot(P, s->in[0]), *xo = slot(P, s->out[0]);
     switch (s->op) {
+    case OP_HC: hc_exit_fwd(ctx, P, z, ldz); break;
     case OP_PRE: sn_dt_add_div(ctx, dt, R, D, x, D, z, ldz, 1.0f, xo, D, 0); break;
     case OP_POST: /* t = alpha * x + z, x' = N(t) */
         sn_dt_axpy(ctx, dt, R, D, s->c, x, D, z, ldz, slot(P, s->aux), D);
@@ -685,22 +1038,22 @@ static void exit_fwd(const sn_ctx *ctx, const pass *P, const void *z, int64_t ld
     case OP_SPAN: { /* t = v + z; x' = N(t), or closing y' = y + N(t)/c (N(t) in a dead slot:
                      * v's when it is not y, else x''s) */
         sn_dt_add_div(ctx, dt, R, D, x, D, z, ldz, 1.0f, slot(P, s->aux), D, 0);
-        void *u = s->close && s->xin != s->yin ? x : xo;
+        void *u = s->close && s->in[0] != s->in[1] ? x : xo;
         sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), u, D, plane(P, 0));
-        if (s->close) sn_dt_add_div(ctx, dt, R, D, slot(P, s->yin), D, u, D, s->c, xo, D, 0);
+        if (s->close) sn_dt_add_div(ctx, dt, R, D, slot(P, s->in[1]), D, u, D, s->c, xo, D, 0);
         break;
     }
     case OP_SIAM: /* xo holds u */
-        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, xo, D, slot(P, s->yin), D, xo, D, slot(P, s->yout),
+        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, xo, D, slot(P, s->in[1]), D, xo, D, slot(P, s->out[1]),
                     D);
         break;
     case OP_SIAMX:
-        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, xo, D, slot(P, s->yout),
+        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->in[1]), D, xo, D, slot(P, s->out[1]),
                     D);
         break;
     default: /* OP_SIAMP: t = x + z/c, x' = N_post(t) */
-        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->yin), D, slot(P, s->aux), D,
-                    slot(P, s->yout), D);
+        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->in[1]), D, slot(P, s->aux), D,
+                    slot(P, s->out[1]), D);
         sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, slot(P, s->aux), D, par(P, 0), xo, D, plane(P, 0));
         break;
     }
@@ -709,17 +1062,18 @@ static void exit_fwd(const sn_ctx *ctx, const pass *P, const void *z, int64_t ld
 static void merge_fwd(const sn_ctx *ctx, const pass *P, void *out, int64_t ldo) {
     const sn_dtype dt = P->L.dt;
     const int64_t R = P->R, D = P->L.D;
-    const void *x = slot(P, P->s.xin);
+    const void *x = slot(P, P->s.in[0]);
     int first;
     sn_fuse f;
     switch (P->L.merge) {
+    case MERGE_SUM: hc_merge_fwd(ctx, P, out, ldo); break;
     case MERGE_NONE: sn_dt_copy(ctx, dt, R, D, x, D, out, ldo); break;
     case MERGE_NORM:
         sn_dt_norm_fwd(ctx, dt, &P->s.n[0], R, D, x, D, par(P, 0), out, ldo, plane(P, 0));
         break;
     default:
         f = fuse_of(P, &first);
-        sn_dt_fuse_fwd(ctx, dt, &f, R, D, x, D, slot(P, P->s.yin), D, par(P, 0), NULL, 0, out, ldo,
+        sn_dt_fuse_fwd(ctx, dt, &f, R, D, x, D, slot(P, P->s.in[1]), D, par(P, 0), NULL, 0, out, ldo,
                        plane(P, 0));
         break;
     }
@@ -837,10 +1191,11 @@ static sn_status merge_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
     if (st != SN_OK) return st;
     const int64_t R = P.R, D = P.L.D;
     const sn_dtype dt = P.L.dt;
-    const void *x = slot(&P, P.s.xin);
+    const void *x = slot(&P, P.s.in[0]);
     int first;
     sn_fuse f;
     switch (P.L.merge) {
+    case MERGE_SUM: hc_merge_bwd(ctx, &P, dout, lddo); break;
     case MERGE_NONE: sn_dt_copy(ctx, dt, R, D, dout, lddo, dxw(&P), D); break;
     case MERGE_NORM:
         sn_dt_norm_bwd(ctx, dt, &P.s.n[0], R, D, dout, lddo, x, D, par(&P, 0), plane(&P, 0),
@@ -848,7 +1203,7 @@ static sn_status merge_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
         break;
     default:
         f = fuse_of(&P, &first);
-        sn_dt_fuse_bwd(ctx, dt, &f, R, D, dout, lddo, NULL, 0, x, D, slot(&P, P.s.yin), D,
+        sn_dt_fuse_bwd(ctx, dt, &f, R, D, dout, lddo, NULL, 0, x, D, slot(&P, P.s.in[1]), D,
                        par(&P, 0), plane(&P, 0), dxw(&P), D, dyw(&P), D, grd(&P, 0), 0);
         break;
     }
@@ -874,6 +1229,7 @@ static sn_status exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_ne
     const int acc = (flags & SN_ACCUMULATE) != 0;
     void *dx = dxw(&P);
     switch (s->op) {
+    case OP_HC: hc_exit_bwd(ctx, &P, dz, lddz, acc); return SN_OK;
     case OP_PERI: /* dz = N_out backward of dx_{i+1} */
         sn_dt_norm_bwd(ctx, dt, &s->n[1], R, D, dx, D, slot(&P, s->aux), D, par(&P, 1),
                        plane(&P, 1), dz, lddz, grd(&P, 1), acc);
@@ -915,11 +1271,12 @@ static sn_status enter_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
     const stage *s = &P.s;
     const int64_t R = P.R, D = P.L.D;
     const sn_dtype dt = P.L.dt;
-    const void *x = slot(&P, s->xin);
+    const void *x = slot(&P, s->in[0]);
     void *dx = dxw(&P);
     int first;
     sn_fuse f;
     switch (s->op) {
+    case OP_HC: hc_enter_bwd(ctx, &P, dh, lddh); break;
     case OP_PRE:
     case OP_PERI: /* dx_i = dx' + N backward of dh */
         sn_dt_norm_bwd(ctx, dt, &s->n[0], R, D, dh, lddh, x, D, par(&P, 0), plane(&P, 0), dx, D,
@@ -940,11 +1297,11 @@ static sn_status enter_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
     default:
         f = fuse_of(&P, &first);
         if (s->op == OP_SIAM) /* dx_i = N_post backward of (dx' + ds), in place */
-            sn_dt_fuse_bwd(ctx, dt, &f, R, D, dh, lddh, dx, D, x, D, slot(&P, s->yin), D,
+            sn_dt_fuse_bwd(ctx, dt, &f, R, D, dh, lddh, dx, D, x, D, slot(&P, s->in[1]), D,
                            par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
                            SN_ACCUMULATE_Y);
         else /* the residual bypasses N_x: dx_i = dx' + N_x backward of ds */
-            sn_dt_fuse_bwd(ctx, dt, &f, R, D, dh, lddh, NULL, 0, x, D, slot(&P, s->yin), D,
+            sn_dt_fuse_bwd(ctx, dt, &f, R, D, dh, lddh, NULL, 0, x, D, slot(&P, s->in[1]), D,
                            par(&P, first), plane(&P, first), dx, D, dyw(&P), D, grd(&P, first),
                            SN_ACCUMULATE | SN_ACCUMULATE_Y);
         break;
@@ -967,7 +1324,9 @@ static sn_status split_backward(const sn_ctx *ctx, const sn_net *net, const sn_n
     const int64_t R = P.R, D = P.L.D;
     const sn_dtype dt = P.L.dt;
     const int acc = (flags & SN_ACCUMULATE) != 0;
-    if (P.L.two) sn_dt_add_div(ctx, dt, R, D, dxw(&P), D, dyw(&P), D, 1.0f, de, ldde, acc);
+    if (P.L.placement == SN_PLACEMENT_HYPER_CONN) /* de = sum_k dH_k */
+        hc_sum(ctx, &P, P.work, acc ? de : NULL, ldde, de, ldde);
+    else if (P.L.ns == 2) sn_dt_add_div(ctx, dt, R, D, dxw(&P), D, dyw(&P), D, 1.0f, de, ldde, acc);
     else if (P.L.split_norm)
         sn_dt_norm_bwd(ctx, dt, &P.s.n[0], R, D, dxw(&P), D, slot(&P, 0), D, par(&P, 0),
                        plane(&P, 0), de, ldde, grd(&P, 0), acc);
@@ -1039,6 +1398,8 @@ static const stage_roles op_roles[] = {
     /* SpanNorm: N(v + z) is the layer's next x inside it; the closing one's output, over c,
      * is what the spanning residual adds */
     [OP_SPAN] = {1, {{SN_ROLE_POST, SN_OPERAND_RESIDUAL}}},
+    /* Hyper-Connections: N_i of the mix h0, dynamic HC's N_hc of each stream */
+    [OP_HC] = {2, {{SN_ROLE_INPUT, SN_OPERAND_MIX}, {SN_ROLE_STREAMS, SN_OPERAND_STREAMS}}},
 };
 _Static_assert(sizeof op_roles / sizeof op_roles[0] == OP_COUNT, "the roles of every op");
 static const stage_roles merge_roles[] = {
@@ -1048,6 +1409,7 @@ static const stage_roles merge_roles[] = {
                     {{SN_ROLE_MERGE_X, SN_OPERAND_X},
                      {SN_ROLE_MERGE_Y, SN_OPERAND_Y},
                      {SN_ROLE_FINAL, SN_OPERAND_FUSED}}},
+    [MERGE_SUM] = {1, {{SN_ROLE_FINAL, SN_OPERAND_SUM}}},
 };
 static const stage_roles split_roles = {1, {{SN_ROLE_EMBED, SN_OPERAND_E}}};
 

@@ -16,6 +16,34 @@
 #include "kernels.h"
 #include "siamesenorm.h"
 
+/* Hyper-Connections' row work (the kernel slots hc_dots and hc_mix), one call over R rows: for
+ * each row, first (dp non-NULL) the dot products of rows a[p] and b[q], summed over the rows
+ * into dp[p * nb + q] (accumulated, by the parameter-gradient chunks of every backward), then
+ * (nout > 0) the mix out[o] = sum_k w[o * nin + k] in[k] (out[o] may equal any in[k]). Each
+ * matrix has its own row stride (in elements). */
+typedef struct sn_hc_rows {
+    int nin, nout, na, nb;
+    const void *in[SN_K_HC_MATS];
+    int64_t ldin[SN_K_HC_MATS];
+    void *out[SN_K_HC_MATS];
+    int64_t ldout[SN_K_HC_MATS];
+    const float *w; /* nout x nin */
+    const void *a[SN_K_HC_MATS];
+    int64_t lda[SN_K_HC_MATS];
+    const void *b[SN_K_HC_MATS];
+    int64_t ldb[SN_K_HC_MATS];
+    float *dp; /* na x nb, accumulated; NULL: no dot products */
+    /* dynamic Hyper-Connections: row r's weights are w[q] + tsc[q] * t[r * ldt + tidx[q]]
+     * (tidx[q] < 0: w[q] alone) when t is non-NULL; row r's dot products are also written to
+     * dpr + r * lddpr when dpr is non-NULL */
+    const float *t;
+    int64_t ldt;
+    const int *tidx;
+    const float *tsc;
+    float *dpr;
+    int64_t lddpr;
+} sn_hc_rows;
+
 typedef struct sn_drive {
     /* out = N(x); stats saved when non-NULL. Grouped norms allowed. out may equal x. */
     void (*norm_fwd)(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D, const void *x,
@@ -47,6 +75,19 @@ typedef struct sn_drive {
     /* out = a / c, each element divided in float. out may equal a. */
     void (*div)(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64_t lda, float c,
                 void *out, int64_t ldo);
+    /* Hyper-Connections' rows (see sn_hc_rows). */
+    void (*hc_rows)(const sn_ctx *ctx, int64_t R, int64_t D, const sn_hc_rows *h);
+    /* Dynamic Hyper-Connections, with nw <= SN_K_HC_MATS float parameter rows w[c] of D:
+     *   hc_proj  out[r * ldo + c] = the dot product of row r of x and w[c] (written)
+     *   hc_wmix  row r of out = sum_c coef[r * ldc + c] w[c]
+     *   hc_wsum  dw[c * D + j] += sum over the rows of coef[r * ldc + c] x[r][j] (the
+     *            parameter-gradient chunks of every backward; dw: nw consecutive rows of D) */
+    void (*hc_proj)(const sn_ctx *ctx, int64_t R, int64_t D, const void *x, int64_t ldx,
+                    const float *const *w, int nw, float *out, int64_t ldo);
+    void (*hc_wmix)(const sn_ctx *ctx, int64_t R, int64_t D, const float *const *w, int nw,
+                    const float *coef, int64_t ldc, void *out, int64_t ldo);
+    void (*hc_wsum)(const sn_ctx *ctx, int64_t R, int64_t D, const void *x, int64_t ldx,
+                    const float *coef, int64_t ldc, int nw, float *dw);
     /* out = a (the type's copy: see the kernel tables' copy). */
     void (*copy)(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64_t lda, void *out,
                  int64_t ldo);
@@ -74,6 +115,10 @@ static inline const sn_drive *sn_drive_of(sn_dtype dt) { return sn_drives[dt]; }
 #define sn_dt_axpy(ctx, dt, ...)     sn_drive_of(dt)->axpy(ctx, __VA_ARGS__)
 #define sn_dt_div(ctx, dt, ...)      sn_drive_of(dt)->div(ctx, __VA_ARGS__)
 #define sn_dt_copy(ctx, dt, ...)     sn_drive_of(dt)->copy(ctx, __VA_ARGS__)
+#define sn_dt_hc_rows(ctx, dt, ...)  sn_drive_of(dt)->hc_rows(ctx, __VA_ARGS__)
+#define sn_dt_hc_proj(ctx, dt, ...)  sn_drive_of(dt)->hc_proj(ctx, __VA_ARGS__)
+#define sn_dt_hc_wmix(ctx, dt, ...)  sn_drive_of(dt)->hc_wmix(ctx, __VA_ARGS__)
+#define sn_dt_hc_wsum(ctx, dt, ...)  sn_drive_of(dt)->hc_wsum(ctx, __VA_ARGS__)
 
 /* Calls whose matrices together span more than this many bytes (a large last-level cache)
  * (counting the bytes of their elements) write their outputs with streaming

@@ -881,6 +881,183 @@ static void d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64
     run_rows(ctx, &J.run, copy_task, &J);
 }
 
+/* ---- Hyper-Connections --------------------------------------------------------------------- */
+
+typedef struct hc_job {
+    job run; /* first: the tasks get the hc_job */
+    const sn_hc_rows *h;
+} hc_job;
+
+/* rows [lo, hi): the dot products into pg (when non-NULL) and dpr, then the mix */
+static void hc_rows_run(const hc_job *J, int64_t lo, int64_t hi, float *pg) {
+    const sn_hc_rows *h = J->h;
+    const SN_KT *K = J->run.K;
+    const int64_t D = J->run.D;
+    const SN_T *in[SN_K_HC_MATS], *a[SN_K_HC_MATS], *b[SN_K_HC_MATS];
+    SN_T *out[SN_K_HC_MATS];
+    float d[SN_K_HC_MATS * SN_K_HC_MATS], w[SN_K_HC_MATS * SN_K_HC_MATS];
+    for (int64_t r = lo; r < hi; r++) {
+        if (pg || h->dpr) {
+            for (int p = 0; p < h->na; p++) a[p] = (const SN_T *)h->a[p] + r * h->lda[p];
+            for (int q = 0; q < h->nb; q++) b[q] = (const SN_T *)h->b[q] + r * h->ldb[q];
+            memset(d, 0, sizeof d);
+            K->hc_dots(a, h->na, b, h->nb, D, d);
+            for (int k = 0; pg && k < h->na * h->nb; k++) pg[k] += d[k];
+            if (h->dpr) memcpy(h->dpr + r * h->lddpr, d, (size_t)(h->na * h->nb) * sizeof(float));
+        }
+        if (h->nout > 0) {
+            const float *wr = h->w;
+            if (h->t) {
+                const float *tr = h->t + r * h->ldt;
+                for (int q = 0; q < h->nin * h->nout; q++)
+                    w[q] = h->tidx[q] < 0 ? h->w[q] : h->w[q] + h->tsc[q] * tr[h->tidx[q]];
+                wr = w;
+            }
+            for (int k = 0; k < h->nin; k++) in[k] = (const SN_T *)h->in[k] + r * h->ldin[k];
+            for (int o = 0; o < h->nout; o++) out[o] = (SN_T *)h->out[o] + r * h->ldout[o];
+            K->hc_mix(in, h->nin, wr, out, h->nout, D, J->run.nt);
+        }
+    }
+}
+
+static void hc_mix_task(void *arg, int64_t i) {
+    const hc_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
+    hc_rows_run(J, lo, hi, NULL);
+}
+
+static void hc_chunk_task(void *arg, int64_t i) {
+    const hc_job *J = arg;
+    int64_t lo, hi;
+    float *s = pg_chunk(&J->run, i, &lo, &hi);
+    hc_rows_run(J, lo, hi, s);
+}
+
+/* never reached (a slot of at most SN_K_HC_MATS^2 floats always fits the stack buffer), but
+ * correct: the chunks one after another through one slot */
+static void hc_wide(void *arg) {
+    hc_job *J = arg;
+    job *P = &J->run;
+    P->c0 = 0;
+    for (int64_t lo = 0; lo < P->R; lo += P->C) {
+        float s[SN_K_HC_MATS * SN_K_HC_MATS] = {0};
+        hc_rows_run(J, lo, lo + P->C < P->R ? lo + P->C : P->R, s);
+        for (int64_t k = 0; k < P->npg; k++) P->dparams[k] += s[k];
+    }
+}
+
+static void d_hc_rows(const sn_ctx *ctx, int64_t R, int64_t D, const sn_hc_rows *h) {
+    hc_job J = {job_of(ctx, R, D), h};
+    set_mem(&J.run, R, D, h->nin + h->nout + (h->dp ? h->na + h->nb : 0));
+    if (!h->dp) {
+        run_rows(ctx, &J.run, hc_mix_task, &J);
+        return;
+    }
+    J.run.dparams = h->dp;
+    J.run.npg = (int64_t)h->na * h->nb;
+    pg_run(ctx, &J.run, &J, hc_chunk_task, hc_wide);
+}
+
+/* dynamic Hyper-Connections: a row matrix x (or out) against float parameter rows w */
+typedef struct hcw_job {
+    job run; /* first: the tasks get the hcw_job */
+    mat_in x;
+    mat_out o;
+    const float *const *w;
+    int nw;
+    const float *coef;
+    int64_t ldc;
+    float *out; /* hc_proj */
+    int64_t ldo;
+} hcw_job;
+
+static void hc_proj_task(void *arg, int64_t i) {
+    const hcw_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++) {
+        float *o = J->out + r * J->ldo;
+        for (int c = 0; c < J->nw; c++) o[c] = 0.0f;
+        J->run.K->hc_proj(in_row(J->x, r), J->run.D, J->w, J->nw, o);
+    }
+}
+
+static void d_hc_proj(const sn_ctx *ctx, int64_t R, int64_t D, const void *x, int64_t ldx,
+                      const float *const *w, int nw, float *out, int64_t ldo) {
+    hcw_job J;
+    memset(&J, 0, sizeof J);
+    J.run = job_of(ctx, R, D);
+    J.x = (mat_in){x, ldx};
+    J.w = w, J.nw = nw, J.out = out, J.ldo = ldo;
+    run_rows(ctx, &J.run, hc_proj_task, &J);
+}
+
+static void hc_wmix_task(void *arg, int64_t i) {
+    const hcw_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++)
+        J->run.K->hc_wmix(J->w, J->nw, J->coef + r * J->ldc, out_row(J->o, r), J->run.D,
+                          J->run.nt);
+}
+
+static void d_hc_wmix(const sn_ctx *ctx, int64_t R, int64_t D, const float *const *w, int nw,
+                      const float *coef, int64_t ldc, void *out, int64_t ldo) {
+    hcw_job J;
+    memset(&J, 0, sizeof J);
+    J.run = job_of(ctx, R, D);
+    J.o = (mat_out){out, ldo};
+    J.w = w, J.nw = nw, J.coef = coef, J.ldc = ldc;
+    set_mem(&J.run, R, D, 1);
+    run_rows(ctx, &J.run, hc_wmix_task, &J);
+}
+
+/* the rows [lo, hi) into the nw slot rows of width n starting at pg, columns [j0, j0 + n) */
+static void hc_wsum_rows(const hcw_job *J, int64_t lo, int64_t hi, int64_t j0, int64_t n,
+                         float *pg, int64_t ld) {
+    float *dw[SN_K_HC_MATS];
+    for (int c = 0; c < J->nw; c++) dw[c] = pg + c * ld;
+    for (int64_t r = lo; r < hi; r++)
+        J->run.K->hc_wsum(in_row(J->x, r) + j0, n, J->coef + r * J->ldc, J->nw, dw);
+}
+
+static void hc_wsum_chunk_task(void *arg, int64_t i) {
+    const hcw_job *J = arg;
+    int64_t lo, hi;
+    float *s = pg_chunk(&J->run, i, &lo, &hi);
+    hc_wsum_rows(J, lo, hi, 0, J->run.D, s, J->run.D);
+}
+
+/* rows too wide for one slot: each chunk in column blocks (the same sums, column by column) */
+static void hc_wsum_wide(void *arg) {
+    const hcw_job *J = arg;
+    const job *P = &J->run;
+    const int64_t D = P->D, bw = P->nbuf / J->nw / COL_QUANTUM * COL_QUANTUM;
+    for (int64_t lo = 0; lo < P->R; lo += P->C) {
+        const int64_t hi = lo + P->C < P->R ? lo + P->C : P->R;
+        for (int64_t j0 = 0; j0 < D; j0 += bw) {
+            const int64_t n = D - j0 < bw ? D - j0 : bw;
+            memset(P->buf, 0, (size_t)(J->nw * bw) * sizeof(float));
+            hc_wsum_rows(J, lo, hi, j0, n, P->buf, bw);
+            for (int c = 0; c < J->nw; c++)
+                for (int64_t j = 0; j < n; j++) P->dparams[c * D + j0 + j] += P->buf[c * bw + j];
+        }
+    }
+}
+
+static void d_hc_wsum(const sn_ctx *ctx, int64_t R, int64_t D, const void *x, int64_t ldx,
+                      const float *coef, int64_t ldc, int nw, float *dw) {
+    hcw_job J;
+    memset(&J, 0, sizeof J);
+    J.run = job_of(ctx, R, D);
+    J.x = (mat_in){x, ldx};
+    J.nw = nw, J.coef = coef, J.ldc = ldc;
+    J.run.dparams = dw;
+    J.run.npg = nw * D;
+    pg_run(ctx, &J.run, &J, hc_wsum_chunk_task, hc_wsum_wide);
+}
+
 /* ---- conversions from and to float matrices ------------------------------------------------ */
 
 /* dst = round(src) (to_t: float rows into SN_T rows) or dst = widen(src) (SN_T rows into float
@@ -941,6 +1118,10 @@ const sn_drive SN_DRIVE_TABLE = {
     .axpy = d_axpy,
     .div = d_div,
     .copy = d_copy,
+    .hc_rows = d_hc_rows,
+    .hc_proj = d_hc_proj,
+    .hc_wmix = d_hc_wmix,
+    .hc_wsum = d_hc_wsum,
     .from_f32 = d_from_f32,
     .to_f32 = d_to_f32,
 };

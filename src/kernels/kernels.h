@@ -80,6 +80,10 @@ typedef struct sn_dfuse {
 
 /* The kernel tables: sn_kern on fp32 rows, sn_kern16 on bf16 rows (table.h, one slot list
  * for both). Each path has one of each. */
+/* The most row matrices a Hyper-Connections slot (hc_mix, hc_dots) takes on one side: the n
+ * streams and the block output or its gradient, and one more for an accumulated output. */
+#define SN_K_HC_MATS (SN_HC_MAX_RATE + 2)
+
 #define SN_KT   sn_kern
 #define SN_KROW float
 #include "table.h"

@@ -321,6 +321,56 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
     for (int64_t j = 0; j < D; j++) out[j] = alpha * a[j] + b[j];
 }
 
+/* ---- Hyper-Connections --------------------------------------------------------------------- */
+
+static void hc_mix(const float *const *in, int nin, const float *w, float *const *out, int nout,
+                   int64_t D, int nt) {
+    (void)nt;
+    for (int64_t j = 0; j < D; j++) {
+        float v[SN_K_HC_MATS];
+        for (int k = 0; k < nin; k++) v[k] = in[k][j];
+        for (int o = 0; o < nout; o++) {
+            const float *wo = w + o * nin;
+            float acc = wo[0] * v[0];
+            for (int k = 1; k < nin; k++) acc = acc + wo[k] * v[k];
+            out[o][j] = acc;
+        }
+    }
+}
+
+static void hc_dots(const float *const *a, int na, const float *const *b, int nb, int64_t D,
+                    float *out) {
+    for (int p = 0; p < na; p++)
+        for (int q = 0; q < nb; q++) {
+            float s = out[p * nb + q];
+            for (int64_t j = 0; j < D; j++) s = s + a[p][j] * b[q][j];
+            out[p * nb + q] = s;
+        }
+}
+
+static void hc_proj(const float *x, int64_t D, const float *const *w, int nw, float *out) {
+    for (int c = 0; c < nw; c++) {
+        float s = out[c];
+        for (int64_t j = 0; j < D; j++) s = s + x[j] * w[c][j];
+        out[c] = s;
+    }
+}
+
+static void hc_wmix(const float *const *w, int nw, const float *coef, float *out, int64_t D,
+                    int nt) {
+    (void)nt;
+    for (int64_t j = 0; j < D; j++) {
+        float acc = coef[0] * w[0][j];
+        for (int c = 1; c < nw; c++) acc = acc + coef[c] * w[c][j];
+        out[j] = acc;
+    }
+}
+
+static void hc_wsum(const float *x, int64_t n, const float *coef, int nw, float *const *dw) {
+    for (int c = 0; c < nw; c++)
+        for (int64_t j = 0; j < n; j++) dw[c][j] += coef[c] * x[j];
+}
+
 const sn_kern sn_kern_scalar = {
     .norm_row = norm_row,
     .norm_s = norm_row,
@@ -339,6 +389,11 @@ const sn_kern sn_kern_scalar = {
     .add_div = add_div,
     .apply = apply,
     .axpy = axpy,
+    .hc_mix = hc_mix,
+    .hc_dots = hc_dots,
+    .hc_proj = hc_proj,
+    .hc_wmix = hc_wmix,
+    .hc_wsum = hc_wsum,
     .copy = sn_k_copy_f32,
     .widen = sn_k_move_f32,
     .round = sn_k_move_f32,

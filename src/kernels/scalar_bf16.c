@@ -212,6 +212,71 @@ static void axpy(const sn_bf16 *a, const sn_bf16 *b, float alpha, sn_bf16 *out, 
     })
 }
 
+/* Hyper-Connections: columns in blocks of HC_BLOCK, every input of a block widened before any
+ * output of it is rounded (so an output may equal an input, as in the fp32 slot) */
+#define HC_BLOCK 128
+static void hc_mix(const sn_bf16 *const *in, int nin, const float *w, sn_bf16 *const *out,
+                   int nout, int64_t D, int nt) {
+    (void)nt;
+    float v[SN_K_HC_MATS][HC_BLOCK], o[SN_K_HC_MATS][HC_BLOCK];
+    const float *vp[SN_K_HC_MATS];
+    float *op[SN_K_HC_MATS];
+    for (int k = 0; k < SN_K_HC_MATS; k++) vp[k] = v[k], op[k] = o[k];
+    for (int64_t j = 0; j < D; j += HC_BLOCK) {
+        const int64_t n = D - j < HC_BLOCK ? D - j : HC_BLOCK;
+        for (int k = 0; k < nin; k++) wid(in[k] + j, n, v[k]);
+        K32->hc_mix(vp, nin, w, op, nout, n, 0);
+        for (int k = 0; k < nout; k++) rnd(o[k], n, out[k] + j);
+    }
+}
+
+/* the fp32 slot's sums carried over the blocks: the same column order, the same bits */
+static void hc_dots(const sn_bf16 *const *a, int na, const sn_bf16 *const *b, int nb, int64_t D,
+                    float *out) {
+    float va[SN_K_HC_MATS][HC_BLOCK], vb[SN_K_HC_MATS][HC_BLOCK];
+    const float *ap[SN_K_HC_MATS], *bp[SN_K_HC_MATS];
+    for (int k = 0; k < SN_K_HC_MATS; k++) ap[k] = va[k], bp[k] = vb[k];
+    for (int64_t j = 0; j < D; j += HC_BLOCK) {
+        const int64_t n = D - j < HC_BLOCK ? D - j : HC_BLOCK;
+        for (int k = 0; k < na; k++) wid(a[k] + j, n, va[k]);
+        for (int k = 0; k < nb; k++) wid(b[k] + j, n, vb[k]);
+        K32->hc_dots(ap, na, bp, nb, n, out);
+    }
+}
+
+static void hc_proj(const sn_bf16 *x, int64_t D, const float *const *w, int nw, float *out) {
+    float v[HC_BLOCK];
+    const float *wj[SN_K_HC_MATS];
+    for (int64_t j = 0; j < D; j += HC_BLOCK) {
+        const int64_t n = D - j < HC_BLOCK ? D - j : HC_BLOCK;
+        for (int c = 0; c < nw; c++) wj[c] = w[c] + j;
+        K32->hc_proj(wid(x + j, n, v), n, wj, nw, out);
+    }
+}
+
+static void hc_wmix(const float *const *w, int nw, const float *coef, sn_bf16 *out, int64_t D,
+                    int nt) {
+    (void)nt;
+    float o[HC_BLOCK];
+    const float *wj[SN_K_HC_MATS];
+    for (int64_t j = 0; j < D; j += HC_BLOCK) {
+        const int64_t n = D - j < HC_BLOCK ? D - j : HC_BLOCK;
+        for (int c = 0; c < nw; c++) wj[c] = w[c] + j;
+        K32->hc_wmix(wj, nw, coef, o, n, 0);
+        rnd(o, n, out + j);
+    }
+}
+
+static void hc_wsum(const sn_bf16 *x, int64_t n, const float *coef, int nw, float *const *dw) {
+    float v[HC_BLOCK];
+    float *dj[SN_K_HC_MATS];
+    for (int64_t j = 0; j < n; j += HC_BLOCK) {
+        const int64_t m = n - j < HC_BLOCK ? n - j : HC_BLOCK;
+        for (int c = 0; c < nw; c++) dj[c] = dw[c] + j;
+        K32->hc_wsum(wid(x + j, m, v), m, coef, nw, dj);
+    }
+}
+
 static void copy(const sn_bf16 *a, sn_bf16 *out, int64_t D) {
     float p[BLOCK];
     BLOCKS(D, { rnd(wid(a + j, n, p), n, out + j); })
@@ -235,6 +300,11 @@ const sn_kern16 sn_kern16_scalar = {
     .add_div = add_div,
     .apply = apply,
     .axpy = axpy,
+    .hc_mix = hc_mix,
+    .hc_dots = hc_dots,
+    .hc_proj = hc_proj,
+    .hc_wmix = hc_wmix,
+    .hc_wsum = hc_wsum,
     .copy = copy,
     .widen = sn_k_bf16_widen_row,
     .round = sn_k_bf16_round_row,

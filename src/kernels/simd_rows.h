@@ -1144,6 +1144,75 @@ static void axpy(const SN_T *a, const SN_T *b, float alpha, SN_T *out, int64_t D
     COLS(D, { store_out(out + j, vfma(va, load(a + j, t, m), load(b + j, t, m)), t, m, nt); });
 }
 
+/* ---- Hyper-Connections --------------------------------------------------------------------- */
+
+static void hc_mix(const SN_T *const *in, int nin, const float *w, SN_T *const *out, int nout,
+                   int64_t D, int nt) {
+    V wv[SN_K_HC_MATS * SN_K_HC_MATS];
+    for (int k = 0; k < nin * nout; k++) wv[k] = vset1(w[k]);
+    COLS(D, {
+        V v[SN_K_HC_MATS];
+        for (int k = 0; k < nin; k++) v[k] = load(in[k] + j, t, m);
+        for (int o = 0; o < nout; o++) {
+            const V *wo = wv + o * nin;
+            V acc = vmul(wo[0], v[0]);
+            for (int k = 1; k < nin; k++) acc = vfma(wo[k], v[k], acc);
+            store_out(out[o] + j, acc, t, m, nt);
+        }
+    });
+}
+
+/* one sweep per a[p], nb dot products in it, with RCOLS2's two accumulator sets (the lanes a
+ * partial step leaves off load 0 in both rows and add +0) */
+static void hc_dots(const SN_T *const *a, int na, const SN_T *const *b, int nb, int64_t D,
+                    float *out) {
+    for (int p = 0; p < na; p++) {
+        V acc[2][SN_K_HC_MATS];
+        for (int q = 0; q < nb; q++) acc[0][q] = acc[1][q] = vset1(0.0f);
+        RCOLS2(D, {
+            const V va = load(a[p] + j, t, m);
+            for (int q = 0; q < nb; q++) acc[k][q] = vfma(va, load(b[q] + j, t, m), acc[k][q]);
+        });
+        for (int q = 0; q < nb; q++) {
+            const V s[2] = {acc[0][q], acc[1][q]};
+            out[p * nb + q] += hsum2(s);
+        }
+    }
+}
+
+static void hc_proj(const SN_T *x, int64_t D, const float *const *w, int nw, float *out) {
+    V acc[2][SN_K_HC_MATS];
+    for (int c = 0; c < nw; c++) acc[0][c] = acc[1][c] = vset1(0.0f);
+    RCOLS2(D, {
+        const V vx = load(x + j, t, m);
+        for (int c = 0; c < nw; c++) acc[k][c] = vfma(vx, load(w[c] + j, t, m), acc[k][c]);
+    });
+    for (int c = 0; c < nw; c++) {
+        const V s[2] = {acc[0][c], acc[1][c]};
+        out[c] += hsum2(s);
+    }
+}
+
+static void hc_wmix(const float *const *w, int nw, const float *coef, SN_T *out, int64_t D,
+                    int nt) {
+    V cv[SN_K_HC_MATS];
+    for (int c = 0; c < nw; c++) cv[c] = vset1(coef[c]);
+    COLS(D, {
+        V acc = vmul(cv[0], load(w[0] + j, t, m));
+        for (int c = 1; c < nw; c++) acc = vfma(cv[c], load(w[c] + j, t, m), acc);
+        store_out(out + j, acc, t, m, nt);
+    });
+}
+
+static void hc_wsum(const SN_T *x, int64_t n, const float *coef, int nw, float *const *dw) {
+    V cv[SN_K_HC_MATS];
+    for (int c = 0; c < nw; c++) cv[c] = vset1(coef[c]);
+    COLS(n, {
+        const V vx = load(x + j, t, m);
+        for (int c = 0; c < nw; c++) store(dw[c] + j, vfma(cv[c], vx, load(dw[c] + j, t, m)), t, m);
+    });
+}
+
 #ifdef SN_K16
 /* bf16 widened and floats rounded with this table's vld16 and vrnd16, a vector at a time; a copy
  * is the two (out may equal a: each vector is loaded before it is stored) */
@@ -1188,6 +1257,11 @@ const sn_kern SN_KERN_TABLE = {
     .add_div = add_div,
     .apply = apply,
     .axpy = axpy,
+    .hc_mix = hc_mix,
+    .hc_dots = hc_dots,
+    .hc_proj = hc_proj,
+    .hc_wmix = hc_wmix,
+    .hc_wsum = hc_wsum,
     .copy = COPY,
     .widen = WIDEN,
     .round = ROUND,

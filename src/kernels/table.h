@@ -79,6 +79,30 @@ typedef struct SN_KT {
     /* xo = u + z / c, yo = y + z (xo may equal u, yo y) */
     void (*apply)(const SN_KROW *z, const SN_KROW *u, const SN_KROW *y, float c, SN_KROW *xo,
                   SN_KROW *yo, int64_t D, int nt);
+    /* Hyper-Connections' stream mixing (docs/SPEC.md): out[o] = sum_k w[o * nin + k] * in[k]
+     * for o < nout, over D columns (1 <= nin, nout <= SN_K_HC_MATS). Per column a left fold
+     * over k starting from the product w[o * nin] * in[0] (the SIMD paths add each further
+     * product with a fused multiply-add, the scalar path with a product and a sum), so weights
+     * 0 and 1 reproduce a plain sum bit for bit. Every input of a column is loaded before any
+     * output of it is stored: out[o] may equal any in[k]. */
+    void (*hc_mix)(const SN_KROW *const *in, int nin, const float *w, SN_KROW *const *out,
+                   int nout, int64_t D, int nt);
+    /* Hyper-Connections' per-row weight gradients: out[p * nb + q] += the dot product of a[p]
+     * and b[q] over D columns (na, nb <= SN_K_HC_MATS), as a reduction of the path (the
+     * scalar path adds each product to out in column order, so a row cut into column blocks
+     * gives the same bits) */
+    void (*hc_dots)(const SN_KROW *const *a, int na, const SN_KROW *const *b, int nb, int64_t D,
+                    float *out);
+    /* Dynamic Hyper-Connections' projections, between a row x and float parameter rows w[c]
+     * (c < nw <= SN_K_HC_MATS), over D columns (n for hc_wsum):
+     *   hc_proj  out[c] += the dot product of x and w[c] (a reduction of the path; the scalar
+     *            path adds each product in column order, as hc_dots)
+     *   hc_wmix  out = sum_c coef[c] * w[c] (per column a left fold over c, as hc_mix)
+     *   hc_wsum  dw[c] += coef[c] * x, column by column (any run of columns: the same bits) */
+    void (*hc_proj)(const SN_KROW *x, int64_t D, const float *const *w, int nw, float *out);
+    void (*hc_wmix)(const float *const *w, int nw, const float *coef, SN_KROW *out, int64_t D,
+                    int nt);
+    void (*hc_wsum)(const SN_KROW *x, int64_t n, const float *coef, int nw, float *const *dw);
     /* out = alpha * a + b; out may equal a or b */
     void (*axpy)(const SN_KROW *a, const SN_KROW *b, float alpha, SN_KROW *out, int64_t D, int nt);
     /* out = a, element by element as the type copies: fp32 bits moved unchanged (out may overlap

@@ -315,6 +315,7 @@ int main(int argc, char **argv) {
             check_norm(&paths[i], &paths[0], (ca_type)t);
             check_fuse(&paths[i], &paths[0], (ca_type)t);
             check_elem(&paths[i], &paths[0], (ca_type)t);
+            check_hc(&paths[i], &paths[0], (ca_type)t);
         }
         printf("checkasm: %-10s %ld checks\n", paths[i].name, tu_checks - c0);
     }

@@ -6,6 +6,7 @@
  * (checkasm.c): the paths, the types, inputs, rows with canaries around them, the comparisons,
  * and the --bench timer.
  *
+ * (check_hc.c: Hyper-Connections' hc_mix and hc_dots.)
  * Each check_* file has one function per slot group, run for every path, type and width:
  *   ca_close  the path's output against the scalar table's, within SN_K_TOL (kernels.h);
  *   ca_same   a promise of kernels.h that holds bit for bit within a path;
@@ -82,6 +83,7 @@ extern const char *const ca_type_names[CA_NTYPES];
 void check_norm(const ca_path *p, const ca_path *ref, ca_type t);
 void check_fuse(const ca_path *p, const ca_path *ref, ca_type t);
 void check_elem(const ca_path *p, const ca_path *ref, ca_type t);
+void check_hc(const ca_path *p, const ca_path *ref, ca_type t);
 void bench_norm(const ca_path *p, ca_type t);
 void bench_fuse(const ca_path *p, ca_type t);
 void bench_elem(const ca_path *p, ca_type t);
