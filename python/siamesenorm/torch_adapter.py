@@ -570,13 +570,27 @@ class HyperConnSublayer(torch.nn.Module):
             self.dynamic_beta_scale = torch.nn.Parameter(torch.empty(1))
         self.dynamic = dynamic
 
-    def conn_tensors(self):
-        """The connection weights in the library's order and layout (sn_net_conn_at)."""
-        out = [self.static_alpha.reshape(-1), self.static_beta]
+    def _conn(self):
+        """[(parameter, its layout in the library's block)]: dynamic_alpha_fn is stored
+        transposed there (Wa, (n + 1) x D; sn_net_conn_at)."""
+        out = [(self.static_alpha, False), (self.static_beta, False)]
         if self.dynamic:
-            out += [self.dynamic_alpha_fn.t().reshape(-1), self.dynamic_beta_fn,
-                    self.dynamic_alpha_scale, self.dynamic_beta_scale]
+            out += [(self.dynamic_alpha_fn, True), (self.dynamic_beta_fn, False),
+                    (self.dynamic_alpha_scale, False), (self.dynamic_beta_scale, False)]
         return out
+
+    def conn_tensors(self):
+        """The connection weights in the library's order and layout (sn_net_conn_at), flat."""
+        return [(p.t() if tr else p).reshape(-1) for p, tr in self._conn()]
+
+    def load_conn(self, flat):
+        """Set the connection weights from their block in the library's layout."""
+        off = 0
+        with torch.no_grad():
+            for p, tr in self._conn():
+                part = flat[off:off + p.numel()]
+                p.copy_(part.view(p.t().shape).t() if tr else part.view_as(p))
+                off += p.numel()
 
     def norm_modules(self):
         return [self.norm, self.streams_norm] if self.dynamic else [self.norm]
@@ -615,15 +629,25 @@ class HyperConnections(torch.nn.Module):
             HyperConnSublayer(b, [nm for nm, _ in net.stage_norms(i)], self.n, self.d,
                               self.dynamic) for i, b in enumerate(blocks))
         self.final = NormParams(net.stage_norms(S)[0][0], self.d)
-        init = torch.from_numpy(net.init_params())
-        with torch.no_grad():  # the library's initialisation, through the layout check
-            flat = self._flat()
-            if flat.numel() != init.numel():
-                raise AssertionError(f"{flat.numel()} parameters, the library has "
-                                     f"{init.numel()}")
-            off = 0
-            for t in self._flat_parts():
-                t.copy_(init[off:off + t.numel()].view_as(t))
+        self._load(torch.from_numpy(net.init_params()))  # the paper's initialisation
+
+    def _load(self, flat):
+        """Set every parameter from a block in the library's layout (n_params floats)."""
+        net = self._nets["f32"]
+        if flat.numel() != net.n_params or self._flat().numel() != net.n_params:
+            raise ValueError(f"{flat.numel()} floats, the library's block has {net.n_params}")
+        with torch.no_grad():
+            for i, sub in enumerate(self.sublayers):
+                for j, m in enumerate(sub.norm_modules()):
+                    off = net.norm_at(i, j)[1]
+                    for t in m.flat():
+                        t.copy_(flat[off:off + t.numel()])
+                        off += t.numel()
+                off, count = net.conn_at(i)
+                sub.load_conn(flat[off:off + count])
+            off = net.norm_at(len(self.sublayers), 0)[1]
+            for t in self.final.flat():
+                t.copy_(flat[off:off + t.numel()])
                 off += t.numel()
 
     def _flat_parts(self):
@@ -639,6 +663,7 @@ class HyperConnections(torch.nn.Module):
             for t in sub.conn_tensors():
                 parts.append(t)
                 off += t.numel()
+            assert off == sum(net.conn_at(i)), i
         assert net.norm_at(len(self.sublayers), 0)[1] == off
         return parts + self.final.flat()
 

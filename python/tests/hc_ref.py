@@ -17,8 +17,9 @@ and computes (the paper's section "Static Hyper-Connections")
     H'  = A_r^T H                      stream j of H' = sum_s A_r[s, j] H_s
     H^  = B^T T(h_0)^T + H'            stream j gets B[j] * T(h_0)
 
-Dynamic HC (section "Dynamic Hyper-Connections") makes the three matrices depend on the token's streams,
-through a norm of each stream H-bar = norm(H) (a norm with its own parameters per sub-layer):
+Dynamic HC (section "Dynamic Hyper-Connections") makes the three matrices depend on the token's
+streams, through a norm of each stream H-bar = norm(H) (a norm with its own parameters per
+sub-layer):
 
     B(H)   = s_beta  * tanh(H-bar W_beta)^T + B      W_beta in R^{D x 1}
     A_m(H) = s_alpha * tanh(H-bar W_m)      + A_m    W_m    in R^{D x 1}
@@ -28,8 +29,8 @@ so row s of A_m(H) and A_r(H), and entry s of B(H), are functions of stream s al
 and s_beta are learned scaling factors, here scalars (as in the paper's PyTorch-style
 pseudocode, where each is a one-element parameter).
 
-Initialisation (section "Initialization"): A_m = e_{k mod n} (the block input of sub-layer k is stream
-k mod n), A_r = I_n, B = 1_n; for dynamic HC W_beta = W_m = W_r = 0 and s_alpha = s_beta = 0.01.
+Initialisation (section "Initialization"): A_m = e_{k mod n} (the block input of sub-layer k is
+stream k mod n), A_r = I_n, B = 1_n; for dynamic HC W_beta = W_m = W_r = 0 and s_alpha = s_beta = 0.01.
 At that point every stream stays equal to Pre-Norm's residual x, so the network is Pre-Norm's.
 At the end the streams are summed, then the final norm: out = N_f(sum_j H_j). With all n streams
 equal to x, N_f(n x) is N_f(x) with eps / n^2 in place of eps (LayerNorm and RMSNorm alike).
@@ -82,12 +83,19 @@ class HCSublayer(nn.Module):
         b = self.s_beta * torch.tanh(Hb @ self.W_beta) + self.B
         return am, ar, b
 
-    def forward(self, H, F):
+    def forward(self, H, F, trace=None):
+        """trace: a list that receives {H, h0, z, out} of this sub-layer (h0 and out keep their
+        gradients after a backward: retain_grad)."""
         am, ar, b = self.matrices(H)
         h0 = torch.einsum("rs,rsd->rd", am, H)           # A_m^T H
         Hp = torch.einsum("rsj,rsd->rjd", ar, H)         # A_r^T H
         z = F(self.norm(h0))                             # T(h_0)
-        return Hp + b.unsqueeze(-1) * z.unsqueeze(1)     # B^T T(h_0)^T + H'
+        out = Hp + b.unsqueeze(-1) * z.unsqueeze(1)      # B^T T(h_0)^T + H'
+        if trace is not None and out.requires_grad:
+            h0.retain_grad()
+            out.retain_grad()
+            trace.append({"H": H, "h0": h0, "z": z, "out": out})
+        return out
 
     def connection_params(self):
         """[(name, parameter)] of the connection weights (not the norms)."""
@@ -112,13 +120,11 @@ class HyperConnRef(nn.Module):
         """H_0: n copies of the embedding, (R, n, D)."""
         return e.unsqueeze(1).expand(-1, self.n, -1)
 
-    def forward(self, e, keep_h=None):
-        """keep_h: a list that receives every block input N_k(h_0) (for inspection)."""
+    def forward(self, e, trace=None):
+        """trace: a list that receives each sub-layer's intermediates (HCSublayer.forward)."""
         H = self.streams(e)
         for k, F in enumerate(self.blocks):
-            if keep_h is not None:
-                F = _Spy(F, keep_h)
-            H = self.hc[k](H, F)
+            H = self.hc[k](H, F, trace)
         return self.nf(H.sum(1))
 
     def reference_step(self, k, H, F):
@@ -143,16 +149,6 @@ class HyperConnRef(nn.Module):
         return out + [(self.S, "final", self.nf)]
 
 
-class _Spy(nn.Module):
-    def __init__(self, F, store):
-        super().__init__()
-        self.F, self.store = F, store
-
-    def forward(self, h):
-        self.store.append(h)
-        return self.F(h)
-
-
 def randomise_connections(model, gen, spread=0.2):
     """Random connection weights around the initial values (A_r not symmetric, A_m not one-hot,
     B not uniform, W and s nonzero) so that a transposed or misplaced weight shows: spread times
@@ -162,3 +158,47 @@ def randomise_connections(model, gen, spread=0.2):
             for name, p in sub.connection_params():
                 scale = spread / model.d ** 0.5 if name.startswith("W_") else spread
                 p.add_(scale * torch.randn(p.shape, generator=gen, dtype=p.dtype))
+
+
+def reduction_scales(model, trace):
+    """The condition of every connection-weight gradient: each is a sum over rows (and D) of
+    products, e.g. dA_m[k] = sum_rows <dh0, H_k>, and LayerNorm / RMSNorm make N_k(h0)
+    invariant to the scale of h0, so sum_k A_m[k] dA_m[k] = sum_rows <dh0, h0> is about 0: these
+    sums cancel (with n = 1, dA_m is that sum alone) and a float32 result is accurate relative to
+    the sum of the absolute values of its terms, not to its own size. The dynamic projections,
+    scales and the streams' norm's gamma / beta inherit those per-row sums. Returns
+    {(name, k) or ("gamma" / "beta", k, "streams"): that sum (the tensor's shape)}, in float64, from a traced forward and backward of the reference
+    (trace as HyperConnRef.forward fills it)."""
+    out = {}
+    for k, (sub, t) in enumerate(zip(model.hc, trace)):
+        H, z = t["H"].detach(), t["z"].detach()
+        dh0, G = t["h0"].grad, t["out"].grad
+        Pm = torch.einsum("rd,rkd->rk", dh0.abs(), H.abs())       # |terms| of a_m[r, k]
+        Pr = torch.einsum("rjd,rkd->rkj", G.abs(), H.abs())       # of a_r[r, k, j]
+        Pb = torch.einsum("rjd,rd->rj", G.abs(), z.abs())         # of b[r, j]
+        out[("A_m", k)], out[("A_r", k)], out[("B", k)] = Pm.sum(0), Pr.sum(0), Pb.sum(0)
+        if not sub.dynamic:
+            continue
+        with torch.no_grad():
+            Hn = sub.dyn_norm(H)
+            Hb = Hn.abs()
+            ta_m, ta_r, tb = (torch.tanh(Hn @ sub.W_m), torch.tanh(Hn @ sub.W_r),
+                              torch.tanh(Hn @ sub.W_beta))
+            pm = sub.s_alpha.abs() * (1 - ta_m ** 2) * Pm               # |terms| of pa[r, k, 0]
+            pr = sub.s_alpha.abs() * (1 - ta_r ** 2) * Pr               # of pa[r, k, 1 + j]
+            pb = sub.s_beta.abs() * (1 - tb ** 2) * Pb                  # of pb[r, k]
+            out[("s_alpha", k)] = (ta_m.abs() * Pm).sum() + (ta_r.abs() * Pr).sum()
+            out[("s_beta", k)] = (tb.abs() * Pb).sum()
+            out[("W_m", k)] = torch.einsum("rk,rkd->d", pm, Hb)
+            out[("W_r", k)] = torch.einsum("rkj,rkd->dj", pr, Hb)
+            out[("W_beta", k)] = torch.einsum("rk,rkd->d", pb, Hb)
+            # dHbar_k = pa[k, 0] W_m + sum_j pa[k, 1 + j] W_r[:, j] + pb[k] W_beta, and the
+            # streams' norm's gamma / beta gradients sum it (times x-hat) over rows and streams
+            dHb = (pm.unsqueeze(-1) * sub.W_m.abs() + torch.einsum("rkj,dj->rkd", pr, sub.W_r.abs())
+                   + pb.unsqueeze(-1) * sub.W_beta.abs())
+            m = sub.dyn_norm
+            xhat = (Hn - (m.bias if m.bias is not None else 0)) / m.weight
+            out[("gamma", k, "streams")] = (dHb * xhat.abs()).sum((0, 1))
+            if m.bias is not None:
+                out[("beta", k, "streams")] = dHb.sum((0, 1))
+    return out

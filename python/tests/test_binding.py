@@ -192,7 +192,9 @@ class StatusAndStructs(unittest.TestCase):
         self.assertEqual(ctypes.sizeof(_capi.sn_fuse), 48)
         self.assertEqual(_capi.sn_net.scales.offset, 56)
         self.assertEqual(_capi.sn_net.mix_fraction.offset, 64)
-        self.assertEqual(_capi.sn_net.reserved.offset, 72)
+        self.assertEqual(_capi.sn_net.hc_rate.offset, 72)
+        self.assertEqual(_capi.sn_net.hc_dynamic.offset, 76)
+        self.assertEqual(_capi.sn_net.reserved.offset, 80)
         self.assertEqual(ctypes.sizeof(_capi.sn_net), 128)
 
     def test_status_strings(self):

@@ -5,7 +5,8 @@ block is laid out stage 0, 1, ..., S-1, then the merge, then the split (Peri-LN'
 that the stages i..S-1 and the merge are one contiguous range [offset(i), end of merge) that is
 final after enter_backward(i). This checks both claims for every placement and norm kind: a
 snapshot of the stage's gradient slice taken right after its call equals the slice at the end of
-the backward pass, byte for byte, and the stages' slices tile the block in that order."""
+the backward pass, byte for byte, and the stages' slices tile the block in that order
+(Hyper-Connections: a stage's slice holds its norms and then its connection weights)."""
 
 import unittest
 
@@ -18,11 +19,16 @@ S, D, R = 6, 8, 5
 
 
 def stage_range(net, i):
-    """[lo, hi) of stage i's norms in the block, or None when it has none."""
+    """[lo, hi) of stage i's norms in the block (and of Hyper-Connections' connection weights,
+    which follow them), or None when it has none."""
     norms = net.stage_norms(i)
     if not norms:
         return None
     nm, off = norms[-1]
+    if net.hc_rate and 0 <= i < net.n_sublayers:
+        conn, count = net.conn_at(i)
+        assert conn == off + nm.query(D)[0], (i, conn)
+        return norms[0][1], conn + count
     return norms[0][1], off + nm.query(D)[0]
 
 
