@@ -130,6 +130,9 @@ typedef struct bench {
     float *nparams, *ndparams, *fparams, *fdparams, *stats, *mean, *rstd, *var;
     /* the same R x D tensors in bf16, for the _bf16 calls */
     sn_bf16 *xb, *yb, *ub, *hb, *zb, *xob, *yob, *dhb, *dub, *dxb, *dyb, *dzb;
+    /* Hyper-Connections, n = 4: a one-sub-layer net, static [0] and dynamic [1], its pass */
+    sn_net hc[2];
+    sn_net_pass hcp[2];
 #ifdef SN_BENCH_DNNL
     void *dnnl, *dnnl16;
 #endif
@@ -214,6 +217,23 @@ static void op_sublayer(void *a) {
     op_apply_bwd(a);
     op_fuse_bwd(a);
 }
+
+/* Hyper-Connections' sub-layer at n = 4 through the placement layer: enter, exit and their
+ * backwards (the stream mixing and its backward: the hc_mix and hc_dots kernels; dynamic HC
+ * also its projections). At the minimum it moves 34 R x D operands: enter reads the 4 streams
+ * and writes h (5), exit reads them and z and writes 4 streams and the saved z (10), the exit
+ * backward reads the 4 stream gradients and z and writes dz (6), the enter backward reads dh,
+ * the 4 streams and the 4 stream gradients and writes 4 (13). */
+static void op_hc(bench *b, int dyn) {
+    const sn_net *n = &b->hc[dyn];
+    const sn_net_pass *p = &b->hcp[dyn];
+    sn_net_enter(b->ctx, n, p, 0, b->h, b->D);
+    sn_net_exit(b->ctx, n, p, 0, b->z, b->D);
+    sn_net_exit_backward(b->ctx, n, p, 0, b->dz, b->D, 0);
+    sn_net_enter_backward(b->ctx, n, p, 0, b->dh, b->D);
+}
+static void op_hc_static(void *a) { op_hc(a, 0); }
+static void op_hc_dynamic(void *a) { op_hc(a, 1); }
 
 /* the library's bf16 calls, on the same shapes */
 static void op16_ln_fwd(void *a) {
@@ -392,6 +412,8 @@ static const opdef OPS[] = {
     {"split fwd", op_split_fwd, 3, 4, NULL, 0, NULL},
     {"split bwd", op_split_bwd, 3, 4, NULL, 0, NULL},
     {"siamese sub-layer", op_sublayer, 19, 4, base_sublayer, 0, NULL},
+    {"hc4 static sub-layer", op_hc_static, 34, 4, NULL, 0, NULL},
+    {"hc4 dynamic sub-layer", op_hc_dynamic, 34, 4, NULL, 0, NULL},
     /* bf16: the same ops, named with a " bf16" suffix (vs-f32: the fp32 op of the same run) */
     {"layernorm fwd bf16", op16_ln_fwd, 2, 2, NULL, 1, NULL},
     {"layernorm bwd bf16", op16_ln_bwd, 3, 2, NULL, 2, NULL},
@@ -458,6 +480,18 @@ static void bench_init(bench *b, int64_t R, int64_t D) {
     if (!b->dnnl16) fprintf(stderr, "sn-bench: oneDNN refuses bf16 layer normalisation here\n");
 #endif
     op_fuse_fwd(b); /* valid statistics for the backward passes (the bf16 ones use the same) */
+    for (int dyn = 0; dyn < 2; dyn++) {
+        sn_net *n = &b->hc[dyn];
+        int64_t np, apr, wpr;
+        must(sn_net_init(n, SN_PLACEMENT_HYPER_CONN, 1, D, SN_NORM_LAYERNORM, 1e-5f), "HC net");
+        n->hc_dynamic = (uint32_t)dyn;
+        must(sn_net_sizes(n, &np, &apr, &wpr), "HC sizes");
+        float *params = fbuf(np, 0.0f, 0.0f, &seed), *grads = fbuf(np, 0.0f, 0.0f, &seed);
+        float *acts = fbuf(R * apr, 0.0f, 0.0f, &seed), *work = fbuf(R * wpr, 0.0f, 0.0f, &seed);
+        must(sn_net_init_params(n, params), "HC init");
+        b->hcp[dyn] = (sn_net_pass){R, params, acts, grads, work};
+        must(sn_net_split(b->ctx, n, &b->hcp[dyn], b->x, D), "HC split");
+    }
 }
 
 static void bench_free(bench *b) {
@@ -469,6 +503,10 @@ static void bench_free(bench *b) {
     sn_bf16 *tb[] = {b->xb,  b->yb,  b->ub,  b->hb,  b->zb,  b->xob,
                      b->yob, b->dhb, b->dub, b->dxb, b->dyb, b->dzb};
     for (size_t i = 0; i < sizeof tb / sizeof tb[0]; i++) free(tb[i]);
+    for (int dyn = 0; dyn < 2; dyn++) {
+        free((void *)b->hcp[dyn].params), free(b->hcp[dyn].grads);
+        free(b->hcp[dyn].acts), free(b->hcp[dyn].work);
+    }
 #ifdef SN_BENCH_DNNL
     if (b->dnnl) dnnl_peer_destroy(b->dnnl);
     if (b->dnnl16) dnnl_peer_destroy(b->dnnl16);

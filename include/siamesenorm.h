@@ -788,8 +788,9 @@ SN_API sn_status sn_net_init_gain(const sn_net *net, float *gain);
  * forward and read by the backward, not recomputed) and N_hc's statistics of the n streams;
  * the block input mix h0 is not saved (the backward recomputes it from the saved streams, the
  * same bits). LayerNorm, per sub-layer: static n = 2: 3D + 2, n = 4: 5D + 2; dynamic n = 2:
- * 3D + 14, n = 4: 5D + 34. work: (n + 1) D (the n stream gradients and one row for h0 and its
- * gradient; dynamic HC one more row, (n + 2) D). Errors: as sn_net_check. */
+ * 3D + 14, n = 4: 5D + 34. work: (n + 2) D (the n stream gradients, then h0 and its gradient;
+ * dynamic HC n(n + 2) + n + 2 floats more: the per-row weight gradients). Errors: as
+ * sn_net_check. */
 SN_API sn_status sn_net_sizes(const sn_net *net, int64_t *n_params, int64_t *acts_per_row,
                               int64_t *work_per_row);
 
@@ -1002,7 +1003,7 @@ SN_API sn_status sn_net_merge_backward(const sn_ctx *ctx, const sn_net *net,
  * placements with a norm after the block (Post-Norm, DeepNorm, paper form, Peri-LN) first take
  * the stream gradient back through it, accumulating its parameter gradients.
  * Hyper-Connections: dz = sum_j B[j] dH'_j, accumulating the gradients of B (and, dynamic,
- * keeping the per-row ones for sn_net_enter_backward in work's extra row). */
+ * keeping each row's in work for sn_net_enter_backward). */
 SN_API sn_status sn_net_exit_backward(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *pass,
                                       int32_t i, float *dz, int64_t lddz, uint32_t flags);
 

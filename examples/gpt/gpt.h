@@ -71,6 +71,9 @@ typedef struct gpt_config {
     int act_dtype;     /* sn_dtype of the residual streams and block inputs/outputs: SN_DTYPE_F32,
                           or SN_DTYPE_BF16 (the matmuls stay fp32: h and z are converted at
                           their boundary) */
+    int hc_rate;       /* hyper_connections: the expansion rate n (1..SN_HC_MAX_RATE); 0 for
+                          every other placement */
+    int hc_dynamic;    /* hyper_connections: 1 dynamic, 0 static; 0 for every other placement */
 } gpt_config;
 
 /* Weight initialisation (--init). Biases start at 0 and every norm at gamma 1, beta 0 in all

@@ -23,6 +23,7 @@ typedef struct options {
     int task; /* DATA_FORTUNES, DATA_TALES, DATA_ADDITION, or DATA_TEXT (with --data) */
     int digits, val_size, batch, eval_every, evals, print_every, json, samples, blas_threads;
     int reduce; /* dist_reduce */
+    int hc_rate, hc_mode; /* --hc-rate, --hc-mode (0: not given; mode 1 static, 2 dynamic) */
     double val_frac;
     uint64_t seed;
 } options;
@@ -127,6 +128,12 @@ static void usage(FILE *f) {
         "                      c = 1 (the paper's ablation); DeepNorm's alpha likewise;\n"
         "                      SpanNorm's c = sqrt(L) (the library's reading) or c = 1\n"
         "  --no-input-norm     SiameseNorm without its input norm (the paper's ablation)\n"
+        "  --hc-rate N         hyper_connections: the number of residual streams n, 1..8\n"
+        "                      (default 4, the paper's main setting)\n"
+        "  --hc-mode M         hyper_connections: dynamic (default: the per-token weights of\n"
+        "                      the paper's DHC) or static\n");
+    fprintf(
+        f,
         "  --act-dtype TYPE    f32|bf16: the residual streams and block inputs/outputs in bf16\n"
         "                      (fp32 arithmetic and matmuls; default f32)\n"
         "data (default: English text, the Debian package " FORTUNES_PACKAGE " " FORTUNES_VERSION
@@ -247,6 +254,13 @@ static int parse(int argc, char **argv, options *o) {
                 fprintf(stderr, "--scales %s: expected default|none\n", v);
                 return -1;
             }
+        } else if (OPT("--hc-mode")) {
+            if (strcmp(v, "static") == 0) o->hc_mode = 1;
+            else if (strcmp(v, "dynamic") == 0) o->hc_mode = 2;
+            else {
+                fprintf(stderr, "--hc-mode %s: expected static|dynamic\n", v);
+                return -1;
+            }
         } else if (OPT("--task")) {
             if (strcmp(v, "fortunes") == 0) o->task = DATA_FORTUNES;
             else if (strcmp(v, "tales") == 0) o->task = DATA_TALES;
@@ -284,6 +298,7 @@ static int parse(int argc, char **argv, options *o) {
         else if (OPT("--width")) bad = na_int(a, v, 1, GPT_MAX_WIDTH, &o->cfg.width);
         else if (OPT("--heads")) bad = na_int(a, v, 1, GPT_MAX_WIDTH, &o->cfg.heads);
         else if (OPT("--ctx")) bad = na_int(a, v, 1, GPT_MAX_CTX, &o->cfg.ctx);
+        else if (OPT("--hc-rate")) bad = na_int(a, v, 1, SN_HC_MAX_RATE, &o->hc_rate);
         else if (OPT("--batch")) bad = na_int(a, v, 1, GPT_MAX_BATCH, &o->batch);
         else if (OPT("--steps")) bad = na_int(a, v, 1, GPT_MAX_STEPS, &o->opt.steps);
         else if (OPT("--lr")) bad = na_float(a, v, 0.0, GPT_MAX_LR, NA_OPEN_LO, &o->opt.lr);
@@ -312,6 +327,13 @@ static int parse(int argc, char **argv, options *o) {
     if (o->val_size <= 0)
         o->val_size = o->task == DATA_TEXT ? 64 : o->task == DATA_ADDITION ? 1000 : 256;
     if (o->cfg.ctx <= 0) o->cfg.ctx = o->task == DATA_ADDITION ? addition_ctx(o->digits) : 64;
+    if (o->cfg.placement == SN_PLACEMENT_HYPER_CONN) {
+        o->cfg.hc_rate = o->hc_rate ? o->hc_rate : 4;
+        o->cfg.hc_dynamic = o->hc_mode != 1;
+    } else if (o->hc_rate || o->hc_mode) {
+        fprintf(stderr, "--hc-rate and --hc-mode: only with --norm hyper_connections\n");
+        return -1;
+    }
     char why[96];
     if (gpt_config_check(&o->cfg, why, sizeof why) != 0) {
         fprintf(stderr, "invalid model: %s\n", why);
@@ -392,6 +414,9 @@ static uint64_t config_hash(const options *o, const gpt_config *c, char *buf, si
              (double)o->opt.eps, (double)o->opt.weight_decay, (double)o->opt.clip);
     /* fp32 streams keep the hashes runs had before the option existed */
     if (c->act_dtype == SN_DTYPE_BF16 && strlen(buf) + 10 < n) strcat(buf, " act=bf16");
+    if (c->placement == SN_PLACEMENT_HYPER_CONN && strlen(buf) + 24 < n)
+        snprintf(buf + strlen(buf), n - strlen(buf), " hc=%d%s", c->hc_rate,
+                 c->hc_dynamic ? "dynamic" : "static");
     return fnv1a64((const unsigned char *)buf, strlen(buf));
 }
 

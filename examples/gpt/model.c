@@ -113,6 +113,13 @@ int gpt_config_check(const gpt_config *c, char *why, size_t n) {
         bad = "no_input_norm is neither 0 nor 1";
     else if (c->act_dtype != SN_DTYPE_F32 && c->act_dtype != SN_DTYPE_BF16)
         bad = "unknown act dtype";
+    else if (c->placement == SN_PLACEMENT_HYPER_CONN &&
+             (c->hc_rate < 1 || c->hc_rate > SN_HC_MAX_RATE))
+        bad = "hyper_connections' rate outside 1..8";
+    else if (c->placement == SN_PLACEMENT_HYPER_CONN && c->hc_dynamic != 0 && c->hc_dynamic != 1)
+        bad = "hyper_connections' mode is neither static nor dynamic";
+    else if (c->placement != SN_PLACEMENT_HYPER_CONN && (c->hc_rate != 0 || c->hc_dynamic != 0))
+        bad = "hyper-connection settings on another placement";
     if (bad) snprintf(why, n, "%s", bad);
     return bad ? -1 : 0;
 }
@@ -129,6 +136,10 @@ static sn_status model_layout(const gpt_config *cfg, int qk_mode, sn_net *net, s
         net->scale_rule = (sn_scale_rule)cfg->scale_rule;
         net->act_dtype = (uint32_t)cfg->act_dtype;
         if (cfg->no_input_norm) net->input_norm.kind = SN_NORM_IDENTITY;
+        if (cfg->placement == SN_PLACEMENT_HYPER_CONN) {
+            net->hc_rate = cfg->hc_rate;
+            net->hc_dynamic = (uint32_t)cfg->hc_dynamic;
+        }
     }
     int64_t n_norm = 0;
     if (st == SN_OK) st = sn_net_sizes(net, &n_norm, acts_per_row, work_per_row);

@@ -62,7 +62,7 @@ static int resume_check(const char *path, gpt_config cfg, gpt_config other) {
 
 typedef struct mutation {
     const char *what;
-    long offset; /* from the start; < 0: from the start of the floats (80), in floats */
+    long offset; /* from the start; < 0: from the start of the floats (88), in floats */
     uint32_t bits;
 } mutation;
 
@@ -74,7 +74,7 @@ static int refused(const char *path, const unsigned char *orig, size_t n, const 
     unsigned char *b = calloc(n + 8, 1);
     memcpy(b, orig, n);
     if (m) {
-        long at = m->offset >= 0 ? m->offset : 80 + 4 * (-m->offset - 1);
+        long at = m->offset >= 0 ? m->offset : 88 + 4 * (-m->offset - 1);
         memcpy(b + at, &m->bits, 4);
     }
     FILE *f = fopen(path, "wb");
@@ -99,7 +99,7 @@ static int hostile_check(const char *path, gpt_config cfg) {
         return 0;
     trainer_step(&a);
     int ok = checkpoint_save(&a, path) == 0;
-    size_t n = 80 + 12 * a.model.n_params;
+    size_t n = 88 + 12 * a.model.n_params;
     uint32_t np = (uint32_t)a.model.n_params;
     trainer_free(&a);
     unsigned char *orig = malloc(n);
@@ -135,14 +135,16 @@ static int hostile_check(const char *path, gpt_config cfg) {
         {"eps -1", 52, 0xbf800000u},
         {"eps inf", 52, 0x7f800000u},
         {"eps 2", 52, 0x40000000u},
-        {"n_params + 1", 56, np + 1},
-        {"n_params - 1", 56, np - 1},
-        {"n_params negative", 60, 0x80000000u},
-        {"step -1 (N7)", 64, 0xffffffffu},
-        {"step INT_MIN (N7)", 64, 0x80000000u},
-        {"step 10^9 + 1", 64, 1000000001u},
-        {"qk mode auto (unresolved)", 68, GPT_QK_AUTO},
-        {"qk mode 4", 68, 4},
+        {"hc rate 1 on another placement", 56, 1},
+        {"hc mode 1 on another placement", 60, 1},
+        {"n_params + 1", 64, np + 1},
+        {"n_params - 1", 64, np - 1},
+        {"n_params negative", 68, 0x80000000u},
+        {"step -1 (N7)", 72, 0xffffffffu},
+        {"step INT_MIN (N7)", 72, 0x80000000u},
+        {"step 10^9 + 1", 72, 1000000001u},
+        {"qk mode auto (unresolved)", 76, GPT_QK_AUTO},
+        {"qk mode 4", 76, 4},
         {"a NaN parameter", -1, 0x7fc00000u},
         {"an infinite first moment", -(1 + (long)np + 5), 0x7f800000u},
         {"a negative second moment", -(1 + 2 * (long)np + 3), 0xbf800000u},
@@ -156,8 +158,15 @@ static int hostile_check(const char *path, gpt_config cfg) {
     }
     int lengths = ok && refused(path, orig, n, NULL, -1, &opt, &data) &&
                   refused(path, orig, n, NULL, 4, &opt, &data) &&
-                  refused(path, orig, n, NULL, -(long)n + 79, &opt, &data);
+                  refused(path, orig, n, NULL, -(long)n + 87, &opt, &data);
     int intact = ok && !refused(path, orig, n, NULL, 0, &opt, &data);
+    /* a version 2 file (no hyper-connection words, magic ...K2) of the same model loads */
+    unsigned char *v2 = malloc(n);
+    memcpy(v2, orig, 56);
+    v2[7] = '2';
+    memcpy(v2 + 56, orig + 64, n - 64);
+    intact = intact && !refused(path, v2, n - 8, NULL, 0, &opt, &data);
+    free(v2);
     printf("hostile checkpoints: %d of %d one-field changes refused; lengths -1, +4 and a lone "
            "partial header %s; the unchanged file %s\n",
            n_ok, n_ms, lengths ? "refused" : "ACCEPTED (FAIL)", intact ? "loads" : "FAILS");

@@ -131,7 +131,10 @@ static int check_placement(int placement, int norm_kind, int qk) {
                       .placement = placement,
                       .norm_kind = norm_kind,
                       .qk_norm = qk,
-                      .eps = 1e-5f};
+                      .eps = 1e-5f,
+                      /* hyper_connections: n = 4, dynamic (the trainer's default) */
+                      .hc_rate = placement == SN_PLACEMENT_HYPER_CONN ? 4 : 0,
+                      .hc_dynamic = placement == SN_PLACEMENT_HYPER_CONN};
     if (gpt_model_create(&m, &cfg, B) != 0) return 1;
     uint64_t rng = 1234;
     gpt_model_init(&m, 5);

@@ -75,8 +75,8 @@ get_i64() { od -An -t d8 -j "$2" -N 8 "$1" | tr -d ' '; }
 # answer: each decoded row is ctx (80) characters long.
 a2="--task addition --layers 1 --width 32 --heads 2 --digits 1 --ctx 80 --batch 4 --val-size 8"
 "$exe" $a2 --steps 2 --save "$d/z.ckpt" > "$d/out" 2>&1
-n=$(get_i64 "$d/z.ckpt" 56)
-dd if=/dev/zero of="$d/z.ckpt" bs=4 seek=20 count="$n" conv=notrunc 2>/dev/null
+n=$(get_i64 "$d/z.ckpt" 64)
+dd if=/dev/zero of="$d/z.ckpt" bs=4 seek=22 count="$n" conv=notrunc 2>/dev/null
 "$exe" $a2 --steps 2 --load "$d/z.ckpt" --samples 3 > "$d/out" 2>&1
 rc=$?
 check "--task addition --ctx 80 --samples 3, answers that never end (N2): exits 0 ($rc), three samples shown" \
@@ -92,11 +92,11 @@ check "it loads" sh -c "'$exe' $tiny --steps 8 --load '$ck' > '$d/out' 2>&1"
 # tales task, whose targets (bytes up to 126) lie past row ends of 40 logits
 tt="--layers 1 --width 32 --heads 2 --batch 4 --ctx 16 --val-size 8"
 "$exe" $tt --steps 2 --save "$d/t2.ckpt" > "$d/out" 2>&1
-n=$(get_i64 "$d/t2.ckpt" 56)
+n=$(get_i64 "$d/t2.ckpt" 64)
 cp "$d/t2.ckpt" "$d/v.ckpt"
 put_i32 "$d/v.ckpt" 8 40
-put_i64 "$d/v.ckpt" 56 $((n - 216 * 32))
-truncate -s $((80 + 12 * (n - 216 * 32))) "$d/v.ckpt"
+put_i64 "$d/v.ckpt" 64 $((n - 216 * 32))
+truncate -s $((88 + 12 * (n - 216 * 32))) "$d/v.ckpt"
 "$exe" $tt --steps 4 --load "$d/v.ckpt" > "$d/out" 2>&1
 rc=$?
 check "vocab 40 (N1): refused, exit 1 (got $rc)" \
@@ -104,7 +104,7 @@ check "vocab 40 (N1): refused, exit 1 (got $rc)" \
 # N7: a negative step, the smallest int32
 for step in -1 -2147483648; do
     cp "$d/orig.ckpt" "$d/s.ckpt"
-    put_i32 "$d/s.ckpt" 64 $step
+    put_i32 "$d/s.ckpt" 72 $step
     "$exe" $tiny --steps 8 --load "$d/s.ckpt" > "$d/out" 2>&1
     rc=$?
     check "step $step (N7): refused, exit 1 (got $rc)" \
@@ -134,7 +134,7 @@ check "--load X --save X under ulimit -f 64 (the save cut short): exit 1 ($rc), 
 check "no temporary left beside X" sh -c "[ -z \"\$(ls -A '$d' | grep tmp-)\" ]"
 check "X still loads" sh -c "'$exe' $tiny --steps 8 --load '$ck' > '$d/out' 2>&1"
 "$exe" $tiny --steps 8 --load "$ck" --save "$ck" > "$d/out" 2>&1
-check "--load X --save X: X replaced by the step-8 checkpoint" [ "$(get_i32 "$ck" 64)" -eq 8 ]
+check "--load X --save X: X replaced by the step-8 checkpoint" [ "$(get_i32 "$ck" 72)" -eq 8 ]
 cp "$d/orig.ckpt" "$d/keep.ckpt"
 "$exe" $tiny --steps 3 --log "$d/keep.ckpt" > "$d/out" 2>&1
 rc=$?
@@ -176,7 +176,7 @@ rows_in_order() { # CSV N: rows 1..N, once each, in order
 }
 interrupt INT
 last=$(tail -n 1 "$d/i.csv" | cut -d, -f1)
-at=$(get_i32 "$d/i.ckpt" 64 2>/dev/null)
+at=$(get_i32 "$d/i.ckpt" 72 2>/dev/null)
 check "SIGINT: exit status 5 (got $rc)" [ $rc -eq 5 ]
 check "SIGINT: the log holds whole rows only" rows_whole "$d/i.csv"
 check "SIGINT: the checkpoint saved at the log's last step ($at, $last)" \

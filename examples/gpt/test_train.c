@@ -19,7 +19,10 @@ static gpt_config tiny_config(int placement, int qk_norm) {
                       .placement = placement,
                       .norm_kind = SN_NORM_LAYERNORM,
                       .qk_norm = qk_norm,
-                      .eps = 1e-5f};
+                      .eps = 1e-5f,
+                      /* hyper_connections: n = 4, dynamic (the trainer's default) */
+                      .hc_rate = placement == SN_PLACEMENT_HYPER_CONN ? 4 : 0,
+                      .hc_dynamic = placement == SN_PLACEMENT_HYPER_CONN};
     return cfg;
 }
 

@@ -1,5 +1,6 @@
 /* The trainer: one optimisation step, held-out evaluation, checkpoints. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,10 +115,13 @@ eval_result trainer_eval(trainer *t) {
 
 /* ---- checkpoints -------------------------------------------------------------------------- */
 
-/* version 2: the config gained init, scale rule, input norm and eps */
-static const char ckpt_magic[8] = {'S', 'N', 'G', 'P', 'T', 'C', 'K', '2'};
+/* version 2: the config gained init, scale rule, input norm and eps; version 3: the
+ * hyper-connections' rate and mode (cfg[12], cfg[13]); version 2 files still load (as 0, 0) */
+static const char ckpt_magic[8] = {'S', 'N', 'G', 'P', 'T', 'C', 'K', '3'};
+static const char ckpt_magic2[8] = {'S', 'N', 'G', 'P', 'T', 'C', 'K', '2'};
 
-#define CKPT_CFG 12
+#define CKPT_CFG  14
+#define CKPT_CFG2 12 /* version 2 */
 typedef struct ckpt_header {
     char magic[8];
     int32_t cfg[CKPT_CFG];
@@ -133,6 +137,7 @@ static void cfg_to_ints(const gpt_config *c, int32_t *v) {
     v[8] = c->init, v[9] = c->scale_rule;
     v[10] = c->no_input_norm;
     memcpy(&v[11], &c->eps, sizeof(float));
+    v[12] = c->hc_rate, v[13] = c->hc_dynamic;
 }
 
 static void ints_to_cfg(const int32_t *v, gpt_config *c) {
@@ -140,6 +145,7 @@ static void ints_to_cfg(const int32_t *v, gpt_config *c) {
     c->width = v[4], c->tied = v[5], c->placement = v[6], c->norm_kind = v[7];
     c->init = v[8], c->scale_rule = v[9], c->no_input_norm = v[10];
     memcpy(&c->eps, &v[11], sizeof(float));
+    c->hc_rate = v[12], c->hc_dynamic = v[13];
 }
 
 int checkpoint_save(const trainer *t, const char *path) {
@@ -167,8 +173,16 @@ int checkpoint_save(const trainer *t, const char *path) {
 
 int ckpt_read_header(FILE *f, uint64_t len, ckpt_info *info, char *why, size_t n) {
     ckpt_header h;
-    if (len < sizeof h || fread(&h, sizeof h, 1, f) != 1 ||
-        memcmp(h.magic, ckpt_magic, sizeof h.magic) != 0) {
+    memset(&h, 0, sizeof h);
+    /* version 2: the same fields without cfg[12], cfg[13] */
+    const size_t tail = sizeof h - offsetof(ckpt_header, n_params);
+    int v2 = 0;
+    if (len >= sizeof h.magic && fread(h.magic, sizeof h.magic, 1, f) == 1)
+        v2 = memcmp(h.magic, ckpt_magic2, sizeof h.magic) == 0;
+    const size_t hsize = v2 ? sizeof h - (CKPT_CFG - CKPT_CFG2) * sizeof(int32_t) : sizeof h;
+    if (len < hsize || (!v2 && memcmp(h.magic, ckpt_magic, sizeof h.magic) != 0) ||
+        fread(h.cfg, sizeof(int32_t), v2 ? CKPT_CFG2 : CKPT_CFG, f) != (v2 ? CKPT_CFG2 : CKPT_CFG) ||
+        fread(&h.n_params, tail, 1, f) != 1) {
         snprintf(why, n, "not an sn-gpt-train checkpoint");
         return -1;
     }
@@ -207,9 +221,9 @@ int ckpt_read_header(FILE *f, uint64_t len, ckpt_info *info, char *why, size_t n
     }
     /* want <= ~2^43 (gpt_limits.h): 3 * 4 * want + sizeof h cannot overflow */
     uint64_t body = 3u * (uint64_t)want * sizeof(float);
-    if (len - sizeof h != body) {
+    if (len - hsize != body) {
         snprintf(why, n, "%llu bytes, but its config needs %llu", (unsigned long long)len,
-                 (unsigned long long)(body + sizeof h));
+                 (unsigned long long)(body + hsize));
         return -1;
     }
     info->cfg = c;

@@ -214,6 +214,19 @@ static void check_converted(const char *name, sn_placement placement, const floa
                        "%s: stage %d norm %d not at its default", pname, stage, jj);
             memset(covered + off, 1, (size_t)np);
         }
+    /* Hyper-Connections' connection weights (no llm.c tensor): at the library's initialisation */
+    {
+        float *init = calloc((size_t)n_norm + 1, sizeof(float));
+        int64_t off, cnt;
+        EXPECT(init && sn_net_init_params(&net, init) == SN_OK, "init_params");
+        for (int32_t i = 0; init && sn_net_conn_at(&net, i, &off, &cnt) == SN_OK; i++) {
+            if (off < 0 || off + cnt > n_norm) continue;
+            EXPECT(memcmp(norms + off, init + off, (size_t)cnt * sizeof(float)) == 0,
+                   "%s: sub-layer %d's connection weights not at their initialisation", pname, i);
+            memset(covered + off, 1, (size_t)cnt);
+        }
+        free(init);
+    }
     for (int64_t k = 0; k < n_norm; k++)
         if (!covered[k]) {
             EXPECT(0, "%s: norm block float %lld belongs to no norm", pname, (long long)k);
