@@ -28,40 +28,19 @@ import torch
 import siamesenorm as sn
 from siamesenorm.torch_adapter import HyperConnections
 from hc_ref import HyperConnRef, init_connections, randomise_connections, reduction_scales
-from parity_ref import PreNormRef, make_norm, rel_err
+from parity_harness import torch_run
+from parity_ref import PreNormRef, make_norm, randomise_norms, rel_err
 from strict_main import main
 
 S, R, D, HIDDEN = 6, 16, 24, 48
 
 
-def _grads(model, e, G):
-    e = e.clone().requires_grad_(True)
-    model.zero_grad(set_to_none=True)
-    out = model(e)
-    (out * G).sum().backward()
-    res = {"out": out.detach(), "de": e.grad.detach()}
-    for name, p in model.named_parameters():
-        if p.grad is not None:
-            res[name] = p.grad.detach()
-    return res
-
-
 def _hc(n, dynamic, kind, seed, random_connections=False):
-    torch.manual_seed(seed)
-    gen = torch.Generator().manual_seed(seed)
-    eps = 1e-5 if kind == "layernorm" else 1e-6
-    model = HyperConnRef(S, D, kind, eps, HIDDEN, n, dynamic).double()
-    with torch.no_grad():
-        for _, _, m in model.norms_by_stage():
-            m.weight.copy_(0.5 + torch.rand(m.weight.shape, generator=gen, dtype=torch.float64))
-            if getattr(m, "bias", None) is not None:
-                m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen,
-                                               dtype=torch.float64))
-    if random_connections:
-        randomise_connections(model, gen)
-    e = torch.randn(R, D, generator=gen, dtype=torch.float64)
-    G = torch.randn(R, D, generator=gen, dtype=torch.float64)
-    return model, e, G, eps
+    """The small float64 network of the self-tests (random norms; connections at their
+    initial values unless random_connections)."""
+    model, e, G = build(n, dynamic, kind, seed, S_=S, R_=R, D_=D, hidden=HIDDEN,
+                        random_connections=random_connections)
+    return model.double(), e.double(), G.double(), EPS[kind]
 
 
 class ReferenceSelfTest(unittest.TestCase):
@@ -79,21 +58,19 @@ class ReferenceSelfTest(unittest.TestCase):
                         pre.norms[k].load_state_dict(hc.hc[k].norm.state_dict())
                     pre.nf = make_norm(kind, D, eps / n ** 2).double()
                     pre.nf.load_state_dict(hc.nf.state_dict())
-                    a, b = _grads(hc, e, G), _grads(pre, e, G)
+                    a, b = reference_run(hc, e, G), torch_run(pre, e, G)
                     if n == 1:
                         self.assertTrue(torch.equal(a["out"], b["out"]))
-                    worst = 0.0
-                    for key in ("out", "de"):
-                        worst = max(worst, rel_err(a[key], b[key]))
-                    for k in range(S):
-                        for p in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"):
-                            worst = max(worst, rel_err(a[f"blocks.{k}.{p}"],
-                                                       b[f"blocks.{k}.{p}"]))
-                        for p in pre.norms[k].state_dict():
-                            worst = max(worst, rel_err(a[f"hc.{k}.norm.{p}"],
-                                                       b[f"norms.{k}.{p}"]))
-                    for p in pre.nf.state_dict():
-                        worst = max(worst, rel_err(a[f"nf.{p}"], b[f"nf.{p}"]))
+                    # the same tensors under the two formulations' keys
+                    same = {"out": "out", "de": "de"}
+                    for k in b:
+                        if k[0] == "block":
+                            same[k] = k
+                        elif k[0] in ("gamma", "beta"):
+                            same[k] = (k[0], k[1], "final" if k[1] == S else "input")
+                    self.assertEqual(set(same.values()), set(a) - {
+                        k for k in a if k[0] in ("A_m", "A_r", "B")})
+                    worst = max(rel_err(a[same[k]], b[k]) for k in b)
                     print(f"\nstatic HC n={n} {kind} at init vs Pre-Norm: worst {worst:.1e}")
                     self.assertLess(worst, 1e-12)
 
@@ -149,17 +126,16 @@ ROLES = {"input": "input", "streams": "streams", "final": "final"}  # reference 
 CONN = ("A_m", "A_r", "B", "W_m", "W_r", "W_beta", "s_alpha", "s_beta")
 
 
-def build(n, dynamic, kind, seed, S_=PS, R_=PR, D_=PD, hidden=PHIDDEN):
-    """A float32 reference with random norms and connections, its input e and dL/dout G."""
+def build(n, dynamic, kind, seed, S_=PS, R_=PR, D_=PD, hidden=PHIDDEN,
+          random_connections=True):
+    """A float32 reference with random norms and (unless told) random connections, its input e
+    and dL/dout G."""
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = HyperConnRef(S_, D_, kind, EPS[kind], hidden, n, dynamic).float()
-    with torch.no_grad():
-        for _, _, m in model.norms_by_stage():
-            m.weight.copy_(0.5 + torch.rand(m.weight.shape, generator=gen))
-            if getattr(m, "bias", None) is not None:
-                m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen))
-    randomise_connections(model, gen)
+    randomise_norms(model, gen)
+    if random_connections:
+        randomise_connections(model, gen)
     e = torch.randn(R_, D_, generator=gen)
     G = torch.randn(R_, D_, generator=gen)
     return model, e, G
