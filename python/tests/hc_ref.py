@@ -30,7 +30,8 @@ and s_beta are learned scaling factors, here scalars (as in the paper's PyTorch-
 pseudocode, where each is a one-element parameter).
 
 Initialisation (section "Initialization"): A_m = e_{k mod n} (the block input of sub-layer k is
-stream k mod n), A_r = I_n, B = 1_n; for dynamic HC W_beta = W_m = W_r = 0 and s_alpha = s_beta = 0.01.
+stream k mod n), A_r = I_n, B = 1_n; for dynamic HC W_beta = W_m = W_r = 0 and
+s_alpha = s_beta = 0.01.
 At that point every stream stays equal to Pre-Norm's residual x, so the network is Pre-Norm's.
 At the end the streams are summed, then the final norm: out = N_f(sum_j H_j). With all n streams
 equal to x, N_f(n x) is N_f(x) with eps / n^2 in place of eps (LayerNorm and RMSNorm alike).
@@ -167,7 +168,8 @@ def reduction_scales(model, trace):
     sums cancel (with n = 1, dA_m is that sum alone) and a float32 result is accurate relative to
     the sum of the absolute values of its terms, not to its own size. The dynamic projections,
     scales and the streams' norm's gamma / beta inherit those per-row sums. Returns
-    {(name, k) or ("gamma" / "beta", k, "streams"): that sum (the tensor's shape)}, in float64, from a traced forward and backward of the reference
+    {(name, k) or ("gamma" / "beta", k, "streams"): that sum (the tensor's shape)}, in float64,
+    from a traced forward and backward of the reference
     (trace as HyperConnRef.forward fills it)."""
     out = {}
     for k, (sub, t) in enumerate(zip(model.hc, trace)):
