@@ -745,7 +745,8 @@ typedef struct sn_net {
 
 /* Fills *net: the placement, S, D, norm = {kind, LayerNorm: SN_AFFINE_SCALE_SHIFT, RMSNorm:
  * SN_AFFINE_SCALE, others SN_AFFINE_NONE; group 0, eps}, input_norm = norm, SN_SCALE_DEFAULT,
- * mix_fraction 0.25 for Mix-LN (else 0), reserved zero, once that description is valid
+ * mix_fraction 0.25 for Mix-LN (else 0), hc_rate 4 and hc_dynamic 1 for Hyper-Connections (else
+ * 0: the paper's main setting), reserved zero, once that description is valid
  * (sn_net_check's errors); *net is unchanged on error. */
 SN_API sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, int64_t D,
                              sn_norm_kind kind, float eps);

@@ -237,11 +237,11 @@ static void net_case(const char *pl, int kind, int S, int64_t R, int64_t D) {
     hi = H(hi, &o, bf);
 #undef NC
     char nm[96];
-    snprintf(nm, sizeof nm, "net %s %s S%d %lldx%lld fwd", pl, kind ? "RMS" : "LN", S,
-             (long long)R, (long long)D);
+    snprintf(nm, sizeof nm, "net %s %s S%d %lldx%lld fwd", pl, kind ? "RMS" : "LN", S, (long long)R,
+             (long long)D);
     out(nm, hf, st);
-    snprintf(nm, sizeof nm, "net %s %s S%d %lldx%lld bwd", pl, kind ? "RMS" : "LN", S,
-             (long long)R, (long long)D);
+    snprintf(nm, sizeof nm, "net %s %s S%d %lldx%lld bwd", pl, kind ? "RMS" : "LN", S, (long long)R,
+             (long long)D);
     out(nm, hb, st);
     snprintf(nm, sizeof nm, "net %s %s S%d %lldx%lld infer", pl, kind ? "RMS" : "LN", S,
              (long long)R, (long long)D);
@@ -251,10 +251,10 @@ static void net_case(const char *pl, int kind, int S, int64_t R, int64_t D) {
 }
 
 static void run_nets(void) {
-    static const char *const pls[] = {"pre_norm",   "post_norm",       "siamese",
-                                      "siamese_paper", "siamese_hybrid_pre", "deepnorm",
-                                      "peri_ln",    "mix_ln",          "hybridnorm",
-                                      "hybridnorm_star", "span_norm",  "hyper_connections"};
+    static const char *const pls[] = {
+        "pre_norm",           "post_norm",       "siamese",   "siamese_paper",
+        "siamese_hybrid_pre", "deepnorm",        "peri_ln",   "mix_ln",
+        "hybridnorm",         "hybridnorm_star", "span_norm", "hyper_connections"};
     for (size_t k = 0; k < sizeof pls / sizeof *pls; k++)
         for (int kind = 0; kind < 2; kind++) {
             net_case(pls[k], kind, 5, 7, 100);

@@ -237,7 +237,8 @@ static void hc_sublayer(const ref_net *net, int64_t R, int i, const double *para
     double *am = (double *)malloc(sizeof(double) * (size_t)(R * nh));
     double *ar = (double *)malloc(sizeof(double) * (size_t)(R * nh * nh));
     double *bb = (double *)malloc(sizeof(double) * (size_t)(R * nh));
-    double *hb = (double *)malloc(sizeof(double) * (size_t)D), *Hn = (double *)malloc(sizeof(double) * (size_t)(nh * n));
+    double *hb = (double *)malloc(sizeof(double) * (size_t)D),
+           *Hn = (double *)malloc(sizeof(double) * (size_t)(nh * n));
     for (int64_t r = 0; r < R; r++)
         for (int k = 0; k < nh; k++) {
             double ta[SN_HC_MAX_RATE + 1] = {0}, tb = 0;

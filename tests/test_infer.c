@@ -11,10 +11,15 @@
 #define GUARD 64
 
 /* Training forward then inference forward of one network; compares h_i and out bitwise. */
+/* Hyper-Connections' rate and mode for compare (0: sn_net_init's n = 4, dynamic) */
+static int g_hc_rate, g_hc_static;
+
 static void compare(const sn_ctx *ctx, sn_placement pl, sn_norm_kind kind, int S, int64_t R,
                     int64_t D, int64_t ld, const char *path) {
     sn_net net;
     CHECK_OK(sn_net_init(&net, pl, S, D, kind, 1e-5f));
+    if (pl == SN_PLACEMENT_HYPER_CONN && g_hc_rate)
+        net.hc_rate = g_hc_rate, net.hc_dynamic = (uint32_t)!g_hc_static;
     int64_t np, apr, spr;
     CHECK_OK(sn_net_sizes(&net, &np, &apr, NULL));
     CHECK_OK(sn_net_infer_sizes(&net, &spr));
@@ -127,6 +132,15 @@ int main(void) {
                     compare(ctx, (sn_placement)pl, kinds[k], 8, 5, D, D + (w % 2) * 3,
                             sn_isa_name((sn_isa)isa));
                 }
+        /* Hyper-Connections at other rates, static and dynamic */
+        static const int rates[] = {1, 2, 3, 8};
+        for (int q = 0; q < 4; q++)
+            for (g_hc_static = 0; g_hc_static < 2; g_hc_static++) {
+                g_hc_rate = rates[q];
+                compare(ctx, SN_PLACEMENT_HYPER_CONN, kinds[q % 2], 7, 5, 24, 27,
+                        sn_isa_name((sn_isa)isa));
+            }
+        g_hc_rate = 0;
         /* threads split the rows: the same bits */
         CHECK_OK(sn_ctx_set_threads(ctx, 2));
         compare(ctx, SN_PLACEMENT_SIAMESE, SN_NORM_LAYERNORM, 6, 300, 64, 64, "threads");

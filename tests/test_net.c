@@ -264,13 +264,15 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
         float *al = params + rn.conn_off[i];
         for (int64_t q = 0; q < hc_count; q++) {
             const int64_t k = q / (nh + 1), c = q % (nh + 1);
-            const float want = q < nh * (nh + 1) ? (c == 0 ? (k == i % nh) : (c - 1 == k))
+            const float want = q < nh * (nh + 1)   ? (c == 0 ? (k == i % nh) : (c - 1 == k))
                                : q < nh * (nh + 2) ? 1.0f
                                : q >= hc_count - 2 ? 0.01f
                                                    : 0.0f;
-            CHECK_MSG(al[q] == want, "%s: init of sub-layer %d connection weight %lld = %g, "
-                      "expected %g", name, i, (long long)q, (double)al[q], (double)want);
-            al[q] = q < nh * (nh + 2) ? al[q] + (float)tu_unif(&g, -0.3, 0.3)
+            CHECK_MSG(al[q] == want,
+                      "%s: init of sub-layer %d connection weight %lld = %g, "
+                      "expected %g",
+                      name, i, (long long)q, (double)al[q], (double)want);
+            al[q] = q < nh * (nh + 2)   ? al[q] + (float)tu_unif(&g, -0.3, 0.3)
                     : q >= hc_count - 2 ? (float)tu_unif(&g, 0.3, 0.8)
                                         : (float)tu_unif(&g, -1.0, 1.0) / sqrtf((float)D);
         }
@@ -365,8 +367,8 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
  * and for n = 3 the sum x + x + x is rounded. */
 static void hc_is_pre_norm(int nh, int dyn, sn_norm_kind kind, uint64_t seed) {
     char name[96];
-    snprintf(name, sizeof name, "HC n=%d %s starts as Pre-Norm (%s)", nh, dyn ? "dynamic" : "static",
-             kind == SN_NORM_LAYERNORM ? "LN" : "RMS");
+    snprintf(name, sizeof name, "HC n=%d %s starts as Pre-Norm (%s)", nh,
+             dyn ? "dynamic" : "static", kind == SN_NORM_LAYERNORM ? "LN" : "RMS");
     sn_net pre, hc;
     const int S = 6;
     const int64_t R = 5, D = 16;
@@ -409,7 +411,8 @@ static void hc_is_pre_norm(int nh, int dyn, sn_norm_kind kind, uint64_t seed) {
         for (int64_t j = 0; j < D; j++) {
             const double d = fabs((double)a.out[r * a.ldo + j] - (double)c.out[r * c.ldo + j]);
             err = d > err ? d : err;
-            big = fabs((double)a.out[r * a.ldo + j]) > big ? fabs((double)a.out[r * a.ldo + j]) : big;
+            big =
+                fabs((double)a.out[r * a.ldo + j]) > big ? fabs((double)a.out[r * a.ldo + j]) : big;
         }
     if (nh == 1)
         CHECK_MSG(err == 0, "%s: out differs from Pre-Norm's by %g (n = 1: bitwise)", name, err);

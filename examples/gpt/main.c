@@ -22,7 +22,7 @@ typedef struct options {
     const char *data, *log, *save, *load, *corpus_dir;
     int task; /* DATA_FORTUNES, DATA_TALES, DATA_ADDITION, or DATA_TEXT (with --data) */
     int digits, val_size, batch, eval_every, evals, print_every, json, samples, blas_threads;
-    int reduce; /* dist_reduce */
+    int reduce;           /* dist_reduce */
     int hc_rate, hc_mode; /* --hc-rate, --hc-mode (0: not given; mode 1 static, 2 dynamic) */
     double val_frac;
     uint64_t seed;
@@ -113,25 +113,24 @@ static void usage(FILE *f) {
                "  --norm NAME         norm placement (default siamese), one of\n"
                "                      ");
     gpt_placement_list(f);
-    fprintf(
-        f,
-        "\n"
-        "  --norm-kind K       layernorm|rmsnorm (default layernorm)\n"
-        "  --qk-norm MODE      per-head norms of attention's q and k (qk) or q, k and v\n"
-        "                      (qkv), of the --norm-kind, or none; default auto: qkv for\n"
-        "                      hybridnorm, hybridnorm_star, siamese_hybrid_pre, else none\n"
-        "  --init RULE         weights: mitchell (default; the official OLMo code's rule),\n"
-        "                      gpt2 (0.02, output projections 0.02/sqrt(2L)), or flat\n"
-        "                      (0.02: the official DeiT/DiT code)\n"
-        "  --eps X             every norm's epsilon (default 1e-5)\n"
-        "  --scales RULE       default|none: SiameseNorm's c_i = sqrt(2(floor(i/2)+1)) or\n"
-        "                      c = 1 (the paper's ablation); DeepNorm's alpha likewise;\n"
-        "                      SpanNorm's c = sqrt(L) (the library's reading) or c = 1\n"
-        "  --no-input-norm     SiameseNorm without its input norm (the paper's ablation)\n"
-        "  --hc-rate N         hyper_connections: the number of residual streams n, 1..8\n"
-        "                      (default 4, the paper's main setting)\n"
-        "  --hc-mode M         hyper_connections: dynamic (default: the per-token weights of\n"
-        "                      the paper's DHC) or static\n");
+    fprintf(f,
+            "\n"
+            "  --norm-kind K       layernorm|rmsnorm (default layernorm)\n"
+            "  --qk-norm MODE      per-head norms of attention's q and k (qk) or q, k and v\n"
+            "                      (qkv), of the --norm-kind, or none; default auto: qkv for\n"
+            "                      hybridnorm, hybridnorm_star, siamese_hybrid_pre, else none\n"
+            "  --init RULE         weights: mitchell (default; the official OLMo code's rule),\n"
+            "                      gpt2 (0.02, output projections 0.02/sqrt(2L)), or flat\n"
+            "                      (0.02: the official DeiT/DiT code)\n"
+            "  --eps X             every norm's epsilon (default 1e-5)\n"
+            "  --scales RULE       default|none: SiameseNorm's c_i = sqrt(2(floor(i/2)+1)) or\n"
+            "                      c = 1 (the paper's ablation); DeepNorm's alpha likewise;\n"
+            "                      SpanNorm's c = sqrt(L) (the library's reading) or c = 1\n"
+            "  --no-input-norm     SiameseNorm without its input norm (the paper's ablation)\n"
+            "  --hc-rate N         hyper_connections: the number of residual streams n, 1..8\n"
+            "                      (default 4, the paper's main setting)\n"
+            "  --hc-mode M         hyper_connections: dynamic (default: the per-token weights of\n"
+            "                      the paper's DHC) or static\n");
     fprintf(
         f,
         "  --act-dtype TYPE    f32|bf16: the residual streams and block inputs/outputs in bf16\n"

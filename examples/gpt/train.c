@@ -181,7 +181,8 @@ int ckpt_read_header(FILE *f, uint64_t len, ckpt_info *info, char *why, size_t n
         v2 = memcmp(h.magic, ckpt_magic2, sizeof h.magic) == 0;
     const size_t hsize = v2 ? sizeof h - (CKPT_CFG - CKPT_CFG2) * sizeof(int32_t) : sizeof h;
     if (len < hsize || (!v2 && memcmp(h.magic, ckpt_magic, sizeof h.magic) != 0) ||
-        fread(h.cfg, sizeof(int32_t), v2 ? CKPT_CFG2 : CKPT_CFG, f) != (v2 ? CKPT_CFG2 : CKPT_CFG) ||
+        fread(h.cfg, sizeof(int32_t), v2 ? CKPT_CFG2 : CKPT_CFG, f) !=
+            (v2 ? CKPT_CFG2 : CKPT_CFG) ||
         fread(&h.n_params, tail, 1, f) != 1) {
         snprintf(why, n, "not an sn-gpt-train checkpoint");
         return -1;

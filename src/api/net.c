@@ -44,10 +44,10 @@ enum { MERGE_NONE, MERGE_NORM, MERGE_FUSE, MERGE_SUM }; /* MERGE_SUM: N_f(sum of
  * multiplies them). */
 typedef struct stage {
     int op;
-    int nn;           /* number of norms */
-    sn_norm n[3];     /* in parameter (and norm_at) order */
-    int64_t p;        /* parameter offset */
-    int64_t np;       /* parameter count */
+    int nn;                      /* number of norms */
+    sn_norm n[3];                /* in parameter (and norm_at) order */
+    int64_t p;                   /* parameter offset */
+    int64_t np;                  /* parameter count */
     int64_t in[SN_HC_MAX_RATE];  /* the slots of the streams entering (x_i, y_i, ...) */
     int64_t out[SN_HC_MAX_RATE]; /* ... and leaving; -1 past the streams it has */
     int64_t aux; /* t (OP_POST, OP_SIAMP, OP_SPAN) or z (OP_PERI, OP_HC) slot, -1 if none */
@@ -707,9 +707,7 @@ static void *dyw(const pass *P) { return (char *)P->work + P->R * P->L.D * P->L.
 /* ---- Hyper-Connections (OP_HC, MERGE_SUM): the stream mixing through sn_hc_rows ------------ */
 
 /* slot k of work (R x D elements of the net's type): dH_k for k < n, then h0 and dh0 */
-static void *wk(const pass *P, int64_t k) {
-    return (char *)P->work + k * P->R * P->L.D * P->L.esz;
-}
+static void *wk(const pass *P, int64_t k) { return (char *)P->work + k * P->R * P->L.D * P->L.esz; }
 /* the stage's connection weights (after its norms) and their gradients (NULL: none) */
 static const float *conn(const pass *P) { return P->params + poff(P, P->s.nn); }
 static float *conn_grad(const pass *P) { return P->grads ? P->grads + poff(P, P->s.nn) : NULL; }
@@ -821,8 +819,7 @@ static void hc_dyn_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
 static void hc_enter_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
     if (P->L.dyn) hc_dyn_fwd(ctx, P, h, ldh);
     hc_h0(ctx, P, h, ldh);
-    sn_dt_norm_fwd(ctx, P->L.dt, &P->s.n[0], P->R, P->L.D, h, ldh, par(P, 0), h, ldh,
-                   plane(P, 0));
+    sn_dt_norm_fwd(ctx, P->L.dt, &P->s.n[0], P->R, P->L.D, h, ldh, par(P, 0), h, ldh, plane(P, 0));
 }
 
 /* exit: H'_j = sum_k A_r[k][j] H_k + B[j] z (training keeps z for the gradient of B) */
@@ -946,8 +943,8 @@ static void hc_enter_bwd(const sn_ctx *ctx, const pass *P, const void *dh, int64
     const float *al = conn(P);
     void *h0 = wk(P, n), *dh0 = wk(P, n + 1);
     hc_h0(ctx, P, h0, D);
-    sn_dt_norm_bwd(ctx, P->L.dt, &P->s.n[0], R, D, dh, lddh, h0, D, par(P, 0), plane(P, 0), dh0,
-                   D, grd(P, 0), 0);
+    sn_dt_norm_bwd(ctx, P->L.dt, &P->s.n[0], R, D, dh, lddh, h0, D, par(P, 0), plane(P, 0), dh0, D,
+                   grd(P, 0), 0);
     hc_w W;
     for (int k = 0; k < n; k++) {
         for (int j = 0; j < n; j++)
@@ -1004,7 +1001,8 @@ static void enter_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
     case OP_POST:
     case OP_SPAN: sn_dt_copy(ctx, dt, R, D, x, D, h, ldh); break;
     case OP_HMLP: /* u into x_{i+1}'s slot, where exit(i) completes it; h = u */
-        sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), slot(P, s->out[0]), D, plane(P, 0));
+        sn_dt_norm_fwd(ctx, dt, &s->n[0], R, D, x, D, par(P, 0), slot(P, s->out[0]), D,
+                       plane(P, 0));
         sn_dt_copy(ctx, dt, R, D, slot(P, s->out[0]), D, h, ldh);
         break;
     default: /* the SiameseNorm family; OP_SIAM keeps u in x_{i+1}'s slot */
@@ -1044,12 +1042,12 @@ static void exit_fwd(const sn_ctx *ctx, const pass *P, const void *z, int64_t ld
         break;
     }
     case OP_SIAM: /* xo holds u */
-        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, xo, D, slot(P, s->in[1]), D, xo, D, slot(P, s->out[1]),
-                    D);
+        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, xo, D, slot(P, s->in[1]), D, xo, D,
+                    slot(P, s->out[1]), D);
         break;
     case OP_SIAMX:
-        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->in[1]), D, xo, D, slot(P, s->out[1]),
-                    D);
+        sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->in[1]), D, xo, D,
+                    slot(P, s->out[1]), D);
         break;
     default: /* OP_SIAMP: t = x + z/c, x' = N_post(t) */
         sn_dt_apply(ctx, dt, R, D, s->c, z, ldz, x, D, slot(P, s->in[1]), D, slot(P, s->aux), D,
@@ -1073,8 +1071,8 @@ static void merge_fwd(const sn_ctx *ctx, const pass *P, void *out, int64_t ldo) 
         break;
     default:
         f = fuse_of(P, &first);
-        sn_dt_fuse_fwd(ctx, dt, &f, R, D, x, D, slot(P, P->s.in[1]), D, par(P, 0), NULL, 0, out, ldo,
-                       plane(P, 0));
+        sn_dt_fuse_fwd(ctx, dt, &f, R, D, x, D, slot(P, P->s.in[1]), D, par(P, 0), NULL, 0, out,
+                       ldo, plane(P, 0));
         break;
     }
 }
@@ -1450,9 +1448,15 @@ static const char *const role_names[] = {
 };
 _Static_assert(sizeof role_names / sizeof role_names[0] == SN_ROLE_COUNT, "a name per role");
 static const char *const operand_names[] = {
-    [SN_OPERAND_X] = "x", [SN_OPERAND_Y] = "y",         [SN_OPERAND_RESIDUAL] = "residual",
-    [SN_OPERAND_Z] = "z", [SN_OPERAND_FUSED] = "fused", [SN_OPERAND_E] = "e",
-    [SN_OPERAND_MIX] = "mix", [SN_OPERAND_STREAMS] = "streams", [SN_OPERAND_SUM] = "sum",
+    [SN_OPERAND_X] = "x",
+    [SN_OPERAND_Y] = "y",
+    [SN_OPERAND_RESIDUAL] = "residual",
+    [SN_OPERAND_Z] = "z",
+    [SN_OPERAND_FUSED] = "fused",
+    [SN_OPERAND_E] = "e",
+    [SN_OPERAND_MIX] = "mix",
+    [SN_OPERAND_STREAMS] = "streams",
+    [SN_OPERAND_SUM] = "sum",
 };
 _Static_assert(sizeof operand_names / sizeof operand_names[0] == SN_OPERAND_COUNT,
                "a name per operand");

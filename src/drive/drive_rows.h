@@ -998,8 +998,7 @@ static void hc_wmix_task(void *arg, int64_t i) {
     int64_t lo, hi;
     task_rows(&J->run, i, &lo, &hi);
     for (int64_t r = lo; r < hi; r++)
-        J->run.K->hc_wmix(J->w, J->nw, J->coef + r * J->ldc, out_row(J->o, r), J->run.D,
-                          J->run.nt);
+        J->run.K->hc_wmix(J->w, J->nw, J->coef + r * J->ldc, out_row(J->o, r), J->run.D, J->run.nt);
 }
 
 static void d_hc_wmix(const sn_ctx *ctx, int64_t R, int64_t D, const float *const *w, int nw,
@@ -1014,8 +1013,8 @@ static void d_hc_wmix(const sn_ctx *ctx, int64_t R, int64_t D, const float *cons
 }
 
 /* the rows [lo, hi) into the nw slot rows of width n starting at pg, columns [j0, j0 + n) */
-static void hc_wsum_rows(const hcw_job *J, int64_t lo, int64_t hi, int64_t j0, int64_t n,
-                         float *pg, int64_t ld) {
+static void hc_wsum_rows(const hcw_job *J, int64_t lo, int64_t hi, int64_t j0, int64_t n, float *pg,
+                         int64_t ld) {
     float *dw[SN_K_HC_MATS];
     for (int c = 0; c < J->nw; c++) dw[c] = pg + c * ld;
     for (int64_t r = lo; r < hi; r++)

@@ -215,8 +215,8 @@ static void axpy(const sn_bf16 *a, const sn_bf16 *b, float alpha, sn_bf16 *out, 
 /* Hyper-Connections: columns in blocks of HC_BLOCK, every input of a block widened before any
  * output of it is rounded (so an output may equal an input, as in the fp32 slot) */
 #define HC_BLOCK 128
-static void hc_mix(const sn_bf16 *const *in, int nin, const float *w, sn_bf16 *const *out,
-                   int nout, int64_t D, int nt) {
+static void hc_mix(const sn_bf16 *const *in, int nin, const float *w, sn_bf16 *const *out, int nout,
+                   int64_t D, int nt) {
     (void)nt;
     float v[SN_K_HC_MATS][HC_BLOCK], o[SN_K_HC_MATS][HC_BLOCK];
     const float *vp[SN_K_HC_MATS];

@@ -85,8 +85,8 @@ typedef struct SN_KT {
      * product with a fused multiply-add, the scalar path with a product and a sum), so weights
      * 0 and 1 reproduce a plain sum bit for bit. Every input of a column is loaded before any
      * output of it is stored: out[o] may equal any in[k]. */
-    void (*hc_mix)(const SN_KROW *const *in, int nin, const float *w, SN_KROW *const *out,
-                   int nout, int64_t D, int nt);
+    void (*hc_mix)(const SN_KROW *const *in, int nin, const float *w, SN_KROW *const *out, int nout,
+                   int64_t D, int nt);
     /* Hyper-Connections' per-row weight gradients: out[p * nb + q] += the dot product of a[p]
      * and b[q] over D columns (na, nb <= SN_K_HC_MATS), as a reduction of the path (the
      * scalar path adds each product to out in column order, so a row cut into column blocks
