@@ -300,11 +300,6 @@ class Net:
         """Zero the accumulated parameter gradients."""
         self.grads[...] = 0.0
 
-    def _use_buffers(self, R, params, acts, work, grads):
-        """Run the next pass calls on these buffers (the torch adapter's per-forward buffers:
-        params and grads n_params float32, acts and work sized for R rows)."""
-        self.R, self.params, self.acts, self.work, self.grads = R, params, acts, work, grads
-
     # ---- forward ----
     def _buffers(self):
         p = A.vector("params", self.params, self.n_params, allow_none=self.n_params == 0)

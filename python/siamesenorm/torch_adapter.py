@@ -459,20 +459,15 @@ class SpanNorm(torch.nn.Module):
 
 
 class _HCPass:
-    """The buffers of one forward pass of a HyperConnections module (params as the forward saw
-    them, acts, work, grads): each forward has its own, so several forwards may wait for their
-    backwards (or never get one) without overwriting each other's saved activations."""
+    """One forward pass of a HyperConnections module: a Net of its own (params as the forward saw
+    them, acts, work, grads), so several forwards may wait for their backwards (or never get
+    one), or run in other threads, without touching each other's saved activations."""
 
-    def __init__(self, net, R, flat):
-        self.net, self.R = net, R
-        self.params = np.array(flat.detach().cpu().numpy(), np.float32).reshape(-1)
-        self.acts = np.zeros(R * net.acts_per_row, np.float32)
-        self.work = np.zeros(R * net.work_per_row, np.float32)
-        self.grads = np.zeros(net.n_params, np.float32)
+    def __init__(self, cfg, act_dtype, flat):
+        self.net = Net(**cfg, act_dtype=act_dtype)
+        self.net.params[:] = flat.detach().cpu().numpy().reshape(-1)
 
     def bind(self):
-        """Point the Net's pass buffers at this pass's (the Net calls read them at call time)."""
-        self.net._use_buffers(self.R, self.params, self.acts, self.work, self.grads)
         return self.net
 
 
@@ -493,9 +488,9 @@ class _HCSplit(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, dtok):
-        p = ctx.p
-        de = p.bind().split_backward()
-        return _t(de), torch.from_numpy(p.grads.copy()), None
+        net = ctx.p.bind()
+        de = net.split_backward()
+        return _t(de), torch.from_numpy(net.grads.copy()), None
 
 
 class _HCEnter(torch.autograd.Function):
@@ -507,9 +502,8 @@ class _HCEnter(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, dh, dtok):
-        p = ctx.p
-        net = p.bind()
-        dhn = _np(dh, "dh") if dh is not None else np.zeros((p.R, net.d), net.dtype)
+        net = ctx.p.bind()
+        dhn = _np(dh, "dh") if dh is not None else np.zeros((net.R, net.d), net.dtype)
         net.enter_backward(ctx.i, dhn)
         return _token(), None, None
 
@@ -537,9 +531,9 @@ class _HCMerge(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, dout):
-        p = ctx.p
-        p.grads[...] = 0.0  # the pass's parameter gradients, accumulated down to the split
-        p.bind().merge_backward(_np(dout, "dout"))
+        net = ctx.p.bind()
+        net.zero_grad()  # the pass's parameter gradients, accumulated down to the split
+        net.merge_backward(_np(dout, "dout"))
         return _token(), None
 
 
@@ -623,7 +617,7 @@ class HyperConnections(torch.nn.Module):
         self._cfg = dict(placement="hyper_connections", n_sublayers=S, d=d, kind=kind, eps=eps,
                          norm=norm, hc_rate=n, hc_dynamic=dynamic)
         net = Net(**self._cfg)
-        self._nets = {"f32": net}
+        self._net = net  # the layout (norm_at, conn_at) and the initial parameters
         self.d, self.n, self.dynamic = int(d), net.hc_rate, net.hc_dynamic
         self.sublayers = torch.nn.ModuleList(
             HyperConnSublayer(b, [nm for nm, _ in net.stage_norms(i)], self.n, self.d,
@@ -633,7 +627,7 @@ class HyperConnections(torch.nn.Module):
 
     def _load(self, flat):
         """Set every parameter from a block in the library's layout (n_params floats)."""
-        net = self._nets["f32"]
+        net = self._net
         if flat.numel() != net.n_params or self._flat().numel() != net.n_params:
             raise ValueError(f"{flat.numel()} floats, the library's block has {net.n_params}")
         with torch.no_grad():
@@ -653,7 +647,7 @@ class HyperConnections(torch.nn.Module):
     def _flat_parts(self):
         """Every parameter tensor (or its transposed view) in the library's order, checked
         against the Net's offsets (sn_net_norm_at, sn_net_conn_at)."""
-        net, parts, off = self._nets["f32"], [], 0
+        net, parts, off = self._net, [], 0
         for i, sub in enumerate(self.sublayers):
             for j, m in enumerate(sub.norm_modules()):
                 assert net.norm_at(i, j)[1] == off, (i, j)
@@ -670,17 +664,11 @@ class HyperConnections(torch.nn.Module):
     def _flat(self):
         return torch.cat([t.reshape(-1) for t in self._flat_parts()])
 
-    def _net(self, dtype):
-        key = "bf16" if dtype == torch.bfloat16 else "f32"
-        if key not in self._nets:
-            self._nets[key] = Net(**self._cfg, act_dtype=key)
-        return self._nets[key]
-
     def forward(self, e):
         shape = e.shape
         e2 = e.reshape(-1, self.d)
         flat = self._flat()
-        p = _HCPass(self._net(e.dtype), e2.shape[0], flat)
+        p = _HCPass(self._cfg, "bf16" if e.dtype == torch.bfloat16 else "f32", flat)
         tok = _HCSplit.apply(e2, flat, p)
         for i, sub in enumerate(self.sublayers):
             h, tok = _HCEnter.apply(tok, p, i)

@@ -409,6 +409,30 @@ class HyperConnectionsAdapter(unittest.TestCase):
         for w, p in zip(want, mod.parameters()):
             self.assertLess(rel_err(p.grad, w), 1e-6)
 
+    def test_threads(self):
+        """Forwards in two threads at once (each pass has a Net of its own): the outputs of a
+        serial run, bit for bit."""
+        import threading
+        mod = ta.HyperConnections(self.blocks(), self.D, n=4)
+        es = [torch.randn(64, self.D, generator=torch.Generator().manual_seed(k))
+              for k in range(8)]
+        with torch.no_grad():
+            want = [mod(e) for e in es]
+            got = [None] * len(es)
+
+            def work(k0):
+                for _ in range(5):
+                    for k in range(k0, len(es), 2):
+                        got[k] = mod(es[k])
+
+            ts = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        for a, b in zip(got, want):
+            self.assertTrue(torch.equal(a, b))
+
     def test_bf16(self):
         blocks = [torch.nn.Linear(self.D, self.D).bfloat16() for _ in range(self.S)]
         mod = ta.HyperConnections(blocks, self.D, n=2)
