@@ -252,7 +252,9 @@ SN_API int sn_ctx_threads(const sn_ctx *ctx);
  *
  * sn_scratch_bytes(ctx, D) is the number of bytes with which every backward call of ctx on rows
  * of D columns runs on all of ctx's threads at full width: 8 slots per thread (1 for a
- * single-threaded ctx) of 6 * D floats each, plus 64 bytes of alignment slack, for any R.
+ * single-threaded ctx) of 6 * D floats each, plus 64 bytes of alignment slack, for any R
+ * (dynamic Hyper-Connections with n > 4 streams need (n + 2) * D floats a slot for their
+ * projections' gradients: with less they run on fewer threads or in column blocks).
  * It depends on sn_ctx_threads(ctx) (NULL ctx: 1 thread); 0 when D < 1; SIZE_MAX when the
  * size does not fit in an int64_t or a size_t (D beyond any valid call).
  *

@@ -178,11 +178,16 @@ static void elem_case(int64_t R, int64_t D) {
 /* The placement layer: a whole training pass (forward, backward) and the inference forward of
  * placement `pl` (by name, so that this file builds against any version's header), hashing h,
  * out, acts, grads, every dz, de, and the inference's h and out. */
+static int g_hc_rate, g_hc_static; /* Hyper-Connections other than sn_net_init's (0: its) */
 static void net_case(const char *pl, int kind, int S, int64_t R, int64_t D) {
     sn_placement p;
     sn_net net;
     if (sn_placement_from_name(pl, &p) != SN_OK) return;
     if (sn_net_init(&net, p, S, D, (sn_norm_kind)kind, 1e-5f) != SN_OK) return;
+#ifdef SN_HC_MAX_RATE
+    if (p == SN_PLACEMENT_HYPER_CONN && g_hc_rate)
+        net.hc_rate = g_hc_rate, net.hc_dynamic = (uint32_t)!g_hc_static;
+#endif
     if (g_bf) net.act_dtype = SN_DTYPE_BF16;
     int64_t np = 0, apr = 0, wpr = 0, spr = 0;
     sn_net_sizes(&net, &np, &apr, &wpr);
@@ -236,7 +241,9 @@ static void net_case(const char *pl, int kind, int S, int64_t R, int64_t D) {
        sn_net_infer_merge(g_ctx, &net, &inf, o.f, D));
     hi = H(hi, &o, bf);
 #undef NC
-    char nm[96];
+    char nm[96], pn[48];
+    snprintf(pn, sizeof pn, "%s%s", pl, !g_hc_rate ? "" : g_hc_static ? "_n2_static" : "_n3_dyn");
+    pl = pn;
     snprintf(nm, sizeof nm, "net %s %s S%d %lldx%lld fwd", pl, kind ? "RMS" : "LN", S, (long long)R,
              (long long)D);
     out(nm, hf, st);
@@ -260,6 +267,13 @@ static void run_nets(void) {
             net_case(pls[k], kind, 5, 7, 100);
             net_case(pls[k], kind, 4, 33, 768);
         }
+    /* Hyper-Connections static at n = 2 and dynamic at n = 3 (sn_net_init's: dynamic n = 4) */
+    for (g_hc_static = 0; g_hc_static < 2; g_hc_static++) {
+        g_hc_rate = g_hc_static ? 2 : 3;
+        net_case("hyper_connections", 0, 5, 7, 100);
+        net_case("hyper_connections", 1, 4, 33, 768);
+    }
+    g_hc_rate = 0;
 }
 
 static void run_all(int quick) {

@@ -421,6 +421,56 @@ static void hc_is_pre_norm(int nh, int dyn, sn_norm_kind kind, uint64_t seed) {
     free(pp), free(ph), free(zp), free(zh), free(e), free(wo), free(b.Wf), free(b.Wd);
 }
 
+/* Dynamic HC's projection gradients (Wa, Wb: (n + 2) x D floats a slot) on rows too wide for a
+ * slot on the stack go through the column-block fallback (hc_wsum_wide); with scratch large
+ * enough they take the chunk slots. Scratch never changes a result: both give the same bits. */
+static void hc_wide_rows(sn_isa isa) {
+    const int64_t R = 3, D = 3000;
+    sn_net net;
+    CHECK_OK(sn_net_init(&net, SN_PLACEMENT_HYPER_CONN, 2, D, SN_NORM_LAYERNORM, 1e-5f));
+    int64_t np, apr, wpr;
+    CHECK_OK(sn_net_sizes(&net, &np, &apr, &wpr));
+    tu_rng g = {77};
+    float *params = tu_falloc(np), *e = tu_falloc(R * D), *h = tu_falloc(R * D);
+    float *z = tu_falloc(R * D), *out = tu_falloc(R * D), *acts = tu_falloc(R * apr);
+    float *work = tu_falloc(R * wpr), *grads[2], *de[2];
+    CHECK_OK(sn_net_init_params(&net, params));
+    for (int64_t k = 0; k < np; k++) params[k] += (float)tu_unif(&g, -0.1, 0.1);
+    for (int64_t k = 0; k < R * D; k++) e[k] = (float)tu_unif(&g, -1, 1);
+    sn_ctx *ctx[2] = {tu_isa_ctx(isa), tu_isa_ctx(isa)};
+    const size_t sb = sn_scratch_bytes(ctx[1], D) * 2;
+    void *scratch = malloc(sb);
+    CHECK_OK(sn_ctx_set_scratch(ctx[1], scratch, sb));
+    for (int c = 0; c < 2; c++) {
+        grads[c] = tu_falloc(np), de[c] = tu_falloc(R * D);
+        memset(grads[c], 0, (size_t)np * sizeof(float));
+        const sn_net_pass p = {R, params, acts, grads[c], work};
+        CHECK_OK(sn_net_split(ctx[c], &net, &p, e, D));
+        for (int i = 0; i < 2; i++) {
+            CHECK_OK(sn_net_enter(ctx[c], &net, &p, i, h, D));
+            for (int64_t k = 0; k < R * D; k++) z[k] = tanhf(h[k]);
+            CHECK_OK(sn_net_exit(ctx[c], &net, &p, i, z, D));
+        }
+        CHECK_OK(sn_net_merge(ctx[c], &net, &p, out, D));
+        CHECK_OK(sn_net_merge_backward(ctx[c], &net, &p, e, D));
+        for (int i = 1; i >= 0; i--) {
+            CHECK_OK(sn_net_exit_backward(ctx[c], &net, &p, i, z, D, 0));
+            CHECK_OK(sn_net_enter_backward(ctx[c], &net, &p, i, z, D));
+        }
+        CHECK_OK(sn_net_split_backward(ctx[c], &net, &p, de[c], D, 0));
+    }
+    CHECK_MSG(memcmp(grads[0], grads[1], (size_t)np * sizeof(float)) == 0 &&
+                  memcmp(de[0], de[1], (size_t)(R * D) * sizeof(float)) == 0,
+              "HC D = 3000 (%s): the column-block fallback and the scratch slots differ",
+              sn_isa_name(isa));
+    int nz = 0;
+    for (int64_t k = 0; k < np; k++) nz += grads[0][k] != 0.0f;
+    CHECK_MSG(nz > np / 2, "HC D = 3000: only %d of %lld gradients nonzero", nz, (long long)np);
+    sn_ctx_destroy(ctx[0]), sn_ctx_destroy(ctx[1]);
+    free(scratch), free(params), free(e), free(h), free(z), free(out), free(acts), free(work);
+    free(grads[0]), free(grads[1]), free(de[0]), free(de[1]);
+}
+
 int main(void) {
     sn_net net;
     uint64_t seed = 4242;
@@ -558,6 +608,7 @@ int main(void) {
             if (sn_net_check(&net) == SN_ERR_UNSUPPORTED) continue;
             check_net(&net, 5, seed++, hcs[k].name, 0, 0);
         }
+        hc_wide_rows((sn_isa)isa);
         for (int nh = 1; nh <= SN_HC_MAX_RATE; nh++)
             for (int dyn = 0; dyn < 2; dyn++)
                 hc_is_pre_norm(nh, dyn, nh % 2 ? SN_NORM_RMSNORM : SN_NORM_LAYERNORM, seed++);

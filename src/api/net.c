@@ -812,7 +812,7 @@ static void hc_dyn_fwd(const sn_ctx *ctx, const pass *P, void *h, int64_t ldh) {
                        hc_stats(P, k));
         sn_dt_hc_proj(ctx, P->L.dt, R, D, h, ldh, W, n + 2, t + HC_TA(n, k, 0), lt);
     }
-    for (int64_t q = 0; q < R * lt; q++) t[q] = tanhf(t[q]);
+    sn_dt_hc_tanh(ctx, P->L.dt, R, lt, t, lt);
 }
 
 /* enter: h = N_i(h0), h0 built in h */

@@ -88,6 +88,8 @@ typedef struct sn_drive {
                     const float *coef, int64_t ldc, void *out, int64_t ldo);
     void (*hc_wsum)(const sn_ctx *ctx, int64_t R, int64_t D, const void *x, int64_t ldx,
                     const float *coef, int64_t ldc, int nw, float *dw);
+    /*   hc_tanh  t[r * ldt + q] = tanhf(t[r * ldt + q]) for q < n (float rows, in place) */
+    void (*hc_tanh)(const sn_ctx *ctx, int64_t R, int64_t n, float *t, int64_t ldt);
     /* out = a (the type's copy: see the kernel tables' copy). */
     void (*copy)(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64_t lda, void *out,
                  int64_t ldo);
@@ -119,6 +121,7 @@ static inline const sn_drive *sn_drive_of(sn_dtype dt) { return sn_drives[dt]; }
 #define sn_dt_hc_proj(ctx, dt, ...)  sn_drive_of(dt)->hc_proj(ctx, __VA_ARGS__)
 #define sn_dt_hc_wmix(ctx, dt, ...)  sn_drive_of(dt)->hc_wmix(ctx, __VA_ARGS__)
 #define sn_dt_hc_wsum(ctx, dt, ...)  sn_drive_of(dt)->hc_wsum(ctx, __VA_ARGS__)
+#define sn_dt_hc_tanh(ctx, dt, ...)  sn_drive_of(dt)->hc_tanh(ctx, __VA_ARGS__)
 
 /* Calls whose matrices together span more than this many bytes (a large last-level cache)
  * (counting the bytes of their elements) write their outputs with streaming

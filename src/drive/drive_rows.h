@@ -18,6 +18,7 @@
  * the chunk partials when the context has no larger scratch, and a bf16 fuse forward's s row)
  * plus about 17 KiB in a SIMD row kernel (a row's temporaries) or 96 KiB in the scalar path's
  * bf16 kernels (staged rows). No include guard: included once per element type. */
+#include <math.h>
 #include <string.h>
 
 #include "ctx.h"
@@ -1057,6 +1058,26 @@ static void d_hc_wsum(const sn_ctx *ctx, int64_t R, int64_t D, const void *x, in
     pg_run(ctx, &J.run, &J, hc_wsum_chunk_task, hc_wsum_wide);
 }
 
+/* tanhf of R rows of n floats, in place (row by row: no bit depends on the split) */
+typedef struct hc_tanh_job {
+    job run; /* first: the tasks get the hc_tanh_job */
+    float *t;
+    int64_t ldt;
+} hc_tanh_job;
+
+static void hc_tanh_task(void *arg, int64_t i) {
+    const hc_tanh_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
+    for (int64_t r = lo; r < hi; r++)
+        for (int64_t q = 0; q < J->run.D; q++) J->t[r * J->ldt + q] = tanhf(J->t[r * J->ldt + q]);
+}
+
+static void d_hc_tanh(const sn_ctx *ctx, int64_t R, int64_t n, float *t, int64_t ldt) {
+    hc_tanh_job J = {job_of(ctx, R, n), t, ldt};
+    run_rows(ctx, &J.run, hc_tanh_task, &J);
+}
+
 /* ---- conversions from and to float matrices ------------------------------------------------ */
 
 /* dst = round(src) (to_t: float rows into SN_T rows) or dst = widen(src) (SN_T rows into float
@@ -1121,6 +1142,7 @@ const sn_drive SN_DRIVE_TABLE = {
     .hc_proj = d_hc_proj,
     .hc_wmix = d_hc_wmix,
     .hc_wsum = d_hc_wsum,
+    .hc_tanh = d_hc_tanh,
     .from_f32 = d_from_f32,
     .to_f32 = d_to_f32,
 };
