@@ -29,7 +29,14 @@ void sn_d_prefetch_row(const void *p, int64_t bytes) {
 void sn_d_prefetch_near(const void *p, int64_t bytes) {
 #if defined(__GNUC__)
     const char *c = p;
-    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, 1, 3);
+    int64_t b = 0;
+    for (; b + 256 <= bytes; b += 256) { /* four lines a step: fewer loop instructions */
+        __builtin_prefetch(c + b, 1, 3);
+        __builtin_prefetch(c + b + 64, 1, 3);
+        __builtin_prefetch(c + b + 128, 1, 3);
+        __builtin_prefetch(c + b + 192, 1, 3);
+    }
+    for (; b < bytes; b += 64) __builtin_prefetch(c + b, 1, 3);
 #else
     (void)p;
     (void)bytes;

@@ -51,10 +51,11 @@ static SN_T *out_row(mat_out m, int64_t r) { return m.p + r * m.ld; }
  * ...), whose first member is the job: the tasks get that struct as their argument. */
 typedef struct job {
     const SN_KT *K;
-    int64_t R, D;   /* rows of the call; elements per row */
-    int64_t pieces; /* tasks of the parallel for under way (row runs, chunk runs or columns) */
-    int nt;         /* streaming stores (see SN_D_NT_MIN_BYTES) */
-    int pf;         /* software prefetch of the rows ahead (see SN_D_PF_MIN_BYTES) */
+    const sn_kern *Kf; /* the same path's fp32 table: pg_run's sums of float slots */
+    int64_t R, D;      /* rows of the call; elements per row */
+    int64_t pieces;    /* tasks of the parallel for under way (row runs, chunk runs or columns) */
+    int nt;            /* streaming stores (see SN_D_NT_MIN_BYTES) */
+    int pf;            /* software prefetch of the rows ahead (see SN_D_PF_MIN_BYTES) */
     /* backward passes with parameter gradients (see pg_run) */
     float *dparams;   /* the call's parameter gradients (accumulated) */
     int64_t npg;      /* floats of the parameter block */
@@ -70,6 +71,7 @@ static job job_of(const sn_ctx *ctx, int64_t R, int64_t D) {
     job J;
     memset(&J, 0, sizeof J);
     J.K = SN_KERN_FOR(sn_ctx_isa(ctx));
+    J.Kf = sn_kern_for(sn_ctx_isa(ctx));
     J.R = R;
     J.D = D;
     return J;
@@ -142,8 +144,8 @@ static void pg_fold_task(void *arg, int64_t i) {
     int64_t j0, j1;
     col_range(J->npg, J->pieces, i, &j0, &j1);
     for (int64_t k = 0; k < J->nk; k++) {
-        const float *s = J->buf + k * J->slot;
-        for (int64_t j = j0; j < j1; j++) J->dparams[j] += s[j];
+        /* dparams += s: axpy with alpha 1 is that sum, bitwise (1 * s is exact) */
+        J->Kf->axpy(J->buf + k * J->slot + j0, J->dparams + j0, 1.0f, J->dparams + j0, j1 - j0, 0);
     }
 }
 
@@ -884,10 +886,46 @@ static void d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64
 
 /* ---- Hyper-Connections --------------------------------------------------------------------- */
 
-typedef struct hc_job {
+/* Every Hyper-Connections driver is "the rows [lo, hi), with the parameter-gradient slot pg of
+ * their chunk or NULL": one function per driver (rows), run by hc_task over the row split and
+ * by hc_chunk_task over pg_run's chunks. */
+typedef struct hc_job hc_job;
+struct hc_job {
     job run; /* first: the tasks get the hc_job */
-    const sn_hc_rows *h;
-} hc_job;
+    void (*rows)(const hc_job *J, int64_t lo, int64_t hi, float *pg);
+    const sn_hc_rows *h; /* hc_rows */
+    mat_in x;            /* hc_proj, hc_wsum */
+    mat_out o;           /* hc_wmix */
+    const float *const *w;
+    int nw;
+    const float *coef; /* hc_wmix, hc_wsum */
+    int64_t ldc;
+    float *t; /* hc_proj's outputs, hc_tanh's rows */
+    int64_t ldt;
+};
+
+static void hc_task(void *arg, int64_t i) {
+    const hc_job *J = arg;
+    int64_t lo, hi;
+    task_rows(&J->run, i, &lo, &hi);
+    J->rows(J, lo, hi, NULL);
+}
+
+static void hc_chunk_task(void *arg, int64_t i) {
+    const hc_job *J = arg;
+    int64_t lo, hi;
+    float *s = pg_chunk(&J->run, i, &lo, &hi);
+    J->rows(J, lo, hi, s);
+}
+
+static hc_job hc_job_of(const sn_ctx *ctx, int64_t R, int64_t D,
+                        void (*rows)(const hc_job *, int64_t, int64_t, float *)) {
+    hc_job J;
+    memset(&J, 0, sizeof J);
+    J.run = job_of(ctx, R, D);
+    J.rows = rows;
+    return J;
+}
 
 /* rows [lo, hi): the dot products into pg (when non-NULL) and dpr, then the mix */
 static void hc_rows_run(const hc_job *J, int64_t lo, int64_t hi, float *pg) {
@@ -921,23 +959,9 @@ static void hc_rows_run(const hc_job *J, int64_t lo, int64_t hi, float *pg) {
     }
 }
 
-static void hc_mix_task(void *arg, int64_t i) {
-    const hc_job *J = arg;
-    int64_t lo, hi;
-    task_rows(&J->run, i, &lo, &hi);
-    hc_rows_run(J, lo, hi, NULL);
-}
-
-static void hc_chunk_task(void *arg, int64_t i) {
-    const hc_job *J = arg;
-    int64_t lo, hi;
-    float *s = pg_chunk(&J->run, i, &lo, &hi);
-    hc_rows_run(J, lo, hi, s);
-}
-
 /* never reached (a slot of at most SN_K_HC_MATS^2 floats always fits the stack buffer), but
  * correct: the chunks one after another through one slot */
-static void hc_wide(void *arg) {
+static void hc_rows_wide(void *arg) {
     hc_job *J = arg;
     job *P = &J->run;
     P->c0 = 0;
@@ -949,36 +973,23 @@ static void hc_wide(void *arg) {
 }
 
 static void d_hc_rows(const sn_ctx *ctx, int64_t R, int64_t D, const sn_hc_rows *h) {
-    hc_job J = {job_of(ctx, R, D), h};
+    hc_job J = hc_job_of(ctx, R, D, hc_rows_run);
+    J.h = h;
     set_mem(&J.run, R, D, h->nin + h->nout + (h->dp ? h->na + h->nb : 0));
     if (!h->dp) {
-        run_rows(ctx, &J.run, hc_mix_task, &J);
+        run_rows(ctx, &J.run, hc_task, &J);
         return;
     }
     J.run.dparams = h->dp;
     J.run.npg = (int64_t)h->na * h->nb;
-    pg_run(ctx, &J.run, &J, hc_chunk_task, hc_wide);
+    pg_run(ctx, &J.run, &J, hc_chunk_task, hc_rows_wide);
 }
 
-/* dynamic Hyper-Connections: a row matrix x (or out) against float parameter rows w */
-typedef struct hcw_job {
-    job run; /* first: the tasks get the hcw_job */
-    mat_in x;
-    mat_out o;
-    const float *const *w;
-    int nw;
-    const float *coef;
-    int64_t ldc;
-    float *out; /* hc_proj */
-    int64_t ldo;
-} hcw_job;
-
-static void hc_proj_task(void *arg, int64_t i) {
-    const hcw_job *J = arg;
-    int64_t lo, hi;
-    task_rows(&J->run, i, &lo, &hi);
+/* dynamic Hyper-Connections: a row matrix against float parameter rows w, and the tanh */
+static void hc_proj_rows(const hc_job *J, int64_t lo, int64_t hi, float *pg) {
+    (void)pg;
     for (int64_t r = lo; r < hi; r++) {
-        float *o = J->out + r * J->ldo;
+        float *o = J->t + r * J->ldt;
         for (int c = 0; c < J->nw; c++) o[c] = 0.0f;
         J->run.K->hc_proj(in_row(J->x, r), J->run.D, J->w, J->nw, o);
     }
@@ -986,52 +997,42 @@ static void hc_proj_task(void *arg, int64_t i) {
 
 static void d_hc_proj(const sn_ctx *ctx, int64_t R, int64_t D, const void *x, int64_t ldx,
                       const float *const *w, int nw, float *out, int64_t ldo) {
-    hcw_job J;
-    memset(&J, 0, sizeof J);
-    J.run = job_of(ctx, R, D);
+    hc_job J = hc_job_of(ctx, R, D, hc_proj_rows);
     J.x = (mat_in){x, ldx};
-    J.w = w, J.nw = nw, J.out = out, J.ldo = ldo;
-    run_rows(ctx, &J.run, hc_proj_task, &J);
+    J.w = w, J.nw = nw, J.t = out, J.ldt = ldo;
+    run_rows(ctx, &J.run, hc_task, &J);
 }
 
-static void hc_wmix_task(void *arg, int64_t i) {
-    const hcw_job *J = arg;
-    int64_t lo, hi;
-    task_rows(&J->run, i, &lo, &hi);
+static void hc_wmix_rows(const hc_job *J, int64_t lo, int64_t hi, float *pg) {
+    (void)pg;
     for (int64_t r = lo; r < hi; r++)
         J->run.K->hc_wmix(J->w, J->nw, J->coef + r * J->ldc, out_row(J->o, r), J->run.D, J->run.nt);
 }
 
 static void d_hc_wmix(const sn_ctx *ctx, int64_t R, int64_t D, const float *const *w, int nw,
                       const float *coef, int64_t ldc, void *out, int64_t ldo) {
-    hcw_job J;
-    memset(&J, 0, sizeof J);
-    J.run = job_of(ctx, R, D);
+    hc_job J = hc_job_of(ctx, R, D, hc_wmix_rows);
     J.o = (mat_out){out, ldo};
     J.w = w, J.nw = nw, J.coef = coef, J.ldc = ldc;
     set_mem(&J.run, R, D, 1);
-    run_rows(ctx, &J.run, hc_wmix_task, &J);
+    run_rows(ctx, &J.run, hc_task, &J);
 }
 
 /* the rows [lo, hi) into the nw slot rows of width n starting at pg, columns [j0, j0 + n) */
-static void hc_wsum_rows(const hcw_job *J, int64_t lo, int64_t hi, int64_t j0, int64_t n, float *pg,
+static void hc_wsum_cols(const hc_job *J, int64_t lo, int64_t hi, int64_t j0, int64_t n, float *pg,
                          int64_t ld) {
     float *dw[SN_K_HC_MATS];
     for (int c = 0; c < J->nw; c++) dw[c] = pg + c * ld;
     for (int64_t r = lo; r < hi; r++)
         J->run.K->hc_wsum(in_row(J->x, r) + j0, n, J->coef + r * J->ldc, J->nw, dw);
 }
-
-static void hc_wsum_chunk_task(void *arg, int64_t i) {
-    const hcw_job *J = arg;
-    int64_t lo, hi;
-    float *s = pg_chunk(&J->run, i, &lo, &hi);
-    hc_wsum_rows(J, lo, hi, 0, J->run.D, s, J->run.D);
+static void hc_wsum_rows(const hc_job *J, int64_t lo, int64_t hi, float *pg) {
+    hc_wsum_cols(J, lo, hi, 0, J->run.D, pg, J->run.D);
 }
 
 /* rows too wide for one slot: each chunk in column blocks (the same sums, column by column) */
 static void hc_wsum_wide(void *arg) {
-    const hcw_job *J = arg;
+    const hc_job *J = arg;
     const job *P = &J->run;
     const int64_t D = P->D, bw = P->nbuf / J->nw / COL_QUANTUM * COL_QUANTUM;
     for (int64_t lo = 0; lo < P->R; lo += P->C) {
@@ -1039,7 +1040,7 @@ static void hc_wsum_wide(void *arg) {
         for (int64_t j0 = 0; j0 < D; j0 += bw) {
             const int64_t n = D - j0 < bw ? D - j0 : bw;
             memset(P->buf, 0, (size_t)(J->nw * bw) * sizeof(float));
-            hc_wsum_rows(J, lo, hi, j0, n, P->buf, bw);
+            hc_wsum_cols(J, lo, hi, j0, n, P->buf, bw);
             for (int c = 0; c < J->nw; c++)
                 for (int64_t j = 0; j < n; j++) P->dparams[c * D + j0 + j] += P->buf[c * bw + j];
         }
@@ -1048,34 +1049,25 @@ static void hc_wsum_wide(void *arg) {
 
 static void d_hc_wsum(const sn_ctx *ctx, int64_t R, int64_t D, const void *x, int64_t ldx,
                       const float *coef, int64_t ldc, int nw, float *dw) {
-    hcw_job J;
-    memset(&J, 0, sizeof J);
-    J.run = job_of(ctx, R, D);
+    hc_job J = hc_job_of(ctx, R, D, hc_wsum_rows);
     J.x = (mat_in){x, ldx};
     J.nw = nw, J.coef = coef, J.ldc = ldc;
     J.run.dparams = dw;
     J.run.npg = nw * D;
-    pg_run(ctx, &J.run, &J, hc_wsum_chunk_task, hc_wsum_wide);
+    pg_run(ctx, &J.run, &J, hc_chunk_task, hc_wsum_wide);
 }
 
 /* tanhf of R rows of n floats, in place (row by row: no bit depends on the split) */
-typedef struct hc_tanh_job {
-    job run; /* first: the tasks get the hc_tanh_job */
-    float *t;
-    int64_t ldt;
-} hc_tanh_job;
-
-static void hc_tanh_task(void *arg, int64_t i) {
-    const hc_tanh_job *J = arg;
-    int64_t lo, hi;
-    task_rows(&J->run, i, &lo, &hi);
+static void hc_tanh_rows(const hc_job *J, int64_t lo, int64_t hi, float *pg) {
+    (void)pg;
     for (int64_t r = lo; r < hi; r++)
         for (int64_t q = 0; q < J->run.D; q++) J->t[r * J->ldt + q] = tanhf(J->t[r * J->ldt + q]);
 }
 
 static void d_hc_tanh(const sn_ctx *ctx, int64_t R, int64_t n, float *t, int64_t ldt) {
-    hc_tanh_job J = {job_of(ctx, R, n), t, ldt};
-    run_rows(ctx, &J.run, hc_tanh_task, &J);
+    hc_job J = hc_job_of(ctx, R, n, hc_tanh_rows);
+    J.t = t, J.ldt = ldt;
+    run_rows(ctx, &J.run, hc_task, &J);
 }
 
 /* ---- conversions from and to float matrices ------------------------------------------------ */

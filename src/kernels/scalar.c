@@ -280,9 +280,81 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 }
 #undef FUSE_BWD_ELEM
 
+/* The whole backward of one row, bitwise the same as fuse_red, fuse_pg and fuse_dx (the same
+ * expressions on the same values) in fewer instructions: pass 1 keeps xx, yy and xs in stack rows
+ * and pass 2 keeps dt and ds, so that the parameter and input gradients read them instead of
+ * recomputing them. Rows wider than SCALAR_ROW_MAX take the three pieces. */
+#define SCALAR_ROW_MAX 1024
+static void fuse_bwd_rows(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
+                          const float *y, float *dx, float *dy, int accx, int accy,
+                          const sn_dfuse *dp) {
+    float kx[SCALAR_ROW_MAX], ky[SCALAR_ROW_MAX], ks[SCALAR_ROW_MAX], kt[SCALAR_ROW_MAX],
+        kd[SCALAR_ROW_MAX];
+    const sn_rnorm X = F->X, Y = F->Y, O = F->O; /* local copies: the stores cannot change them */
+    const float fD = (float)D;
+    /* pass 1: fuse_red's first sweep */
+    float a[LANES] = {0}, b[LANES] = {0}, ta = 0.0f, tb = 0.0f;
+    int64_t j = 0;
+    for (; j <= D; j += LANES) {
+        const int n = j + LANES <= D ? LANES : (int)(D - j), tail = j + LANES > D;
+        for (int k = 0; k < n; k++) {
+            const int64_t c = j + k;
+            const float xx = (x[c] - X.m) * X.r, yy = (y[c] - Y.m) * Y.r;
+            const float s =
+                (gam(X.gamma, c) * xx + bet(X.beta, c)) + (gam(Y.gamma, c) * yy + bet(Y.beta, c));
+            const float xs = (s - O.m) * O.r, g = gam(O.gamma, c) * dh[c];
+            kx[c] = xx, ky[c] = yy, ks[c] = xs;
+            if (tail) ta += g, tb += g * xs;
+            else a[k] += g, b[k] += g * xs;
+        }
+    }
+    const float oa = O.ca * (lanes_sum(a) + ta) / fD, ob = O.cb * (lanes_sum(b) + tb) / fD;
+    F->oa = oa, F->ob = ob;
+    /* pass 2: fuse_red's second sweep */
+    float ax[LANES] = {0}, bx[LANES] = {0}, ay[LANES] = {0}, by[LANES] = {0};
+    float tax = 0.0f, tbx = 0.0f, tay = 0.0f, tby = 0.0f;
+    for (j = 0; j <= D; j += LANES) {
+        const int n = j + LANES <= D ? LANES : (int)(D - j), tail = j + LANES > D;
+        for (int k = 0; k < n; k++) {
+            const int64_t c = j + k;
+            const float ds = O.r * (gam(O.gamma, c) * dh[c] - oa - ks[c] * ob);
+            const float dt = (du ? du[c] : 0.0f) + ds;
+            const float gx = gam(X.gamma, c) * dt, gy = gam(Y.gamma, c) * ds;
+            kt[c] = dt, kd[c] = ds;
+            if (tail) tax += gx, tbx += gx * kx[c], tay += gy, tby += gy * ky[c];
+            else ax[k] += gx, bx[k] += gx * kx[c], ay[k] += gy, by[k] += gy * ky[c];
+        }
+    }
+    const float xa = X.ca * (lanes_sum(ax) + tax) / fD, xb = X.cb * (lanes_sum(bx) + tbx) / fD;
+    const float ya = Y.ca * (lanes_sum(ay) + tay) / fD, yb = Y.cb * (lanes_sum(by) + tby) / fD;
+    F->xa = xa, F->xb = xb, F->ya = ya, F->yb = yb;
+    /* fuse_pg's and fuse_dx's sweeps */
+    if (dp) {
+        const sn_dfuse P = *dp;
+        for (j = 0; j < D; j++) {
+            if (P.go) P.go[j] += dh[j] * ks[j];
+            if (P.bo) P.bo[j] += dh[j];
+            if (P.gx) P.gx[j] += kt[j] * kx[j];
+            if (P.bx) P.bx[j] += kt[j];
+            if (P.gy) P.gy[j] += kd[j] * ky[j];
+            if (P.by) P.by[j] += kd[j];
+        }
+    }
+    for (j = 0; j < D; j++) {
+        const float ddx = X.r * (gam(X.gamma, j) * kt[j] - xa - kx[j] * xb);
+        const float ddy = Y.r * (gam(Y.gamma, j) * kd[j] - ya - ky[j] * yb);
+        dx[j] = accx ? dx[j] + ddx : ddx;
+        dy[j] = accy ? dy[j] + ddy : ddy;
+    }
+}
+
 static void fuse_bwd(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
                      const float *y, float *dx, float *dy, int accx, int accy, const sn_dfuse *dp) {
     sn_k_prefetch_rows(F, D * (int64_t)sizeof(float));
+    if (D <= SCALAR_ROW_MAX) {
+        fuse_bwd_rows(F, D, dh, du, x, y, dx, dy, accx, accy, dp);
+        return;
+    }
     fuse_red(F, D, dh, du, x, y);
     if (dp) fuse_pg(F, D, dh, du, x, y, dp);
     fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);

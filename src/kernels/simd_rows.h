@@ -793,7 +793,10 @@ KINLINE void fuse_red1_step(const sn_rfuse *F, const SN_T *dh, V xx, V yy, int64
     *b = vfma(g, keep(xs_of(F, xx, yy, j, t, m), t, m), *b);
 }
 
-/* pass 2: N_x's over dt into *ax, *bx and N_y's over ds into *ay, *by */
+/* pass 2: N_x's over dt into *ax, *bx and N_y's over ds into *ay, *by. These four reductions
+ * take one accumulator set, in column order (fuse_bwd's RCOLS2 sweep passes the same set for
+ * both k): the two rows of fuse_bwd2 already give two independent chains, and a second set
+ * would take eight more vector registers, which AVX2 does not have (docs/performance.md). */
 KINLINE void fuse_red2_step(const belem *e, int t, M m, V *ax, V *bx, V *ay, V *by) {
     const V gx = keep(e->gx, t, m), gy = keep(e->gy, t, m);
     *ax = vadd(*ax, gx);
@@ -807,13 +810,12 @@ KINLINE void fuse_red_out(sn_rfuse *F, const V a[2], const V b[2], int64_t D) {
     F->ob = F->O.cb * hsum2(b) / (float)D;
 }
 
-KINLINE void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2], const V by[2],
-                         int64_t D) {
+KINLINE void fuse_red_xy(sn_rfuse *F, V ax, V bx, V ay, V by, int64_t D) {
     const float fD = (float)D;
-    F->xa = F->X.ca * hsum2(ax) / fD;
-    F->xb = F->X.cb * hsum2(bx) / fD;
-    F->ya = F->Y.ca * hsum2(ay) / fD;
-    F->yb = F->Y.cb * hsum2(by) / fD;
+    F->xa = F->X.ca * hsum(ax) / fD;
+    F->xb = F->X.cb * hsum(bx) / fD;
+    F->ya = F->Y.ca * hsum(ay) / fD;
+    F->yb = F->Y.cb * hsum(by) / fD;
 }
 
 static void fuse_red(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
@@ -824,10 +826,10 @@ static void fuse_red(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, con
         fuse_red1_step(F, dh, xx, yy, j, t, m, &a[k], &b[k]);
     });
     fuse_red_out(F, a, b, D);
-    V ax[2] = ZERO2, bx[2] = ZERO2, ay[2] = ZERO2, by[2] = ZERO2;
-    RCOLS2(D, {
+    V ax = vset1(0.0f), bx = ax, ay = ax, by = ax;
+    COLS(D, {
         belem e = belem_of(F, j, t, m, dh, du, x, y);
-        fuse_red2_step(&e, t, m, &ax[k], &bx[k], &ay[k], &by[k]);
+        fuse_red2_step(&e, t, m, &ax, &bx, &ay, &by);
     });
     fuse_red_xy(F, ax, bx, ay, by, D);
 }
@@ -884,44 +886,45 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du
     });
 }
 
-/* The whole backward of one row: pass 1 (N_out's reductions) keeps xs in a stack row, pass 2
- * (reductions of N_x, N_y and the parameter gradients) replaces it by gx and keeps gy, pass 3
- * writes the input gradients; xx and yy are recomputed from x and y (in L1 by then), which is
- * cheaper than storing them. Bitwise the same as fuse_red, fuse_pg, fuse_dx (same formulas on
- * the same values). Rows wider than FUSE_ROW_MAX take those. */
+/* The whole backward of one row in three sweeps over stack rows (in L1): pass 1 (N_out's
+ * reductions) keeps xx, yy and xs; pass 2 (the reductions of N_x and N_y) keeps dt and ds; pass
+ * 3 writes the input gradients and adds the parameter gradients. Bitwise the same as fuse_red,
+ * fuse_pg, fuse_dx (the same formulas on the same values: a kept vector is the bits it would be
+ * recomputed as). Pass 2 keeps few values alive, so that its four accumulators per row stay in
+ * registers even for two rows on AVX2; the parameter gradients, elementwise, go to pass 3.
+ * Rows wider than FUSE_ROW_MAX take fuse_red, fuse_pg and fuse_dx. */
 #define FUSE_ROW_MAX 1024
 
 /* One row of fuse_bwd and fuse_bwd2: its norms and reductions (a local copy of its sn_rfuse:
- * the stores cannot alias it), its rows, its two stack rows and its accumulators. A local
- * struct per row, reached only by the inline steps below, so that its fields stay in
- * registers. */
+ * the stores cannot alias it), its rows, its stack rows and its accumulators. A local struct
+ * per row, reached only by the inline steps below, so that its fields stay in registers. */
 typedef struct brow {
     sn_rfuse F;
     const SN_T *dh, *du, *x, *y;
     SN_T *dx, *dy;
-    float *bs, *bg;               /* stack rows of FUSE_ROW_MAX + VW floats */
-    V a[2], b[2];                 /* pass 1: N_out's reductions */
-    V ax[2], bx[2], ay[2], by[2]; /* pass 2: N_x's and N_y's */
-    float *kx, *ky, *kdh; /* bf16 rows: xx, yy and dh (widened) from pass 1, for passes 2, 3 */
+    float *kx, *ky, *ks; /* kept by pass 1: xx, yy, xs */
+    float *kt, *kd;      /* kept by pass 2: dt, ds */
+    float *kdh;          /* bf16 rows: dh widened by pass 1 (fp32 rows: NULL, dh is read) */
+    V a[2], b[2];        /* pass 1: N_out's reductions */
+    V ax, bx, ay, by;    /* pass 2: N_x's and N_y's (one set: see fuse_red2_step) */
 } brow;
 
-/* xhat of a row v (x or y, norm N) at column j in pass 1 (xx_p1), and in passes 2 and 3
- * (xx_p23); dh likewise (dh_p1, dh_p23). With bf16 rows, pass 1 keeps xx, yy and the widened
- * dh in the stack rows kp (brow_keep) and the later passes load them: the kept vectors are the
- * same bits as recomputed ones, and a load costs fewer instructions than widening and
- * normalising again, in kernels bound by their instructions (docs/performance.md). */
+/* The stack rows of one row, FUSE_ROW_MAX + VW floats each (padded: whole vectors) */
 #ifdef SN_K16
+#define BROW_ROWS 6
+#else
+#define BROW_ROWS 5
+#endif
+typedef float brow_rows[BROW_ROWS][FUSE_ROW_MAX + VW];
+
+/* a vector computed and kept at p (whole vectors: the stack rows are padded) */
 KINLINE V keep_st(float *p, V v) {
-    vst(p, v); /* the stack rows are padded: whole vectors */
+    vst(p, v);
     return v;
 }
-KINLINE V xx_p1(const sn_rnorm *N, const SN_T *v, float *kp, int64_t j, int t, M m) {
-    return keep_st(kp + j, xhat_sub(N, load(v + j, t, m)));
-}
-KINLINE V xx_p23(const sn_rnorm *N, const SN_T *v, const float *kp, int64_t j, int t, M m) {
-    (void)N, (void)v, (void)t, (void)m;
-    return vld(kp + j);
-}
+/* dh at column j: pass 1 loads it (bf16 rows: and keeps it widened), the later passes load the
+ * row (fp32) or the kept row (bf16), which costs fewer instructions than widening again */
+#ifdef SN_K16
 KINLINE V dh_p1(const SN_T *dh, float *kp, int64_t j, int t, M m) {
     return keep_st(kp + j, load(dh + j, t, m));
 }
@@ -929,16 +932,7 @@ KINLINE V dh_p23(const SN_T *dh, const float *kp, int64_t j, int t, M m) {
     (void)dh, (void)t, (void)m;
     return vld(kp + j);
 }
-/* the kept rows of w: three stack rows of FUSE_ROW_MAX + VW floats */
-KINLINE void brow_keep(brow *w, float (*keep)[FUSE_ROW_MAX + VW]) {
-    w->kx = keep[0], w->ky = keep[1], w->kdh = keep[2];
-}
 #else
-KINLINE V xx_p1(const sn_rnorm *N, const SN_T *v, const float *kp, int64_t j, int t, M m) {
-    (void)kp;
-    return xhat_sub(N, load(v + j, t, m));
-}
-#define xx_p23 xx_p1
 KINLINE V dh_p1(const SN_T *dh, const float *kp, int64_t j, int t, M m) {
     (void)kp;
     return load(dh + j, t, m);
@@ -947,56 +941,69 @@ KINLINE V dh_p1(const SN_T *dh, const float *kp, int64_t j, int t, M m) {
 #endif
 
 KINLINE void brow_init(brow *w, const sn_rfuse *F, const SN_T *dh, const SN_T *du, const SN_T *x,
-                       const SN_T *y, SN_T *dx, SN_T *dy, float *bs, float *bg) {
+                       const SN_T *y, SN_T *dx, SN_T *dy, brow_rows rows) {
     w->F = *F;
     w->dh = dh, w->du = du, w->x = x, w->y = y, w->dx = dx, w->dy = dy;
-    w->bs = bs, w->bg = bg;
-    w->kx = w->ky = w->kdh = NULL;
-    for (int k = 0; k < 2; k++) {
-        w->a[k] = w->b[k] = vset1(0.0f);
-        w->ax[k] = w->bx[k] = w->ay[k] = w->by[k] = vset1(0.0f);
-    }
+    w->kx = rows[0], w->ky = rows[1], w->ks = rows[2], w->kt = rows[3], w->kd = rows[4];
+#ifdef SN_K16
+    w->kdh = rows[5];
+#else
+    w->kdh = NULL;
+#endif
+    for (int k = 0; k < 2; k++) w->a[k] = w->b[k] = vset1(0.0f);
+    w->ax = w->bx = w->ay = w->by = vset1(0.0f);
 }
 
-/* pass 1 at column j (accumulator set k): N_out's reductions, xs kept in bs */
+/* pass 1 at column j (accumulator set k): N_out's reductions; xx, yy and xs kept */
 KINLINE void fuse_p1(brow *w, int64_t j, int t, M m, int k) {
-    const V xx = xx_p1(&w->F.X, w->x, w->kx, j, t, m);
-    const V yy = xx_p1(&w->F.Y, w->y, w->ky, j, t, m);
-    const V xs = xs_of(&w->F, xx, yy, j, t, m);
-    vst(w->bs + j, xs); /* the stack rows are padded: whole vectors */
+    const V xx = keep_st(w->kx + j, xhat_sub(&w->F.X, load(w->x + j, t, m)));
+    const V yy = keep_st(w->ky + j, xhat_sub(&w->F.Y, load(w->y + j, t, m)));
+    const V xs = keep_st(w->ks + j, xs_of(&w->F, xx, yy, j, t, m));
     const V g = keep(vmul(gamma_at(w->F.O.gamma, j, t, m), dh_p1(w->dh, w->kdh, j, t, m)), t, m);
     w->a[k] = vadd(w->a[k], g); /* fuse_red1_step's arithmetic, xs already at hand */
     w->b[k] = vfma(g, keep(xs, t, m), w->b[k]);
 }
 
-/* pass 2 at column j: the quantities of the step (returned), the reductions of N_x and N_y;
- * gx replaces xs in bs, gy goes to bg. First the rows the row's sn_rfuse asks to prefetch
- * (pf), at the steps of PF_EVERY. */
-KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
+/* pass 2 at column j: ds and dt kept, the reductions of N_x and N_y (fuse_red2_step's). First
+ * the rows the row's sn_rfuse asks to prefetch (pf), at the steps of PF_EVERY. */
+KINLINE void fuse_p2(brow *w, int64_t j, int t, M m, int k) {
 #if defined(__GNUC__)
     if (k % PF_EVERY == 0)
         for (int i = 0; i < w->F.npf; i++) __builtin_prefetch(pf_at(w->F.pf[i], j), 0, 2);
+#else
+    (void)k;
 #endif
     belem e;
-    e.xx = xx_p23(&w->F.X, w->x, w->kx, j, t, m);
-    e.yy = xx_p23(&w->F.Y, w->y, w->ky, j, t, m);
-    e.xs = vld(w->bs + j);
-    e.dh = dh_p23(w->dh, w->kdh, j, t, m);
-    e.ds = ds_of(&w->F, e.xs, e.dh, j, t, m);
-    e.dt = dt_of(w->du, e.ds, j, t, m);
+    e.xx = vld(w->kx + j);
+    e.yy = vld(w->ky + j);
+    e.ds =
+        keep_st(w->kd + j, ds_of(&w->F, vld(w->ks + j), dh_p23(w->dh, w->kdh, j, t, m), j, t, m));
+    e.dt = keep_st(w->kt + j, dt_of(w->du, e.ds, j, t, m));
     e.gx = vmul(gamma_at(w->F.X.gamma, j, t, m), e.dt);
     e.gy = vmul(gamma_at(w->F.Y.gamma, j, t, m), e.ds);
-    fuse_red2_step(&e, t, m, &w->ax[k], &w->bx[k], &w->ay[k], &w->by[k]);
-    vst(w->bs + j, e.gx);
-    vst(w->bg + j, e.gy);
-    return e;
+    fuse_red2_step(&e, t, m, &w->ax, &w->bx, &w->ay, &w->by);
 }
 
-/* pass 3 at column j: the input gradients */
-KINLINE void fuse_p3(const brow *w, int accx, int accy, int64_t j, int t, M m) {
-    const V xx = xx_p23(&w->F.X, w->x, w->kx, j, t, m);
-    const V yy = xx_p23(&w->F.Y, w->y, w->ky, j, t, m);
-    fuse_dx_step(&w->F, xx, yy, vld(w->bs + j), vld(w->bg + j), w->dx, w->dy, accx, accy, j, t, m);
+/* pass 3 at column j: the input gradients (accx, accy and nt constants in each instance); with
+ * pg, returns the operands of the parameter gradients (dh, xs, dt, xx, ds, yy) */
+KINLINE belem fuse_p3(const brow *w, int accx, int accy, int nt, int pg, int64_t j, int t, M m) {
+    const sn_rfuse *F = &w->F;
+    belem e;
+    e.xx = vld(w->kx + j), e.yy = vld(w->ky + j);
+    e.dt = vld(w->kt + j), e.ds = vld(w->kd + j);
+    e.gx = vmul(gamma_at(F->X.gamma, j, t, m), e.dt);
+    e.gy = vmul(gamma_at(F->Y.gamma, j, t, m), e.ds);
+    const V ddx = vmul(vset1(F->X.r), vfnma(e.xx, vset1(F->xb), vsub(e.gx, vset1(F->xa))));
+    const V ddy = vmul(vset1(F->Y.r), vfnma(e.yy, vset1(F->yb), vsub(e.gy, vset1(F->ya))));
+    if (accx) store(w->dx + j, vadd(load(w->dx + j, t, m), ddx), t, m);
+    else store_out(w->dx + j, ddx, t, m, nt);
+    if (accy) store(w->dy + j, vadd(load(w->dy + j, t, m), ddy), t, m);
+    else store_out(w->dy + j, ddy, t, m, nt);
+    if (pg) {
+        e.xs = vld(w->ks + j);
+        e.dh = dh_p23(w->dh, w->kdh, j, t, m);
+    }
+    return e;
 }
 
 /* a parameter-gradient vector of rows 0 and 1: p = (p + v0) + v1, or p = fma(a1, b1,
@@ -1006,6 +1013,55 @@ KINLINE void acc_add2(float *p, V v0, V v1, int t, M m) {
 }
 KINLINE void acc_fma2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
     if (p) store(p, vfma(a1, b1, vfma(a0, b0, load(p, t, m))), t, m);
+}
+/* the parameter gradients of one step of rows 0 and 1 (row 0's contribution first) */
+KINLINE void fuse_pg2_step(const sn_dfuse *dp, const belem *e0, const belem *e1, int64_t j, int t,
+                           M m) {
+    acc_fma2(at(dp->go, j), e0->dh, e0->xs, e1->dh, e1->xs, t, m);
+    acc_add2(at(dp->bo, j), e0->dh, e1->dh, t, m);
+    acc_fma2(at(dp->gx, j), e0->dt, e0->xx, e1->dt, e1->xx, t, m);
+    acc_add2(at(dp->bx, j), e0->dt, e1->dt, t, m);
+    acc_fma2(at(dp->gy, j), e0->ds, e0->yy, e1->ds, e1->yy, t, m);
+    acc_add2(at(dp->by, j), e0->ds, e1->ds, t, m);
+}
+
+/* pass 3 of rows w[0 .. nw) (nw 1 or 2, interleaved by column), with the parameter gradients
+ * when dp is non-NULL (pg: 1): rows from memory (nt) in the order of the streams, rows in the
+ * caches from pass 2's last columns */
+KINLINE void fuse_p3_rows(brow *const *w, int nw, int64_t D, const sn_dfuse *dp, int pg, int accx,
+                          int accy, int nt) {
+#define P3_STEP                                                                                    \
+    if (nw == 2) {                                                                                 \
+        const belem e0 = fuse_p3(w[0], accx, accy, nt, pg, j, t, m);                               \
+        const belem e1 = fuse_p3(w[1], accx, accy, nt, pg, j, t, m);                               \
+        if (pg) fuse_pg2_step(dp, &e0, &e1, j, t, m);                                              \
+    } else {                                                                                       \
+        const belem e0 = fuse_p3(w[0], accx, accy, nt, pg, j, t, m);                               \
+        if (pg) fuse_pg_step(dp, &e0, j, t, m);                                                    \
+    }
+    if (nt) COLS(D, {P3_STEP});
+    else COLS_DOWN(D, {P3_STEP});
+#undef P3_STEP
+}
+
+/* fuse_p3_rows with pg, accx, accy and nt as constants: one loop per case, with no test of a
+ * flag per vector */
+KINLINE void fuse_p3_nt(brow *const *w, int nw, int64_t D, const sn_dfuse *dp, int pg, int accx,
+                        int accy) {
+    if (w[0]->F.nt) fuse_p3_rows(w, nw, D, dp, pg, accx, accy, 1);
+    else fuse_p3_rows(w, nw, D, dp, pg, accx, accy, 0);
+}
+KINLINE void fuse_p3_acc(brow *const *w, int nw, int64_t D, const sn_dfuse *dp, int pg, int accx,
+                         int accy) {
+    if (accx && accy) fuse_p3_nt(w, nw, D, dp, pg, 1, 1);
+    else if (accx) fuse_p3_nt(w, nw, D, dp, pg, 1, 0);
+    else if (accy) fuse_p3_nt(w, nw, D, dp, pg, 0, 1);
+    else fuse_p3_nt(w, nw, D, dp, pg, 0, 0);
+}
+KINLINE void fuse_p3_all(brow *const *w, int nw, int64_t D, const sn_dfuse *dp, int accx,
+                         int accy) {
+    if (dp) fuse_p3_acc(w, nw, D, dp, 1, accx, accy);
+    else fuse_p3_acc(w, nw, D, NULL, 0, accx, accy);
 }
 
 static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
@@ -1017,58 +1073,34 @@ static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, con
         fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);
         return;
     }
-    float bs[FUSE_ROW_MAX + VW], bg[FUSE_ROW_MAX + VW];
+    brow_rows rows;
     brow w;
-    brow_init(&w, F, dh, du, x, y, dx, dy, bs, bg);
-#ifdef SN_K16
-    float keep[3][FUSE_ROW_MAX + VW];
-    brow_keep(&w, keep);
-#endif
+    brow_init(&w, F, dh, du, x, y, dx, dy, rows);
     RCOLS2(D, { fuse_p1(&w, j, t, m, k); });
     fuse_red_out(&w.F, w.a, w.b, D);
-    RCOLS2(D, {
-        const belem e = fuse_p2(&w, j, t, m, k);
-        if (dp) fuse_pg_step(dp, &e, j, t, m);
-    });
+    RCOLS2(D, { fuse_p2(&w, j, t, m, k); });
     fuse_red_xy(&w.F, w.ax, w.bx, w.ay, w.by, D);
-    if (w.F.nt) /* rows from memory: in the order of the streams */
-        COLS(D, { fuse_p3(&w, accx, accy, j, t, m); });
-    else /* rows in the caches: pass 2's last columns first */
-        COLS_DOWN(D, { fuse_p3(&w, accx, accy, j, t, m); });
+    brow *const w1[1] = {&w};
+    if (dp) {
+        const sn_dfuse dp_ = *dp; /* a local copy: the stores below cannot alias it */
+        fuse_p3_all(w1, 1, D, &dp_, accx, accy);
+    } else fuse_p3_all(w1, 1, D, NULL, accx, accy);
 }
 
 /* The three passes of fuse_bwd on rows w0 and w1, each parameter-gradient vector loaded once
  * for both (row 0's contribution first). */
 KINLINE void fuse_bwd2_passes(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp, int accx,
                               int accy) {
-    RCOLS2(D, {
-        fuse_p1(w0, j, t, m, k);
-        fuse_p1(w1, j, t, m, k);
-    });
+    RCOLS2(D, { fuse_p1(w0, j, t, m, k); });
+    RCOLS2(D, { fuse_p1(w1, j, t, m, k); });
     fuse_red_out(&w0->F, w0->a, w0->b, D);
     fuse_red_out(&w1->F, w1->a, w1->b, D);
-    RCOLS2(D, {
-        const belem e0 = fuse_p2(w0, j, t, m, k);
-        const belem e1 = fuse_p2(w1, j, t, m, k);
-        acc_fma2(at(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);
-        acc_add2(at(dp->bo, j), e0.dh, e1.dh, t, m);
-        acc_fma2(at(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);
-        acc_add2(at(dp->bx, j), e0.dt, e1.dt, t, m);
-        acc_fma2(at(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);
-        acc_add2(at(dp->by, j), e0.ds, e1.ds, t, m);
-    });
+    RCOLS2(D, { fuse_p2(w0, j, t, m, k); });
+    RCOLS2(D, { fuse_p2(w1, j, t, m, k); });
     fuse_red_xy(&w0->F, w0->ax, w0->bx, w0->ay, w0->by, D);
     fuse_red_xy(&w1->F, w1->ax, w1->bx, w1->ay, w1->by, D);
-    if (w0->F.nt)
-        COLS(D, {
-            fuse_p3(w0, accx, accy, j, t, m);
-            fuse_p3(w1, accx, accy, j, t, m);
-        });
-    else
-        COLS_DOWN(D, {
-            fuse_p3(w0, accx, accy, j, t, m);
-            fuse_p3(w1, accx, accy, j, t, m);
-        });
+    brow *const w[2] = {w0, w1};
+    fuse_p3_all(w, 2, D, dp, accx, accy);
 }
 
 /* Two consecutive rows of one call (the same parameters) with parameter gradients: each row's
@@ -1084,15 +1116,10 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2],
         return;
     }
     const sn_dfuse dp_ = *dp2, *dp = &dp_;
-    float bs[2][FUSE_ROW_MAX + VW], bg[2][FUSE_ROW_MAX + VW];
+    brow_rows rows[2];
     brow w0, w1;
-    brow_init(&w0, &F2[0], dh[0], du[0], x[0], y[0], dx[0], dy[0], bs[0], bg[0]);
-    brow_init(&w1, &F2[1], dh[1], du[1], x[1], y[1], dx[1], dy[1], bs[1], bg[1]);
-#ifdef SN_K16
-    float keep[2][3][FUSE_ROW_MAX + VW];
-    brow_keep(&w0, keep[0]);
-    brow_keep(&w1, keep[1]);
-#endif
+    brow_init(&w0, &F2[0], dh[0], du[0], x[0], y[0], dx[0], dy[0], rows[0]);
+    brow_init(&w1, &F2[1], dh[1], du[1], x[1], y[1], dx[1], dy[1], rows[1]);
     const sn_rfuse *F0 = &w0.F;
     /* both rows have the fuse's parameters: say so, so that each vector is loaded once */
     w1.F.X.gamma = F0->X.gamma, w1.F.X.beta = F0->X.beta;
