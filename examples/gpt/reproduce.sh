@@ -5,11 +5,14 @@
 #
 # usage: examples/gpt/reproduce.sh [BUILD_DIR [OUT [EXPERIMENT...]]]
 #   EXPERIMENT, on the fortunes corpus (the default): main budgets budget16 lr ablations depth
+#   hc hc4x
 #   on the generated tales corpus (the history section): tales-main tales-isa tales-first
 #   tales-init tales-ablations tales-lr tales-depth addition, and tales-span (SpanNorm at the
 #   tales LR sweep's and main job's settings: 28 runs, measured 1h47m under a load of about 30)
 #   default: the fortunes experiments. Each one says its own ETA; on an idle 2-core machine
-#   main takes about 1.5 minutes, budgets 8, budget16 about 25, lr 12, ablations 3, depth 6.
+#   main takes about 1.5 minutes, budgets 8, budget16 about 25, lr 12, ablations 3, depth 6,
+#   hc (Pre-Norm, SiameseNorm, Hyper-Connections n = 4 dynamic) about 2 (3 under a load of 3),
+#   hc4x about 5 (6 under that load).
 # The tales experiments ran before the fortunes corpus existed: they pin the corpus and the
 # model they ran with (16 layers, batch 16, 300 steps, unless they say otherwise).
 set -eu
@@ -17,7 +20,7 @@ build=${1:-build}
 out=${2:-repro-out}
 [ $# -gt 0 ] && shift
 [ $# -gt 0 ] && shift
-which=${*:-main budgets budget16 lr ablations depth}
+which=${*:-main budgets budget16 lr ablations depth hc hc4x}
 cmp=$build/examples/gpt/sn-gpt-compare
 if [ ! -x "$cmp" ]; then
     echo "reproduce.sh: $cmp not found; build first: meson setup $build && meson compile -C $build" >&2
@@ -49,6 +52,10 @@ for e in $which; do
             --arm 'siamese-no-input-norm=--norm siamese --no-input-norm' ;;
     depth) # the depth sweep around the main job's 8 layers, 4 seeds per cell
         run depth --seeds 4 --depths 4,16 ;;
+    hc) # Hyper-Connections (n = 4, dynamic: the trainer's default) beside the main job's arms
+        run hc --arms pre_norm,siamese,hyper_connections ;;
+    hc4x) # Hyper-Connections against SiameseNorm at 4x the main job's budget, 6 seeds
+        run hc4x --arms siamese,hyper_connections --budgets 1200 ;;
     tales-main) # the main job of 0.2.0 to 0.4.2: tales, 16 layers, 300 steps of 16 x 64
         # shellcheck disable=SC2086 # the flags, word by word
         run tales-main -- $tales ;;

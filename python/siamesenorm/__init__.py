@@ -33,6 +33,7 @@ C API -> Python:
     sn_net_scale / _sizes / _norm_at        Net.scale(i) / Net.sizes() / Net.norm_at(i, j)
     sn_net_init_gain                        Net.init_gain()
     sn_net_init_params                      Net.init_params()
+    sn_net_conn_at                          Net.conn_at(i) / conn_views(i) / conn_grad_views(i)
     sn_net_split / _enter / _exit / _merge  Net.split / enter / exit / merge
     sn_net_*_backward                       Net.merge_backward / exit_backward /
                                             enter_backward / split_backward
@@ -50,6 +51,7 @@ from ._capi import (SN_ACCUMULATE, SN_ACCUMULATE_Y, SN_NORM_LAYERNORM, SN_NORM_R
                     SN_PLACEMENT_SIAMESE_PAPER, SN_PLACEMENT_SIAMESE_HYBRID_PRE,
                     SN_PLACEMENT_DEEPNORM, SN_PLACEMENT_PERI_LN, SN_PLACEMENT_MIX_LN,
                     SN_PLACEMENT_HYBRIDNORM, SN_PLACEMENT_HYBRIDNORM_STAR, SN_PLACEMENT_SPAN_NORM,
+                    SN_PLACEMENT_HYPER_CONN, SN_HC_MAX_RATE,
                     SN_SCALE_DEFAULT, SN_SCALE_NONE, SN_SCALE_EXPLICIT, SN_ISA_AUTO, SN_ISA_SCALAR,
                     SN_ISA_AVX2, SN_ISA_AVX512, SN_MAX_THREADS, SN_NONFINITE_NONE,
                     SN_NONFINITE_PARAMS, status_string)
@@ -84,5 +86,5 @@ __all__ = ["to_bf16", "from_bf16", "bf16_round", "Context", "find_nonfinite", "S
            "SN_SCALE_EXPLICIT", "SN_PLACEMENT_SIAMESE_PAPER", "SN_PLACEMENT_SIAMESE_HYBRID_PRE",
            "SN_PLACEMENT_DEEPNORM", "SN_PLACEMENT_PERI_LN", "SN_PLACEMENT_MIX_LN",
            "SN_PLACEMENT_HYBRIDNORM", "SN_PLACEMENT_HYBRIDNORM_STAR", "SN_PLACEMENT_SPAN_NORM",
-           "SN_ISA_AUTO",
+           "SN_PLACEMENT_HYPER_CONN", "SN_HC_MAX_RATE", "SN_ISA_AUTO",
            "SN_ISA_SCALAR", "SN_ISA_AVX2", "SN_ISA_AVX512", "SN_MAX_THREADS"] + list(_errors_all)

@@ -58,6 +58,7 @@ SN_PLACEMENT_HYBRIDNORM_STAR = 9
 SN_PLACEMENT_SPAN_NORM = 10
 SN_PLACEMENT_HYPER_CONN = 11
 SN_PLACEMENT_COUNT = 12  # the header's macro: one more than the last placement
+SN_HC_MAX_RATE = 8  # Hyper-Connections' largest expansion rate (sn_net.hc_rate)
 SN_SCALE_DEFAULT, SN_SCALE_NONE, SN_SCALE_EXPLICIT = 0, 1, 2
 SN_ISA_AUTO, SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512 = 0, 1, 2, 3
 SN_MAX_THREADS = 256

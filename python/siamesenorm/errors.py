@@ -11,7 +11,7 @@ covers both; the few conditions the C API cannot express (a numpy dtype, a read-
 __all__ = [
     "SiameseNormError", "NullError", "ShapeError", "StrideError", "EpsError", "ScaleError",
     "AliasError", "PlacementError", "NormError", "GroupError", "FlagsError", "IndexOutOfRange",
-    "ConfigError", "UnsupportedError", "NoMemError", "NonFiniteError", "DTypeError", "ReadOnlyError",
+    "ConfigError", "UnsupportedError", "NoMemError", "NonFiniteError", "DTypeError", "StreamsError", "ReadOnlyError",
     "ContextClosedError", "LibraryNotFoundError", "VersionMismatchError", "error_for_status",
 ]
 
@@ -124,6 +124,12 @@ class DTypeError(SiameseNormError, TypeError):
     status = 17
 
 
+class StreamsError(SiameseNormError, ValueError):
+    """SN_ERR_STREAMS: Hyper-Connections' expansion rate (hc_rate) is outside
+    1 .. SN_HC_MAX_RATE."""
+    status = 18
+
+
 class ReadOnlyError(SiameseNormError, ValueError):
     """An output array is not writeable. status is None."""
 
@@ -146,7 +152,7 @@ class VersionMismatchError(SiameseNormError, ImportError):
 _BY_STATUS = {cls.status: cls for cls in (
     NullError, ShapeError, StrideError, EpsError, ScaleError, AliasError, PlacementError,
     NormError, GroupError, FlagsError, IndexOutOfRange, ConfigError, UnsupportedError,
-    NoMemError, NonFiniteError, AlignError, DTypeError)}
+    NoMemError, NonFiniteError, AlignError, DTypeError, StreamsError)}
 
 
 def error_for_status(status, library_message, detail=None):

@@ -13,6 +13,7 @@ workspace buffers (numpy, sized by sn_net_sizes) and runs the training loop one 
 """
 
 import ctypes
+import numbers
 
 import numpy as np
 
@@ -31,13 +32,36 @@ ROLES = {lib.sn_norm_role_name(k).decode(): k for k in range(_capi.SN_ROLE_COUNT
 OPERANDS = {lib.sn_norm_operand_name(k).decode(): k for k in range(_capi.SN_OPERAND_COUNT)}
 
 
+def _hc_settings(code, hc_rate, hc_dynamic):
+    """Hyper-Connections' settings checked before anything reaches C: (hc_rate, hc_dynamic) as
+    the ints the struct takes, None where the library's default stays."""
+    if code != _capi.SN_PLACEMENT_HYPER_CONN:
+        if hc_rate is not None or hc_dynamic is not None:
+            raise _capi.error(errors.ConfigError, "hc_rate and hc_dynamic are settings of the "
+                              "hyper_connections placement only")
+        return None, None
+    if hc_rate is not None:
+        if isinstance(hc_rate, bool) or not isinstance(hc_rate, numbers.Integral):
+            raise TypeError(f"hc_rate must be an integer, got {type(hc_rate).__name__}")
+        if not 1 <= int(hc_rate) <= _capi.SN_HC_MAX_RATE:
+            raise _capi.error(errors.StreamsError, f"hc_rate = {int(hc_rate)}, expected 1 .. "
+                                                   f"{_capi.SN_HC_MAX_RATE}")
+        hc_rate = int(hc_rate)
+    if hc_dynamic is not None:
+        if not isinstance(hc_dynamic, (bool, numbers.Integral)) or int(hc_dynamic) not in (0, 1):
+            raise TypeError(f"hc_dynamic must be True / False (or 1 / 0), got {hc_dynamic!r}")
+        hc_dynamic = int(hc_dynamic)
+    return hc_rate, hc_dynamic
+
+
 class Net:
     """A network's norm placement (struct sn_net) plus its buffers.
 
     Args:
         placement: "pre_norm", "post_norm", "siamese", "siamese_paper", "siamese_hybrid_pre",
-            "deepnorm", "peri_ln", "mix_ln", "hybridnorm", "hybridnorm_star", "span_norm" (or the
-            SN_PLACEMENT_* value; see the header for each formulation).
+            "deepnorm", "peri_ln", "mix_ln", "hybridnorm", "hybridnorm_star", "span_norm",
+            "hyper_connections" (or the SN_PLACEMENT_* value; see the header for each
+            formulation).
         n_sublayers: S (2 per transformer layer).
         d: the model width D.
         kind, eps: every norm's kind and eps (sn_net_init).
@@ -51,23 +75,35 @@ class Net:
         act_dtype: "f32" or "bf16": the streams' type (sn_net.act_dtype). With "bf16" every
             matrix the pass calls take or return is a uint16 array of bf16 bits (to_bf16).
         ctx: a Context used by every call, or None.
+        hc_rate: Hyper-Connections only: the expansion rate n, the number of residual streams,
+            an int in 1 .. SN_HC_MAX_RATE (None: the library's 4, the paper's main setting).
+        hc_dynamic: Hyper-Connections only: True for dynamic HC (per-row connection weights),
+            False for static HC (None: the library's dynamic). conn_views(i) gives a sub-layer's
+            connection weights.
 
     Attributes: params / grads (n_params float32, grads accumulated by the backward calls:
     zero_grad() before a step), acts / work (allocated for R rows by split()), R.
     """
 
     def __init__(self, placement, n_sublayers, d, kind="layernorm", eps=1e-5, norm=None,
-                 input_norm=None, scales=None, mix_fraction=None, act_dtype="f32", ctx=None):
+                 input_norm=None, scales=None, mix_fraction=None, act_dtype="f32", ctx=None,
+                 hc_rate=None, hc_dynamic=None):
         s = _capi.sn_net()
         if act_dtype not in ("f32", "bf16"):
             raise errors.DTypeError(None, f"act_dtype must be 'f32' or 'bf16', got {act_dtype!r}")
+        code = _code(PLACEMENTS, placement, "placement")
+        hc_rate, hc_dynamic = _hc_settings(code, hc_rate, hc_dynamic)
         self.dtype = A.BF16 if act_dtype == "bf16" else np.dtype(np.float32)
         # a norm override replaces kind and eps: initialise with its own, so that an eps (or
         # kind) the override makes irrelevant cannot fail sn_net_init
         init_kind = norm.kind if norm is not None else _code(KINDS, kind, "norm kind")
         init_eps = norm.eps if norm is not None else float(eps)
-        status = lib.sn_net_init(ctypes.byref(s), _code(PLACEMENTS, placement, "placement"),
-                                 int(n_sublayers), int(d), init_kind, init_eps)
+        status = lib.sn_net_init(ctypes.byref(s), code, int(n_sublayers), int(d), init_kind,
+                                 init_eps)
+        if hc_rate is not None:
+            s.hc_rate = hc_rate
+        if hc_dynamic is not None:
+            s.hc_dynamic = hc_dynamic
         if norm is not None:
             s.norm = norm.to_struct()
         if input_norm is not None:
@@ -126,6 +162,16 @@ class Net:
     @property
     def norm(self):
         return Norm.from_struct(self._s.norm)
+
+    @property
+    def hc_rate(self):
+        """Hyper-Connections' expansion rate n (0 for the other placements)."""
+        return self._s.hc_rate
+
+    @property
+    def hc_dynamic(self):
+        """True for dynamic Hyper-Connections."""
+        return bool(self._s.hc_dynamic)
 
     @property
     def input_norm(self):
@@ -192,6 +238,39 @@ class Net:
             except errors.IndexOutOfRange:
                 return out
             j += 1
+
+    def conn_at(self, i):
+        """sn_net_conn_at: (offset, count) in floats of Hyper-Connections' connection weights of
+        sub-layer i in params (and grads). Raises IndexOutOfRange for another placement."""
+        off, count = ctypes.c_int64(), ctypes.c_int64()
+        check(lib.sn_net_conn_at(ctypes.byref(self._s), int(i), ctypes.byref(off),
+                                 ctypes.byref(count)), "sn_net_conn_at")
+        return off.value, count.value
+
+    def _conn_views(self, buf, i):
+        off, count = self.conn_at(i)
+        n, D = self.hc_rate, self.d
+        shapes = [("alpha", (n, n + 1)), ("beta", (n,))]
+        if self.hc_dynamic:
+            shapes += [("Wa", (n + 1, D)), ("Wb", (D,)), ("s_a", (1,)), ("s_b", (1,))]
+        out = {}
+        for name, shape in shapes:
+            size = int(np.prod(shape))
+            out[name] = buf[off:off + size].reshape(shape)
+            off += size
+        assert off == self.conn_at(i)[0] + count, (i, count)
+        return out
+
+    def conn_views(self, i):
+        """Hyper-Connections' connection weights of sub-layer i as numpy views into params
+        (docs/SPEC.md, "Hyper-Connections"; n = hc_rate): alpha (n, n + 1), row k = stream k,
+        alpha[k, 0] = A_m[k], alpha[k, 1 + j] = A_r[k][j]; beta (n,) = B; dynamic HC also Wa
+        (n + 1, D) (the paper's dynamic_alpha_fn transposed), Wb (D,), s_a (1,), s_b (1,)."""
+        return self._conn_views(self.params, i)
+
+    def conn_grad_views(self, i):
+        """The gradients of conn_views(i), as views into grads (same names and shapes)."""
+        return self._conn_views(self.grads, i)
 
     def init_params(self, params=None):
         """sn_net_init_params: every gamma 1, every beta 0 (into a new array when None)."""

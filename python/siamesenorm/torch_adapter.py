@@ -38,7 +38,7 @@ from .net import Net
 
 __all__ = ["FuseFunction", "MergeFunction", "ApplyFunction", "SplitFunction", "NormParams",
            "SiameseSublayer", "SiameseC1Sublayer", "SiameseMerge", "SiameseNorm",
-           "default_scale"]
+           "default_scale", "HyperConnections", "HyperConnSublayer"]
 
 
 def _np(t, name, bf16_ok=True):
@@ -456,3 +456,221 @@ class SpanNorm(torch.nn.Module):
         # the final norm alone: N_f(x + 0), x + 0 being x exactly
         return FuseFunction.apply(x, torch.zeros_like(x), self.final.params,
                                   self.final.fuse)[1].reshape(shape)
+
+
+class _HCPass:
+    """One forward pass of a HyperConnections module: a Net of its own (params as the forward saw
+    them, acts, work, grads), so several forwards may wait for their backwards (or never get
+    one), or run in other threads, without touching each other's saved activations."""
+
+    def __init__(self, cfg, act_dtype, flat):
+        self.net = Net(**cfg, act_dtype=act_dtype)
+        self.net.params[:] = flat.detach().cpu().numpy().reshape(-1)
+
+    def bind(self):
+        return self.net
+
+
+def _token():
+    """The float32 tensor that chains the pass's Functions, so autograd runs their backwards in
+    the order the library requires (merge, then per sub-layer from the last: exit, the block,
+    enter; then the split)."""
+    return torch.zeros(1)
+
+
+class _HCSplit(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, e, flat, p):
+        ctx.p = p
+        p.bind().split(_np(e, "e"))
+        return _token()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, dtok):
+        net = ctx.p.bind()
+        de = net.split_backward()
+        return _t(de), torch.from_numpy(net.grads.copy()), None
+
+
+class _HCEnter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tok, p, i):
+        ctx.p, ctx.i = p, i
+        return _t(p.bind().enter(i)), _token()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, dh, dtok):
+        net = ctx.p.bind()
+        dhn = _np(dh, "dh") if dh is not None else np.zeros((net.R, net.d), net.dtype)
+        net.enter_backward(ctx.i, dhn)
+        return _token(), None, None
+
+
+class _HCExit(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tok, z, p, i):
+        ctx.p, ctx.i = p, i
+        p.bind().exit(i, _np(z, "z"))
+        return _token()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, dtok):
+        dz = ctx.p.bind().exit_backward(ctx.i)
+        return _token(), _t(dz), None, None
+
+
+class _HCMerge(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tok, p):
+        ctx.p = p
+        return _t(p.bind().merge())
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, dout):
+        net = ctx.p.bind()
+        net.zero_grad()  # the pass's parameter gradients, accumulated down to the split
+        net.merge_backward(_np(dout, "dout"))
+        return _token(), None
+
+
+class HyperConnSublayer(torch.nn.Module):
+    """One Hyper-Connections sub-layer's parameters (docs/SPEC.md, "Hyper-Connections"), named
+    as the paper's PyTorch pseudocode (arXiv 2409.19606, Algorithm 2) names them, plus the
+    block and its Pre-Norm norm:
+        norm.weight / .bias          N_i, on the block input's mix h0
+        static_alpha  (n, n + 1)     row k = stream k: [A_m[k], A_r[k][0], ..., A_r[k][n-1]]
+        static_beta   (n,)           B
+    dynamic HC also:
+        streams_norm.weight / .bias  N_hc, on each stream (the pseudocode's layer_norm)
+        dynamic_alpha_fn (D, n + 1)  the projections of the dynamic alpha terms
+        dynamic_beta_fn  (D,)
+        dynamic_alpha_scale, dynamic_beta_scale  (1,)"""
+
+    def __init__(self, block, norms, n, d, dynamic):
+        super().__init__()
+        self.block = block
+        self.norm = NormParams(norms[0], d)
+        self.static_alpha = torch.nn.Parameter(torch.empty(n, n + 1))
+        self.static_beta = torch.nn.Parameter(torch.empty(n))
+        if dynamic:
+            self.streams_norm = NormParams(norms[1], d)
+            self.dynamic_alpha_fn = torch.nn.Parameter(torch.empty(d, n + 1))
+            self.dynamic_beta_fn = torch.nn.Parameter(torch.empty(d))
+            self.dynamic_alpha_scale = torch.nn.Parameter(torch.empty(1))
+            self.dynamic_beta_scale = torch.nn.Parameter(torch.empty(1))
+        self.dynamic = dynamic
+
+    def _conn(self):
+        """[(parameter, its layout in the library's block)]: dynamic_alpha_fn is stored
+        transposed there (Wa, (n + 1) x D; sn_net_conn_at)."""
+        out = [(self.static_alpha, False), (self.static_beta, False)]
+        if self.dynamic:
+            out += [(self.dynamic_alpha_fn, True), (self.dynamic_beta_fn, False),
+                    (self.dynamic_alpha_scale, False), (self.dynamic_beta_scale, False)]
+        return out
+
+    def conn_tensors(self):
+        """The connection weights in the library's order and layout (sn_net_conn_at), flat."""
+        return [(p.t() if tr else p).reshape(-1) for p, tr in self._conn()]
+
+    def load_conn(self, flat):
+        """Set the connection weights from their block in the library's layout."""
+        off = 0
+        with torch.no_grad():
+            for p, tr in self._conn():
+                part = flat[off:off + p.numel()]
+                p.copy_(part.view(p.t().shape).t() if tr else part.view_as(p))
+                off += p.numel()
+
+    def norm_modules(self):
+        return [self.norm, self.streams_norm] if self.dynamic else [self.norm]
+
+
+class HyperConnections(torch.nn.Module):
+    """A Hyper-Connections residual stack (Zhu et al., ICLR 2025; docs/SPEC.md) around a list of
+    blocks (attention, MLP, ...), run by the library's placement layer
+    (Net("hyper_connections", ...)): n streams, all e at the start; per sub-layer
+        h0 = sum_k A_m[k] H_k,  z = block(N_i(h0)),  H'_j = sum_k A_r[k][j] H_k + B[j] z
+    (dynamic HC: per-row terms s * tanh(<N_hc(H_k), W>) added to A_m, A_r and B); out =
+    N_f(sum_k H_k). Initialised as the paper (A_m = e_{i mod n}, A_r = I, B = 1, the dynamic
+    projections 0, their scales 0.01): the network starts as Pre-Norm.
+
+    Args:
+        blocks: nn.Modules mapping (R, D) to (R, D) (float32, or bfloat16 for bf16 input).
+        d: the model width D.
+        n: the expansion rate (number of streams), 1 .. SN_HC_MAX_RATE (default 4).
+        dynamic: dynamic HC (default) or static HC (False).
+        kind, eps, norm: every norm's kind and eps, or a siamesenorm.Norm for all (as Net's).
+    Parameters: sublayers.{i}.norm, .static_alpha, .static_beta (dynamic: .streams_norm,
+    .dynamic_alpha_fn, .dynamic_beta_fn, .dynamic_alpha_scale, .dynamic_beta_scale; see
+    HyperConnSublayer), final.weight / .bias. forward(e) accepts (..., D) and returns the same
+    shape; each forward keeps its own activations until its backward."""
+
+    def __init__(self, blocks, d, n=4, dynamic=True, kind="layernorm", eps=1e-5, norm=None):
+        super().__init__()
+        blocks = list(blocks)
+        S = len(blocks)
+        self._cfg = dict(placement="hyper_connections", n_sublayers=S, d=d, kind=kind, eps=eps,
+                         norm=norm, hc_rate=n, hc_dynamic=dynamic)
+        net = Net(**self._cfg)
+        self._net = net  # the layout (norm_at, conn_at) and the initial parameters
+        self.d, self.n, self.dynamic = int(d), net.hc_rate, net.hc_dynamic
+        self.sublayers = torch.nn.ModuleList(
+            HyperConnSublayer(b, [nm for nm, _ in net.stage_norms(i)], self.n, self.d,
+                              self.dynamic) for i, b in enumerate(blocks))
+        self.final = NormParams(net.stage_norms(S)[0][0], self.d)
+        self._load(torch.from_numpy(net.init_params()))  # the paper's initialisation
+
+    def _load(self, flat):
+        """Set every parameter from a block in the library's layout (n_params floats)."""
+        net = self._net
+        if flat.numel() != net.n_params or self._flat().numel() != net.n_params:
+            raise ValueError(f"{flat.numel()} floats, the library's block has {net.n_params}")
+        with torch.no_grad():
+            for i, sub in enumerate(self.sublayers):
+                for j, m in enumerate(sub.norm_modules()):
+                    off = net.norm_at(i, j)[1]
+                    for t in m.flat():
+                        t.copy_(flat[off:off + t.numel()])
+                        off += t.numel()
+                off, count = net.conn_at(i)
+                sub.load_conn(flat[off:off + count])
+            off = net.norm_at(len(self.sublayers), 0)[1]
+            for t in self.final.flat():
+                t.copy_(flat[off:off + t.numel()])
+                off += t.numel()
+
+    def _flat_parts(self):
+        """Every parameter tensor (or its transposed view) in the library's order, checked
+        against the Net's offsets (sn_net_norm_at, sn_net_conn_at)."""
+        net, parts, off = self._net, [], 0
+        for i, sub in enumerate(self.sublayers):
+            for j, m in enumerate(sub.norm_modules()):
+                assert net.norm_at(i, j)[1] == off, (i, j)
+                parts += m.flat()
+                off += m.n_params
+            assert net.conn_at(i)[0] == off, i
+            for t in sub.conn_tensors():
+                parts.append(t)
+                off += t.numel()
+            assert off == sum(net.conn_at(i)), i
+        assert net.norm_at(len(self.sublayers), 0)[1] == off
+        return parts + self.final.flat()
+
+    def _flat(self):
+        return torch.cat([t.reshape(-1) for t in self._flat_parts()])
+
+    def forward(self, e):
+        shape = e.shape
+        e2 = e.reshape(-1, self.d)
+        flat = self._flat()
+        p = _HCPass(self._cfg, "bf16" if e.dtype == torch.bfloat16 else "f32", flat)
+        tok = _HCSplit.apply(e2, flat, p)
+        for i, sub in enumerate(self.sublayers):
+            h, tok = _HCEnter.apply(tok, p, i)
+            tok = _HCExit.apply(tok, sub.block(h), p, i)
+        return _HCMerge.apply(tok, p).reshape(shape)

@@ -20,7 +20,8 @@ TOL = 1e-5
 
 
 PLACEMENT_NAMES = ("pre_norm", "post_norm", "siamese", "siamese_paper", "siamese_hybrid_pre",
-                   "deepnorm", "peri_ln", "mix_ln", "hybridnorm", "hybridnorm_star", "span_norm")
+                   "deepnorm", "peri_ln", "mix_ln", "hybridnorm", "hybridnorm_star", "span_norm",
+                   "hyper_connections")
 
 
 def _reference(placement, kind, eps, ref_scales, input_norm, mix_fraction):

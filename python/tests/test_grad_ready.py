@@ -5,14 +5,13 @@ block is laid out stage 0, 1, ..., S-1, then the merge, then the split (Peri-LN'
 that the stages i..S-1 and the merge are one contiguous range [offset(i), end of merge) that is
 final after enter_backward(i). This checks both claims for every placement and norm kind: a
 snapshot of the stage's gradient slice taken right after its call equals the slice at the end of
-the backward pass, byte for byte, and the stages' slices tile the block in that order."""
+the backward pass, byte for byte, and the stages' slices tile the block in that order
+(Hyper-Connections: a stage's slice holds its norms and then its connection weights)."""
 
-import ctypes
 import unittest
 
 import numpy as np
 
-from siamesenorm._capi import lib
 from siamesenorm.net import Net, PLACEMENTS
 from strict_main import main
 
@@ -20,17 +19,17 @@ S, D, R = 6, 8, 5
 
 
 def stage_range(net, i):
-    """[lo, hi) of stage i's norms (and Hyper-Connections' connection weights, which follow
-    them: sn_net_conn_at) in the block, or None when it has none."""
+    """[lo, hi) of stage i's norms in the block (and of Hyper-Connections' connection weights,
+    which follow them), or None when it has none."""
     norms = net.stage_norms(i)
     if not norms:
         return None
     nm, off = norms[-1]
-    hi = off + nm.query(D)[0]
-    coff, cnt = ctypes.c_int64(), ctypes.c_int64()
-    if lib.sn_net_conn_at(ctypes.byref(net._s), i, ctypes.byref(coff), ctypes.byref(cnt)) == 0:
-        hi = coff.value + cnt.value
-    return norms[0][1], hi
+    if net.hc_rate and 0 <= i < net.n_sublayers:
+        conn, count = net.conn_at(i)
+        assert conn == off + nm.query(D)[0], (i, conn)
+        return norms[0][1], conn + count
+    return norms[0][1], off + nm.query(D)[0]
 
 
 class GradientsReady(unittest.TestCase):

@@ -6,7 +6,8 @@ reaches C.
      a serial run), and a re-entrant call on the same thread raises;
   5  every integer is range-checked before ctypes (no wrap to 32 bits);
   6  Net.struct is a copy: changing it changes nothing;
-  7  Net(..., eps=0.0, norm=<valid Norm>) is a valid override."""
+  7  Net(..., eps=0.0, norm=<valid Norm>) is a valid override;
+Hyper-Connections' settings (hc_rate, hc_dynamic) are checked in Python: nothing reaches C."""
 
 import ctypes
 import threading
@@ -194,6 +195,53 @@ class NetStruct(unittest.TestCase):
             sn.Net("siamese", 4, 8, eps=0.0)
         with self.assertRaises(sn.errors.EpsError):
             sn.Net("siamese", 4, 8, norm=sn.Norm("layernorm", eps=0.0))
+
+
+class HyperConnSettings(unittest.TestCase):
+    """hc_rate out of 1..SN_HC_MAX_RATE, of the wrong type, hc_dynamic not a bool / 0 / 1, or
+    either on another placement: raised before any C call (sn_net_init is never reached)."""
+
+    def test_raised_before_c(self):
+        calls = []
+        real = sn.net.lib.sn_net_init
+
+        def spy(*args):
+            calls.append(args)
+            return real(*args)
+
+        sn.net.lib.sn_net_init = spy
+        try:
+            for bad, exc in ((0, sn.StreamsError), (sn.SN_HC_MAX_RATE + 1, sn.StreamsError),
+                             (-1, sn.StreamsError), (2**40, sn.StreamsError),
+                             (4.0, TypeError), (True, TypeError), ("4", TypeError),
+                             (np.int64(9), sn.StreamsError)):
+                with self.subTest(hc_rate=bad), self.assertRaises(exc):
+                    sn.Net("hyper_connections", 4, 8, hc_rate=bad)
+            for bad in (2, -1, 0.5, "yes"):
+                with self.subTest(hc_dynamic=bad), self.assertRaises(TypeError):
+                    sn.Net("hyper_connections", 4, 8, hc_dynamic=bad)
+            for kw in ({"hc_rate": 2}, {"hc_dynamic": False}):
+                with self.subTest(**kw), self.assertRaises(sn.ConfigError):
+                    sn.Net("pre_norm", 4, 8, **kw)
+            self.assertEqual(calls, [])
+            self.assertEqual(sn.StreamsError.status, sn._capi.SN_ERR_STREAMS)
+            net = sn.Net("hyper_connections", 4, 8, hc_rate=sn.SN_HC_MAX_RATE, hc_dynamic=0)
+            self.assertEqual(len(calls), 1)
+            self.assertEqual((net.hc_rate, net.hc_dynamic), (sn.SN_HC_MAX_RATE, False))
+        finally:
+            sn.net.lib.sn_net_init = real
+
+    def test_defaults_and_conn_at(self):
+        net = sn.Net("hyper_connections", 4, 8)
+        self.assertEqual((net.hc_rate, net.hc_dynamic), (4, True))  # the paper's main setting
+        n, D = 4, 8
+        self.assertEqual(net.conn_at(0)[1], n * (n + 2) + (n + 2) * D + 2)
+        static = sn.Net("hyper_connections", 4, 8, hc_rate=2, hc_dynamic=False)
+        self.assertEqual(static.conn_at(3)[1], 2 * 4)
+        with self.assertRaises(sn.IndexOutOfRange):
+            static.conn_at(4)
+        with self.assertRaises(sn.IndexOutOfRange):  # no connection weights elsewhere
+            sn.Net("siamese", 4, 8).conn_at(0)
 
 
 if __name__ == "__main__":

@@ -97,11 +97,15 @@ class PlacementParity(unittest.TestCase):
 
     def test_every_placement_has_a_parity_test(self):
         """Every placement the binding exposes is in the harness (the original three are
-        covered by test_parity_single / test_parity_siamese)."""
+        covered by test_parity_single / test_parity_siamese, Hyper-Connections, with its
+        connection weights, by test_parity_hyper_connections)."""
+        import test_parity_hyper_connections as hc
         self.assertEqual(set(sn.net.PLACEMENTS), set(PLACEMENT_NAMES))
         tested = {n[len("test_"):] for n in dir(self) if n.startswith("test_")}
         for p in PLACEMENT_NAMES:
-            if p not in ("pre_norm", "post_norm", "siamese"):
+            if p == "hyper_connections":
+                self.assertTrue({"test_static", "test_dynamic"} <= set(dir(hc.LibraryParity)))
+            elif p not in ("pre_norm", "post_norm", "siamese"):
                 self.assertTrue(any(t.startswith(p) for t in tested), p)
 
 

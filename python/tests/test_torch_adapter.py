@@ -11,7 +11,7 @@ import torch
 
 import siamesenorm as sn
 from siamesenorm import torch_adapter as ta
-from parity_ref import SiameseRef, Block, randomise_norms, rel_err, official_scale
+from parity_ref import SiameseRef, PreNormRef, Block, randomise_norms, rel_err, official_scale
 from placement_ref import SiameseHybridPreRef, SpanNormRef, span_scale
 from strict_main import main
 
@@ -347,6 +347,107 @@ class SpanNormAdapter(unittest.TestCase):
 
     def test_odd_rmsnorm_c1(self):
         self.check(5, "rmsnorm", "none")
+
+
+class HyperConnectionsAdapter(unittest.TestCase):
+    """torch_adapter.HyperConnections beyond the parity runs of test_parity_hyper_connections:
+    names, the paper's initialisation (the network starts as Pre-Norm), forwards waiting for
+    their backwards, bf16 input, bad settings raised before C."""
+    S, D, R = 4, 16, 6
+
+    def blocks(self, seed=0):
+        torch.manual_seed(seed)
+        return [Block(self.D, 2 * self.D) for _ in range(self.S)]
+
+    def test_names_and_init(self):
+        mod = ta.HyperConnections(self.blocks(), self.D, n=2, dynamic=True)
+        names = {n for n, _ in mod.named_parameters() if not n.startswith("sublayers.0.block")}
+        for p in ("norm.weight", "norm.bias", "streams_norm.weight", "streams_norm.bias",
+                  "static_alpha", "static_beta", "dynamic_alpha_fn", "dynamic_beta_fn",
+                  "dynamic_alpha_scale", "dynamic_beta_scale"):
+            self.assertIn("sublayers.0." + p, names)
+        self.assertIn("final.weight", names)
+        for i, sub in enumerate(mod.sublayers):  # A_m = e_{i mod n}, A_r = I, B = 1
+            want = torch.zeros(2, 3)
+            want[i % 2, 0] = 1
+            want[:, 1:] = torch.eye(2)
+            self.assertTrue(torch.equal(sub.static_alpha.detach(), want))
+            self.assertTrue(torch.equal(sub.static_beta.detach(), torch.ones(2)))
+            self.assertEqual(tuple(sub.dynamic_alpha_fn.shape), (self.D, 3))
+            self.assertFalse(sub.dynamic_alpha_fn.detach().any())
+            self.assertAlmostEqual(float(sub.dynamic_beta_scale), 0.01, places=7)
+        static = ta.HyperConnections(self.blocks(), self.D, n=3, dynamic=False)
+        self.assertFalse(hasattr(static.sublayers[0], "dynamic_alpha_fn"))
+
+    def test_starts_as_pre_norm(self):
+        """At initialisation the output is Pre-Norm's with the final norm's eps / n^2 (SPEC):
+        within 1e-6 of the float64 Pre-Norm formulation."""
+        for n in (1, 2, 4):
+            for dynamic in (False, True):
+                blocks = self.blocks(n)
+                mod = ta.HyperConnections(blocks, self.D, n=n, dynamic=dynamic)
+                pre = PreNormRef(self.S, self.D, "layernorm", 1e-5, 2 * self.D)
+                pre.blocks = torch.nn.ModuleList(copy.deepcopy(blocks))
+                pre.nf = torch.nn.LayerNorm(self.D, eps=1e-5 / n ** 2)
+                e = torch.randn(self.R, self.D, generator=torch.Generator().manual_seed(n))
+                with torch.no_grad():
+                    got, want = mod(e), pre.double()(e.double())
+                self.assertLess(rel_err(got, want), 1e-6, (n, dynamic))
+
+    def test_pending_forwards(self):
+        """Two forwards before their backwards: each keeps its own activations, so the
+        gradients are those of the two passes run one after the other."""
+        mod = ta.HyperConnections(self.blocks(), self.D, n=4)
+        g = torch.Generator().manual_seed(3)
+        e1, e2 = torch.randn(self.R, self.D, generator=g), torch.randn(7, self.D, generator=g)
+        mod(e1).sum().backward()
+        mod(e2).pow(2).sum().backward()
+        want = [p.grad.clone() for p in mod.parameters()]
+        mod.zero_grad()
+        a, b = mod(e1), mod(e2)
+        (a.sum() + b.pow(2).sum()).backward()
+        for w, p in zip(want, mod.parameters()):
+            self.assertLess(rel_err(p.grad, w), 1e-6)
+
+    def test_threads(self):
+        """Forwards in two threads at once (each pass has a Net of its own): the outputs of a
+        serial run, bit for bit."""
+        import threading
+        mod = ta.HyperConnections(self.blocks(), self.D, n=4)
+        es = [torch.randn(64, self.D, generator=torch.Generator().manual_seed(k))
+              for k in range(8)]
+        with torch.no_grad():
+            want = [mod(e) for e in es]
+            got = [None] * len(es)
+
+            def work(k0):
+                for _ in range(5):
+                    for k in range(k0, len(es), 2):
+                        got[k] = mod(es[k])
+
+            ts = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        for a, b in zip(got, want):
+            self.assertTrue(torch.equal(a, b))
+
+    def test_bf16(self):
+        blocks = [torch.nn.Linear(self.D, self.D).bfloat16() for _ in range(self.S)]
+        mod = ta.HyperConnections(blocks, self.D, n=2)
+        e = torch.randn(self.R, self.D).bfloat16().requires_grad_(True)
+        out = mod(e)
+        self.assertEqual(out.dtype, torch.bfloat16)
+        out.float().sum().backward()
+        self.assertEqual(e.grad.dtype, torch.bfloat16)
+        self.assertIsNotNone(mod.sublayers[0].static_alpha.grad)
+
+    def test_bad_settings(self):
+        for n, exc in ((0, sn.StreamsError), (sn.SN_HC_MAX_RATE + 1, sn.StreamsError),
+                       (2.5, TypeError)):
+            with self.assertRaises(exc):
+                ta.HyperConnections(self.blocks(), self.D, n=n)
 
 
 if __name__ == "__main__":
