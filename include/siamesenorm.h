@@ -63,7 +63,9 @@
  * reserved32 its meaning, act_dtype, breaking nothing but that field's name; 0.4.1 changed
  * only how the bf16 calls compute, not what they write; 0.5.0 added a placement, the norm
  * roles and sn_dtype_from_name as new values and calls, and narrowed one promise: NaN outputs'
- * sign and payload bits may differ between thread counts on the SIMD paths).
+ * sign and payload bits may differ between thread counts on the SIMD paths; 0.6.0 added a
+ * placement, a status and sn_net_conn_at, and gave sn_net's first reserved word its meaning,
+ * hc_rate and hc_dynamic, whose zero keeps the old behaviour).
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -78,11 +80,11 @@ extern "C" {
 /* ---- version ------------------------------------------------------------------------------ */
 
 #define SN_VERSION_MAJOR 0
-#define SN_VERSION_MINOR 5
+#define SN_VERSION_MINOR 6
 #define SN_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.5.0"
+#define SN_VERSION_STRING "0.6.0"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
@@ -668,10 +670,11 @@ typedef enum sn_placement {
      * s_a * tanh(<N_hc(H_k), Wa_c>) to A_m and A_r and s_b * tanh(<N_hc(H_k), Wb>) to B.
      * sn_net_init_params sets the paper's initialisation: A_m = e_{i mod n}, A_r = I, B = 1,
      * Wa = Wb = 0, s_a = s_b = 0.01, so the network starts as Pre-Norm (every block input h_i
-     * bit for bit; the output N_f(n x_S) differs only through eps and, for n not a power of
-     * two, the rounding of the sum). The connection weights are parameters like the gammas
+     * bit for bit; the output N_f(n x_S) differs only through eps and, for n other than 1, 2
+     * and 4, the rounding of the sum). The connection weights are parameters like the gammas
      * (sn_net_conn_at gives their offset; layout under sn_net_norm_at). The three SiameseNorm
-     * forms are the same multi-stream mechanism with n = 2 and fixed connections. */
+     * forms keep their two streams in the same per-stage stream slots (n = 2), with their own
+     * fixed operations on them. */
     SN_PLACEMENT_HYPER_CONN = 11
 } sn_placement;
 

@@ -11,8 +11,8 @@
 #   tales LR sweep's and main job's settings: 28 runs, measured 1h47m under a load of about 30)
 #   default: the fortunes experiments. Each one says its own ETA; on an idle 2-core machine
 #   main takes about 1.5 minutes, budgets 8, budget16 about 25, lr 12, ablations 3, depth 6,
-#   hc (Pre-Norm, SiameseNorm, Hyper-Connections n = 4 dynamic) about 2 (3 under a load of 3),
-#   hc4x about 5 (6 under that load).
+#   hc (Pre-Norm, SiameseNorm, Hyper-Connections n = 4 dynamic) about 1.5 (3 under a load of 3),
+#   hc4x about 3.5 (6 under that load).
 # The tales experiments ran before the fortunes corpus existed: they pin the corpus and the
 # model they ran with (16 layers, batch 16, 300 steps, unless they say otherwise).
 set -eu
