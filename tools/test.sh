@@ -7,7 +7,7 @@
 #      UBSan report is fatal) and LeakSanitizer on: the C suites core, hardening, examples and
 #      the fuzz seed corpora. The python suite is not run under ASan (it would need the ASan
 #      runtime LD_PRELOADed into /usr/bin/python3 and torch); it runs in stage 1;
-#   3. the libFuzzer harnesses of fuzz/ in BUILD-san, SN_FUZZ_SECONDS each (default 12: seven harnesses, 84 s plus start-up);
+#   3. the libFuzzer harnesses of fuzz/ in BUILD-san, SN_FUZZ_SECONDS each (default 10: seven harnesses, 70 s plus start-up);
 #   4. valgrind memcheck (--leak-check=full, errors fatal) over C test executables of BUILD
 #      (SN_VALGRIND_TESTS, default a subset that takes about a minute; '' skips).
 # SN_TEST_STAGES (default "1 2 3 4") selects stages. Works on a fresh clone and on existing
@@ -77,7 +77,7 @@ if has_stage 2; then
         --suite core --suite hardening --suite examples --suite fuzz-seeds
 fi
 if has_stage 3; then
-    stage "3. fuzzing: each harness ${SN_FUZZ_SECONDS:=12} s"
+    stage "3. fuzzing: each harness ${SN_FUZZ_SECONDS:=10} s"
     export SN_FUZZ_SECONDS
     for t in $(meson test -C "$san" --list --no-rebuild --suite fuzz 2>/dev/null | grep ' / ' |
         sed 's|.* / ||'); do
