@@ -18,9 +18,8 @@ sn_status sn_check_inputs_dt(const sn_ctx *ctx, sn_dtype dt, int64_t R, int64_t 
                              const void *const *mats, const int64_t *lds, int nm,
                              const float *params, int64_t n_params);
 
-/* Implemented in ctx.c: whether ctx checks its calls' inputs, and the record of the last
- * finding (a context serves one call at a time, so the record is the call's own). */
-int sn_ctx_checks_finite(const sn_ctx *ctx);
-void sn_ctx_note_nonfinite(const sn_ctx *ctx, int64_t row);
+/* sn_ctx_checks_finite and sn_ctx_note_nonfinite, the context's state that checked mode keeps,
+ * are the runtime's (ctx.h). */
+#include "ctx.h"
 
 #endif

@@ -17,7 +17,6 @@
 
 #include "cpu.h"
 #include "ctx.h"
-#include "finite.h"
 #include "parallel.h"
 
 struct sn_ctx {
@@ -195,7 +194,7 @@ void sn_ctx_par(const sn_ctx *ctx, int64_t n, sn_task_fn task, void *arg) {
     }
 }
 
-/* ---- checked mode (finite.h) ---- */
+/* ---- checked mode's setting and record (ctx.h; the checks are api/finite.c's) ---- */
 
 sn_status sn_ctx_set_check_finite(sn_ctx *ctx, int on) {
     if (!ctx) return SN_ERR_NULL;

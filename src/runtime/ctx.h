@@ -14,6 +14,12 @@ typedef struct sn_ctx_report {
     int64_t nonfinite_row; /* what the last checked call found (SN_NONFINITE_*) */
 } sn_ctx_report;
 
+/* The setting and the record that checked mode (api/finite.c) keeps in the context: whether
+ * ctx checks its calls' inputs (sn_ctx_set_check_finite; 0 for NULL), and the row the last
+ * finding names. The runtime only holds them. */
+int sn_ctx_checks_finite(const sn_ctx *ctx);
+void sn_ctx_note_nonfinite(const sn_ctx *ctx, int64_t row);
+
 /* How many pieces to split parallel work into: 1 for NULL or single-threaded contexts. */
 int sn_ctx_width(const sn_ctx *ctx);
 
