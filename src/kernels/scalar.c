@@ -193,13 +193,30 @@ static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const flo
     }
 }
 
+/* The quantities of the fuse backward at column j, each defined once for fuse_red, fuse_pg,
+ * fuse_dx and fuse_bwd_rows: xhat of v under N; N_out's xhat of s = N_x(x) + N_y(y) from xx,
+ * yy; ds, N_out's backward of dh; a norm's input gradient r * (g - a - xhat * b). */
+static inline float bwd_xh(const sn_rnorm *N, const float *v, int64_t j) {
+    return (v[j] - N->m) * N->r;
+}
+static inline float bwd_xs(const sn_rnorm *X, const sn_rnorm *Y, const sn_rnorm *O, float xx,
+                           float yy, int64_t j) {
+    const float s =
+        (gam(X->gamma, j) * xx + bet(X->beta, j)) + (gam(Y->gamma, j) * yy + bet(Y->beta, j));
+    return (s - O->m) * O->r;
+}
+static inline float bwd_ds(const sn_rnorm *O, float oa, float ob, float dh, float xs, int64_t j) {
+    return O->r * (gam(O->gamma, j) * dh - oa - xs * ob);
+}
+static inline float bwd_dv(const sn_rnorm *N, float g, float a, float b, float xh) {
+    return N->r * (g - a - xh * b);
+}
+
 /* The recomputation shared by the backward pieces: one column j of a row. */
 #define FUSE_BWD_ELEM(j)                                                                           \
-    float xx = (x[j] - X->m) * X->r, yy = (y[j] - Y->m) * Y->r;                                    \
-    float s =                                                                                      \
-        (gam(X->gamma, j) * xx + bet(X->beta, j)) + (gam(Y->gamma, j) * yy + bet(Y->beta, j));     \
-    float xs = (s - O->m) * O->r;                                                                  \
-    float ds = O->r * (gam(O->gamma, j) * dh[j] - F->oa - xs * F->ob);                             \
+    float xx = bwd_xh(X, x, j), yy = bwd_xh(Y, y, j);                                              \
+    float xs = bwd_xs(X, Y, O, xx, yy, j);                                                         \
+    float ds = bwd_ds(O, F->oa, F->ob, dh[j], xs, j);                                              \
     float dt = (du ? du[j] : 0.0f) + ds;                                                           \
     float gx = gam(X->gamma, j) * dt, gy = gam(Y->gamma, j) * ds
 
@@ -272,8 +289,8 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
     /* du[j] is read before dx[j] is written: dx may be du */
     for (int64_t j = 0; j < D; j++) {
         FUSE_BWD_ELEM(j);
-        float ddx = X->r * (gx - F->xa - xx * F->xb);
-        float ddy = Y->r * (gy - F->ya - yy * F->yb);
+        float ddx = bwd_dv(X, gx, F->xa, F->xb, xx);
+        float ddy = bwd_dv(Y, gy, F->ya, F->yb, yy);
         dx[j] = accx ? dx[j] + ddx : ddx;
         dy[j] = accy ? dy[j] + ddy : ddy;
     }
@@ -299,10 +316,8 @@ static void fuse_bwd_rows(sn_rfuse *F, int64_t D, const float *dh, const float *
         const int n = j + LANES <= D ? LANES : (int)(D - j), tail = j + LANES > D;
         for (int k = 0; k < n; k++) {
             const int64_t c = j + k;
-            const float xx = (x[c] - X.m) * X.r, yy = (y[c] - Y.m) * Y.r;
-            const float s =
-                (gam(X.gamma, c) * xx + bet(X.beta, c)) + (gam(Y.gamma, c) * yy + bet(Y.beta, c));
-            const float xs = (s - O.m) * O.r, g = gam(O.gamma, c) * dh[c];
+            const float xx = bwd_xh(&X, x, c), yy = bwd_xh(&Y, y, c);
+            const float xs = bwd_xs(&X, &Y, &O, xx, yy, c), g = gam(O.gamma, c) * dh[c];
             kx[c] = xx, ky[c] = yy, ks[c] = xs;
             if (tail) ta += g, tb += g * xs;
             else a[k] += g, b[k] += g * xs;
@@ -317,7 +332,7 @@ static void fuse_bwd_rows(sn_rfuse *F, int64_t D, const float *dh, const float *
         const int n = j + LANES <= D ? LANES : (int)(D - j), tail = j + LANES > D;
         for (int k = 0; k < n; k++) {
             const int64_t c = j + k;
-            const float ds = O.r * (gam(O.gamma, c) * dh[c] - oa - ks[c] * ob);
+            const float ds = bwd_ds(&O, oa, ob, dh[c], ks[c], c);
             const float dt = (du ? du[c] : 0.0f) + ds;
             const float gx = gam(X.gamma, c) * dt, gy = gam(Y.gamma, c) * ds;
             kt[c] = dt, kd[c] = ds;
@@ -341,8 +356,8 @@ static void fuse_bwd_rows(sn_rfuse *F, int64_t D, const float *dh, const float *
         }
     }
     for (j = 0; j < D; j++) {
-        const float ddx = X.r * (gam(X.gamma, j) * kt[j] - xa - kx[j] * xb);
-        const float ddy = Y.r * (gam(Y.gamma, j) * kd[j] - ya - ky[j] * yb);
+        const float ddx = bwd_dv(&X, gam(X.gamma, j) * kt[j], xa, xb, kx[j]);
+        const float ddy = bwd_dv(&Y, gam(Y.gamma, j) * kd[j], ya, yb, ky[j]);
         dx[j] = accx ? dx[j] + ddx : ddx;
         dy[j] = accy ? dy[j] + ddy : ddy;
     }
