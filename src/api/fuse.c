@@ -110,7 +110,6 @@ static sn_status fuse_backward(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f,
     };
     st = sn_check_alias(bufs, 9);
     if (st == SN_OK) st = sn_check_row_dt(D, dt);
-
     if (st != SN_OK) return st;
     const void *in[] = {dh, du, x, y};
     const int64_t ldin[] = {lddh, lddu, ldx, ldy};
