@@ -463,13 +463,33 @@ static void test_errors(void) {
     CHECK_STATUS(sn_from_bf16(NULL, R, D, (const sn_bf16 *)(const void *)fb, D, fb + 2, D),
                  SN_ERR_ALIAS);
     memcpy(out, snap, sizeof out);
-    /* rows wider than the staging row of the norm and fuse calls */
+    /* rows wider than the staging row (4096) of the norm, fuse and merge calls: every such call
+     * refuses them after its other checks and writes nothing */
     const int64_t W = 4097;
-    sn_bf16 *wide = tu_xcalloc((size_t)(2 * W) * sizeof(sn_bf16));
-    wide[W] = 0x5555;
-    CHECK_STATUS(sn_norm_forward_bf16(NULL, &n, 1, W, wide, W, NULL, wide + W, W, NULL),
+    sn_bf16 *wide = tu_xcalloc((size_t)(5 * W) * sizeof(sn_bf16));
+    sn_bf16 *const wa = wide, *const wb = wide + W, *const wc = wide + 2 * W;
+    sn_bf16 *const wo = wide + 3 * W, *const wp = wide + 4 * W;
+    for (int64_t k = 3 * W; k < 5 * W; k++) wide[k] = 0x5555;
+    float wst[3] = {1.0f, 1.0f, 1.0f}, wdp[1] = {0.5f};
+    sn_fuse wf;
+    sn_fuse_init(&wf, SN_NORM_RMSNORM, SN_AFFINE_NONE, 1e-5f);
+    CHECK_STATUS(sn_norm_forward_bf16(NULL, &n, 1, W, wa, W, NULL, wo, W, wst), SN_ERR_UNSUPPORTED);
+    CHECK_STATUS(sn_norm_backward_bf16(NULL, &n, 1, W, wa, W, wb, W, NULL, wst, wo, W, wdp, 0),
                  SN_ERR_UNSUPPORTED);
-    CHECK(wide[W] == 0x5555);
+    CHECK_STATUS(sn_fuse_forward_bf16(NULL, &wf, 1, W, wa, W, wb, W, NULL, wo, W, wp, W, wst),
+                 SN_ERR_UNSUPPORTED);
+    CHECK_STATUS(sn_fuse_backward_bf16(NULL, &wf, 1, W, wa, W, wb, W, wc, W, wa, W, NULL, wst, wo,
+                                       W, wp, W, wdp, 0),
+                 SN_ERR_UNSUPPORTED);
+    CHECK_STATUS(sn_merge_forward_bf16(NULL, &wf, 1, W, wa, W, wb, W, NULL, wo, W, wst),
+                 SN_ERR_UNSUPPORTED);
+    CHECK_STATUS(sn_merge_backward_bf16(NULL, &wf, 1, W, wa, W, wb, W, wc, W, NULL, wst, wo, W, wp,
+                                        W, wdp, 0),
+                 SN_ERR_UNSUPPORTED);
+    int64_t changed = 0;
+    for (int64_t k = 3 * W; k < 5 * W; k++) changed += wide[k] != 0x5555;
+    CHECK(changed == 0);
+    CHECK(wst[0] == 1.0f && wst[1] == 1.0f && wst[2] == 1.0f && wdp[0] == 0.5f);
     free(wide);
     /* checked mode sees a bf16 infinity */
     sn_ctx *ctx;

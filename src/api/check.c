@@ -21,6 +21,10 @@ sn_status sn_check_mat_dt(const void *p, int64_t R, int64_t D, int64_t ld, sn_dt
     return SN_OK;
 }
 
+sn_status sn_check_row_dt(int64_t D, sn_dtype dt) {
+    return dt == SN_DTYPE_BF16 && D > SN_K16_ROW_MAX ? SN_ERR_UNSUPPORTED : SN_OK;
+}
+
 sn_status sn_check_norm(const sn_norm *n, int64_t D, int allow_group) {
     if (!n) return SN_ERR_NULL;
     if (n->kind < SN_NORM_LAYERNORM || n->kind > SN_NORM_SCALE) return SN_ERR_NORM;

@@ -3,7 +3,7 @@
 #ifndef SN_CHECK_H
 #define SN_CHECK_H
 
-#include "kernels.h" /* the sizes of norms and fuses (sn_norm_nparams, sn_norm_spr) */
+#include "layout.h" /* the row limits and the sizes of norms and fuses (sn_norm_nparams, ...) */
 #include "siamesenorm.h"
 
 /* Largest number of floats one buffer may span: keeps every byte offset within ptrdiff_t. */
@@ -19,6 +19,11 @@ sn_status sn_check_mat_dt(const void *p, int64_t R, int64_t D, int64_t ld, sn_dt
 
 /* The size in bytes of one element of type dt. */
 static inline int sn_dtype_size(sn_dtype dt) { return dt == SN_DTYPE_BF16 ? 2 : 4; }
+
+/* Rows of D elements of type dt for the norm, fuse and merge calls and nets: SN_ERR_UNSUPPORTED
+ * for bf16 rows wider than SN_K16_ROW_MAX (the bf16 drivers and kernels stage whole rows on the
+ * stack), else SN_OK. */
+sn_status sn_check_row_dt(int64_t D, sn_dtype dt);
 
 /* A norm description for rows of D columns. allow_group: whether group != 0 is accepted. */
 sn_status sn_check_norm(const sn_norm *n, int64_t D, int allow_group);

@@ -66,7 +66,7 @@ static sn_status fuse_forward(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f, 
         sn_vec_buf(stats, R * spr, 1),
     };
     st = sn_check_alias(bufs, 6);
-    if (st == SN_OK && dt == SN_DTYPE_BF16 && D > SN_D16_ROW_MAX) st = SN_ERR_UNSUPPORTED;
+    if (st == SN_OK) st = sn_check_row_dt(D, dt);
     if (st != SN_OK) return st;
     const void *in[] = {x, y};
     const int64_t ldin[] = {ldx, ldy};
@@ -109,7 +109,7 @@ static sn_status fuse_backward(const sn_ctx *ctx, sn_dtype dt, const sn_fuse *f,
         sn_vec_buf(dparams, np, 1),
     };
     st = sn_check_alias(bufs, 9);
-    if (st == SN_OK && dt == SN_DTYPE_BF16 && D > SN_D16_ROW_MAX) st = SN_ERR_UNSUPPORTED;
+    if (st == SN_OK) st = sn_check_row_dt(D, dt);
     if (st != SN_OK) return st;
     const void *in[] = {dh, du, x, y};
     const int64_t ldin[] = {lddh, lddu, ldx, ldy};

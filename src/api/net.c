@@ -146,9 +146,7 @@ sn_status sn_net_check(const sn_net *net) {
         break;
     default: return SN_ERR_CONFIG;
     }
-    /* the bf16 drivers stage whole rows (drive.h) */
-    if (net->act_dtype == SN_DTYPE_BF16 && net->d > SN_D16_ROW_MAX) return SN_ERR_UNSUPPORTED;
-    return SN_OK;
+    return sn_check_row_dt(net->d, (sn_dtype)net->act_dtype);
 }
 
 sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, int64_t D,

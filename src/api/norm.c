@@ -43,7 +43,7 @@ static sn_status norm_forward(const sn_ctx *ctx, sn_dtype dt, const sn_norm *n, 
         sn_vec_buf(stats, R * spr, 1),
     };
     st = sn_check_alias(bufs, 4);
-    if (st == SN_OK && dt == SN_DTYPE_BF16 && D > SN_D16_ROW_MAX) st = SN_ERR_UNSUPPORTED;
+    if (st == SN_OK) st = sn_check_row_dt(D, dt);
     if (st != SN_OK) return st;
     const void *in[] = {x};
     const int64_t ldin[] = {ldx};
@@ -78,7 +78,7 @@ static sn_status norm_backward(const sn_ctx *ctx, sn_dtype dt, const sn_norm *n,
         sn_vec_buf(dparams, np, 1),
     };
     st = sn_check_alias(bufs, 6);
-    if (st == SN_OK && dt == SN_DTYPE_BF16 && D > SN_D16_ROW_MAX) st = SN_ERR_UNSUPPORTED;
+    if (st == SN_OK) st = sn_check_row_dt(D, dt);
     if (st != SN_OK) return st;
     const void *in[] = {dout, x};
     const int64_t ldin[] = {lddo, ldx};

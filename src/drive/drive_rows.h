@@ -24,10 +24,10 @@
 #include "ctx.h"
 #include "drive.h"
 
-/* Fuse forward rows up to this width build s on the stack, so that h is written once; wider
- * fp32 rows build it in h. A bf16 row cannot hold the float s: its s is always on the stack. */
-#define FUSE_STACK_MAX 1024
-#define FUSE_S_FLOATS  (sizeof(SN_T) == sizeof(float) ? FUSE_STACK_MAX : SN_D16_ROW_MAX)
+/* Fuse forward rows up to SN_K_STACK_ROW_MAX build s on the stack, so that h is written once;
+ * wider fp32 rows build it in h. A bf16 row cannot hold the float s: its s is always on the
+ * stack (bf16 rows are at most SN_K16_ROW_MAX wide). */
+#define FUSE_S_FLOATS (sizeof(SN_T) == sizeof(float) ? SN_K_STACK_ROW_MAX : SN_K16_ROW_MAX)
 
 #define COL_QUANTUM     SN_D_COL_QUANTUM
 #define PG_CHUNK_MAX    SN_D_PG_CHUNK_MAX

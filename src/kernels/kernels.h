@@ -26,6 +26,7 @@
 
 #include <string.h>
 
+#include "layout.h" /* the row limits, and the sizes and layouts of norms and fuses */
 #include "siamesenorm.h"
 
 /* How far a SIMD path's outputs may be from the scalar path's (see above). */
@@ -108,7 +109,7 @@ const sn_kern *sn_kern_for(sn_isa isa);
 
 /* the scalar path's bf16 table: each slot widens its rows into fp32 rows on the stack, runs the
  * scalar fp32 slot on them and rounds what it wrote (scalar_bf16.c); rows of at most
- * SN_D16_ROW_MAX elements */
+ * SN_K16_ROW_MAX elements */
 extern const sn_kern16 sn_kern16_scalar;
 #ifdef SN_HAVE_AVX2
 extern const sn_kern16 sn_kern16_avx2;
@@ -193,32 +194,14 @@ static inline void sn_k_bf16_round_row(const float *s, int64_t n, sn_bf16 *d) {
     for (int64_t j = 0; j < n; j++) d[j] = sn_k_bf16_round(s[j]);
 }
 
-/* The widest bf16 rows (and row segments) the bf16 tables take: the scalar path's stages them on
- * the stack. The bf16 entry points check it. */
-#define SN_D16_ROW_MAX 4096
-
-/* The widest row fuse_fwd2 takes, and whether a fuse is of the kind it takes. */
-#define SN_FUSE2_MAX 1024
+/* Whether fuse_fwd2 takes a fuse on rows of D columns: LayerNorm or RMSNorm kinds, rows of at
+ * most SN_K_STACK_ROW_MAX (layout.h). */
 static inline int sn_k_fuse2_ok(const sn_fuse *f, int64_t D) {
     const int32_t k = f->x.kind, o = f->out.kind;
-    return D <= SN_FUSE2_MAX && f->y.kind == k &&
+    return D <= SN_K_STACK_ROW_MAX && f->y.kind == k &&
            (k == SN_NORM_LAYERNORM || k == SN_NORM_RMSNORM) &&
            (o == SN_NORM_LAYERNORM || o == SN_NORM_RMSNORM);
 }
-
-/* Sizes of one valid norm on rows of D columns: parameter count and saved floats per row (the
- * one definition: the checks, the drivers and the kernels use these). */
-int64_t sn_norm_nparams(const sn_norm *n, int64_t D);
-int64_t sn_norm_spr(const sn_norm *n, int64_t D);
-
-/* Offsets of a fuse's three norms in its parameter block and in a row's stats block, and the
- * sizes of both (np parameters, spr statistics per row). */
-typedef struct sn_fuse_layout {
-    int64_t px, py, po;
-    int64_t sx, sy, so;
-    int64_t np, spr;
-} sn_fuse_layout;
-sn_fuse_layout sn_k_fuse_layout(const sn_fuse *f, int64_t D);
 
 /* The parameter-gradient destinations of a fuse inside dparams (NULL: all NULL). */
 sn_dfuse sn_k_fuse_dparams(const sn_fuse *f, const sn_fuse_layout *L, int64_t D, float *dparams);

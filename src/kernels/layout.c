@@ -1,5 +1,6 @@
-/* The path-independent helpers of the kernels (see kernels.h): norms resolved for a row, a
- * fuse's parameter and statistics layout, its parameter-gradient destinations. */
+/* The path-independent helpers of the kernels (see kernels.h): norms resolved for a row, the
+ * sizes of a norm and a fuse's parameter and statistics layout (declared in layout.h, with the
+ * row limits), a fuse's parameter-gradient destinations. */
 #include "kernels.h"
 
 sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r) {

@@ -181,7 +181,7 @@ static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const flo
                       const float *const y[2], float *const u[2], float *const h[2],
                       float st[2][6]) {
     sn_k_prefetch_rows(F0, D * (int64_t)sizeof(float));
-    float s[SN_FUSE2_MAX];
+    float s[SN_K_STACK_ROW_MAX];
     for (int q = 0; q < 2; q++) {
         sn_rfuse F = *F0;
         float *o = st[q];
@@ -300,13 +300,12 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const float *dh, const float *
 /* The whole backward of one row, bitwise the same as fuse_red, fuse_pg and fuse_dx (the same
  * expressions on the same values) in fewer instructions: pass 1 keeps xx, yy and xs in stack rows
  * and pass 2 keeps dt and ds, so that the parameter and input gradients read them instead of
- * recomputing them. Rows wider than SCALAR_ROW_MAX take the three pieces. */
-#define SCALAR_ROW_MAX 1024
+ * recomputing them. Rows wider than SN_K_STACK_ROW_MAX take the three pieces. */
 static void fuse_bwd_rows(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
                           const float *y, float *dx, float *dy, int accx, int accy,
                           const sn_dfuse *dp) {
-    float kx[SCALAR_ROW_MAX], ky[SCALAR_ROW_MAX], ks[SCALAR_ROW_MAX], kt[SCALAR_ROW_MAX],
-        kd[SCALAR_ROW_MAX];
+    float kx[SN_K_STACK_ROW_MAX], ky[SN_K_STACK_ROW_MAX], ks[SN_K_STACK_ROW_MAX],
+        kt[SN_K_STACK_ROW_MAX], kd[SN_K_STACK_ROW_MAX];
     const sn_rnorm X = F->X, Y = F->Y, O = F->O; /* local copies: the stores cannot change them */
     const float fD = (float)D;
     /* pass 1: fuse_red's first sweep */
@@ -366,7 +365,7 @@ static void fuse_bwd_rows(sn_rfuse *F, int64_t D, const float *dh, const float *
 static void fuse_bwd(sn_rfuse *F, int64_t D, const float *dh, const float *du, const float *x,
                      const float *y, float *dx, float *dy, int accx, int accy, const sn_dfuse *dp) {
     sn_k_prefetch_rows(F, D * (int64_t)sizeof(float));
-    if (D <= SCALAR_ROW_MAX) {
+    if (D <= SN_K_STACK_ROW_MAX) {
         fuse_bwd_rows(F, D, dh, du, x, y, dx, dy, accx, accy, dp);
         return;
     }

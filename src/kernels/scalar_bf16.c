@@ -2,12 +2,12 @@
  * fp32 rows on its stack, runs the scalar fp32 slot on them and rounds the rows it wrote into
  * their bf16 destinations (an accumulated output is widened first). So every output is the
  * rounding of the fp32 slot's, and float outputs (statistics, parameter gradients) are its bits.
- * Rows and segments of at most SN_D16_ROW_MAX elements; the elementwise slots take any length,
- * in blocks. Stack: at most six rows of SN_D16_ROW_MAX floats (96 KiB: fuse_bwd, fuse_bwd2). */
+ * Rows and segments of at most SN_K16_ROW_MAX elements; the elementwise slots take any length,
+ * in blocks. Stack: at most six rows of SN_K16_ROW_MAX floats (96 KiB: fuse_bwd, fuse_bwd2). */
 #include "kernels.h"
 
 #define K32   (&sn_kern_scalar)
-#define ROW   SN_D16_ROW_MAX
+#define ROW   SN_K16_ROW_MAX
 #define BLOCK 1024 /* columns per block of the elementwise slots */
 
 /* d = s widened (NULL: none); returns d or NULL. Not inlined, so that the compiler does not
@@ -87,7 +87,7 @@ static sn_rfuse pf_done(const sn_rfuse *F, int64_t D) {
 static void fuse_fwd2(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const sn_bf16 *const x[2],
                       const sn_bf16 *const y[2], sn_bf16 *const u[2], sn_bf16 *const h[2],
                       float st[2][6]) {
-    float b[8][SN_FUSE2_MAX];
+    float b[8][SN_K_STACK_ROW_MAX];
     const sn_rfuse G = pf_done(F0, D);
     const float *const xs[2] = {wid(x[0], D, b[0]), wid(x[1], D, b[1])};
     const float *const ys[2] = {wid(y[0], D, b[2]), wid(y[1], D, b[3])};

@@ -682,7 +682,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
     X1.m = mx1, X1.r = rx1, Y1.m = my1, Y1.r = ry1;
     /* s = N_x(x) + N_y(y) into stack rows, u, and the first sweep of N_out's statistics
      * (fuse_s) */
-    float sb_[2][SN_FUSE2_MAX + VW];
+    float sb_[2][SN_K_STACK_ROW_MAX + VW];
     float *const s0p = sb_[0], *const s1p = sb_[1];
     float mo0 = 0.0f, mo1 = 0.0f, ro0, ro1;
     {
@@ -888,8 +888,7 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du
  * (reductions of N_x, N_y and the parameter gradients) replaces it by gx and keeps gy, pass 3
  * writes the input gradients; xx and yy are recomputed from x and y (in L1 by then), which is
  * cheaper than storing them. Bitwise the same as fuse_red, fuse_pg, fuse_dx (same formulas on
- * the same values). Rows wider than FUSE_ROW_MAX take those. */
-#define FUSE_ROW_MAX 1024
+ * the same values). Rows wider than SN_K_STACK_ROW_MAX take those. */
 
 /* One row of fuse_bwd and fuse_bwd2: its norms and reductions (a local copy of its sn_rfuse:
  * the stores cannot alias it), its rows, its two stack rows and its accumulators. A local
@@ -899,7 +898,7 @@ typedef struct brow {
     sn_rfuse F;
     const SN_T *dh, *du, *x, *y;
     SN_T *dx, *dy;
-    float *bs, *bg;               /* stack rows of FUSE_ROW_MAX + VW floats */
+    float *bs, *bg;               /* stack rows of SN_K_STACK_ROW_MAX + VW floats */
     V a[2], b[2];                 /* pass 1: N_out's reductions */
     V ax[2], bx[2], ay[2], by[2]; /* pass 2: N_x's and N_y's */
     float *kx, *ky, *kdh; /* bf16 rows: xx, yy and dh (widened) from pass 1, for passes 2, 3 */
@@ -929,8 +928,8 @@ KINLINE V dh_p23(const SN_T *dh, const float *kp, int64_t j, int t, M m) {
     (void)dh, (void)t, (void)m;
     return vld(kp + j);
 }
-/* the kept rows of w: three stack rows of FUSE_ROW_MAX + VW floats */
-KINLINE void brow_keep(brow *w, float (*keep)[FUSE_ROW_MAX + VW]) {
+/* the kept rows of w: three stack rows of SN_K_STACK_ROW_MAX + VW floats */
+KINLINE void brow_keep(brow *w, float (*keep)[SN_K_STACK_ROW_MAX + VW]) {
     w->kx = keep[0], w->ky = keep[1], w->kdh = keep[2];
 }
 #else
@@ -1010,18 +1009,18 @@ KINLINE void acc_fma2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
 
 static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
                      const SN_T *y, SN_T *dx, SN_T *dy, int accx, int accy, const sn_dfuse *dp) {
-    if (D > FUSE_ROW_MAX) {
+    if (D > SN_K_STACK_ROW_MAX) {
         sn_k_prefetch_rows(F, D * (int64_t)sizeof(SN_T));
         fuse_red(F, D, dh, du, x, y);
         if (dp) fuse_pg(F, D, dh, du, x, y, dp);
         fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);
         return;
     }
-    float bs[FUSE_ROW_MAX + VW], bg[FUSE_ROW_MAX + VW];
+    float bs[SN_K_STACK_ROW_MAX + VW], bg[SN_K_STACK_ROW_MAX + VW];
     brow w;
     brow_init(&w, F, dh, du, x, y, dx, dy, bs, bg);
 #ifdef SN_K16
-    float keep[3][FUSE_ROW_MAX + VW];
+    float keep[3][SN_K_STACK_ROW_MAX + VW];
     brow_keep(&w, keep);
 #endif
     RCOLS2(D, { fuse_p1(&w, j, t, m, k); });
@@ -1078,18 +1077,18 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2],
                             const SN_T *const du[2], const SN_T *const x[2], const SN_T *const y[2],
                             SN_T *const dx[2], SN_T *const dy[2], int accx, int accy,
                             const sn_dfuse *dp2) {
-    if (D > FUSE_ROW_MAX || !dp2) {
+    if (D > SN_K_STACK_ROW_MAX || !dp2) {
         for (int q = 0; q < 2; q++)
             fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp2);
         return;
     }
     const sn_dfuse dp_ = *dp2, *dp = &dp_;
-    float bs[2][FUSE_ROW_MAX + VW], bg[2][FUSE_ROW_MAX + VW];
+    float bs[2][SN_K_STACK_ROW_MAX + VW], bg[2][SN_K_STACK_ROW_MAX + VW];
     brow w0, w1;
     brow_init(&w0, &F2[0], dh[0], du[0], x[0], y[0], dx[0], dy[0], bs[0], bg[0]);
     brow_init(&w1, &F2[1], dh[1], du[1], x[1], y[1], dx[1], dy[1], bs[1], bg[1]);
 #ifdef SN_K16
-    float keep[2][3][FUSE_ROW_MAX + VW];
+    float keep[2][3][SN_K_STACK_ROW_MAX + VW];
     brow_keep(&w0, keep[0]);
     brow_keep(&w1, keep[1]);
 #endif

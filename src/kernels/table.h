@@ -41,12 +41,12 @@ typedef struct SN_KT {
     void (*fuse_s)(const sn_rfuse *F, int64_t D, const SN_KROW *x, const SN_KROW *y, SN_KROW *u,
                    float *s, const sn_norm *no, float *mo, float *ro);
     /* the whole fuse forward of two rows of one call (arrays of two; u[0] and u[1] both NULL or
-     * both set), for a fuse whose N_x and N_y are both LayerNorm or both RMSNorm and whose N_out
-     * is LayerNorm or RMSNorm, with D <= SN_FUSE2_MAX: writes u, h and st[q] = {mx, rx, my, ry,
-     * mo, ro}, bitwise the same as stats2, fuse_s and norm_s on each row. *F0 holds the three
-     * norms resolved without statistics (m = 0, r = 1) and nt, and in pf the rows to prefetch
-     * for a later call: npf is 0 or 4 (the SIMD kernels spread them over their s sweep, as
-     * fuse_bwd does). The two rows' statistics chains are interleaved so that they overlap. */
+     * both set), for a fuse whose N_x and N_y are both LayerNorm or both RMSNorm and whose N_out is
+     * LayerNorm or RMSNorm, with D <= SN_K_STACK_ROW_MAX: writes u, h and st[q] = {mx, rx, my, ry,
+     * mo, ro}, bitwise the same as stats2, fuse_s and norm_s on each row. *F0 holds the three norms
+     * resolved without statistics (m = 0, r = 1) and nt, and in pf the rows to prefetch for a later
+     * call: npf is 0 or 4 (the SIMD kernels spread them over their s sweep, as fuse_bwd does). The
+     * two rows' statistics chains are interleaved so that they overlap. */
     void (*fuse_fwd2)(const sn_rfuse *F0, const sn_fuse *f, int64_t D, const SN_KROW *const x[2],
                       const SN_KROW *const y[2], SN_KROW *const u[2], SN_KROW *const h[2],
                       float st[2][6]);

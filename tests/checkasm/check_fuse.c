@@ -348,7 +348,7 @@ static void bench_fuse_f32(const ca_path *p) {
         }
         b.dp = dp_rows(&b.c, 0);
         ca_bench("fuse_s", p->name, D, b_s, &b);
-        if (D <= SN_FUSE2_MAX) ca_bench("fuse_fwd2", p->name, 2 * D, b_fwd2, &b);
+        if (D <= SN_K_STACK_ROW_MAX) ca_bench("fuse_fwd2", p->name, 2 * D, b_fwd2, &b);
         ca_bench("fuse_red", p->name, D, b_red, &b);
         ca_bench("fuse_pg", p->name, D, b_pg, &b);
         ca_bench("fuse_dx", p->name, D, b_dx, &b);
