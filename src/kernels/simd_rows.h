@@ -901,15 +901,26 @@ typedef struct brow {
     float *bs, *bg;               /* stack rows of SN_K_STACK_ROW_MAX + VW floats */
     V a[2], b[2];                 /* pass 1: N_out's reductions */
     V ax[2], bx[2], ay[2], by[2]; /* pass 2: N_x's and N_y's */
-    float *kx, *ky, *kdh; /* bf16 rows: xx, yy and dh (widened) from pass 1, for passes 2, 3 */
+    float *kx, *ky, *kdh; /* the kept rows of xx, yy and dh (KEPT_ROWS), or NULL */
 } brow;
 
 /* xhat of a row v (x or y, norm N) at column j in pass 1 (xx_p1), and in passes 2 and 3
- * (xx_p23); dh likewise (dh_p1, dh_p23). With bf16 rows, pass 1 keeps xx, yy and the widened
- * dh in the stack rows kp (brow_keep) and the later passes load them: the kept vectors are the
- * same bits as recomputed ones, and a load costs fewer instructions than widening and
- * normalising again, in kernels bound by their instructions (docs/performance.md). */
-#ifdef SN_K16
+ * (xx_p23); dh likewise (dh_p1, dh_p23). Pass 1 may keep xx, yy and the widened dh in stack rows
+ * kp (brow_keep) for the later passes to load: the kept vectors are the same bits as recomputed
+ * ones, and a load costs fewer instructions than loading, widening and normalising again.
+ * KEPT_ROWS says which it keeps (docs/performance.md, "Fourth round, third session"):
+ *   3  bf16 rows: xx, yy and dh;
+ *   2  fp32 rows with AVX2: xx and yy (6% fewer instructions, 5-7% less time in L2);
+ *   0  fp32 rows with AVX-512: none (the two more stack rows a row cost more time beyond the
+ *      caches than the recomputation saves). */
+#if defined(SN_K16)
+#define KEPT_ROWS 3
+#elif VW < 16
+#define KEPT_ROWS 2
+#else
+#define KEPT_ROWS 0
+#endif
+#if KEPT_ROWS
 KINLINE V keep_st(float *p, V v) {
     vst(p, v); /* the stack rows are padded: whole vectors */
     return v;
@@ -921,16 +932,9 @@ KINLINE V xx_p23(const sn_rnorm *N, const SN_T *v, const float *kp, int64_t j, i
     (void)N, (void)v, (void)t, (void)m;
     return vld(kp + j);
 }
-KINLINE V dh_p1(const SN_T *dh, float *kp, int64_t j, int t, M m) {
-    return keep_st(kp + j, load(dh + j, t, m));
-}
-KINLINE V dh_p23(const SN_T *dh, const float *kp, int64_t j, int t, M m) {
-    (void)dh, (void)t, (void)m;
-    return vld(kp + j);
-}
-/* the kept rows of w: three stack rows of SN_K_STACK_ROW_MAX + VW floats */
+/* the kept rows of w: KEPT_ROWS stack rows of SN_K_STACK_ROW_MAX + VW floats */
 KINLINE void brow_keep(brow *w, float (*keep)[SN_K_STACK_ROW_MAX + VW]) {
-    w->kx = keep[0], w->ky = keep[1], w->kdh = keep[2];
+    w->kx = keep[0], w->ky = keep[1], w->kdh = KEPT_ROWS == 3 ? keep[2] : NULL;
 }
 #else
 KINLINE V xx_p1(const sn_rnorm *N, const SN_T *v, const float *kp, int64_t j, int t, M m) {
@@ -938,6 +942,16 @@ KINLINE V xx_p1(const sn_rnorm *N, const SN_T *v, const float *kp, int64_t j, in
     return xhat_sub(N, load(v + j, t, m));
 }
 #define xx_p23 xx_p1
+#endif
+#if KEPT_ROWS == 3
+KINLINE V dh_p1(const SN_T *dh, float *kp, int64_t j, int t, M m) {
+    return keep_st(kp + j, load(dh + j, t, m));
+}
+KINLINE V dh_p23(const SN_T *dh, const float *kp, int64_t j, int t, M m) {
+    (void)dh, (void)t, (void)m;
+    return vld(kp + j);
+}
+#else
 KINLINE V dh_p1(const SN_T *dh, const float *kp, int64_t j, int t, M m) {
     (void)kp;
     return load(dh + j, t, m);
@@ -1019,8 +1033,8 @@ static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, con
     float bs[SN_K_STACK_ROW_MAX + VW], bg[SN_K_STACK_ROW_MAX + VW];
     brow w;
     brow_init(&w, F, dh, du, x, y, dx, dy, bs, bg);
-#ifdef SN_K16
-    float keep[3][SN_K_STACK_ROW_MAX + VW];
+#if KEPT_ROWS
+    float keep[KEPT_ROWS][SN_K_STACK_ROW_MAX + VW];
     brow_keep(&w, keep);
 #endif
     RCOLS2(D, { fuse_p1(&w, j, t, m, k); });
@@ -1087,8 +1101,8 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2],
     brow w0, w1;
     brow_init(&w0, &F2[0], dh[0], du[0], x[0], y[0], dx[0], dy[0], bs[0], bg[0]);
     brow_init(&w1, &F2[1], dh[1], du[1], x[1], y[1], dx[1], dy[1], bs[1], bg[1]);
-#ifdef SN_K16
-    float keep[2][3][SN_K_STACK_ROW_MAX + VW];
+#if KEPT_ROWS
+    float keep[2][KEPT_ROWS][SN_K_STACK_ROW_MAX + VW];
     brow_keep(&w0, keep[0]);
     brow_keep(&w1, keep[1]);
 #endif
