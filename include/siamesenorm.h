@@ -167,9 +167,11 @@ SN_API const char *sn_status_string(sn_status status);
  * scalar path within 5e-5 of the largest magnitude in that output (about 1e-5 observed,
  * tests/test_paths.c; see docs/performance.md). Within one path, the recomputations of a
  * backward pass use the same arithmetic as its forward pass. No call needs scratch memory:
- * temporaries live in bounded stack buffers (at most about 90 KiB per call: the chunk sums and
- * a row's temporaries); scratch given with sn_ctx_set_scratch only lets threads work on more
- * chunks at once. All paths keep IEEE semantics (no fast-math). */
+ * temporaries live in bounded stack buffers (at most 112 KiB of a thread's stack per call,
+ * 102 KiB measured: 64 KiB of parameter-gradient slots and a kernel's stack rows, in the AVX2
+ * fuse backward; tests/test_stack.c checks every call on every path); scratch given with
+ * sn_ctx_set_scratch only lets threads work on more chunks at once. All paths keep IEEE
+ * semantics (no fast-math). */
 typedef struct sn_ctx sn_ctx;
 
 /* Allocates a context with default settings: kernel path SN_ISA_AUTO, 1 thread. Two
@@ -510,17 +512,16 @@ SN_API sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, cons
  * fp32, are bitwise the fp32 call's (a NaN output is a NaN in both, but its sign and payload
  * may differ). Determinism across thread counts holds as for fp32.
  *
- * How (since 0.4.1): on the AVX2 and AVX-512 paths the row kernels themselves read bf16 and
- * write bf16 (each vector widened as it is loaded and rounded as it is stored, the arithmetic
- * the fp32 kernels' own); the scalar path, and the few cases without such a kernel (fuses whose
- * norms are not both LayerNorm or both RMSNorm, rows wider than 1024 in a fuse forward, an odd
- * last row of a fuse forward pair, the wide fuse backward), widen a row into fp32 rows on the
- * stack, run the fp32 kernels and round what they wrote. No R x D fp32 copy is ever made. The
- * norm, fuse and merge calls therefore take D <= 4096 and return SN_ERR_UNSUPPORTED beyond
- * (after every other check; the elementwise calls and the conversions take any D), and use up
- * to about 210 KiB of stack (96 KiB of staged rows and 40 KiB of kernel rows per thread, 64 KiB
- * of parameter-gradient slots on the calling thread) besides the fp32 calls' 90 KiB. Speed
- * against the fp32 calls: docs/performance.md, "bf16". */
+ * How (since 0.5.0): on the AVX2 and AVX-512 paths every row kernel reads bf16 and writes
+ * bf16 itself (each vector widened as it is loaded and rounded as it is stored, the arithmetic
+ * the fp32 kernels' own); the scalar path's bf16 kernels widen a row into fp32 rows on the
+ * stack, run the fp32 kernels and round what they wrote. A fuse forward keeps its row of s in
+ * fp32 on the stack. No R x D fp32 copy is ever made. The norm, fuse and merge calls therefore
+ * take D <= 4096 and return SN_ERR_UNSUPPORTED beyond (after every other check; the elementwise
+ * calls and the conversions take any D), and use at most 208 KiB of a thread's stack per call
+ * (184 KiB measured, in the scalar path's fuse backward: 96 KiB of staged rows, 64 KiB of
+ * parameter-gradient slots; tests/test_stack.c). Speed against the fp32 calls:
+ * docs/performance.md, "bf16". */
 typedef uint16_t sn_bf16;
 
 /* Element types of the R x D matrices. Only grows at the end. */

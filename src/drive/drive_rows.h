@@ -16,8 +16,9 @@
  * chunk order (see pg_run). Each row is visited once while it sits in L1 (reductions,
  * parameter gradients, input gradients). Stack use: at most about 70 KiB here (the slots of
  * the chunk partials when the context has no larger scratch, and a bf16 fuse forward's s row)
- * plus about 17 KiB in a SIMD row kernel (a row's temporaries) or 96 KiB in the scalar path's
- * bf16 kernels (staged rows). No include guard: included once per element type. */
+ * plus a kernel's stack rows (up to 44 KiB in a SIMD bf16 fuse_bwd2, 96 KiB of staged rows in
+ * the scalar path's bf16 kernels); tests/test_stack.c holds every call to the header's bounds.
+ * No include guard: included once per element type. */
 #include <math.h>
 #include <string.h>
 

@@ -901,7 +901,7 @@ typedef struct brow {
     float *bs, *bg;               /* stack rows of SN_K_STACK_ROW_MAX + VW floats */
     V a[2], b[2];                 /* pass 1: N_out's reductions */
     V ax[2], bx[2], ay[2], by[2]; /* pass 2: N_x's and N_y's */
-    float *kx, *ky, *kdh; /* the kept rows of xx, yy and dh (KEPT_ROWS), or NULL */
+    float *kx, *ky, *kdh;         /* the kept rows of xx, yy and dh (KEPT_ROWS), or NULL */
 } brow;
 
 /* xhat of a row v (x or y, norm N) at column j in pass 1 (xx_p1), and in passes 2 and 3
@@ -1021,15 +1021,13 @@ KINLINE void acc_fma2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
     if (p) store(p, vfma(a1, b1, vfma(a0, b0, load(p, t, m))), t, m);
 }
 
-static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
-                     const SN_T *y, SN_T *dx, SN_T *dy, int accx, int accy, const sn_dfuse *dp) {
-    if (D > SN_K_STACK_ROW_MAX) {
-        sn_k_prefetch_rows(F, D * (int64_t)sizeof(SN_T));
-        fuse_red(F, D, dh, du, x, y);
-        if (dp) fuse_pg(F, D, dh, du, x, y, dp);
-        fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);
-        return;
-    }
+/* fuse_bwd on a row of at most SN_K_STACK_ROW_MAX columns. Its stack rows live in this frame
+ * alone (noinline), so that the wide rows' way (fuse_bwd) and fuse_bwd2's fallback do not carry
+ * them: tests/test_stack.c holds every call to the header's stack bound. */
+__attribute__((noinline)) static void fuse_bwd_row(sn_rfuse *F, int64_t D, const SN_T *dh,
+                                                   const SN_T *du, const SN_T *x, const SN_T *y,
+                                                   SN_T *dx, SN_T *dy, int accx, int accy,
+                                                   const sn_dfuse *dp) {
     float bs[SN_K_STACK_ROW_MAX + VW], bg[SN_K_STACK_ROW_MAX + VW];
     brow w;
     brow_init(&w, F, dh, du, x, y, dx, dy, bs, bg);
@@ -1048,6 +1046,18 @@ static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, con
         COLS(D, { fuse_p3(&w, accx, accy, j, t, m); });
     else /* rows in the caches: pass 2's last columns first */
         COLS_DOWN(D, { fuse_p3(&w, accx, accy, j, t, m); });
+}
+
+static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
+                     const SN_T *y, SN_T *dx, SN_T *dy, int accx, int accy, const sn_dfuse *dp) {
+    if (D <= SN_K_STACK_ROW_MAX) {
+        fuse_bwd_row(F, D, dh, du, x, y, dx, dy, accx, accy, dp);
+        return;
+    }
+    sn_k_prefetch_rows(F, D * (int64_t)sizeof(SN_T));
+    fuse_red(F, D, dh, du, x, y);
+    if (dp) fuse_pg(F, D, dh, du, x, y, dp);
+    fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);
 }
 
 /* The three passes of fuse_bwd on rows w0 and w1, each parameter-gradient vector loaded once
@@ -1091,11 +1101,6 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2],
                             const SN_T *const du[2], const SN_T *const x[2], const SN_T *const y[2],
                             SN_T *const dx[2], SN_T *const dy[2], int accx, int accy,
                             const sn_dfuse *dp2) {
-    if (D > SN_K_STACK_ROW_MAX || !dp2) {
-        for (int q = 0; q < 2; q++)
-            fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp2);
-        return;
-    }
     const sn_dfuse dp_ = *dp2, *dp = &dp_;
     float bs[2][SN_K_STACK_ROW_MAX + VW], bg[2][SN_K_STACK_ROW_MAX + VW];
     brow w0, w1;
@@ -1120,11 +1125,24 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2],
     else if (g3 && nb3) fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
     else fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
 }
+/* fuse_bwd2's rows of at most SN_K_STACK_ROW_MAX columns with parameter gradients: the stack
+ * rows in this frame alone (noinline), as fuse_bwd_row */
+__attribute__((noinline)) static void
+fuse_bwd2_rows(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2], const SN_T *const du[2],
+               const SN_T *const x[2], const SN_T *const y[2], SN_T *const dx[2], SN_T *const dy[2],
+               int accx, int accy, const sn_dfuse *dp) {
+    if (D == 4 * VW) fuse_bwd2_body(F2, 4 * VW, dh, du, x, y, dx, dy, accx, accy, dp);
+    else fuse_bwd2_body(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
+}
 static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2], const SN_T *const du[2],
                       const SN_T *const x[2], const SN_T *const y[2], SN_T *const dx[2],
                       SN_T *const dy[2], int accx, int accy, const sn_dfuse *dp) {
-    if (D == 4 * VW) fuse_bwd2_body(F2, 4 * VW, dh, du, x, y, dx, dy, accx, accy, dp);
-    else fuse_bwd2_body(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
+    if (D <= SN_K_STACK_ROW_MAX && dp) {
+        fuse_bwd2_rows(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
+        return;
+    }
+    for (int q = 0; q < 2; q++)
+        fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp);
 }
 
 /* ---- elementwise --------------------------------------------------------------------------- */
