@@ -168,8 +168,9 @@ SN_API const char *sn_status_string(sn_status status);
  * tests/test_paths.c; see docs/performance.md). Within one path, the recomputations of a
  * backward pass use the same arithmetic as its forward pass. No call needs scratch memory:
  * temporaries live in bounded stack buffers (at most 112 KiB of a thread's stack per call,
- * 102 KiB measured: 64 KiB of parameter-gradient slots and a kernel's stack rows, in the AVX2
- * fuse backward; tests/test_stack.c checks every call on every path); scratch given with
+ * 104 KiB measured: 64 KiB of parameter-gradient slots and a kernel's stack rows, in the AVX2
+ * fuse backward of a SiameseNorm net; tests/test_stack.c checks the primitives and every
+ * placement's pass on every path); scratch given with
  * sn_ctx_set_scratch only lets threads work on more chunks at once. All paths keep IEEE
  * semantics (no fast-math). */
 typedef struct sn_ctx sn_ctx;
@@ -519,7 +520,7 @@ SN_API sn_status sn_split_backward(const sn_ctx *ctx, int64_t R, int64_t D, cons
  * fp32 on the stack. No R x D fp32 copy is ever made. The norm, fuse and merge calls therefore
  * take D <= 4096 and return SN_ERR_UNSUPPORTED beyond (after every other check; the elementwise
  * calls and the conversions take any D), and use at most 208 KiB of a thread's stack per call
- * (184 KiB measured, in the scalar path's fuse backward: 96 KiB of staged rows, 64 KiB of
+ * (186 KiB measured, in the scalar path's fuse backward: 96 KiB of staged rows, 64 KiB of
  * parameter-gradient slots; tests/test_stack.c). Speed against the fp32 calls:
  * docs/performance.md, "bf16". */
 typedef uint16_t sn_bf16;

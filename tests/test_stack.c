@@ -1,5 +1,5 @@
 /* Stack use of the public calls against the header's bounds (sn_ctx: at most 112 KiB per call;
- * bf16 storage: at most 208 KiB per bf16 call). Each call runs on a thread whose stack is a
+ * bf16 storage: at most 208 KiB per bf16 call), and of every placement's training pass. Each call runs on a thread whose stack is a
  * buffer painted beforehand (pthread_attr_setstack); after the join, the lowest byte that
  * changed gives the thread's high-water mark, less that of a thread running nothing. Every path
  * this CPU runs, fp32 and bf16, one thread and no scratch (the parameter-gradient slots then live
@@ -112,15 +112,58 @@ static const call calls[] = {
     {"apply fwd bf16", 1, h_apply_fwd},
 };
 
+/* A whole training pass of a net (every placement, S = 2): each of its calls is a public call
+ * under the same bounds, so the pass's high-water mark is the largest of theirs. */
+typedef struct netpass {
+    const sn_ctx *ctx;
+    sn_net net;
+    int64_t D;
+    int bf16;
+    sn_net_pass ps;
+    float *e, *h, *z, *o, *g;        /* fp32 rows */
+    sn_bf16 *he, *hh, *hz, *ho, *hg; /* bf16 rows */
+} netpass;
+
+static sn_status net_run(const netpass *P) {
+    const sn_net *n = &P->net;
+    const sn_net_pass *ps = &P->ps;
+    const int64_t D = P->D;
+    sn_status st = SN_OK;
+#define NC(c16, c32)                                                                               \
+    do {                                                                                           \
+        const sn_status s_ = P->bf16 ? (c16) : (c32);                                              \
+        if (s_ != SN_OK) st = s_;                                                                  \
+    } while (0)
+    NC(sn_net_split_bf16(P->ctx, n, ps, P->he, D), sn_net_split(P->ctx, n, ps, P->e, D));
+    for (int i = 0; i < n->n_sublayers; i++) {
+        NC(sn_net_enter_bf16(P->ctx, n, ps, i, P->hh, D), sn_net_enter(P->ctx, n, ps, i, P->h, D));
+        NC(sn_net_exit_bf16(P->ctx, n, ps, i, P->hz, D), sn_net_exit(P->ctx, n, ps, i, P->z, D));
+    }
+    NC(sn_net_merge_bf16(P->ctx, n, ps, P->ho, D), sn_net_merge(P->ctx, n, ps, P->o, D));
+    NC(sn_net_merge_backward_bf16(P->ctx, n, ps, P->hg, D),
+       sn_net_merge_backward(P->ctx, n, ps, P->g, D));
+    for (int i = n->n_sublayers - 1; i >= 0; i--) {
+        NC(sn_net_exit_backward_bf16(P->ctx, n, ps, i, P->hz, D, 0),
+           sn_net_exit_backward(P->ctx, n, ps, i, P->z, D, 0));
+        NC(sn_net_enter_backward_bf16(P->ctx, n, ps, i, P->hg, D),
+           sn_net_enter_backward(P->ctx, n, ps, i, P->g, D));
+    }
+    NC(sn_net_split_backward_bf16(P->ctx, n, ps, P->he, D, 0),
+       sn_net_split_backward(P->ctx, n, ps, P->e, D, 0));
+#undef NC
+    return st;
+}
+
 typedef struct job {
-    const call *c; /* NULL: the empty thread */
+    const call *c; /* a call on B, or */
     const bufs *B;
+    const netpass *P; /* a net's pass; neither: the empty thread */
     sn_status st;
 } job;
 
 static void *thread_main(void *arg) {
     job *j = arg;
-    j->st = j->c ? j->c->run(j->B) : SN_OK;
+    j->st = j->c ? j->c->run(j->B) : j->P ? net_run(j->P) : SN_OK;
     return NULL;
 }
 
@@ -157,7 +200,7 @@ static sn_bf16 *halloc(const float *src, int64_t n) {
 int main(void) {
     stack_buf = aligned_alloc(4096, STACK_BYTES);
     if (!stack_buf) return 2;
-    job empty = {NULL, NULL, SN_OK};
+    job empty = {NULL, NULL, NULL, SN_OK};
     const long base = stack_used(&empty);
     if (base < 0) {
         fprintf(stderr, "stack: could not start a thread on a given stack\n");
@@ -195,7 +238,7 @@ int main(void) {
             B.ctx = ctx;
             /* the forward first: the backward calls read its statistics */
             for (size_t k = 0; k < sizeof calls / sizeof *calls; k++) {
-                job j = {&calls[k], &B, SN_OK};
+                job j = {&calls[k], &B, NULL, SN_OK};
                 const long used = stack_used(&j) - base;
                 const int h = calls[k].bf16;
                 const long bound = h ? BF16_BOUND : F32_BOUND;
@@ -220,6 +263,55 @@ int main(void) {
         free(B.p), free(B.dp), free(B.st);
         free(B.ha), free(B.hb), free(B.hc), free(B.hd), free(B.ho1), free(B.ho2);
     }
+    /* every placement's training pass, D = 1024, fp32 and bf16, every path */
+    for (int pl = 0; pl < SN_PLACEMENT_COUNT; pl++)
+        for (int h = 0; h < 2; h++)
+            for (size_t i = 0; i < sizeof isas / sizeof *isas; i++) {
+                if (!sn_isa_available(isas[i])) continue;
+                netpass P;
+                memset(&P, 0, sizeof P);
+                P.D = 1024, P.bf16 = h;
+                if (sn_net_init(&P.net, (sn_placement)pl, 2, P.D, SN_NORM_LAYERNORM, 1e-5f) !=
+                    SN_OK)
+                    return 1;
+                if (h) P.net.act_dtype = SN_DTYPE_BF16;
+                int64_t np = 0, apr = 0, wpr = 0;
+                if (sn_net_sizes(&P.net, &np, &apr, &wpr) != SN_OK) return 1;
+                const int64_t N = R * P.D;
+                float *params = falloc(np + 1, 0.0f), *grads = falloc(np + 1, 0.0f);
+                float *acts = falloc(R * apr + 1, 0.0f), *work = falloc(R * wpr + 1, 0.0f);
+                if (sn_net_init_params(&P.net, params) != SN_OK) return 1;
+                P.ps = (sn_net_pass){R, params, acts, grads, work};
+                P.e = falloc(N, 1.0f), P.h = falloc(N, 0.0f), P.z = falloc(N, 0.5f);
+                P.o = falloc(N, 0.0f), P.g = falloc(N, 0.3f);
+                P.he = halloc(P.e, N), P.hh = halloc(P.h, N), P.hz = halloc(P.z, N);
+                P.ho = halloc(P.o, N), P.hg = halloc(P.g, N);
+                sn_ctx *ctx = NULL;
+                if (sn_ctx_create(&ctx) != SN_OK || sn_ctx_set_isa(ctx, isas[i]) != SN_OK) return 1;
+                P.ctx = ctx;
+                job j = {NULL, NULL, &P, SN_OK};
+                const long used = stack_used(&j) - base;
+                const long bound = h ? BF16_BOUND : F32_BOUND;
+                const int over = used > bound;
+                if (j.st != SN_OK) {
+                    fprintf(stderr, "FAIL: net %s%s %s: %s\n", sn_placement_name((sn_placement)pl),
+                            h ? " bf16" : "", sn_isa_name(isas[i]), sn_status_string(j.st));
+                    fails++;
+                } else {
+                    if (used > worst[h]) worst[h] = used;
+                    printf("  net %-17s%s D=1024  %-7s %6.1f KiB%s\n",
+                           sn_placement_name((sn_placement)pl), h ? " bf16" : "     ",
+                           sn_isa_name(isas[i]), (double)used / KIB,
+                           over ? (small ? "  (over the bound: not an optimised build)"
+                                         : "  OVER THE BOUND")
+                                : "");
+                    if (over && !small) fails++;
+                }
+                sn_ctx_destroy(ctx);
+                free(params), free(grads), free(acts), free(work);
+                free(P.e), free(P.h), free(P.z), free(P.o), free(P.g);
+                free(P.he), free(P.hh), free(P.hz), free(P.ho), free(P.hg);
+            }
     printf("stack: worst fp32 call %.1f KiB (bound %ld), worst bf16 call %.1f KiB (bound %ld); an "
            "empty thread %.1f KiB\n",
            (double)worst[0] / KIB, F32_BOUND / KIB, (double)worst[1] / KIB, BF16_BOUND / KIB,
