@@ -682,7 +682,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
     X1.m = mx1, X1.r = rx1, Y1.m = my1, Y1.r = ry1;
     /* s = N_x(x) + N_y(y) into stack rows, u, and the first sweep of N_out's statistics
      * (fuse_s) */
-    float sb_[2][SN_K_STACK_ROW_MAX + VW];
+    _Alignas(64) float sb_[2][SN_K_STACK_ROW_MAX + VW];
     float *const s0p = sb_[0], *const s1p = sb_[1];
     float mo0 = 0.0f, mo1 = 0.0f, ro0, ro1;
     {
@@ -1028,11 +1028,12 @@ __attribute__((noinline)) static void fuse_bwd_row(sn_rfuse *F, int64_t D, const
                                                    const SN_T *du, const SN_T *x, const SN_T *y,
                                                    SN_T *dx, SN_T *dy, int accx, int accy,
                                                    const sn_dfuse *dp) {
-    float bs[SN_K_STACK_ROW_MAX + VW], bg[SN_K_STACK_ROW_MAX + VW];
+    _Alignas(64) float bs[SN_K_STACK_ROW_MAX + VW];
+    _Alignas(64) float bg[SN_K_STACK_ROW_MAX + VW];
     brow w;
     brow_init(&w, F, dh, du, x, y, dx, dy, bs, bg);
 #if KEPT_ROWS
-    float keep[KEPT_ROWS][SN_K_STACK_ROW_MAX + VW];
+    _Alignas(64) float keep[KEPT_ROWS][SN_K_STACK_ROW_MAX + VW];
     brow_keep(&w, keep);
 #endif
     RCOLS2(D, { fuse_p1(&w, j, t, m, k); });
@@ -1102,12 +1103,13 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2],
                             SN_T *const dx[2], SN_T *const dy[2], int accx, int accy,
                             const sn_dfuse *dp2) {
     const sn_dfuse dp_ = *dp2, *dp = &dp_;
-    float bs[2][SN_K_STACK_ROW_MAX + VW], bg[2][SN_K_STACK_ROW_MAX + VW];
+    _Alignas(64) float bs[2][SN_K_STACK_ROW_MAX + VW];
+    _Alignas(64) float bg[2][SN_K_STACK_ROW_MAX + VW];
     brow w0, w1;
     brow_init(&w0, &F2[0], dh[0], du[0], x[0], y[0], dx[0], dy[0], bs[0], bg[0]);
     brow_init(&w1, &F2[1], dh[1], du[1], x[1], y[1], dx[1], dy[1], bs[1], bg[1]);
 #if KEPT_ROWS
-    float keep[2][KEPT_ROWS][SN_K_STACK_ROW_MAX + VW];
+    _Alignas(64) float keep[2][KEPT_ROWS][SN_K_STACK_ROW_MAX + VW];
     brow_keep(&w0, keep[0]);
     brow_keep(&w1, keep[1]);
 #endif
