@@ -184,6 +184,26 @@ static long stack_used(job *j) {
     return STACK_BYTES - low;
 }
 
+/* Runs j on the painted stack, prints its use (less base) as "label D=... path", keeps the worst
+ * per element type (h: 0 fp32, 1 bf16) and returns the number of failures (an error status,
+ * or a use above the bound when `enforce`). */
+static int measure(job *j, const char *label, int64_t D, sn_isa isa, int h, long base,
+                   long worst[2], int enforce) {
+    const long used = stack_used(j) - base;
+    if (j->st != SN_OK) {
+        fprintf(stderr, "FAIL: %s D=%lld %s: %s\n", label, (long long)D, sn_isa_name(isa),
+                sn_status_string(j->st));
+        return 1;
+    }
+    if (used > worst[h]) worst[h] = used;
+    const int over = used > (h ? BF16_BOUND : F32_BOUND);
+    printf("  %-24s D=%-5lld %-7s %6.1f KiB%s\n", label, (long long)D, sn_isa_name(isa),
+           (double)used / KIB,
+           over ? (enforce ? "  OVER THE BOUND" : "  (over the bound: not an optimised build)")
+                : "");
+    return over && enforce;
+}
+
 static float *falloc(int64_t n, float scale) {
     float *p = malloc((size_t)n * sizeof *p);
     if (!p) exit(2);
@@ -206,7 +226,7 @@ int main(void) {
         fprintf(stderr, "stack: could not start a thread on a given stack\n");
         return 1;
     }
-    int small = 0; /* print only */
+    int small = 0; /* print only: not the optimised library */
 #if defined(SN_TEST_SMALL) || !defined(__OPTIMIZE__)
     small = 1;
 #endif
@@ -239,23 +259,8 @@ int main(void) {
             /* the forward first: the backward calls read its statistics */
             for (size_t k = 0; k < sizeof calls / sizeof *calls; k++) {
                 job j = {&calls[k], &B, NULL, SN_OK};
-                const long used = stack_used(&j) - base;
-                const int h = calls[k].bf16;
-                const long bound = h ? BF16_BOUND : F32_BOUND;
-                if (j.st != SN_OK) {
-                    fprintf(stderr, "FAIL: %s D=%lld %s: %s\n", calls[k].name, (long long)B.D,
-                            sn_isa_name(isas[i]), sn_status_string(j.st));
-                    fails++;
-                    continue;
-                }
-                if (used > worst[h]) worst[h] = used;
-                const int over = used > bound;
-                printf("  %-18s D=%-5lld %-7s %6.1f KiB%s\n", calls[k].name, (long long)B.D,
-                       sn_isa_name(isas[i]), (double)used / KIB,
-                       over ? (small ? "  (over the bound: not an optimised build)"
-                                     : "  OVER THE BOUND")
-                            : "");
-                if (over && !small) fails++;
+                fails +=
+                    measure(&j, calls[k].name, B.D, isas[i], calls[k].bf16, base, worst, !small);
             }
             sn_ctx_destroy(ctx);
         }
@@ -290,23 +295,10 @@ int main(void) {
                 if (sn_ctx_create(&ctx) != SN_OK || sn_ctx_set_isa(ctx, isas[i]) != SN_OK) return 1;
                 P.ctx = ctx;
                 job j = {NULL, NULL, &P, SN_OK};
-                const long used = stack_used(&j) - base;
-                const long bound = h ? BF16_BOUND : F32_BOUND;
-                const int over = used > bound;
-                if (j.st != SN_OK) {
-                    fprintf(stderr, "FAIL: net %s%s %s: %s\n", sn_placement_name((sn_placement)pl),
-                            h ? " bf16" : "", sn_isa_name(isas[i]), sn_status_string(j.st));
-                    fails++;
-                } else {
-                    if (used > worst[h]) worst[h] = used;
-                    printf("  net %-17s%s D=1024  %-7s %6.1f KiB%s\n",
-                           sn_placement_name((sn_placement)pl), h ? " bf16" : "     ",
-                           sn_isa_name(isas[i]), (double)used / KIB,
-                           over ? (small ? "  (over the bound: not an optimised build)"
-                                         : "  OVER THE BOUND")
-                                : "");
-                    if (over && !small) fails++;
-                }
+                char label[64];
+                snprintf(label, sizeof label, "net %s%s", sn_placement_name((sn_placement)pl),
+                         h ? " bf16" : "");
+                fails += measure(&j, label, P.D, isas[i], h, base, worst, !small);
                 sn_ctx_destroy(ctx);
                 free(params), free(grads), free(acts), free(work);
                 free(P.e), free(P.h), free(P.z), free(P.o), free(P.g);
