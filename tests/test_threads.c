@@ -24,7 +24,12 @@ static void pfor_interleave(void *user, int64_t n, sn_task_fn task, void *arg) {
     for (int64_t i = 0; i < n; i += 2) task(arg, i);
 }
 
+/* 256 rows, 128 in sanitizer builds (SN_TEST_SMALL): either is well above the split threshold */
+#ifdef SN_TEST_SMALL
+#define R 128
+#else
 #define R 256
+#endif
 #define D 1000
 #define N (R * D)
 
