@@ -886,9 +886,10 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du
 
 /* The whole backward of one row: pass 1 (N_out's reductions) keeps xs in a stack row, pass 2
  * (reductions of N_x, N_y and the parameter gradients) replaces it by gx and keeps gy, pass 3
- * writes the input gradients; xx and yy are recomputed from x and y (in L1 by then), which is
- * cheaper than storing them. Bitwise the same as fuse_red, fuse_pg, fuse_dx (same formulas on
- * the same values). Rows wider than SN_K_STACK_ROW_MAX take those. */
+ * writes the input gradients; xx and yy are kept in stack rows by pass 1 or recomputed from x
+ * and y (in L1 by then), per path and element type (KEPT_ROWS below). Bitwise the same as
+ * fuse_red, fuse_pg, fuse_dx (same formulas on the same values). Rows wider than
+ * SN_K_STACK_ROW_MAX take those. */
 
 /* One row of fuse_bwd and fuse_bwd2: its norms and reductions (a local copy of its sn_rfuse:
  * the stores cannot alias it), its rows, its two stack rows and its accumulators. A local
@@ -910,7 +911,7 @@ typedef struct brow {
  * ones, and a load costs fewer instructions than loading, widening and normalising again.
  * KEPT_ROWS says which it keeps (docs/performance.md, "Fourth round, third session"):
  *   3  bf16 rows: xx, yy and dh;
- *   2  fp32 rows with AVX2: xx and yy (6% fewer instructions, 5-7% less time in L2);
+ *   2  fp32 rows with AVX2: xx and yy (7% fewer instructions, 5-7% less time at 512 x 768);
  *   0  fp32 rows with AVX-512: none (the two more stack rows a row cost more time beyond the
  *      caches than the recomputation saves). */
 #if defined(SN_K16)
