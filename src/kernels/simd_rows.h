@@ -911,9 +911,9 @@ typedef struct brow {
  * ones, and a load costs fewer instructions than loading, widening and normalising again.
  * KEPT_ROWS says which it keeps (docs/performance.md, "Fourth round, third session"):
  *   3  bf16 rows: xx, yy and dh;
- *   2  fp32 rows with AVX2: xx and yy (7% fewer instructions, 5-7% less time at 512 x 768);
- *   0  fp32 rows with AVX-512: none (the two more stack rows a row cost more time beyond the
- *      caches than the recomputation saves). */
+ *   2  fp32 rows with AVX2: xx and yy (fewer instructions; the same time beyond the caches);
+ *   0  fp32 rows with AVX-512: none (there the two more stack rows a row cost more time beyond
+ *      the caches than the recomputation saves). */
 #if defined(SN_K16)
 #define KEPT_ROWS 3
 #elif VW < 16
