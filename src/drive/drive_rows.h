@@ -52,10 +52,11 @@ static SN_T *out_row(mat_out m, int64_t r) { return m.p + r * m.ld; }
  * ...), whose first member is the job: the tasks get that struct as their argument. */
 typedef struct job {
     const SN_KT *K;
-    int64_t R, D;   /* rows of the call; elements per row */
-    int64_t pieces; /* tasks of the parallel for under way (row runs, chunk runs or columns) */
-    int nt;         /* streaming stores (see SN_D_NT_MIN_BYTES) */
-    int pf;         /* software prefetch of the rows ahead (see SN_D_PF_MIN_BYTES) */
+    const sn_kern *K32; /* the fp32 table of the same path (parameter-gradient slots) */
+    int64_t R, D;       /* rows of the call; elements per row */
+    int64_t pieces;     /* tasks of the parallel for under way (row runs, chunk runs or columns) */
+    int nt;             /* streaming stores (see SN_D_NT_MIN_BYTES) */
+    int pf;             /* software prefetch of the rows ahead (see SN_D_PF_MIN_BYTES) */
     /* backward passes with parameter gradients (see pg_run) */
     float *dparams;   /* the call's parameter gradients (accumulated) */
     int64_t npg;      /* floats of the parameter block */
@@ -71,6 +72,7 @@ static job job_of(const sn_ctx *ctx, int64_t R, int64_t D) {
     job J;
     memset(&J, 0, sizeof J);
     J.K = SN_KERN_FOR(sn_ctx_isa(ctx));
+    J.K32 = sn_kern_for(sn_ctx_isa(ctx));
     J.R = R;
     J.D = D;
     return J;
@@ -144,7 +146,9 @@ static void pg_fold_task(void *arg, int64_t i) {
     col_range(J->npg, J->pieces, i, &j0, &j1);
     for (int64_t k = 0; k < J->nk; k++) {
         const float *s = J->buf + k * J->slot;
-        for (int64_t j = j0; j < j1; j++) J->dparams[j] += s[j];
+        /* dparams += s through the path's fp32 axpy: 1 * s is exact, so each element is the
+         * rounded sum dparams + s, fused multiply-add or not: the same bits on every path */
+        J->K32->axpy(s + j0, J->dparams + j0, 1.0f, J->dparams + j0, j1 - j0, 0);
     }
 }
 
@@ -605,7 +609,7 @@ static void fuse_row_pf(const fuse_job *J, int64_t q, sn_rfuse *F) {
     F->pf[k++] = n.x;
     F->pf[k++] = n.y;
     if (J->accy) F->pf[k++] = out_row(J->dy, q);
-    if (J->accx) F->pf[k++] = out_row(J->dx, q);
+    if (J->accx && k < SN_K_PF_ROWS) F->pf[k++] = out_row(J->dx, q); /* (not with du and dy) */
     F->npf = k;
 }
 

@@ -45,6 +45,10 @@ typedef struct sn_rnorm {
     int nt; /* the kernels may write their outputs with streaming (non-temporal) stores */
 } sn_rnorm;
 
+/* the rows a fuse kernel prefetches for a later call, at most: the backward's dh, du, x, y and
+ * the input gradient it accumulates into (with du and both gradients accumulated, dy only) */
+#define SN_K_PF_ROWS 5
+
 /* The three norms of a fuse resolved for one row, and the row's backward reductions:
  * oa = O.ca * mean(go * dh), ob = O.cb * mean(go * dh * xs) (N_out); xa, xb likewise for N_x
  * over dt = du + ds; ya, yb for N_y over ds. */
@@ -55,9 +59,9 @@ typedef struct sn_rfuse {
     /* rows of D elements (the kernel's: fp32 or bf16) for fuse_bwd, fuse_bwd2 and fuse_fwd2 to
      * prefetch (prefetcht1) for a later call: the SIMD kernels spread them over a sweep, a line
      * per 64 bytes of columns, so that the misses overlap the arithmetic; the others prefetch
-     * them at once */
+     * them at once. At most SN_K_PF_ROWS. */
     int npf;
-    const void *pf[6];
+    const void *pf[SN_K_PF_ROWS];
 } sn_rfuse;
 
 /* prefetches the rows F->pf[0 .. npf) of `bytes` bytes each at once */

@@ -55,10 +55,28 @@
         }                                                                                          \
     } while (0)
 
+/* COLS with its loop unrolled twice (elementwise sweeps over long runs, e.g. the parameter
+ * gradients' fold through axpy) */
+#define COLS_U2(n, ...)                                                                            \
+    do {                                                                                           \
+        int64_t j = 0;                                                                             \
+        _Pragma("GCC unroll 2") for (; j + VW <= (n); j += VW) {                                   \
+            const int t = 0;                                                                       \
+            const M m = MFULL;                                                                     \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+        if (j < (n)) {                                                                             \
+            const int t = 1;                                                                       \
+            const M m = mask_n((int)((n)-j));                                                      \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    } while (0)
+
 /* Like COLS, from the last column to the first (the partial step first): for an elementwise
  * sweep that follows a forward sweep over the same rows, so that it starts on the columns the
  * forward sweep left in L1. Only for bodies without reductions (the order of the columns then
- * changes no bit). */
+ * changes no bit). Unrolled twice: the one sweep that uses it, the fuse backward's third, is
+ * short. */
 #define COLS_DOWN(n, ...)                                                                          \
     do {                                                                                           \
         int64_t j = (n) / VW * VW;                                                                 \
@@ -67,7 +85,7 @@
             const M m = mask_n((int)((n)-j));                                                      \
             __VA_ARGS__                                                                            \
         }                                                                                          \
-        while (j > 0) {                                                                            \
+        _Pragma("GCC unroll 2") while (j > 0) {                                                    \
             j -= VW;                                                                               \
             const int t = 0;                                                                       \
             const M m = MFULL;                                                                     \
@@ -862,15 +880,15 @@ static void fuse_pg(const sn_rfuse *F, int64_t n, const SN_T *dh, const SN_T *du
     });
 }
 
-/* the input gradients of one step from xx, yy, gx, gy */
+/* the input gradients of one step from xx, yy, gx, gy (nt: streaming stores allowed) */
 KINLINE void fuse_dx_step(const sn_rfuse *F, V xx, V yy, V gx, V gy, SN_T *dx, SN_T *dy, int accx,
-                          int accy, int64_t j, int t, M m) {
+                          int accy, int nt, int64_t j, int t, M m) {
     V ddx = vmul(vset1(F->X.r), vfnma(xx, vset1(F->xb), vsub(gx, vset1(F->xa))));
     V ddy = vmul(vset1(F->Y.r), vfnma(yy, vset1(F->yb), vsub(gy, vset1(F->ya))));
     if (accx) store(dx + j, vadd(load(dx + j, t, m), ddx), t, m);
-    else store_out(dx + j, ddx, t, m, F->nt);
+    else store_out(dx + j, ddx, t, m, nt);
     if (accy) store(dy + j, vadd(load(dy + j, t, m), ddy), t, m);
-    else store_out(dy + j, ddy, t, m, F->nt);
+    else store_out(dy + j, ddy, t, m, nt);
 }
 
 static void fuse_dx(const sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
@@ -880,7 +898,7 @@ static void fuse_dx(const sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du
     /* du is read (inside belem_of) before dx is written: dx may be du */
     COLS(D, {
         belem e = belem_of(F, j, t, m, dh, du, x, y);
-        fuse_dx_step(F, e.xx, e.yy, e.gx, e.gy, dx, dy, accx, accy, j, t, m);
+        fuse_dx_step(F, e.xx, e.yy, e.gx, e.gy, dx, dy, accx, accy, F->nt, j, t, m);
     });
 }
 
@@ -966,6 +984,10 @@ KINLINE void brow_init(brow *w, const sn_rfuse *F, const SN_T *dh, const SN_T *d
     w->dh = dh, w->du = du, w->x = x, w->y = y, w->dx = dx, w->dy = dy;
     w->bs = bs, w->bg = bg;
     w->kx = w->ky = w->kdh = NULL;
+    /* pass 2 prefetches all SN_K_PF_ROWS rows of F.pf when it prefetches (npf > 0, or for a
+     * pair the other row's): the missing ones point at bs, in L1 (two instructions each, against
+     * four to test the count per row) */
+    for (int i = 0; i < SN_K_PF_ROWS; i++) w->F.pf[i] = i < F->npf ? F->pf[i] : (const void *)bs;
     for (int k = 0; k < 2; k++) {
         w->a[k] = w->b[k] = vset1(0.0f);
         w->ax[k] = w->bx[k] = w->ay[k] = w->by[k] = vset1(0.0f);
@@ -983,21 +1005,26 @@ KINLINE void fuse_p1(brow *w, int64_t j, int t, M m, int k) {
     w->b[k] = vfma(g, keep(xs, t, m), w->b[k]);
 }
 
-/* pass 2 at column j: the quantities of the step (returned), the reductions of N_x and N_y;
- * gx replaces xs in bs, gy goes to bg. First the rows the row's sn_rfuse asks to prefetch
- * (pf), at the steps of PF_EVERY. */
-KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
+/* the SN_K_PF_ROWS rows of w->F.pf at column j (a step of PF_EVERY) */
+KINLINE void fuse_p2_pf(const brow *w, int64_t j) {
 #if defined(__GNUC__)
-    if (k % PF_EVERY == 0)
-        for (int i = 0; i < w->F.npf; i++) __builtin_prefetch(pf_at(w->F.pf[i], j), 0, 2);
+    for (int i = 0; i < SN_K_PF_ROWS; i++) __builtin_prefetch(pf_at(w->F.pf[i], j), 0, 2);
+#else
+    (void)w, (void)j;
 #endif
+}
+/* pass 2 at column j: the quantities of the step (returned), the reductions of N_x and N_y;
+ * gx replaces xs in bs, gy goes to bg. hdu: the row has du (a constant). With pf, first the
+ * rows the row's sn_rfuse asks to prefetch (a pair's sweep prefetches for both rows itself). */
+KINLINE belem fuse_p2(brow *w, int hdu, int64_t j, int t, M m, int k, int pf) {
+    if (pf && k % PF_EVERY == 0 && w->F.npf) fuse_p2_pf(w, j);
     belem e;
     e.xx = xx_p23(&w->F.X, w->x, w->kx, j, t, m);
     e.yy = xx_p23(&w->F.Y, w->y, w->ky, j, t, m);
     e.xs = vld(w->bs + j);
     e.dh = dh_p23(w->dh, w->kdh, j, t, m);
     e.ds = ds_of(&w->F, e.xs, e.dh, j, t, m);
-    e.dt = dt_of(w->du, e.ds, j, t, m);
+    e.dt = hdu ? vadd(load(w->du + j, t, m), e.ds) : e.ds; /* dt_of, du known */
     e.gx = vmul(gamma_at(w->F.X.gamma, j, t, m), e.dt);
     e.gy = vmul(gamma_at(w->F.Y.gamma, j, t, m), e.ds);
     fuse_red2_step(&e, t, m, &w->ax[k], &w->bx[k], &w->ay[k], &w->by[k]);
@@ -1006,11 +1033,42 @@ KINLINE belem fuse_p2(brow *w, int64_t j, int t, M m, int k) {
     return e;
 }
 
-/* pass 3 at column j: the input gradients */
-KINLINE void fuse_p3(const brow *w, int accx, int accy, int64_t j, int t, M m) {
+/* pass 3 at column j: the input gradients (dx, dy written, or added to when accx, accy) */
+KINLINE void fuse_p3(const brow *w, int accx, int accy, int nt, int64_t j, int t, M m) {
     const V xx = xx_p23(&w->F.X, w->x, w->kx, j, t, m);
     const V yy = xx_p23(&w->F.Y, w->y, w->ky, j, t, m);
-    fuse_dx_step(&w->F, xx, yy, vld(w->bs + j), vld(w->bg + j), w->dx, w->dy, accx, accy, j, t, m);
+    fuse_dx_step(&w->F, xx, yy, vld(w->bs + j), vld(w->bg + j), w->dx, w->dy, accx, accy, nt, j, t,
+                 m);
+}
+
+/* pass 3 over rows w0 and w1 (w1 NULL: w0 alone; accx, accy and nt constants after inlining):
+ * rows from memory (nt) in the order of the streams, rows in the caches from pass 2's last
+ * columns */
+KINLINE void fuse_p3_cols(const brow *w0, const brow *w1, int64_t D, int accx, int accy, int nt) {
+    if (nt)
+        COLS(D, {
+            fuse_p3(w0, accx, accy, 1, j, t, m);
+            if (w1) fuse_p3(w1, accx, accy, 1, j, t, m);
+        });
+    else
+        COLS_DOWN(D, {
+            fuse_p3(w0, accx, accy, 0, j, t, m);
+            if (w1) fuse_p3(w1, accx, accy, 0, j, t, m);
+        });
+}
+/* pass 3 of one row or a pair, its loop unswitched on accumulate-or-write and streaming (eight
+ * small loops: no test per vector) */
+KINLINE void fuse_p3_sweep(const brow *w0, const brow *w1, int64_t D, int accx, int accy) {
+    switch ((accx != 0) * 4 + (accy != 0) * 2 + (w0->F.nt != 0)) {
+    case 0: fuse_p3_cols(w0, w1, D, 0, 0, 0); break;
+    case 1: fuse_p3_cols(w0, w1, D, 0, 0, 1); break;
+    case 2: fuse_p3_cols(w0, w1, D, 0, 1, 0); break;
+    case 3: fuse_p3_cols(w0, w1, D, 0, 1, 1); break;
+    case 4: fuse_p3_cols(w0, w1, D, 1, 0, 0); break;
+    case 5: fuse_p3_cols(w0, w1, D, 1, 0, 1); break;
+    case 6: fuse_p3_cols(w0, w1, D, 1, 1, 0); break;
+    default: fuse_p3_cols(w0, w1, D, 1, 1, 1); break;
+    }
 }
 
 /* a parameter-gradient vector of rows 0 and 1: p = (p + v0) + v1, or p = fma(a1, b1,
@@ -1020,6 +1078,33 @@ KINLINE void acc_add2(float *p, V v0, V v1, int t, M m) {
 }
 KINLINE void acc_fma2(float *p, V a0, V b0, V a1, V b1, int t, M m) {
     if (p) store(p, vfma(a1, b1, vfma(a0, b0, load(p, t, m))), t, m);
+}
+
+/* Whether every norm of F has a gamma (beta) with a parameter-gradient destination, or none
+ * has a beta: the cases in which the row kernels are compiled knowing which parameter pointers
+ * are NULL (LayerNorm with gamma and beta, RMSNorm with gamma), without a test per vector */
+KINLINE int pg_all_gamma(const sn_rfuse *F, const sn_dfuse *dp) {
+    return F->X.gamma && F->Y.gamma && F->O.gamma && dp->gx && dp->gy && dp->go;
+}
+KINLINE int pg_all_beta(const sn_rfuse *F, const sn_dfuse *dp) {
+    return F->X.beta && F->Y.beta && F->O.beta && dp->bx && dp->by && dp->bo;
+}
+KINLINE int pg_no_beta(const sn_rfuse *F, const sn_dfuse *dp) {
+    return !F->X.beta && !F->Y.beta && !F->O.beta && !dp->bx && !dp->by && !dp->bo;
+}
+
+/* pass 2 of one row, with parameter gradients unless dp is NULL, unswitched on du */
+KINLINE void fuse_bwd_row_p2(brow *w, int64_t D, const sn_dfuse *dp) {
+    if (w->du)
+        RCOLS2(D, {
+            const belem e = fuse_p2(w, 1, j, t, m, k, 1);
+            if (dp) fuse_pg_step(dp, &e, j, t, m);
+        });
+    else
+        RCOLS2(D, {
+            const belem e = fuse_p2(w, 0, j, t, m, k, 1);
+            if (dp) fuse_pg_step(dp, &e, j, t, m);
+        });
 }
 
 /* fuse_bwd on a row of at most SN_K_STACK_ROW_MAX columns. Its stack rows live in this frame
@@ -1039,15 +1124,17 @@ __attribute__((noinline)) static void fuse_bwd_row(sn_rfuse *F, int64_t D, const
 #endif
     RCOLS2(D, { fuse_p1(&w, j, t, m, k); });
     fuse_red_out(&w.F, w.a, w.b, D);
-    RCOLS2(D, {
-        const belem e = fuse_p2(&w, j, t, m, k);
-        if (dp) fuse_pg_step(dp, &e, j, t, m);
-    });
+    if (!dp) fuse_bwd_row_p2(&w, D, NULL);
+    else {
+        const sn_dfuse d = *dp;
+        const int g3 = pg_all_gamma(&w.F, &d), b3 = pg_all_beta(&w.F, &d);
+        const int nb3 = pg_no_beta(&w.F, &d);
+        if (g3 && b3) fuse_bwd_row_p2(&w, D, &d);
+        else if (g3 && nb3) fuse_bwd_row_p2(&w, D, &d);
+        else fuse_bwd_row_p2(&w, D, &d);
+    }
     fuse_red_xy(&w.F, w.ax, w.bx, w.ay, w.by, D);
-    if (w.F.nt) /* rows from memory: in the order of the streams */
-        COLS(D, { fuse_p3(&w, accx, accy, j, t, m); });
-    else /* rows in the caches: pass 2's last columns first */
-        COLS_DOWN(D, { fuse_p3(&w, accx, accy, j, t, m); });
+    fuse_p3_sweep(&w, NULL, D, accx, accy);
 }
 
 static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
@@ -1062,19 +1149,15 @@ static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, con
     fuse_dx(F, D, dh, du, x, y, dx, dy, accx, accy);
 }
 
-/* The three passes of fuse_bwd on rows w0 and w1, each parameter-gradient vector loaded once
- * for both (row 0's contribution first). */
-KINLINE void fuse_bwd2_passes(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp, int accx,
-                              int accy) {
+/* pass 2 of rows w0 and w1, each parameter-gradient vector loaded once for both (row 0's
+ * contribution first); hdu: the rows have du (a constant: a loop without a test per vector) */
+KINLINE void fuse_bwd2_p2(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp, int hdu) {
+    const int pf = w0->F.npf || w1->F.npf; /* both rows' SN_K_PF_ROWS (brow_init) */
     RCOLS2(D, {
-        fuse_p1(w0, j, t, m, k);
-        fuse_p1(w1, j, t, m, k);
-    });
-    fuse_red_out(&w0->F, w0->a, w0->b, D);
-    fuse_red_out(&w1->F, w1->a, w1->b, D);
-    RCOLS2(D, {
-        const belem e0 = fuse_p2(w0, j, t, m, k);
-        const belem e1 = fuse_p2(w1, j, t, m, k);
+        if (k % PF_EVERY == 0 && pf) fuse_p2_pf(w0, j);
+        const belem e0 = fuse_p2(w0, hdu, j, t, m, k, 0);
+        if (k % PF_EVERY == 0 && pf) fuse_p2_pf(w1, j);
+        const belem e1 = fuse_p2(w1, hdu, j, t, m, k, 0);
         acc_fma2(at(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);
         acc_add2(at(dp->bo, j), e0.dh, e1.dh, t, m);
         acc_fma2(at(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);
@@ -1082,18 +1165,20 @@ KINLINE void fuse_bwd2_passes(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp,
         acc_fma2(at(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);
         acc_add2(at(dp->by, j), e0.ds, e1.ds, t, m);
     });
+}
+
+/* Passes 1 and 2 of fuse_bwd on rows w0 and w1, and their reductions */
+KINLINE void fuse_bwd2_passes(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp) {
+    RCOLS2(D, {
+        fuse_p1(w0, j, t, m, k);
+        fuse_p1(w1, j, t, m, k);
+    });
+    fuse_red_out(&w0->F, w0->a, w0->b, D);
+    fuse_red_out(&w1->F, w1->a, w1->b, D);
+    if (w0->du) fuse_bwd2_p2(w0, w1, D, dp, 1);
+    else fuse_bwd2_p2(w0, w1, D, dp, 0);
     fuse_red_xy(&w0->F, w0->ax, w0->bx, w0->ay, w0->by, D);
     fuse_red_xy(&w1->F, w1->ax, w1->bx, w1->ay, w1->by, D);
-    if (w0->F.nt)
-        COLS(D, {
-            fuse_p3(w0, accx, accy, j, t, m);
-            fuse_p3(w1, accx, accy, j, t, m);
-        });
-    else
-        COLS_DOWN(D, {
-            fuse_p3(w0, accx, accy, j, t, m);
-            fuse_p3(w1, accx, accy, j, t, m);
-        });
 }
 
 /* Two consecutive rows of one call (the same parameters) with parameter gradients: each row's
@@ -1119,14 +1204,11 @@ KINLINE void fuse_bwd2_body(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2],
     w1.F.X.gamma = F0->X.gamma, w1.F.X.beta = F0->X.beta;
     w1.F.Y.gamma = F0->Y.gamma, w1.F.Y.beta = F0->Y.beta;
     w1.F.O.gamma = F0->O.gamma, w1.F.O.beta = F0->O.beta;
-    /* versions in which the compiler knows which parameter pointers are NULL (LayerNorm with
-     * gamma and beta, RMSNorm with gamma: no per-vector tests) */
-    const int g3 = F0->X.gamma && F0->Y.gamma && F0->O.gamma && dp->gx && dp->gy && dp->go;
-    const int b3 = F0->X.beta && F0->Y.beta && F0->O.beta && dp->bx && dp->by && dp->bo;
-    const int nb3 = !F0->X.beta && !F0->Y.beta && !F0->O.beta && !dp->bx && !dp->by && !dp->bo;
-    if (g3 && b3) fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
-    else if (g3 && nb3) fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
-    else fuse_bwd2_passes(&w0, &w1, D, dp, accx, accy);
+    const int g3 = pg_all_gamma(F0, dp), b3 = pg_all_beta(F0, dp), nb3 = pg_no_beta(F0, dp);
+    if (g3 && b3) fuse_bwd2_passes(&w0, &w1, D, dp);
+    else if (g3 && nb3) fuse_bwd2_passes(&w0, &w1, D, dp);
+    else fuse_bwd2_passes(&w0, &w1, D, dp);
+    fuse_p3_sweep(&w0, &w1, D, accx, accy);
 }
 /* fuse_bwd2's rows of at most SN_K_STACK_ROW_MAX columns with parameter gradients: the stack
  * rows in this frame alone (noinline), as fuse_bwd_row */
@@ -1140,7 +1222,7 @@ fuse_bwd2_rows(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2], const SN_T *c
 static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2], const SN_T *const du[2],
                       const SN_T *const x[2], const SN_T *const y[2], SN_T *const dx[2],
                       SN_T *const dy[2], int accx, int accy, const sn_dfuse *dp) {
-    if (D <= SN_K_STACK_ROW_MAX && dp) {
+    if (D <= SN_K_STACK_ROW_MAX && dp && !du[0] == !du[1]) { /* (both rows have du or neither) */
         fuse_bwd2_rows(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
         return;
     }
@@ -1175,7 +1257,7 @@ static void apply(const SN_T *z, const SN_T *u, const SN_T *y, float c, SN_T *xo
 
 static void axpy(const SN_T *a, const SN_T *b, float alpha, SN_T *out, int64_t D, int nt) {
     const V va = vset1(alpha);
-    COLS(D, { store_out(out + j, vfma(va, load(a + j, t, m), load(b + j, t, m)), t, m, nt); });
+    COLS_U2(D, { store_out(out + j, vfma(va, load(a + j, t, m), load(b + j, t, m)), t, m, nt); });
 }
 
 /* ---- Hyper-Connections --------------------------------------------------------------------- */
