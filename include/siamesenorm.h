@@ -67,7 +67,7 @@
  * placement, a status and sn_net_conn_at, and gave sn_net's first reserved word its meaning,
  * hc_rate and hc_dynamic, whose zero keeps the old behaviour; 0.6.1 changed no call and no bit
  * and replaced the stack figures by tested bounds: an fp32 call at most 112 KiB, where 0.6.0
- * said "about 90" and used up to 97).
+ * said "about 90" and used up to 97; 0.6.2 changed no call and no bit).
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -83,10 +83,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 6
-#define SN_VERSION_PATCH 1
+#define SN_VERSION_PATCH 2
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.6.1"
+#define SN_VERSION_STRING "0.6.2"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
