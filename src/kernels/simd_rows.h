@@ -1093,18 +1093,13 @@ KINLINE int pg_no_beta(const sn_rfuse *F, const sn_dfuse *dp) {
     return !F->X.beta && !F->Y.beta && !F->O.beta && !dp->bx && !dp->by && !dp->bo;
 }
 
-/* pass 2 of one row, with parameter gradients unless dp is NULL, unswitched on du */
+/* pass 2 of one row, with parameter gradients unless dp is NULL (a lone row: not unswitched on
+ * du, which would double the code of this rare case) */
 KINLINE void fuse_bwd_row_p2(brow *w, int64_t D, const sn_dfuse *dp) {
-    if (w->du)
-        RCOLS2(D, {
-            const belem e = fuse_p2(w, 1, j, t, m, k, 1);
-            if (dp) fuse_pg_step(dp, &e, j, t, m);
-        });
-    else
-        RCOLS2(D, {
-            const belem e = fuse_p2(w, 0, j, t, m, k, 1);
-            if (dp) fuse_pg_step(dp, &e, j, t, m);
-        });
+    RCOLS2(D, {
+        const belem e = fuse_p2(w, w->du != NULL, j, t, m, k, 1);
+        if (dp) fuse_pg_step(dp, &e, j, t, m);
+    });
 }
 
 /* fuse_bwd on a row of at most SN_K_STACK_ROW_MAX columns. Its stack rows live in this frame
