@@ -39,11 +39,13 @@
  * reduction is written once (see docs/performance.md, "Kernel source: what stays a macro"). */
 
 /* Runs BODY for the columns [0, n) in steps of VW; BODY sees j (first column), t (1 on the
- * partial last step) and m (its mask). The body is the variadic part, so it may hold commas. */
-#define COLS(n, ...)                                                                               \
+ * partial last step) and m (its mask). The body is the variadic part, so it may hold commas.
+ * COLS_U2 unrolls the loop twice (elementwise sweeps over long runs, e.g. the parameter
+ * gradients' fold through axpy); COLS_LOOP takes what precedes the loop. */
+#define COLS_LOOP(pre, n, ...)                                                                     \
     do {                                                                                           \
         int64_t j = 0;                                                                             \
-        for (; j + VW <= (n); j += VW) {                                                           \
+        pre for (; j + VW <= (n); j += VW) {                                                       \
             const int t = 0;                                                                       \
             const M m = MFULL;                                                                     \
             __VA_ARGS__                                                                            \
@@ -54,23 +56,8 @@
             __VA_ARGS__                                                                            \
         }                                                                                          \
     } while (0)
-
-/* COLS with its loop unrolled twice (elementwise sweeps over long runs, e.g. the parameter
- * gradients' fold through axpy) */
-#define COLS_U2(n, ...)                                                                            \
-    do {                                                                                           \
-        int64_t j = 0;                                                                             \
-        _Pragma("GCC unroll 2") for (; j + VW <= (n); j += VW) {                                   \
-            const int t = 0;                                                                       \
-            const M m = MFULL;                                                                     \
-            __VA_ARGS__                                                                            \
-        }                                                                                          \
-        if (j < (n)) {                                                                             \
-            const int t = 1;                                                                       \
-            const M m = mask_n((int)((n)-j));                                                      \
-            __VA_ARGS__                                                                            \
-        }                                                                                          \
-    } while (0)
+#define COLS(n, ...)    COLS_LOOP(, n, __VA_ARGS__)
+#define COLS_U2(n, ...) COLS_LOOP(_Pragma("GCC unroll 2"), n, __VA_ARGS__)
 
 /* Like COLS, from the last column to the first (the partial step first): for an elementwise
  * sweep that follows a forward sweep over the same rows, so that it starts on the columns the
