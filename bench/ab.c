@@ -26,6 +26,8 @@ typedef struct lib {
     __typeof__(&sn_ctx_destroy) ctx_destroy;
     __typeof__(&sn_ctx_set_threads) set_threads;
     __typeof__(&sn_ctx_set_isa) set_isa;
+    __typeof__(&sn_ctx_isa) ctx_isa;
+    __typeof__(&sn_isa_name) isa_name;
     __typeof__(&sn_fuse_init) fuse_init;
     __typeof__(&sn_fuse_query) fuse_query;
     __typeof__(&sn_fuse_init_params) init_params;
@@ -61,6 +63,7 @@ static int load(lib *l, const char *path) {
     if (!l->so) return fail(dlerror());
     return sym(l, &l->ctx_create, "sn_ctx_create") || sym(l, &l->ctx_destroy, "sn_ctx_destroy") ||
            sym(l, &l->set_threads, "sn_ctx_set_threads") || sym(l, &l->set_isa, "sn_ctx_set_isa") ||
+           sym(l, &l->ctx_isa, "sn_ctx_isa") || sym(l, &l->isa_name, "sn_isa_name") ||
            sym(l, &l->fuse_init, "sn_fuse_init") || sym(l, &l->fuse_query, "sn_fuse_query") ||
            sym(l, &l->init_params, "sn_fuse_init_params") || sym(l, &l->to_bf16, "sn_to_bf16") ||
            sym(l, &l->fwd, "sn_fuse_forward") || sym(l, &l->fwd16, "sn_fuse_forward_bf16") ||
@@ -68,12 +71,15 @@ static int load(lib *l, const char *path) {
            sym(l, &l->mbwd, "sn_merge_backward") || sym(l, &l->mbwd16, "sn_merge_backward_bf16");
 }
 
-/* l's context on path isa (-1: auto), its inputs (a fixed pattern), parameters and the forward's
- * statistics */
-static int setup(lib *l, int isa, int64_t R, int64_t D) {
+/* l's context on the path named isa (sn_isa_name's names), its inputs (a fixed pattern),
+ * parameters and the forward's statistics */
+static int setup(lib *l, const char *isa, int64_t R, int64_t D) {
     int64_t np, spr;
-    if (l->ctx_create(&l->ctx) || l->set_threads(l->ctx, 1) ||
-        (isa >= 0 && l->set_isa(l->ctx, (sn_isa)isa)) ||
+    sn_isa want = SN_ISA_AUTO;
+    for (sn_isa i = SN_ISA_AUTO; i <= SN_ISA_AVX512; i++)
+        if (!strcmp(isa, l->isa_name(i))) want = i;
+    if (strcmp(isa, l->isa_name(want))) return fail("unknown path (auto, scalar, avx2, avx512)");
+    if (l->ctx_create(&l->ctx) || l->set_threads(l->ctx, 1) || l->set_isa(l->ctx, want) ||
         l->fuse_init(&l->f, SN_NORM_LAYERNORM, SN_AFFINE_SCALE_SHIFT, 1e-5f) ||
         l->fuse_query(&l->f, D, &np, &spr))
         return fail("setup failed (is the path available on this CPU?)");
@@ -129,19 +135,12 @@ static long long number(const char *s, long long lo, long long hi) {
 }
 
 int main(int argc, char **argv) {
-    static const char *const isas[] = {"scalar", NULL, "avx2", "avx512"}; /* sn_isa values */
-    int isa = -2;
-    if (argc == 9) {
-        if (!strcmp(argv[5], "auto")) isa = -1;
-        for (int i = 0; i < 4; i++)
-            if (isas[i] && !strcmp(argv[5], isas[i])) isa = i;
-    }
     const long long R = argc == 9 ? number(argv[6], 1, 1 << 20) : -1;
     const long long D = argc == 9 ? number(argv[7], 1, 1 << 16) : -1;
     const long long rounds = argc == 9 ? number(argv[8], 1, MAX_ROUNDS) : -1;
     if (argc != 9 || (strcmp(argv[3], "fuse") && strcmp(argv[3], "merge")) ||
-        (strcmp(argv[4], "f32") && strcmp(argv[4], "bf16")) || isa < -1 || R < 0 || D < 0 ||
-        rounds < 0 || (double)R * (double)D > 1.0e8) {
+        (strcmp(argv[4], "f32") && strcmp(argv[4], "bf16")) || R < 0 || D < 0 || rounds < 0 ||
+        (double)R * (double)D > 1.0e8) {
         fprintf(stderr, "usage: sn-ab LIB_A LIB_B fuse|merge f32|bf16 scalar|avx2|avx512|auto "
                         "ROWS COLS ROUNDS\n  (ROWS x COLS at most 1e8, ROUNDS at most 100000)\n");
         return 2;
@@ -152,7 +151,7 @@ int main(int argc, char **argv) {
                     malloc((size_t)rounds * sizeof(double))};
     if (!t[0] || !t[1]) return fail("out of memory");
     for (int i = 0; i < 2; i++)
-        if (load(&L[i], argv[1 + i]) || setup(&L[i], isa, R, D)) return 1;
+        if (load(&L[i], argv[1 + i]) || setup(&L[i], argv[5], R, D)) return 1;
     if (L[0].so == L[1].so)
         fprintf(stderr, "sn-ab: both paths load the same object (copy it to compare a build with "
                         "itself)\n");
@@ -165,8 +164,9 @@ int main(int argc, char **argv) {
         }
     for (int i = 0; i < 2; i++) qsort(t[i], (size_t)rounds, sizeof(double), by_value);
     const double a0 = t[0][0], b0 = t[1][0], am = t[0][rounds / 2], bm = t[1][rounds / 2];
-    printf("sn-ab: %s backward %s, %s, %lld x %lld, one thread, %lld rounds\n", argv[3], argv[4],
-           argv[5], R, D, rounds);
+    printf("sn-ab: %s backward %s, %s (A runs %s, B %s), %lld x %lld, one thread, %lld rounds\n",
+           argv[3], argv[4], argv[5], L[0].isa_name(L[0].ctx_isa(L[0].ctx)),
+           L[1].isa_name(L[1].ctx_isa(L[1].ctx)), R, D, rounds);
     printf("  A %s: fastest %.4f ms, median %.4f ms\n", argv[1], 1e3 * a0, 1e3 * am);
     printf("  B %s: fastest %.4f ms, median %.4f ms\n", argv[2], 1e3 * b0, 1e3 * bm);
     printf("  B / A: fastest %.3f, median %.3f\n", b0 / a0, bm / am);
