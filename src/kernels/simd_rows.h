@@ -62,8 +62,8 @@
 /* Like COLS, from the last column to the first (the partial step first): for an elementwise
  * sweep that follows a forward sweep over the same rows, so that it starts on the columns the
  * forward sweep left in L1. Only for bodies without reductions (the order of the columns then
- * changes no bit). Unrolled twice: the one sweep that uses it, the fuse backward's third, is
- * short. */
+ * changes no bit). Unrolled twice: its one user, the fuse backward's third sweep, does little
+ * work a step, so the loop's own instructions counted. */
 #define COLS_DOWN(n, ...)                                                                          \
     do {                                                                                           \
         int64_t j = (n) / VW * VW;                                                                 \
@@ -1001,10 +1001,9 @@ KINLINE void fuse_p2_pf(const brow *w, int64_t j) {
 #endif
 }
 /* pass 2 at column j: the quantities of the step (returned), the reductions of N_x and N_y;
- * gx replaces xs in bs, gy goes to bg. hdu: the row has du (a constant). With pf, first the
- * rows the row's sn_rfuse asks to prefetch (a pair's sweep prefetches for both rows itself). */
-KINLINE belem fuse_p2(brow *w, int hdu, int64_t j, int t, M m, int k, int pf) {
-    if (pf && k % PF_EVERY == 0 && w->F.npf) fuse_p2_pf(w, j);
+ * gx replaces xs in bs, gy goes to bg. hdu: the row has du (a constant). The sweeps prefetch
+ * before it (fuse_p2_pf). */
+KINLINE belem fuse_p2(brow *w, int hdu, int64_t j, int t, M m, int k) {
     belem e;
     e.xx = xx_p23(&w->F.X, w->x, w->kx, j, t, m);
     e.yy = xx_p23(&w->F.Y, w->y, w->ky, j, t, m);
@@ -1084,7 +1083,8 @@ KINLINE int pg_no_beta(const sn_rfuse *F, const sn_dfuse *dp) {
  * du, which would double the code of this rare case) */
 KINLINE void fuse_bwd_row_p2(brow *w, int64_t D, const sn_dfuse *dp) {
     RCOLS2(D, {
-        const belem e = fuse_p2(w, w->du != NULL, j, t, m, k, 1);
+        if (k % PF_EVERY == 0 && w->F.npf) fuse_p2_pf(w, j);
+        const belem e = fuse_p2(w, w->du != NULL, j, t, m, k);
         if (dp) fuse_pg_step(dp, &e, j, t, m);
     });
 }
@@ -1137,9 +1137,9 @@ KINLINE void fuse_bwd2_p2(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp, int
     const int pf = w0->F.npf || w1->F.npf; /* both rows' SN_K_PF_ROWS (brow_init) */
     RCOLS2(D, {
         if (k % PF_EVERY == 0 && pf) fuse_p2_pf(w0, j);
-        const belem e0 = fuse_p2(w0, hdu, j, t, m, k, 0);
+        const belem e0 = fuse_p2(w0, hdu, j, t, m, k);
         if (k % PF_EVERY == 0 && pf) fuse_p2_pf(w1, j);
-        const belem e1 = fuse_p2(w1, hdu, j, t, m, k, 0);
+        const belem e1 = fuse_p2(w1, hdu, j, t, m, k);
         acc_fma2(at(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);
         acc_add2(at(dp->bo, j), e0.dh, e1.dh, t, m);
         acc_fma2(at(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);
