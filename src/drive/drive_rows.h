@@ -71,8 +71,8 @@ typedef struct job {
 static job job_of(const sn_ctx *ctx, int64_t R, int64_t D) {
     job J;
     memset(&J, 0, sizeof J);
-    J.K = SN_KERN_FOR(sn_ctx_isa(ctx));
-    J.K32 = sn_kern_for(sn_ctx_isa(ctx));
+    J.K = SN_KERN_FOR(sn_ctx_isa_set(ctx));
+    J.K32 = sn_kern_for(sn_ctx_isa_set(ctx));
     J.R = R;
     J.D = D;
     return J;

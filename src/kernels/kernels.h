@@ -108,7 +108,9 @@ extern const sn_kern sn_kern_avx2;
 extern const sn_kern sn_kern_avx512;
 #endif
 
-/* The table of a path (never NULL: paths not compiled in give the scalar table). */
+/* The table of a path (never NULL: paths not compiled in give the scalar table). SN_ISA_AUTO:
+ * the best path's table with some lane slots (table.h) taken from another path, per CPU family
+ * (registry.c): the same bits as the best path's own table. */
 const sn_kern *sn_kern_for(sn_isa isa);
 
 /* the scalar path's bf16 table: each slot widens its rows into fp32 rows on the stack, runs the
@@ -127,7 +129,8 @@ extern const sn_kern16 sn_kern16_avx512bf16;
 #endif
 
 /* The bf16 table of a path (never NULL: paths not compiled in give the scalar table). For the
- * AVX-512 path, sn_kern16_avx512bf16 where the CPU has AVX512-BF16 and AVX512DQ. */
+ * AVX-512 path, sn_kern16_avx512bf16 where the CPU has AVX512-BF16 and AVX512DQ. SN_ISA_AUTO:
+ * as sn_kern_for. */
 const sn_kern16 *sn_kern16_for(sn_isa isa);
 
 /* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */

@@ -1,9 +1,15 @@
 /* The kernel tables of each path (see kernels.h): the one place that maps a path, and the CPU's
- * features, to its fp32 and bf16 tables. */
+ * features, to its fp32 and bf16 tables, and that composes the tables SN_ISA_AUTO runs. */
+#include <stddef.h>
+#include <string.h>
+#ifdef SN_HAVE_PTHREADS
+#include <pthread.h>
+#endif
+
 #include "cpu.h"
 #include "kernels.h"
 
-const sn_kern *sn_kern_for(sn_isa isa) {
+static const sn_kern *path_table(sn_isa isa) {
     switch (isa) {
 #ifdef SN_HAVE_AVX512
     case SN_ISA_AVX512: return &sn_kern_avx512;
@@ -15,7 +21,7 @@ const sn_kern *sn_kern_for(sn_isa isa) {
     }
 }
 
-const sn_kern16 *sn_kern16_for(sn_isa isa) {
+static const sn_kern16 *path_table16(sn_isa isa) {
     switch (isa) {
 #ifdef SN_HAVE_AVX512
     case SN_ISA_AVX512:
@@ -29,4 +35,78 @@ const sn_kern16 *sn_kern16_for(sn_isa isa) {
 #endif
     default: return &sn_kern16_scalar;
     }
+}
+
+/* ---- SN_ISA_AUTO: per CPU family, the lane slots from the path fastest for them ------------
+ *
+ * A lane slot (table.h) computes each output element from its own column with the same
+ * operations on every SIMD path, so it gives the same bits on each of them (checkasm checks
+ * this for the tables below: auto's tables give their base path's bits in every slot). A
+ * table may therefore take a lane slot from another path without changing a bit, and
+ * sn_ctx_isa still names the path whose bits a call gives. The choices are the measurements of
+ * `checkasm --bench` (docs/performance.md, "auto per slot"): a slot leaves its base path only
+ * where the other path was faster at every width the drivers call it with. */
+typedef struct lane_pick {
+    size_t off32, off16; /* the slot's place in sn_kern and in sn_kern16 */
+    sn_isa f32, bf16;    /* the path to take it from per table (SN_ISA_AUTO: the base path's) */
+} lane_pick;
+#define PICK(slot, from32, from16)                                                                 \
+    { offsetof(sn_kern, slot), offsetof(sn_kern16, slot), from32, from16 }
+
+/* AMD Zen 4 (AVX-512 base): fuse_pg runs only in the wide fuse backward (rows too wide for a
+ * parameter-gradient slot, D > 2730 without scratch), where its rows stream from L2 and the
+ * 512-bit loop took 1.4-2.2x the 256-bit one (it was faster at L1 widths, which the drivers give
+ * to fuse_bwd); the fp32 tables' copy, widen and round are the same memmove on every path, and
+ * the scalar unit's took 0.87-0.91x the AVX units' at 64 elements (equal beyond). */
+static const lane_pick zen4[] = {
+    PICK(fuse_pg, SN_ISA_AVX2, SN_ISA_AVX2),
+    PICK(copy, SN_ISA_SCALAR, SN_ISA_AUTO),
+    PICK(widen, SN_ISA_SCALAR, SN_ISA_AUTO),
+    PICK(round, SN_ISA_SCALAR, SN_ISA_AUTO),
+};
+
+static sn_kern auto32;
+static sn_kern16 auto16;
+
+/* copies the slot at byte offset off of table src into dst (two tables of one type) */
+static void take(void *dst, const void *src, size_t off) {
+    memcpy((char *)dst + off, (const char *)src + off, sizeof(void (*)(void)));
+}
+
+static void compose(void) {
+    const sn_isa base = sn_cpu_best();
+    auto32 = *path_table(base);
+    auto16 = *path_table16(base);
+    const lane_pick *p = NULL;
+    size_t n = 0;
+    if (sn_cpu_family_of() == SN_CPU_AMD_ZEN4 && base == SN_ISA_AVX512) {
+        p = zen4;
+        n = sizeof zen4 / sizeof zen4[0];
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].f32 != SN_ISA_AUTO && sn_cpu_has(p[i].f32))
+            take(&auto32, path_table(p[i].f32), p[i].off32);
+        if (p[i].bf16 != SN_ISA_AUTO && sn_cpu_has(p[i].bf16))
+            take(&auto16, path_table16(p[i].bf16), p[i].off16);
+    }
+}
+
+/* auto's tables are composed once per process, the first time a call asks for them: like the
+ * CPU's features they follow from the hardware alone, so they are constants once written.
+ * Without pthreads (no once-only initialisation) auto runs the best path's own tables. */
+#ifdef SN_HAVE_PTHREADS
+static pthread_once_t composed = PTHREAD_ONCE_INIT;
+static int auto_ready(void) { return pthread_once(&composed, compose) == 0; }
+#else
+static int auto_ready(void) { return 0; }
+#endif
+
+const sn_kern *sn_kern_for(sn_isa isa) {
+    if (isa != SN_ISA_AUTO) return path_table(isa);
+    return auto_ready() ? &auto32 : path_table(sn_cpu_best());
+}
+
+const sn_kern16 *sn_kern16_for(sn_isa isa) {
+    if (isa != SN_ISA_AUTO) return path_table16(isa);
+    return auto_ready() ? &auto16 : path_table16(sn_cpu_best());
 }

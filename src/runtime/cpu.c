@@ -3,6 +3,8 @@
  * Detected on first use, then cached (see features()). */
 #include "cpu.h"
 
+#include <string.h>
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #define SN_X86 1
@@ -15,10 +17,18 @@ static uint64_t xcr0(void) {
     return ((uint64_t)hi << 32) | lo;
 }
 
-/* bit 0: AVX2 + FMA usable; bit 1: AVX-512F usable; bit 2: and AVX512-BF16 with AVX512DQ */
+/* bit 0: AVX2 + FMA usable; bit 1: AVX-512F usable; bit 2: and AVX512-BF16 with AVX512DQ;
+ * bit 3: an AMD family 19h CPU (Zen 3 and Zen 4; with bit 1, Zen 4) */
 static unsigned detect(void) {
     unsigned a, b, c, d, out = 0;
+    char vendor[12];
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
+    memcpy(vendor, &b, 4), memcpy(vendor + 4, &d, 4), memcpy(vendor + 8, &c, 4);
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    /* the family: the base family, plus the extended family when the base is 0Fh */
+    const unsigned family =
+        ((a >> 8) & 0xfu) == 0xfu ? 0xfu + ((a >> 20) & 0xffu) : (a >> 8) & 0xfu;
+    if (!memcmp(vendor, "AuthenticAMD", 12) && family == 0x19u) out |= 8u;
     const int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
     if (!osxsave || !avx) return 0;
     const uint64_t x = xcr0();
@@ -75,6 +85,14 @@ int sn_cpu_has_avx512bf16(void) {
 #else
     return 0;
 #endif
+}
+
+sn_cpu_family sn_cpu_family_of(void) {
+#ifdef SN_X86
+    const unsigned f = features();
+    if ((f & 8u) && (f & 2u)) return SN_CPU_AMD_ZEN4;
+#endif
+    return SN_CPU_OTHER;
 }
 
 sn_isa sn_cpu_best(void) {

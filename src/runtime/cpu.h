@@ -13,6 +13,14 @@ int sn_cpu_has(sn_isa isa);
  * CPU has AVX512-BF16 and AVX512DQ (on top of sn_cpu_has(SN_ISA_AVX512)). */
 int sn_cpu_has_avx512bf16(void);
 
+/* CPU families whose kernel choice under SN_ISA_AUTO differs from the best path's own table
+ * (kernels/registry.c). Only grows. */
+typedef enum sn_cpu_family {
+    SN_CPU_OTHER = 0,   /* every CPU not listed */
+    SN_CPU_AMD_ZEN4 = 1 /* AMD family 19h with AVX-512 (512-bit operations in two halves) */
+} sn_cpu_family;
+sn_cpu_family sn_cpu_family_of(void);
+
 /* The best available path (never SN_ISA_AUTO). */
 sn_isa sn_cpu_best(void);
 

@@ -20,7 +20,7 @@
 #include "parallel.h"
 
 struct sn_ctx {
-    sn_isa isa;            /* never SN_ISA_AUTO: resolved when set */
+    sn_isa isa;            /* as set: SN_ISA_AUTO or an available path */
     int width;             /* threads or hook pieces, >= 1 */
     sn_pool *pool;         /* built-in workers (width > 1, no hook) */
     sn_parallel_for_fn fn; /* caller's hook, or NULL */
@@ -34,11 +34,11 @@ struct sn_ctx {
 static sn_isa isa_from_env(void) {
     const char *s = getenv("SN_ISA");
     sn_isa want = SN_ISA_AUTO;
-    if (!s || !*s || !strcmp(s, "auto")) return sn_cpu_best();
+    if (!s || !*s || !strcmp(s, "auto")) return SN_ISA_AUTO;
     if (!strcmp(s, "scalar")) want = SN_ISA_SCALAR;
     else if (!strcmp(s, "avx2")) want = SN_ISA_AVX2;
     else if (!strcmp(s, "avx512")) want = SN_ISA_AVX512;
-    else return sn_cpu_best();
+    else return SN_ISA_AUTO;
     while (want > SN_ISA_SCALAR && !sn_cpu_has(want)) want = (sn_isa)(want - 1);
     return want;
 }
@@ -97,13 +97,16 @@ const char *sn_isa_name(sn_isa isa) {
 sn_status sn_ctx_set_isa(sn_ctx *ctx, sn_isa isa) {
     if (!ctx) return SN_ERR_NULL;
     if ((int)isa < SN_ISA_AUTO || (int)isa > SN_ISA_AVX512) return SN_ERR_CONFIG;
-    if (isa == SN_ISA_AUTO) isa = sn_cpu_best();
-    if (!sn_cpu_has(isa)) return SN_ERR_UNSUPPORTED;
+    if (isa != SN_ISA_AUTO && !sn_cpu_has(isa)) return SN_ERR_UNSUPPORTED;
     ctx->isa = isa;
     return SN_OK;
 }
 
-sn_isa sn_ctx_isa(const sn_ctx *ctx) { return ctx ? ctx->isa : sn_cpu_best(); }
+sn_isa sn_ctx_isa(const sn_ctx *ctx) {
+    return ctx && ctx->isa != SN_ISA_AUTO ? ctx->isa : sn_cpu_best();
+}
+
+sn_isa sn_ctx_isa_set(const sn_ctx *ctx) { return ctx ? ctx->isa : SN_ISA_AUTO; }
 
 sn_status sn_ctx_set_threads(sn_ctx *ctx, int n) {
     if (!ctx) return SN_ERR_NULL;

@@ -20,6 +20,10 @@ typedef struct sn_ctx_report {
 int sn_ctx_checks_finite(const sn_ctx *ctx);
 void sn_ctx_note_nonfinite(const sn_ctx *ctx, int64_t row);
 
+/* The path as set on ctx: SN_ISA_AUTO (the default, and for NULL) or a forced path; the drivers
+ * take their kernel tables from it (kernels/registry.c), sn_ctx_isa resolves it. */
+sn_isa sn_ctx_isa_set(const sn_ctx *ctx);
+
 /* How many pieces to split parallel work into: 1 for NULL or single-threaded contexts. */
 int sn_ctx_width(const sn_ctx *ctx);
 

@@ -77,45 +77,6 @@ static void check_elem_f32(const ca_path *p, const ca_path *ref) {
     }
 }
 
-/* ---- --bench ------------------------------------------------------------------------------- */
-
-typedef struct be {
-    const sn_kern *K;
-    int64_t D;
-    float *a, *b, *c, *o1, *o2;
-} be;
-
-static void b_add_div(void *arg) {
-    be *e = arg;
-    e->K->add_div(e->a, e->b, 1.7f, e->o1, e->D, 0, 0);
-}
-static void b_apply(void *arg) {
-    be *e = arg;
-    e->K->apply(e->a, e->b, e->c, 2.3f, e->o1, e->o2, e->D, 0);
-}
-static void b_axpy(void *arg) {
-    be *e = arg;
-    e->K->axpy(e->a, e->b, 1.3f, e->o1, e->D, 0);
-}
-
-static void bench_elem_f32(const ca_path *p) {
-    const int64_t Ds[3] = {64, 768, 4096};
-    for (int di = 0; di < 3; di++) {
-        const int64_t D = Ds[di];
-        be e = {p->K,
-                D,
-                ca_row_rand(D, 0, 1.0f, 0.0f),
-                ca_row_rand(D, 0, 1.0f, 0.0f),
-                ca_row_rand(D, 0, 1.0f, 0.0f),
-                ca_row(D, 0),
-                ca_row(D, 0)};
-        ca_bench("add_div", p->name, D, b_add_div, &e);
-        ca_bench("apply", p->name, D, b_apply, &e);
-        ca_bench("axpy", p->name, D, b_axpy, &e);
-        ca_rows_reset();
-    }
-}
-
 /* ---- bf16 rows: each slot against the same path's fp32 slot on the widened inputs ------- */
 
 static void check_elem16(const ca_path *p, int64_t D, int off) {
@@ -227,41 +188,4 @@ void check_elem(const ca_path *p, const ca_path *ref, ca_type t) {
     static void (*const by_type[CA_NTYPES])(const ca_path *, const ca_path *) = {check_elem_f32,
                                                                                  check_elem_bf16};
     by_type[t](p, ref);
-}
-
-/* ---- --bench on bf16 rows: each slot beside its fp32 slot ------------------------------------ */
-
-static void b32_apply(void *a) {
-    ca_bb *e = a;
-    e->p->K->apply(e->xf[0], e->yf[0], e->dhf[0], 2.3f, e->of[0], e->of[1], e->D, 0);
-}
-static void b16_apply(void *a) {
-    ca_bb *e = a;
-    e->p->K16->apply(e->x[0], e->y[0], e->dh[0], 2.3f, e->o[0], e->o[1], e->D, 0);
-}
-static void b16_round(void *a) {
-    ca_bb *e = a;
-    e->p->K16->round(e->xf[0], e->D, e->o[0]);
-}
-static void b16_widen(void *a) {
-    ca_bb *e = a;
-    e->p->K16->widen(e->x[0], e->D, e->of[0]);
-}
-
-static void bench_elem_bf16(const ca_path *p) {
-    static const ca_bb_slot slots[] = {{"apply", 1, {b32_apply, b16_apply}}};
-    ca_bb_bench(p, slots, 1);
-    /* the conversions: no fp32 twin */
-    for (int64_t D = 64; D <= 768; D += 704) {
-        ca_bb e;
-        ca_bb_init(&e, p, D);
-        ca_bench("round", p->name, D, b16_round, &e);
-        ca_bench("widen", p->name, D, b16_widen, &e);
-        ca_rows_reset();
-    }
-}
-
-void bench_elem(const ca_path *p, ca_type t) {
-    static void (*const by_type[CA_NTYPES])(const ca_path *) = {bench_elem_f32, bench_elem_bf16};
-    by_type[t](p);
 }

@@ -290,74 +290,6 @@ static void check_fuse_f32(const ca_path *p, const ca_path *ref) {
     }
 }
 
-/* ---- --bench ------------------------------------------------------------------------------- */
-
-typedef struct bf {
-    const sn_kern *K;
-    fc c;
-    float *u[2], *h[2], *dx[2], *dy[2], st[2][6];
-    sn_dfuse dp;
-} bf;
-
-static void b_s(void *a) {
-    bf *b = a;
-    float m, r;
-    b->K->fuse_s(&b->c.F[0], b->c.D, b->c.x[0], b->c.y[0], b->u[0], b->h[0], &b->c.f.out, &m, &r);
-}
-static void b_fwd2(void *a) {
-    bf *b = a;
-    b->K->fuse_fwd2(&b->c.F0, &b->c.f, b->c.D, b->c.x, b->c.y, b->u, b->h, b->st);
-}
-static void b_red(void *a) {
-    bf *b = a;
-    sn_rfuse F = b->c.F[0];
-    b->K->fuse_red(&F, b->c.D, b->c.dh[0], b->c.du[0], b->c.x[0], b->c.y[0]);
-}
-static void b_pg(void *a) {
-    bf *b = a;
-    b->K->fuse_pg(&b->c.F[0], b->c.D, b->c.dh[0], b->c.du[0], b->c.x[0], b->c.y[0], &b->dp);
-}
-static void b_dx(void *a) {
-    bf *b = a;
-    b->K->fuse_dx(&b->c.F[0], b->c.D, b->c.dh[0], b->c.du[0], b->c.x[0], b->c.y[0], b->dx[0],
-                  b->dy[0], 0, 0);
-}
-static void b_bwd(void *a) {
-    bf *b = a;
-    sn_rfuse F = b->c.F[0];
-    b->K->fuse_bwd(&F, b->c.D, b->c.dh[0], b->c.du[0], b->c.x[0], b->c.y[0], b->dx[0], b->dy[0], 0,
-                   0, &b->dp);
-}
-static void b_bwd2(void *a) {
-    bf *b = a;
-    sn_rfuse F[2] = {b->c.F[0], b->c.F[1]};
-    b->K->fuse_bwd2(F, b->c.D, b->c.dh, b->c.du, b->c.x, b->c.y, b->dx, b->dy, 0, 0, &b->dp);
-}
-
-static void bench_fuse_f32(const ca_path *p) {
-    const int64_t Ds[3] = {64, 768, 4096};
-    for (int di = 0; di < 3; di++) {
-        const int64_t D = Ds[di];
-        bf b;
-        b.K = p->K;
-        ca_seed(2);
-        setup(&b.c, p, 0, D, 0); /* LayerNorm with gamma and beta, three times */
-        for (int k = 0; k < 2; k++) {
-            b.u[k] = ca_row(D, 0), b.h[k] = ca_row(D, 0);
-            b.dx[k] = ca_row(D, 0), b.dy[k] = ca_row(D, 0);
-        }
-        b.dp = dp_rows(&b.c, 0);
-        ca_bench("fuse_s", p->name, D, b_s, &b);
-        if (D <= SN_K_STACK_ROW_MAX) ca_bench("fuse_fwd2", p->name, 2 * D, b_fwd2, &b);
-        ca_bench("fuse_red", p->name, D, b_red, &b);
-        ca_bench("fuse_pg", p->name, D, b_pg, &b);
-        ca_bench("fuse_dx", p->name, D, b_dx, &b);
-        ca_bench("fuse_bwd", p->name, D, b_bwd, &b);
-        ca_bench("fuse_bwd2", p->name, 2 * D, b_bwd2, &b);
-        ca_rows_reset();
-    }
-}
-
 /* ---- bf16 rows: each slot against the same path's fp32 slot on the widened inputs ------- */
 
 /* indices of ca_norm for N_x, N_y, N_out: the fuses fuse_fwd2 takes, and others for fuse_bwd */
@@ -546,40 +478,4 @@ void check_fuse(const ca_path *p, const ca_path *ref, ca_type t) {
     static void (*const by_type[CA_NTYPES])(const ca_path *, const ca_path *) = {check_fuse_f32,
                                                                                  check_fuse_bf16};
     by_type[t](p, ref);
-}
-
-/* ---- --bench on bf16 rows: each slot beside its fp32 slot ------------------------------------ */
-
-static void b32_ffwd2(void *a) {
-    ca_bb *e = a;
-    float *u[2] = {e->of[0], e->of[1]}, *h[2] = {e->of[2], e->of[3]};
-    e->p->K->fuse_fwd2(&e->F0, &e->f, e->D, e->xf, e->yf, u, h, e->st);
-}
-static void b16_ffwd2(void *a) {
-    ca_bb *e = a;
-    sn_bf16 *u[2] = {e->o[0], e->o[1]}, *h[2] = {e->o[2], e->o[3]};
-    e->p->K16->fuse_fwd2(&e->F0, &e->f, e->D, e->x, e->y, u, h, e->st);
-}
-static void b32_fbwd2(void *a) {
-    ca_bb *e = a;
-    sn_rfuse F[2] = {e->F[0], e->F[1]};
-    float *dx[2] = {e->of[0], e->of[1]}, *dy[2] = {e->of[2], e->of[3]};
-    e->p->K->fuse_bwd2(F, e->D, e->dhf, e->duf, e->xf, e->yf, dx, dy, 0, 1, &e->dp);
-}
-static void b16_fbwd2(void *a) {
-    ca_bb *e = a;
-    sn_rfuse F[2] = {e->F[0], e->F[1]};
-    sn_bf16 *dx[2] = {e->o[0], e->o[1]}, *dy[2] = {e->o[2], e->o[3]};
-    e->p->K16->fuse_bwd2(F, e->D, e->dh, e->du, e->x, e->y, dx, dy, 0, 1, &e->dp);
-}
-
-static void bench_fuse_bf16(const ca_path *p) {
-    static const ca_bb_slot slots[] = {{"fuse_fwd2", 2, {b32_ffwd2, b16_ffwd2}},
-                                       {"fuse_bwd2", 2, {b32_fbwd2, b16_fbwd2}}};
-    ca_bb_bench(p, slots, (int)(sizeof slots / sizeof slots[0]));
-}
-
-void bench_fuse(const ca_path *p, ca_type t) {
-    static void (*const by_type[CA_NTYPES])(const ca_path *) = {bench_fuse_f32, bench_fuse_bf16};
-    by_type[t](p);
 }

@@ -212,60 +212,6 @@ static void check_norm_f32(const ca_path *p, const ca_path *ref) {
     }
 }
 
-/* ---- --bench ------------------------------------------------------------------------------- */
-
-typedef struct bn {
-    const sn_kern *K;
-    nc c;
-    float *out[2], *dg, *db, m, r;
-} bn;
-
-static void b_fwd(void *a) {
-    bn *b = a;
-    b->K->norm_fwd(&b->c.n, &b->c.q0, b->c.v[0], b->c.W, b->out[0], &b->m, &b->r);
-}
-static void b_row(void *a) {
-    bn *b = a;
-    b->K->norm_row(&b->c.q[0], b->c.v[0], b->c.W, b->out[0]);
-}
-static void b_stats2(void *a) {
-    bn *b = a;
-    float m, r;
-    b->K->stats2(&b->c.n, b->c.v[0], &b->c.n, b->c.v[1], b->c.W, &b->m, &b->r, &m, &r);
-}
-static void b_pg(void *a) {
-    bn *b = a;
-    b->K->norm_pg(&b->c.q[0], b->c.dout[0], b->c.v[0], b->c.W, b->dg, b->db);
-}
-static void b_bwd(void *a) {
-    bn *b = a;
-    b->K->norm_bwd(&b->c.q[0], b->c.dout[0], b->c.v[0], b->c.W, b->out[0], 0, b->dg, b->db);
-}
-static void b_bwd2(void *a) {
-    bn *b = a;
-    b->K->norm_bwd2(b->c.q, b->c.dout, b->c.v, b->c.W, b->out, 0, b->dg, b->db);
-}
-
-static void bench_norm_f32(const ca_path *p) {
-    const int64_t Ws[3] = {64, 768, 4096};
-    for (int wi = 0; wi < 3; wi++) {
-        const int64_t W = Ws[wi];
-        bn b;
-        b.K = p->K;
-        ca_seed(1);
-        setup(&b.c, p, ca_norm(0), W, 0, 0); /* LayerNorm with gamma and beta */
-        b.out[0] = ca_row(W, 0), b.out[1] = ca_row(W, 0);
-        b.dg = ca_row(W, 0), b.db = ca_row(W, 0);
-        ca_bench("norm_fwd", p->name, W, b_fwd, &b);
-        ca_bench("norm_row", p->name, W, b_row, &b);
-        ca_bench("stats2", p->name, 2 * W, b_stats2, &b);
-        ca_bench("norm_pg", p->name, W, b_pg, &b);
-        ca_bench("norm_bwd", p->name, W, b_bwd, &b);
-        ca_bench("norm_bwd2", p->name, 2 * W, b_bwd2, &b);
-        ca_rows_reset();
-    }
-}
-
 /* ---- bf16 rows: each slot against the same path's fp32 slot on the widened inputs ------- */
 
 static void check_norm16(const ca_path *p, int64_t W, int off) {
@@ -367,36 +313,4 @@ void check_norm(const ca_path *p, const ca_path *ref, ca_type t) {
     static void (*const by_type[CA_NTYPES])(const ca_path *, const ca_path *) = {check_norm_f32,
                                                                                  check_norm_bf16};
     by_type[t](p, ref);
-}
-
-/* ---- --bench on bf16 rows: each slot beside its fp32 slot ------------------------------------ */
-
-static void b32_nfwd(void *a) {
-    ca_bb *e = a;
-    float m, r;
-    e->p->K->norm_fwd(&e->n, &e->q0, e->xf[0], e->D, e->of[0], &m, &r);
-}
-static void b16_nfwd(void *a) {
-    ca_bb *e = a;
-    float m, r;
-    e->p->K16->norm_fwd(&e->n, &e->q0, e->x[0], e->D, e->o[0], &m, &r);
-}
-static void b32_nbwd(void *a) {
-    ca_bb *e = a;
-    e->p->K->norm_bwd(&e->q, e->dhf[0], e->xf[0], e->D, e->of[0], 0, e->of[2], e->of[3]);
-}
-static void b16_nbwd(void *a) {
-    ca_bb *e = a;
-    e->p->K16->norm_bwd(&e->q, e->dh[0], e->x[0], e->D, e->o[0], 0, e->of[2], e->of[3]);
-}
-
-static void bench_norm_bf16(const ca_path *p) {
-    static const ca_bb_slot slots[] = {{"norm_fwd", 1, {b32_nfwd, b16_nfwd}},
-                                       {"norm_bwd", 1, {b32_nbwd, b16_nbwd}}};
-    ca_bb_bench(p, slots, (int)(sizeof slots / sizeof slots[0]));
-}
-
-void bench_norm(const ca_path *p, ca_type t) {
-    static void (*const by_type[CA_NTYPES])(const ca_path *) = {bench_norm_f32, bench_norm_bf16};
-    by_type[t](p);
 }

@@ -1,9 +1,10 @@
 /* checkasm: the harness of checkasm.h and its main.
  *   checkasm            every slot of every path this CPU runs against the scalar table
- *   checkasm --bench    also times every slot on every path (ns per element; not pass/fail)
+ *   checkasm --bench [--rounds N]
+ *                       also times every slot on every path and on `auto`'s tables, the paths
+ *                       interleaved (bench.c; ns per element; not pass/fail)
  * Built with SN_TEST_SMALL (the sanitizer builds, see tests/meson.build), it calls the slots
  * with fewer widths: 1..40 and every width above 40 of the full list. */
-#define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include "checkasm.h"
 
 #include "cpu.h"
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- widths, norms, inputs ----------------------------------------------------------------- */
 
@@ -175,28 +175,6 @@ void ca_same(const char *what, const float *a, const float *b, int64_t n) {
              b[i]);
 }
 
-/* ---- --bench ------------------------------------------------------------------------------- */
-
-int ca_bench_on;
-
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-void ca_bench(const char *slot, const char *path, int64_t n, void (*fn)(void *), void *arg) {
-    const int reps = (int)(200000 / n) + 4;
-    double best = 1e300;
-    for (int run = 0; run < 7; run++) {
-        const double t0 = now_ns();
-        for (int i = 0; i < reps; i++) fn(arg);
-        const double t = (now_ns() - t0) / reps;
-        if (t < best) best = t;
-    }
-    printf("  %-10s %-8s n=%-5lld %8.3f ns/element\n", slot, path, (long long)n, best / (double)n);
-}
-
 /* ---- bf16 rows ---------------------------------------------------------------------------- */
 
 sn_bf16 *ca_b16_rand(int64_t n, int off, float scale, float shift) {
@@ -234,54 +212,18 @@ void ca_same16b(const char *what, const sn_bf16 *a, const sn_bf16 *b, int64_t n)
 
 const char *const ca_type_names[CA_NTYPES] = {"f32", "bf16"};
 
-/* ---- --bench on bf16 rows ----------------------------------------------------------------- */
-
-void ca_bb_init(ca_bb *e, const ca_path *p, int64_t D) {
-    memset(e, 0, sizeof *e);
-    e->p = p;
-    e->D = D;
-    e->n = ca_norm(0);
-    e->f.x = e->f.y = e->f.out = ca_norm(0);
-    const float *prm = ca_row_rand(6 * D, 0, 0.5f, 1.0f);
-    e->q0 = sn_k_resolve(&e->n, D, prm, 0.0f, 1.0f);
-    e->q = sn_k_resolve(&e->n, D, prm, 0.1f, 1.2f);
-    e->F0.X = e->F0.Y = e->F0.O = e->q0;
-    e->F[0].X = e->F[0].Y = e->F[0].O = e->q;
-    e->F[1] = e->F[0];
-    float *slot = ca_row(6 * D, 0);
-    e->dp = (sn_dfuse){slot, slot + D, slot + 2 * D, slot + 3 * D, slot + 4 * D, slot + 5 * D};
-    for (int k = 0; k < 2; k++) {
-        e->x[k] = ca_b16_rand(D, 0, 1.0f, 0.0f), e->y[k] = ca_b16_rand(D, 0, 1.0f, 0.0f);
-        e->dh[k] = ca_b16_rand(D, 0, 1.0f, 0.0f), e->du[k] = ca_b16_rand(D, 0, 1.0f, 0.0f);
-        e->xf[k] = ca_widen16(e->x[k], D), e->yf[k] = ca_widen16(e->y[k], D);
-        e->dhf[k] = ca_widen16(e->dh[k], D), e->duf[k] = ca_widen16(e->du[k], D);
-    }
-    for (int k = 0; k < 4; k++) e->o[k] = ca_row16(D, 0), e->of[k] = ca_row(D, 0);
-}
-
-void ca_bb_bench(const ca_path *p, const ca_bb_slot *slots, int n) {
-    const int64_t Ds[2] = {64, 768};
-    for (int di = 0; di < 2; di++) {
-        ca_bb e;
-        ca_bb_init(&e, p, Ds[di]);
-        for (int t = 0; t < 2; t++) {
-            char name[32];
-            snprintf(name, sizeof name, "%s %s", p->name, t ? "bf16" : "f32");
-            for (int k = 0; k < n; k++)
-                ca_bench(slots[k].slot, name, slots[k].rows * e.D, slots[k].fn[t], &e);
-        }
-        ca_rows_reset();
-    }
-}
-
 /* ---- main ---------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
+    int bench = 0, rounds = 15;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--bench") == 0) {
-            ca_bench_on = 1;
+            bench = 1;
+        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 3 &&
+                   atoi(argv[i + 1]) <= 101) {
+            rounds = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: %s [--bench]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--bench [--rounds 3..101]]\n", argv[0]);
             return 2;
         }
     }
@@ -319,14 +261,38 @@ int main(int argc, char **argv) {
         }
         printf("checkasm: %-10s %ld checks\n", paths[i].name, tu_checks - c0);
     }
-    if (ca_bench_on) {
-        printf("checkasm --bench: ns per element (best of 7 runs), each slot on each path\n");
-        for (int i = 0; i < np; i++)
-            for (int t = i < nfull ? CA_F32 : CA_BF16; t < CA_NTYPES; t++) {
-                bench_norm(&paths[i], (ca_type)t);
-                bench_fuse(&paths[i], (ca_type)t);
-                bench_elem(&paths[i], (ca_type)t);
+    /* auto's tables (the best path's, with lane slots from other paths per CPU family): every
+     * slot gives the best path's bits */
+    {
+        const sn_isa best = sn_cpu_best();
+        const ca_path base = {sn_isa_name(best), sn_kern_for(best), sn_kern16_for(best)};
+        const ca_path au = {"auto", sn_kern_for(SN_ISA_AUTO), sn_kern16_for(SN_ISA_AUTO)};
+        const long c0 = tu_checks;
+        int taken = 0;
+        for (int t = 0; t < CA_NTYPES; t++)
+            for (int sl = 0; sl < ca_bench_nslots(); sl++) {
+                ca_where("auto", ca_bench_slot_name(sl), 0, "%s, widths 1 .. 4096",
+                         ca_type_names[t]);
+                ca_check(ca_bench_same_bits(&au, &base, (ca_type)t, sl),
+                         "auto's %s %s: not the bits of path %s", ca_type_names[t],
+                         ca_bench_slot_name(sl), base.name);
+                taken += !ca_bench_same_fn(&au, &base, (ca_type)t, sl);
             }
+        printf("checkasm: auto       %ld checks (the bits of %s in every slot; %d slots taken "
+               "from another path on this CPU)\n",
+               tu_checks - c0, base.name, taken);
+    }
+    if (bench) {
+        /* the forced paths as the public calls run them (sn_kern_for, sn_kern16_for), then the
+         * tables auto resolves to */
+        ca_path bp[4];
+        int nb = 0;
+        for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++)
+            if (sn_cpu_has((sn_isa)isa))
+                bp[nb++] = (ca_path){sn_isa_name((sn_isa)isa), sn_kern_for((sn_isa)isa),
+                                     sn_kern16_for((sn_isa)isa)};
+        bp[nb++] = (ca_path){"auto", sn_kern_for(SN_ISA_AUTO), sn_kern16_for(SN_ISA_AUTO)};
+        ca_bench_all(bp, nb, rounds);
     }
     printf("checkasm: %d paths x %d widths: %ld checks, %d failures; worst error vs scalar %.2g "
            "(SN_K_TOL %.0e)\n",

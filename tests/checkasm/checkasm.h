@@ -61,10 +61,6 @@ void ca_same(const char *what, const float *a, const float *b, int64_t n);
 /* a free-form check */
 void ca_check(int ok, const char *fmt, ...);
 
-/* --bench: nanoseconds per element of fn(arg) over n elements, best of several runs */
-extern int ca_bench_on;
-void ca_bench(const char *slot, const char *path, int64_t n, void (*fn)(void *), void *arg);
-
 /* bf16 rows: random values rounded to bf16 (shift + scale * rand), a copy, the fp32 row of a
  * bf16 row's values; a bf16 row bitwise the rounding of an fp32 row (ca_same16) or bitwise
  * another bf16 row (ca_same16b) */
@@ -84,32 +80,19 @@ void check_norm(const ca_path *p, const ca_path *ref, ca_type t);
 void check_fuse(const ca_path *p, const ca_path *ref, ca_type t);
 void check_elem(const ca_path *p, const ca_path *ref, ca_type t);
 void check_hc(const ca_path *p, const ca_path *ref, ca_type t);
-void bench_norm(const ca_path *p, ca_type t);
-void bench_fuse(const ca_path *p, ca_type t);
-void bench_elem(const ca_path *p, ca_type t);
 
-/* --bench on bf16 rows: one LayerNorm (fuse of three) with its rows in both types, so that each
- * bf16 slot is timed beside its fp32 slot on the same values (ca_bb_init) */
-typedef struct ca_bb {
-    const ca_path *p;
-    int64_t D;
-    sn_norm n;
-    sn_fuse f;
-    sn_rnorm q0, q;
-    sn_rfuse F0, F[2];
-    sn_dfuse dp;
-    const float *xf[2], *yf[2], *dhf[2], *duf[2];
-    float *of[4], st[2][6];
-    const sn_bf16 *x[2], *y[2], *dh[2], *du[2];
-    sn_bf16 *o[4];
-} ca_bb;
-void ca_bb_init(ca_bb *e, const ca_path *p, int64_t D);
-/* each of the n slots fn[k][0] (fp32) and fn[k][1] (bf16) over rows[k] * D elements */
-typedef struct ca_bb_slot {
-    const char *slot;
-    int rows;
-    void (*fn[2])(void *);
-} ca_bb_slot;
-void ca_bb_bench(const ca_path *p, const ca_bb_slot *slots, int n);
+/* --bench (bench.c): every slot of both tables on paths[0 .. np) (the forced paths as the
+ * public calls run them, scalar first, then the tables `auto` resolves to, last), interleaved in
+ * `rounds` rounds; prints each case and the cases where auto is slower beyond the noise */
+void ca_bench_all(const ca_path *paths, int np, int rounds);
+
+/* the slots of bench.c (every slot of table.h), and whether slot s of type t gives the same
+ * bits on tables a and b (on the bench's LayerNorm, RMSNorm and parameterless fixtures, widths
+ * 1 .. 4096; every output compared byte for byte) */
+int ca_bench_nslots(void);
+const char *ca_bench_slot_name(int s);
+int ca_bench_same_bits(const ca_path *a, const ca_path *b, ca_type t, int s);
+/* whether tables a and b hold the same function in slot s of type t */
+int ca_bench_same_fn(const ca_path *a, const ca_path *b, ca_type t, int s);
 
 #endif
