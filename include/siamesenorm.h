@@ -33,8 +33,9 @@
  *           No forward or backward call allocates. Parameters, saved activations and
  *           gradients live in caller-owned buffers whose sizes the *_query / sn_net_sizes
  *           functions report.
- * Threads   There is no global mutable state (the one process-wide datum is a write-once cache
- *           of the CPU's features, which every thread fills with the same bits). Every
+ * Threads   There is no global mutable state (the process-wide data are write-once caches of
+ *           the CPU's features, which every thread fills with the same bits, and of the kernel
+ *           tables SN_ISA_AUTO composes from them, filled once under pthread_once). Every
  *           function is reentrant and thread-safe
  *           for calls whose written buffers are disjoint. A NULL sn_ctx is always valid and
  *           means "defaults"; a non-NULL sn_ctx may be used by one call at a time.
@@ -67,7 +68,8 @@
  * placement, a status and sn_net_conn_at, and gave sn_net's first reserved word its meaning,
  * hc_rate and hc_dynamic, whose zero keeps the old behaviour; 0.6.1 changed no call and no bit
  * and replaced the stack figures by tested bounds: an fp32 call at most 112 KiB, where 0.6.0
- * said "about 90" and used up to 97; 0.6.2 changed no call and no bit).
+ * said "about 90" and used up to 97; 0.6.2 changed no call and no bit; 0.6.3 changed no call and no bit and let SN_ISA_AUTO take
+ * some kernels from another path, with the same bits, see sn_isa).
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -83,10 +85,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 6
-#define SN_VERSION_PATCH 2
+#define SN_VERSION_PATCH 3
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.6.2"
+#define SN_VERSION_STRING "0.6.3"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
@@ -191,7 +193,12 @@ SN_API void sn_ctx_destroy(sn_ctx *ctx);
 
 /* Kernel paths. Only grows at the end. */
 typedef enum sn_isa {
-    SN_ISA_AUTO = 0,   /* the best path this build and CPU support (the default) */
+    SN_ISA_AUTO = 0,   /* the best path this build and CPU support (the default); on CPU
+                        * families where another path runs some kernels faster (measured by
+                        * tests/checkasm's --bench, docs/performance.md), auto takes those
+                        * kernels from it, only kernels that compute every element from its own
+                        * column with the same operations on both paths: the results are
+                        * bitwise those of the path sn_ctx_isa names */
     SN_ISA_SCALAR = 1, /* portable C, any CPU: the reference path */
     SN_ISA_AVX2 = 2,   /* x86-64 AVX2 + FMA */
     SN_ISA_AVX512 = 3  /* x86-64 AVX-512F */
@@ -206,7 +213,8 @@ SN_API int sn_isa_available(sn_isa isa);
 /* A static lower-case name of a path ("auto", "scalar", "avx2", "avx512"; "unknown"). */
 SN_API const char *sn_isa_name(sn_isa isa);
 
-/* Forces the kernel path of calls made with ctx (SN_ISA_AUTO: the best available).
+/* Forces the kernel path of calls made with ctx (SN_ISA_AUTO: the best available, with the
+ * per-CPU-family choices of SN_ISA_AUTO; a forced path runs only its own kernels).
  * Errors: SN_ERR_NULL (ctx), SN_ERR_CONFIG (unknown value), SN_ERR_UNSUPPORTED (the path is
  * not available, see sn_isa_available; the context is unchanged). */
 SN_API sn_status sn_ctx_set_isa(sn_ctx *ctx, sn_isa isa);

@@ -45,7 +45,8 @@ static const sn_kern16 *path_table16(sn_isa isa) {
  * table may therefore take a lane slot from another path without changing a bit, and
  * sn_ctx_isa still names the path whose bits a call gives. The choices are the measurements of
  * `checkasm --bench` (docs/performance.md, "auto per slot"): a slot leaves its base path only
- * where the other path was faster at every width the drivers call it with. */
+ * where the other path was faster at one of the bench's widths (64, 768, 4096) and within the
+ * noise at the others. */
 typedef struct lane_pick {
     size_t off32, off16; /* the slot's place in sn_kern and in sn_kern16 */
     sn_isa f32, bf16;    /* the path to take it from per table (SN_ISA_AUTO: the base path's) */
@@ -53,13 +54,13 @@ typedef struct lane_pick {
 #define PICK(slot, from32, from16)                                                                 \
     { offsetof(sn_kern, slot), offsetof(sn_kern16, slot), from32, from16 }
 
-/* AMD Zen 4 (AVX-512 base): fuse_pg runs only in the wide fuse backward (rows too wide for a
- * parameter-gradient slot, D > 2730 without scratch), where its rows stream from L2 and the
- * 512-bit loop took 1.4-2.2x the 256-bit one (it was faster at L1 widths, which the drivers give
- * to fuse_bwd); the fp32 tables' copy, widen and round are the same memmove on every path, and
- * the scalar unit's took 0.87-0.91x the AVX units' at 64 elements (equal beyond). */
+/* AMD Zen 4 (AVX-512 base), fp32 rows: norm_pg took 1.12x as long on the 512-bit path at 768
+ * columns and the same within 2% at 64 and 4096; copy, widen and round are the same memmove on
+ * every path, and the scalar unit's took 0.87-0.91x the AVX units' at 64 elements (the same
+ * beyond). Every other slot stays AVX-512: it was faster, or faster at some widths and slower
+ * at others (docs/performance.md lists them). */
 static const lane_pick zen4[] = {
-    PICK(fuse_pg, SN_ISA_AVX2, SN_ISA_AVX2),
+    PICK(norm_pg, SN_ISA_AVX2, SN_ISA_AUTO),
     PICK(copy, SN_ISA_SCALAR, SN_ISA_AUTO),
     PICK(widen, SN_ISA_SCALAR, SN_ISA_AUTO),
     PICK(round, SN_ISA_SCALAR, SN_ISA_AUTO),

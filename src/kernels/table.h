@@ -6,7 +6,14 @@
  * widened as they are loaded and rounded (sn_k_bf16_round) as they are stored: each bf16 output
  * is bitwise the rounding of the same path's fp32 slot's output on the widened inputs (an
  * accumulated output is widened, added to, rounded), and each float output is the fp32 slot's
- * bits. No include guard: included once per table type. */
+ * bits.
+ *
+ * Lane slots: norm_row, norm_s, norm_pg, fuse_pg, fuse_dx, add_div, apply, axpy, hc_mix, hc_wmix,
+ * hc_wsum, copy, widen and round compute each output element from its own column (and the
+ * row's scalars) with the same operations on every SIMD path, so they give the same bits on
+ * each of them (the other slots reduce over the row, in an order that is the path's own).
+ * SN_ISA_AUTO's tables may take a lane slot from another path (registry.c). No include guard:
+ * included once per table type. */
 typedef struct SN_KT {
     /* out = gamma * (v - m) * r + beta; out may equal v */
     void (*norm_row)(const sn_rnorm *q, const SN_KROW *v, int64_t W, SN_KROW *out);

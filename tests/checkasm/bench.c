@@ -139,8 +139,9 @@ static void fix_init(cb_fix *e, int64_t D, int norm, uint64_t layout) {
     e->F0.X = e->F0.Y = e->F0.O = e->q0;
     e->F[0].X = e->F[0].Y = e->F[0].O = e->q[0];
     e->F[1].X = e->F[1].Y = e->F[1].O = e->q[1];
-    float *g = row32(6 * D);
-    e->dp = (sn_dfuse){g, g + D, g + 2 * D, g + 3 * D, g + 4 * D, g + 5 * D};
+    /* six rows of their own (a parameter block's rows D apart would put all six at one
+     * offset modulo 4 KiB when D is a multiple of 1024, which no driver gives fuse_pg) */
+    e->dp = (sn_dfuse){row32(D), row32(D), row32(D), row32(D), row32(D), row32(D)};
     e->dg = row32(D), e->db = row32(D);
     e->s = rand32(D, 1.0f, 0.0f), e->s2 = row32(D);
     e->dots = ca_row(16, 0);
@@ -186,11 +187,14 @@ static void fix_init(cb_fix *e, int64_t D, int norm, uint64_t layout) {
 static int fix_same(const cb_fix *a, const cb_fix *b) {
     const int64_t D = a->D;
     const size_t f = sizeof(float), h = sizeof(sn_bf16);
-    int same = !memcmp(a->dp.gx, b->dp.gx, (size_t)(6 * D) * f) &&
-               !memcmp(a->dg, b->dg, (size_t)D * f) && !memcmp(a->db, b->db, (size_t)D * f) &&
-               !memcmp(a->s2, b->s2, (size_t)D * f) && !memcmp(a->dots, b->dots, 16 * f) &&
-               !memcmp(a->st, b->st, sizeof a->st) && !memcmp(a->m, b->m, sizeof a->m) &&
-               !memcmp(&a->Fr.oa, &b->Fr.oa, 6 * sizeof(float));
+    const float *ga[6] = {a->dp.gx, a->dp.bx, a->dp.gy, a->dp.by, a->dp.go, a->dp.bo};
+    const float *gb[6] = {b->dp.gx, b->dp.bx, b->dp.gy, b->dp.by, b->dp.go, b->dp.bo};
+    int same = 1;
+    for (int k = 0; k < 6; k++) same = same && !memcmp(ga[k], gb[k], (size_t)D * f);
+    same = same && !memcmp(a->dg, b->dg, (size_t)D * f) && !memcmp(a->db, b->db, (size_t)D * f) &&
+           !memcmp(a->s2, b->s2, (size_t)D * f) && !memcmp(a->dots, b->dots, 16 * f) &&
+           !memcmp(a->st, b->st, sizeof a->st) && !memcmp(a->m, b->m, sizeof a->m) &&
+           !memcmp(&a->Fr.oa, &b->Fr.oa, 6 * sizeof(float));
     for (int k = 0; k < 4; k++)
         same = same && !memcmp(a->dw[k], b->dw[k], (size_t)D * f) &&
                !memcmp(a->r32.o[k], b->r32.o[k], (size_t)D * f) &&
