@@ -67,16 +67,20 @@ typedef struct job {
     sn_task_fn ctask; /* the chunk task of pg_run */
 } job;
 
-/* The job of a call over R rows of D elements on ctx's kernel table. */
-static job job_of(const sn_ctx *ctx, int64_t R, int64_t D) {
+/* The job of a call over R rows of D elements on ctx's kernel tables for rows of W elements
+ * (the rows the kernels see: D, or a norm's group width; auto's tables differ by width class
+ * only in speed, never in bits). */
+static job job_of_width(const sn_ctx *ctx, int64_t R, int64_t D, int64_t W) {
     job J;
     memset(&J, 0, sizeof J);
-    J.K = SN_KERN_FOR(sn_ctx_isa_set(ctx));
-    J.K32 = sn_kern_for(sn_ctx_isa_set(ctx));
+    J.K = SN_KERN_FOR(sn_ctx_isa_set(ctx), W);
+    J.K32 = sn_kern_for(sn_ctx_isa_set(ctx), W);
     J.R = R;
     J.D = D;
     return J;
 }
+
+static job job_of(const sn_ctx *ctx, int64_t R, int64_t D) { return job_of_width(ctx, R, D, D); }
 
 static void range(int64_t n, int64_t pieces, int64_t i, int64_t *lo, int64_t *hi) {
     *lo = n * i / pieces;
@@ -302,9 +306,9 @@ static norm_job norm_job_of(const sn_ctx *ctx, const sn_norm *n, int64_t R, int6
                             const float *params) {
     norm_job J;
     memset(&J, 0, sizeof J);
-    J.run = job_of(ctx, R, D);
-    J.n = n;
     J.W = n->group ? n->group : D;
+    J.run = job_of_width(ctx, R, D, J.W);
+    J.n = n;
     J.ng = D / J.W;
     J.spr = sn_norm_spr(n, D);
     J.params = params;

@@ -108,10 +108,18 @@ extern const sn_kern sn_kern_avx2;
 extern const sn_kern sn_kern_avx512;
 #endif
 
-/* The table of a path (never NULL: paths not compiled in give the scalar table). SN_ISA_AUTO:
- * the best path's table with some lane slots (table.h) taken from another path, per CPU family
- * (registry.c): the same bits as the best path's own table. */
-const sn_kern *sn_kern_for(sn_isa isa);
+/* The table of a path for rows of `width` elements (never NULL: paths not compiled in give the
+ * scalar table). A forced path's table ignores the width. SN_ISA_AUTO: the best path's table
+ * with some lane slots (table.h) taken from another path, per CPU family and width class
+ * (registry.c): the same bits as the best path's own table, whatever the width. */
+const sn_kern *sn_kern_for(sn_isa isa, int64_t width);
+
+/* The width classes of SN_ISA_AUTO's tables: rows of up to 127 elements (the loops' own cost
+ * counts), 128 .. 2048 (rows in L1 and L2), and wider (the rows stream from L2 and beyond). */
+#define SN_K_WIDTH_CLASSES 3
+static inline int sn_k_width_class(int64_t width) {
+    return width < 128 ? 0 : width <= 2048 ? 1 : 2;
+}
 
 /* the scalar path's bf16 table: each slot widens its rows into fp32 rows on the stack, runs the
  * scalar fp32 slot on them and rounds what it wrote (scalar_bf16.c); rows of at most
@@ -131,7 +139,7 @@ extern const sn_kern16 sn_kern16_avx512bf16;
 /* The bf16 table of a path (never NULL: paths not compiled in give the scalar table). For the
  * AVX-512 path, sn_kern16_avx512bf16 where the CPU has AVX512-BF16 and AVX512DQ. SN_ISA_AUTO:
  * as sn_kern_for. */
-const sn_kern16 *sn_kern16_for(sn_isa isa);
+const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width);
 
 /* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */
 sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r);

@@ -44,30 +44,37 @@ static const sn_kern16 *path_table16(sn_isa isa) {
  * this for the tables below: auto's tables give their base path's bits in every slot). A
  * table may therefore take a lane slot from another path without changing a bit, and
  * sn_ctx_isa still names the path whose bits a call gives. The choices are the measurements of
- * `checkasm --bench` (docs/performance.md, "auto per slot"): a slot leaves its base path only
- * where the other path was faster at one of the bench's widths (64, 768, 4096) and within the
- * noise at the others. */
+ * `checkasm --bench` (docs/performance.md, "Fourth round, fifth session"): a slot leaves its
+ * base path for a width class (kernels.h) only where the other path was faster at the widths
+ * measured in that class and not slower beyond the noise at any of them. */
 typedef struct lane_pick {
     size_t off32, off16; /* the slot's place in sn_kern and in sn_kern16 */
     sn_isa f32, bf16;    /* the path to take it from per table (SN_ISA_AUTO: the base path's) */
+    unsigned classes;    /* the width classes (bit c: sn_k_width_class c) it is taken for */
 } lane_pick;
-#define PICK(slot, from32, from16)                                                                 \
-    { offsetof(sn_kern, slot), offsetof(sn_kern16, slot), from32, from16 }
+#define PICK(slot, from32, from16, classes)                                                        \
+    { offsetof(sn_kern, slot), offsetof(sn_kern16, slot), from32, from16, classes }
+#define ALL_WIDTHS 7u
+#define MID_WIDTHS 2u /* 128 .. 2048 */
 
-/* AMD Zen 4 (AVX-512 base), fp32 rows: norm_pg took 1.12x as long on the 512-bit path at 768
- * columns and the same within 2% at 64 and 4096; copy, widen and round are the same memmove on
- * every path, and the scalar unit's took 0.87-0.91x the AVX units' at 64 elements (the same
- * beyond). Every other slot stays AVX-512: it was faster, or faster at some widths and slower
- * at others (docs/performance.md lists them). */
+/* AMD Zen 4 (AVX-512 base), fp32 rows. axpy: the 512-bit loop took 1.02-1.10x the 256-bit one
+ * at 256 .. 2048 columns, with the machine's other core idle or busy, and 0.88-0.94x at 64.
+ * norm_pg: 1.10-1.13x at 256 .. 2048 with the other core idle, 0.96-1.08x with it busy. copy,
+ * widen and round are the same memmove on every path, and the scalar unit's took 0.87-0.91x the
+ * AVX units' at 64 elements (the same beyond). Not taken: norm_row and norm_s (one function on
+ * fp32 rows), whose 512-bit loop took 1.07-1.09x at 128 .. 2048 columns with the other core
+ * idle but 0.82-0.89x with it busy. Every other slot stays AVX-512: it was as fast or faster, or
+ * it reduces over the row (docs/performance.md, "Fourth round, fifth session"). */
 static const lane_pick zen4[] = {
-    PICK(norm_pg, SN_ISA_AVX2, SN_ISA_AUTO),
-    PICK(copy, SN_ISA_SCALAR, SN_ISA_AUTO),
-    PICK(widen, SN_ISA_SCALAR, SN_ISA_AUTO),
-    PICK(round, SN_ISA_SCALAR, SN_ISA_AUTO),
+    PICK(norm_pg, SN_ISA_AVX2, SN_ISA_AUTO, MID_WIDTHS),
+    PICK(axpy, SN_ISA_AVX2, SN_ISA_AUTO, MID_WIDTHS),
+    PICK(copy, SN_ISA_SCALAR, SN_ISA_AUTO, ALL_WIDTHS),
+    PICK(widen, SN_ISA_SCALAR, SN_ISA_AUTO, ALL_WIDTHS),
+    PICK(round, SN_ISA_SCALAR, SN_ISA_AUTO, ALL_WIDTHS),
 };
 
-static sn_kern auto32;
-static sn_kern16 auto16;
+static sn_kern auto32[SN_K_WIDTH_CLASSES];
+static sn_kern16 auto16[SN_K_WIDTH_CLASSES];
 
 /* copies the slot at byte offset off of table src into dst (two tables of one type) */
 static void take(void *dst, const void *src, size_t off) {
@@ -76,19 +83,22 @@ static void take(void *dst, const void *src, size_t off) {
 
 static void compose(void) {
     const sn_isa base = sn_cpu_best();
-    auto32 = *path_table(base);
-    auto16 = *path_table16(base);
     const lane_pick *p = NULL;
     size_t n = 0;
     if (sn_cpu_family_of() == SN_CPU_AMD_ZEN4 && base == SN_ISA_AVX512) {
         p = zen4;
         n = sizeof zen4 / sizeof zen4[0];
     }
-    for (size_t i = 0; i < n; i++) {
-        if (p[i].f32 != SN_ISA_AUTO && sn_cpu_has(p[i].f32))
-            take(&auto32, path_table(p[i].f32), p[i].off32);
-        if (p[i].bf16 != SN_ISA_AUTO && sn_cpu_has(p[i].bf16))
-            take(&auto16, path_table16(p[i].bf16), p[i].off16);
+    for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
+        auto32[c] = *path_table(base);
+        auto16[c] = *path_table16(base);
+        for (size_t i = 0; i < n; i++) {
+            if (!(p[i].classes >> c & 1u)) continue;
+            if (p[i].f32 != SN_ISA_AUTO && sn_cpu_has(p[i].f32))
+                take(&auto32[c], path_table(p[i].f32), p[i].off32);
+            if (p[i].bf16 != SN_ISA_AUTO && sn_cpu_has(p[i].bf16))
+                take(&auto16[c], path_table16(p[i].bf16), p[i].off16);
+        }
     }
 }
 
@@ -102,12 +112,12 @@ static int auto_ready(void) { return pthread_once(&composed, compose) == 0; }
 static int auto_ready(void) { return 0; }
 #endif
 
-const sn_kern *sn_kern_for(sn_isa isa) {
+const sn_kern *sn_kern_for(sn_isa isa, int64_t width) {
     if (isa != SN_ISA_AUTO) return path_table(isa);
-    return auto_ready() ? &auto32 : path_table(sn_cpu_best());
+    return auto_ready() ? &auto32[sn_k_width_class(width)] : path_table(sn_cpu_best());
 }
 
-const sn_kern16 *sn_kern16_for(sn_isa isa) {
+const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width) {
     if (isa != SN_ISA_AUTO) return path_table16(isa);
-    return auto_ready() ? &auto16 : path_table16(sn_cpu_best());
+    return auto_ready() ? &auto16[sn_k_width_class(width)] : path_table16(sn_cpu_best());
 }

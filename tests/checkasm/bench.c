@@ -129,6 +129,7 @@ static void fix_init(cb_fix *e, int64_t D, int norm, uint64_t layout) {
     memset(e, 0, sizeof *e);
     ca_seed(3);
     lay = layout ? layout * 0x9e3779b97f4a7c15ull : 0;
+    if (lay) ca_row(lay_off(1024), 0); /* 0 .. 63 pages ahead of the rows (heap placement) */
     e->D = D;
     e->n = ca_norm(norm);
     e->f.x = e->f.y = e->f.out = e->n;
@@ -287,6 +288,7 @@ static void median_ci(int n, int *lo, int *hi) {
 
 #define CB_MAX_PATHS  6
 #define CB_MAX_ROUNDS 101
+#define CB_MAX_WIDTHS 16
 
 typedef struct cb_result {
     int slot, t;
@@ -295,13 +297,17 @@ typedef struct cb_result {
     int same;           /* auto's slot is the best forced path's own function (an A/A) */
 } cb_result;
 
-static cb_result results[CB_NSLOTS * CA_NTYPES * 3];
+static cb_result results[CB_NSLOTS * CA_NTYPES * CB_MAX_WIDTHS];
 static int nresults;
 
 /* times one case on paths[0 .. np) (the forced paths, then auto last), each round in a layout
  * of its own (fix_init), and prints its line */
-static void bench_case(const ca_path *paths, int np, ca_type t, int slot, int64_t D, int rounds) {
+static void bench_case(const ca_path *all, int np, ca_type t, int slot, int64_t D, int rounds) {
     static double tm[CB_MAX_PATHS][CB_MAX_ROUNDS];
+    ca_path paths[CB_MAX_PATHS];
+    memcpy(paths, all, (size_t)np * sizeof *paths);
+    paths[np - 1].K = sn_kern_for(SN_ISA_AUTO, D); /* auto: its tables for rows of D */
+    paths[np - 1].K16 = sn_kern16_for(SN_ISA_AUTO, D);
     const int64_t n = slots[slot].rows * D;
     const int reps = (int)(100000 / n) + 2;
     for (int r = 0; r < rounds; r++) {
@@ -341,17 +347,19 @@ static void bench_case(const ca_path *paths, int np, ca_type t, int slot, int64_
            res->hi, res->same ? " (A/A)" : "");
 }
 
-void ca_bench_all(const ca_path *paths, int np, int rounds) {
+void ca_bench_all(const ca_path *paths, int np, int rounds, const int64_t *Ds, int nd,
+                  const char *only) {
     if (rounds > CB_MAX_ROUNDS) rounds = CB_MAX_ROUNDS;
     if (np > CB_MAX_PATHS) np = CB_MAX_PATHS;
     printf("checkasm --bench: ns per element, median of %d rounds, paths interleaved; auto "
            "against the fastest forced path: the median per-round ratio [95%% interval]\n",
            rounds);
-    const int64_t Ds[3] = {64, 768, 4096};
-    for (int di = 0; di < 3; di++)
+    if (nd > CB_MAX_WIDTHS) nd = CB_MAX_WIDTHS;
+    for (int di = 0; di < nd; di++)
         for (int t = 0; t < CA_NTYPES; t++)
             for (int s = 0; s < CB_NSLOTS; s++) {
                 if (s == CB_FUSE_FWD2 && Ds[di] > SN_K_STACK_ROW_MAX) continue;
+                if (only && strcmp(only, slots[s].name)) continue;
                 bench_case(paths, np, (ca_type)t, s, Ds[di], rounds);
             }
     /* the noise floor: the A/A cases' largest distance from 1 */

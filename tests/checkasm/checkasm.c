@@ -1,6 +1,6 @@
 /* checkasm: the harness of checkasm.h and its main.
  *   checkasm            every slot of every path this CPU runs against the scalar table
- *   checkasm --bench [--rounds N]
+ *   checkasm --bench [--rounds N] [--widths W,W,...] [--slot NAME]
  *                       also times every slot on every path and on `auto`'s tables, the paths
  *                       interleaved (bench.c; ns per element; not pass/fail)
  * Built with SN_TEST_SMALL (the sanitizer builds, see tests/meson.build), it calls the slots
@@ -215,15 +215,32 @@ const char *const ca_type_names[CA_NTYPES] = {"f32", "bf16"};
 /* ---- main ---------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
-    int bench = 0, rounds = 15;
+    int bench = 0, rounds = 15, nd = 3;
+    int64_t Ds[16] = {64, 768, 4096};
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--bench") == 0) {
             bench = 1;
         } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 3 &&
                    atoi(argv[i + 1]) <= 101) {
             rounds = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--widths") == 0 && i + 1 < argc) {
+            nd = 0;
+            for (char *p = argv[++i], *end; *p && nd < 16; p = *end ? end + 1 : end) {
+                const long w = strtol(p, &end, 10);
+                if (end == p || w < 1 || w > 4096 || (*end && *end != ',')) {
+                    fprintf(stderr,
+                            "checkasm: --widths takes up to 16 widths 1..4096, comma-separated\n");
+                    return 2;
+                }
+                Ds[nd++] = w;
+            }
+        } else if (strcmp(argv[i], "--slot") == 0 && i + 1 < argc) {
+            only = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--bench [--rounds 3..101]]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--bench [--rounds 3..101] [--widths W,W,...] [--slot NAME]]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -261,38 +278,42 @@ int main(int argc, char **argv) {
         }
         printf("checkasm: %-10s %ld checks\n", paths[i].name, tu_checks - c0);
     }
-    /* auto's tables (the best path's, with lane slots from other paths per CPU family): every
-     * slot gives the best path's bits */
+    /* auto's tables (the best path's, with lane slots from other paths per CPU family and width
+     * class): every slot of each gives the best path's bits */
     {
         const sn_isa best = sn_cpu_best();
-        const ca_path base = {sn_isa_name(best), sn_kern_for(best), sn_kern16_for(best)};
-        const ca_path au = {"auto", sn_kern_for(SN_ISA_AUTO), sn_kern16_for(SN_ISA_AUTO)};
+        const ca_path base = {sn_isa_name(best), sn_kern_for(best, 0), sn_kern16_for(best, 0)};
+        const int64_t rep[SN_K_WIDTH_CLASSES] = {64, 768, 4096}; /* a width of each class */
         const long c0 = tu_checks;
         int taken = 0;
-        for (int t = 0; t < CA_NTYPES; t++)
-            for (int sl = 0; sl < ca_bench_nslots(); sl++) {
-                ca_where("auto", ca_bench_slot_name(sl), 0, "%s, widths 1 .. 4096",
-                         ca_type_names[t]);
-                ca_check(ca_bench_same_bits(&au, &base, (ca_type)t, sl),
-                         "auto's %s %s: not the bits of path %s", ca_type_names[t],
-                         ca_bench_slot_name(sl), base.name);
-                taken += !ca_bench_same_fn(&au, &base, (ca_type)t, sl);
-            }
-        printf("checkasm: auto       %ld checks (the bits of %s in every slot; %d slots taken "
-               "from another path on this CPU)\n",
-               tu_checks - c0, base.name, taken);
+        for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
+            const ca_path au = {"auto", sn_kern_for(SN_ISA_AUTO, rep[c]),
+                                sn_kern16_for(SN_ISA_AUTO, rep[c])};
+            for (int t = 0; t < CA_NTYPES; t++)
+                for (int sl = 0; sl < ca_bench_nslots(); sl++) {
+                    ca_where("auto", ca_bench_slot_name(sl), rep[c], "%s, widths 1 .. 4096",
+                             ca_type_names[t]);
+                    ca_check(ca_bench_same_bits(&au, &base, (ca_type)t, sl),
+                             "auto's %s %s: not the bits of path %s", ca_type_names[t],
+                             ca_bench_slot_name(sl), base.name);
+                    taken += !ca_bench_same_fn(&au, &base, (ca_type)t, sl);
+                }
+        }
+        printf("checkasm: auto       %ld checks (the bits of %s in every slot of its %d tables; "
+               "%d slots taken from another path on this CPU)\n",
+               tu_checks - c0, base.name, SN_K_WIDTH_CLASSES, taken);
     }
     if (bench) {
-        /* the forced paths as the public calls run them (sn_kern_for, sn_kern16_for), then the
-         * tables auto resolves to */
+        /* the forced paths as the public calls run them (sn_kern_for, sn_kern16_for), then
+         * auto, whose tables bench.c takes for each width */
         ca_path bp[4];
         int nb = 0;
         for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++)
             if (sn_cpu_has((sn_isa)isa))
-                bp[nb++] = (ca_path){sn_isa_name((sn_isa)isa), sn_kern_for((sn_isa)isa),
-                                     sn_kern16_for((sn_isa)isa)};
-        bp[nb++] = (ca_path){"auto", sn_kern_for(SN_ISA_AUTO), sn_kern16_for(SN_ISA_AUTO)};
-        ca_bench_all(bp, nb, rounds);
+                bp[nb++] = (ca_path){sn_isa_name((sn_isa)isa), sn_kern_for((sn_isa)isa, 0),
+                                     sn_kern16_for((sn_isa)isa, 0)};
+        bp[nb++] = (ca_path){"auto", NULL, NULL}; /* per width: bench.c */
+        ca_bench_all(bp, nb, rounds, Ds, nd, only);
     }
     printf("checkasm: %d paths x %d widths: %ld checks, %d failures; worst error vs scalar %.2g "
            "(SN_K_TOL %.0e)\n",
