@@ -68,8 +68,9 @@
  * placement, a status and sn_net_conn_at, and gave sn_net's first reserved word its meaning,
  * hc_rate and hc_dynamic, whose zero keeps the old behaviour; 0.6.1 changed no call and no bit
  * and replaced the stack figures by tested bounds: an fp32 call at most 112 KiB, where 0.6.0
- * said "about 90" and used up to 97; 0.6.2 changed no call and no bit; 0.6.3 changed no call and no bit and let SN_ISA_AUTO take
- * some kernels from another path, with the same bits, see sn_isa).
+ * said "about 90" and used up to 97; 0.6.2 changed no call and no bit; 0.6.3 changed no call
+ * and no bit, and let SN_ISA_AUTO take some kernels from another path, with the same bits, see
+ * sn_isa).
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H

@@ -73,8 +73,8 @@ typedef struct job {
 static job job_of_width(const sn_ctx *ctx, int64_t R, int64_t D, int64_t W) {
     job J;
     memset(&J, 0, sizeof J);
-    J.K = SN_KERN_FOR(sn_ctx_isa_set(ctx), W);
-    J.K32 = sn_kern_for(sn_ctx_isa_set(ctx), W);
+    J.K = SN_KERN_FOR(sn_ctx_isa_setting(ctx), W);
+    J.K32 = sn_kern_for(sn_ctx_isa_setting(ctx), W);
     J.R = R;
     J.D = D;
     return J;

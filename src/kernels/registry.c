@@ -57,14 +57,14 @@ typedef struct lane_pick {
 #define ALL_WIDTHS 7u
 #define MID_WIDTHS 2u /* 128 .. 2048 */
 
-/* AMD Zen 4 (AVX-512 base), fp32 rows. axpy: the 512-bit loop took 1.02-1.10x the 256-bit one
- * at 256 .. 2048 columns, with the machine's other core idle or busy, and 0.88-0.94x at 64.
- * norm_pg: 1.10-1.13x at 256 .. 2048 with the other core idle, 0.96-1.08x with it busy. copy,
- * widen and round are the same memmove on every path, and the scalar unit's took 0.87-0.91x the
- * AVX units' at 64 elements (the same beyond). Not taken: norm_row and norm_s (one function on
- * fp32 rows), whose 512-bit loop took 1.07-1.09x at 128 .. 2048 columns with the other core
- * idle but 0.82-0.89x with it busy. Every other slot stays AVX-512: it was as fast or faster, or
- * it reduces over the row (docs/performance.md, "Fourth round, fifth session"). */
+/* AMD Zen 4 (AVX-512 base), fp32 rows, AVX-512 / AVX2 in L1 over eight runs. axpy: 1.00-1.10 at
+ * 128 .. 2048 columns (1.07-1.09 at 768 in every run), 0.88-1.00 up to 96. norm_pg: 1.07-1.15 at
+ * most widths of 128 .. 2048 (1.00-1.13 at 768), 0.90-1.05 up to 96. copy, widen and round are
+ * the same memmove on every path, and the scalar unit's took 0.87-0.91x the AVX units' at 64
+ * elements (the same beyond). Not taken: norm_row and norm_s (one function on fp32 rows), which
+ * gave 0.82-1.09 at 128 .. 2048 in runs minutes apart. Every other slot stays AVX-512: it was as
+ * fast or faster, or it reduces over the row (docs/performance.md, "Fourth round, fifth
+ * session"). */
 static const lane_pick zen4[] = {
     PICK(norm_pg, SN_ISA_AVX2, SN_ISA_AUTO, MID_WIDTHS),
     PICK(axpy, SN_ISA_AVX2, SN_ISA_AUTO, MID_WIDTHS),

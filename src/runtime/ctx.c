@@ -106,7 +106,7 @@ sn_isa sn_ctx_isa(const sn_ctx *ctx) {
     return ctx && ctx->isa != SN_ISA_AUTO ? ctx->isa : sn_cpu_best();
 }
 
-sn_isa sn_ctx_isa_set(const sn_ctx *ctx) { return ctx ? ctx->isa : SN_ISA_AUTO; }
+sn_isa sn_ctx_isa_setting(const sn_ctx *ctx) { return ctx ? ctx->isa : SN_ISA_AUTO; }
 
 sn_status sn_ctx_set_threads(sn_ctx *ctx, int n) {
     if (!ctx) return SN_ERR_NULL;

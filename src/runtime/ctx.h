@@ -22,7 +22,7 @@ void sn_ctx_note_nonfinite(const sn_ctx *ctx, int64_t row);
 
 /* The path as set on ctx: SN_ISA_AUTO (the default, and for NULL) or a forced path; the drivers
  * take their kernel tables from it (kernels/registry.c), sn_ctx_isa resolves it. */
-sn_isa sn_ctx_isa_set(const sn_ctx *ctx);
+sn_isa sn_ctx_isa_setting(const sn_ctx *ctx);
 
 /* How many pieces to split parallel work into: 1 for NULL or single-threaded contexts. */
 int sn_ctx_width(const sn_ctx *ctx);
