@@ -1,6 +1,6 @@
 /* checkasm: the harness of checkasm.h and its main.
  *   checkasm            every slot of every path this CPU runs against the scalar table
- *   checkasm --bench [--rounds N] [--widths W,W,...] [--slot NAME]
+ *   checkasm --bench [--rounds N] [--widths W,W,...] [--slot NAME]   (--bench-only: no checks)
  *                       also times every slot on every path and on `auto`'s tables, the paths
  *                       interleaved (bench.c; ns per element; not pass/fail)
  * Built with SN_TEST_SMALL (the sanitizer builds, see tests/meson.build), it calls the slots
@@ -215,12 +215,14 @@ const char *const ca_type_names[CA_NTYPES] = {"f32", "bf16"};
 /* ---- main ---------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
-    int bench = 0, rounds = 15, nd = 3;
+    int bench = 0, checks = 1, rounds = 15, nd = 3;
     int64_t Ds[16] = {64, 768, 4096};
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--bench") == 0) {
             bench = 1;
+        } else if (strcmp(argv[i], "--bench-only") == 0) {
+            bench = 1, checks = 0;
         } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 3 &&
                    atoi(argv[i + 1]) <= 101) {
             rounds = atoi(argv[++i]);
@@ -239,8 +241,18 @@ int main(int argc, char **argv) {
             only = argv[++i];
         } else {
             fprintf(stderr,
-                    "usage: %s [--bench [--rounds 3..101] [--widths W,W,...] [--slot NAME]]\n",
+                    "usage: %s [--bench | --bench-only] [--rounds 3..101] [--widths W,W,...] "
+                    "[--slot NAME]\n",
                     argv[0]);
+            return 2;
+        }
+    }
+    if (only) {
+        int known = 0;
+        for (int sl = 0; sl < ca_bench_nslots(); sl++)
+            known |= !strcmp(only, ca_bench_slot_name(sl));
+        if (!known) {
+            fprintf(stderr, "checkasm: --slot %s: no such slot (see src/kernels/table.h)\n", only);
             return 2;
         }
     }
@@ -268,7 +280,7 @@ int main(int argc, char **argv) {
     else printf("checkasm: the AVX512-BF16 bf16 table: not supported by this CPU: skipped\n");
 #endif
     /* each path, each element type, each family (the AVX512-BF16 entry: bf16 only) */
-    for (int i = 0; i < np; i++) {
+    for (int i = 0; i < np && checks; i++) {
         const long c0 = tu_checks;
         for (int t = i < nfull ? CA_F32 : CA_BF16; t < CA_NTYPES; t++) {
             check_norm(&paths[i], &paths[0], (ca_type)t);
@@ -280,7 +292,7 @@ int main(int argc, char **argv) {
     }
     /* auto's tables (the best path's, with lane slots from other paths per CPU family and width
      * class): every slot taken from another path gives the best path's bits */
-    {
+    if (checks) {
         const sn_isa best = sn_cpu_best();
         const ca_path base = {sn_isa_name(best), sn_kern_for(best, 0), sn_kern16_for(best, 0)};
         const int64_t rep[SN_K_WIDTH_CLASSES] = {64, 768, 4096}; /* a width of each class */
