@@ -79,6 +79,10 @@ static const cb_info slots[CB_NSLOTS] = {
 
 /* ---- the fixture: one LayerNorm, a fuse of three, rows of both types ----------------------- */
 
+/* the parameter rows of the dynamic Hyper-Connections slots: n + 2 at the rate n = 4 of the
+ * trainer's examples */
+#define CB_NW 6
+
 struct cb_rows32 {
     const float *x[2], *y[2], *dh[2], *du[2];
     float *o[4];
@@ -94,8 +98,9 @@ typedef struct cb_fix {
     sn_rnorm q0, q[2];
     sn_rfuse F0, F[2], Fr; /* Fr: fuse_red's output */
     sn_dfuse dp;
-    float *dg, *db, *s, *s2, *dots, *dw[4], st[2][6], m[4]; /* m: the statistics a call writes */
-    const float *hw, *wr[4];
+    float *dg, *db, *s, *s2, *dots, *dw[CB_NW], st[2][6],
+        m[4]; /* m: the statistics a call writes */
+    const float *hw, *wr[CB_NW];
     struct cb_rows32 r32;
     struct cb_rows16 r16;
 } cb_fix;
@@ -146,8 +151,8 @@ static void fix_init(cb_fix *e, int64_t D, int norm, uint64_t layout) {
     e->dg = row32(D), e->db = row32(D);
     e->s = rand32(D, 1.0f, 0.0f), e->s2 = row32(D);
     e->dots = ca_row(16, 0);
-    e->hw = ca_row_rand(16, 0, 0.5f, 0.0f);
-    for (int c = 0; c < 4; c++) e->wr[c] = rand32(D, 0.1f, 0.0f), e->dw[c] = row32(D);
+    e->hw = ca_row_rand(16, 0, 0.5f, 0.0f); /* hc_mix's 4 x 4, or CB_NW coefficients */
+    for (int c = 0; c < CB_NW; c++) e->wr[c] = rand32(D, 0.1f, 0.0f), e->dw[c] = row32(D);
     for (int k = 0; k < 2; k++) {
         e->r16.x[k] = b16_spread(D), e->r16.y[k] = b16_spread(D);
         e->r16.dh[k] = b16_spread(D), e->r16.du[k] = b16_spread(D);
@@ -196,9 +201,9 @@ static int fix_same(const cb_fix *a, const cb_fix *b) {
            !memcmp(a->s2, b->s2, (size_t)D * f) && !memcmp(a->dots, b->dots, 16 * f) &&
            !memcmp(a->st, b->st, sizeof a->st) && !memcmp(a->m, b->m, sizeof a->m) &&
            !memcmp(&a->Fr.oa, &b->Fr.oa, 6 * sizeof(float));
+    for (int k = 0; k < CB_NW; k++) same = same && !memcmp(a->dw[k], b->dw[k], (size_t)D * f);
     for (int k = 0; k < 4; k++)
-        same = same && !memcmp(a->dw[k], b->dw[k], (size_t)D * f) &&
-               !memcmp(a->r32.o[k], b->r32.o[k], (size_t)D * f) &&
+        same = same && !memcmp(a->r32.o[k], b->r32.o[k], (size_t)D * f) &&
                !memcmp(a->r16.o[k], b->r16.o[k], (size_t)D * h);
     return same;
 }

@@ -52,9 +52,9 @@ static void BCALL(int slot, const BK *K, cb_fix *e) {
         const BT *const a[4] = {w->x[0], w->x[1], w->y[0], w->y[1]};
         K->hc_dots(a, 4, w->dh, 2, D, e->dots);
     } break;
-    case CB_HC_PROJ: K->hc_proj(w->x[0], D, e->wr, 4, e->dots); break;
-    case CB_HC_WMIX: K->hc_wmix(e->wr, 4, e->hw, w->o[0], D, 0); break;
-    case CB_HC_WSUM: K->hc_wsum(w->x[0], D, e->hw, 4, e->dw); break;
+    case CB_HC_PROJ: K->hc_proj(w->x[0], D, e->wr, CB_NW, e->dots); break;
+    case CB_HC_WMIX: K->hc_wmix(e->wr, CB_NW, e->hw, w->o[0], D, 0); break;
+    case CB_HC_WSUM: K->hc_wsum(w->x[0], D, e->hw, CB_NW, e->dw); break;
     case CB_COPY: K->copy(w->x[0], w->o[0], D); break;
     case CB_WIDEN: K->widen(w->x[0], D, e->s2); break;
     case CB_ROUND: K->round(e->s, D, w->o[0]); break;
