@@ -108,7 +108,9 @@ typedef struct cb_fix {
 /* Layouts: with layout 0 every row starts on its own allocation's first 64-byte boundary; any
  * other layout puts each row a pseudo-random multiple of 64 bytes (0 .. 63 of them) further
  * in, so that the rows' distances modulo 4 KiB (which decide L1 set conflicts and 4K aliasing
- * between loads and stores) change from layout to layout. The values stay the same. */
+ * between loads and stores) change from layout to layout, and starts the fixture 0 .. 63 pages
+ * further into the heap (without it, the process's heap history decided some readings:
+ * docs/performance.md). The values stay the same. */
 static uint64_t lay;
 static int lay_off(int64_t elems_per_64b) {
     if (!lay) return 0;
