@@ -114,11 +114,15 @@ extern const sn_kern sn_kern_avx512;
  * (registry.c): the same bits as the best path's own table, whatever the width. */
 const sn_kern *sn_kern_for(sn_isa isa, int64_t width);
 
-/* The width classes of SN_ISA_AUTO's tables: rows of up to 127 elements (the loops' own cost
- * counts), 128 .. 2048 (rows in L1 and L2), and wider (the rows stream from L2 and beyond). */
+/* The width classes of SN_ISA_AUTO's tables, by their narrowest rows: up to 127 elements (the
+ * loops' own cost counts), 128 .. 2048 (rows in L1 and L2), and wider (the rows stream from L2
+ * and beyond). */
 #define SN_K_WIDTH_CLASSES 3
+static const int64_t sn_k_width_class_min[SN_K_WIDTH_CLASSES] = {1, 128, 2049};
 static inline int sn_k_width_class(int64_t width) {
-    return width < 128 ? 0 : width <= 2048 ? 1 : 2;
+    int c = 0;
+    while (c + 1 < SN_K_WIDTH_CLASSES && width >= sn_k_width_class_min[c + 1]) c++;
+    return c;
 }
 
 /* the scalar path's bf16 table: each slot widens its rows into fp32 rows on the stack, runs the

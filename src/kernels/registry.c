@@ -54,8 +54,8 @@ typedef struct lane_pick {
 } lane_pick;
 #define PICK(slot, from32, from16, classes)                                                        \
     { offsetof(sn_kern, slot), offsetof(sn_kern16, slot), from32, from16, classes }
-#define ALL_WIDTHS 7u
-#define MID_WIDTHS 2u /* 128 .. 2048 */
+#define ALL_WIDTHS ((1u << SN_K_WIDTH_CLASSES) - 1u)
+#define MID_WIDTHS 2u /* class 1: 128 .. 2048 */
 
 /* AMD Zen 4 (AVX-512 base), fp32 rows, AVX-512 / AVX2 in L1 over eight runs. axpy: 1.00-1.10 at
  * 128 .. 2048 columns (1.07-1.09 at 768 in every run), 0.88-1.00 up to 96. norm_pg: 1.07-1.15 at

@@ -1294,10 +1294,11 @@ KINLINE void hc_proj_block(const SN_T *x, int64_t D, const float *const *w, cons
     }
 }
 
-/* Rows in L1 (up to 2048 columns) go in blocks of at most four parameter rows, a constant
- * count each, so that the accumulators stay in registers (with a run-time count the compiler
- * kept them in memory: 4x the time at 64 columns). Wider rows go in one pass, which reads x
- * once (blocks, reading it once per block from L2, took 1.15x at 4096). */
+/* Rows up to 2048 columns go in blocks of at most four parameter rows, a constant count each,
+ * so that the accumulators stay in registers (with a run-time count the compiler kept them in
+ * memory: 4x the time at 64 columns). Wider rows go in one pass, which reads x once: blocks,
+ * which read it once per block, were faster up to 1024 columns, the same at 2048 and took
+ * 1.1-1.2x at 3072 and 4096 (docs/performance.md). */
 static void hc_proj(const SN_T *x, int64_t D, const float *const *w, int nw, float *out) {
     if (D > 2048) {
         hc_proj_block(x, D, w, nw, out);

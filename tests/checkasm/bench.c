@@ -1,11 +1,12 @@
 /* checkasm --bench: every slot of both tables (fp32 and bf16 rows) on every path this CPU runs,
- * and on the tables `auto` resolves to, timed in one process with the paths interleaved.
+ * and on the tables `auto` resolves to, timed in one process with the paths interleaved. Its
+ * fixture also serves checkasm.c's check of auto's tables (ca_bench_same_bits).
  *
  * Each case (a slot, a row type, a width D) is timed in rounds: in each round every path runs
  * a batch of calls (the best of two batches of about 100,000 elements), the paths in a rotated
  * order, on the rows of that round's layout (fix_init: the rows' placement changes from round
- * to round, so that a path's luck with one placement does not decide the case). Timing the paths of a round back to back lets the per-round ratios cancel the drift
- * of a shared machine (separate processes of one binary differ by 5-12% on the VMs of
+ * to round, so that a path's luck with one placement does not decide the case). Timing the
+ * paths of a round back to back lets the per-round ratios cancel the drift of a shared machine (separate processes of one binary differ by 5-12% on the VMs of
  * docs/performance.md, more than the differences sought here). Reported per case: each path's
  * median ns per element, and `auto` against the fastest forced path: the median of the
  * per-round ratios with a 95% distribution-free interval (order statistics of the binomial).
@@ -98,8 +99,8 @@ typedef struct cb_fix {
     sn_rnorm q0, q[2];
     sn_rfuse F0, F[2], Fr; /* Fr: fuse_red's output */
     sn_dfuse dp;
-    float *dg, *db, *s, *s2, *dots, *dw[CB_NW], st[2][6],
-        m[4]; /* m: the statistics a call writes */
+    float *dg, *db, *s, *s2, *dots, *dw[CB_NW], st[2][6];
+    float m[4]; /* the statistics a call writes */
     const float *hw, *wr[CB_NW];
     struct cb_rows32 r32;
     struct cb_rows16 r16;
@@ -295,7 +296,6 @@ static void median_ci(int n, int *lo, int *hi) {
 
 #define CB_MAX_PATHS  6
 #define CB_MAX_ROUNDS 101
-#define CB_MAX_WIDTHS 16
 
 typedef struct cb_result {
     int slot, t;
@@ -304,7 +304,7 @@ typedef struct cb_result {
     int same;           /* auto's slot is the best forced path's own function (an A/A) */
 } cb_result;
 
-static cb_result results[CB_NSLOTS * CA_NTYPES * CB_MAX_WIDTHS];
+static cb_result results[CB_NSLOTS * CA_NTYPES * CA_BENCH_MAX_WIDTHS];
 static int nresults;
 
 /* times one case on paths[0 .. np) (the forced paths, then auto last), each round in a layout
@@ -361,7 +361,7 @@ void ca_bench_all(const ca_path *paths, int np, int rounds, const int64_t *Ds, i
     printf("checkasm --bench: ns per element, median of %d rounds, paths interleaved; auto "
            "against the fastest forced path: the median per-round ratio [95%% interval]\n",
            rounds);
-    if (nd > CB_MAX_WIDTHS) nd = CB_MAX_WIDTHS;
+    if (nd > CA_BENCH_MAX_WIDTHS) nd = CA_BENCH_MAX_WIDTHS;
     for (int di = 0; di < nd; di++)
         for (int t = 0; t < CA_NTYPES; t++)
             for (int s = 0; s < CB_NSLOTS; s++) {

@@ -216,7 +216,7 @@ const char *const ca_type_names[CA_NTYPES] = {"f32", "bf16"};
 
 int main(int argc, char **argv) {
     int bench = 0, checks = 1, rounds = 15, nd = 3;
-    int64_t Ds[16] = {64, 768, 4096};
+    int64_t Ds[CA_BENCH_MAX_WIDTHS] = {64, 768, 4096};
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--bench") == 0) {
@@ -228,11 +228,13 @@ int main(int argc, char **argv) {
             rounds = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--widths") == 0 && i + 1 < argc) {
             nd = 0;
-            for (char *p = argv[++i], *end; *p && nd < 16; p = *end ? end + 1 : end) {
+            for (char *p = argv[++i], *end; *p; p = *end ? end + 1 : end) {
                 const long w = strtol(p, &end, 10);
-                if (end == p || w < 1 || w > 4096 || (*end && *end != ',')) {
+                if (end == p || w < 1 || w > 4096 || (*end && *end != ',') ||
+                    nd == CA_BENCH_MAX_WIDTHS) {
                     fprintf(stderr,
-                            "checkasm: --widths takes up to 16 widths 1..4096, comma-separated\n");
+                            "checkasm: --widths takes up to %d widths 1..4096, comma-separated\n",
+                            CA_BENCH_MAX_WIDTHS);
                     return 2;
                 }
                 Ds[nd++] = w;
@@ -295,16 +297,15 @@ int main(int argc, char **argv) {
     if (checks) {
         const sn_isa best = sn_cpu_best();
         const ca_path base = {sn_isa_name(best), sn_kern_for(best, 0), sn_kern16_for(best, 0)};
-        const int64_t rep[SN_K_WIDTH_CLASSES] = {64, 768, 4096}; /* a width of each class */
         const long c0 = tu_checks;
         int taken = 0;
         for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
-            const ca_path au = {"auto", sn_kern_for(SN_ISA_AUTO, rep[c]),
-                                sn_kern16_for(SN_ISA_AUTO, rep[c])};
+            const int64_t w = sn_k_width_class_min[c]; /* a width of class c */
+            const ca_path au = {"auto", sn_kern_for(SN_ISA_AUTO, w), sn_kern16_for(SN_ISA_AUTO, w)};
             for (int t = 0; t < CA_NTYPES; t++)
                 for (int sl = 0; sl < ca_bench_nslots(); sl++) {
                     if (ca_bench_same_fn(&au, &base, (ca_type)t, sl)) continue; /* its own */
-                    ca_where("auto", ca_bench_slot_name(sl), rep[c], "%s, widths 1 .. 4096",
+                    ca_where("auto", ca_bench_slot_name(sl), w, "%s, widths 1 .. 4096",
                              ca_type_names[t]);
                     ca_check(ca_bench_same_bits(&au, &base, (ca_type)t, sl),
                              "auto's %s %s: not the bits of path %s", ca_type_names[t],
@@ -313,8 +314,7 @@ int main(int argc, char **argv) {
                 }
         }
         printf("checkasm: auto       %ld checks (the %d slots of its %d tables taken from another "
-               "path "
-               "on this CPU give the bits of %s)\n",
+               "path on this CPU give the bits of %s)\n",
                tu_checks - c0, taken, SN_K_WIDTH_CLASSES, base.name);
     }
     if (bench) {
