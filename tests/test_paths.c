@@ -9,7 +9,8 @@
  * For every primitive and shape:
  *   - the scalar path with 1 thread is the reference;
  *   - every path, 1 thread, agrees with it within TOL (relative to the largest magnitude of the
- *     output buffer; the SIMD paths use fused multiply-add and other summation orders);
+ *     output buffer; the SIMD paths use fused multiply-add and their own summation order);
+ *   - every SIMD path, 1 thread, gives the first SIMD path's bits (one summation order, 0.6.4);
  *   - on the best path, every thread count (1, 2, 3 threads, a hook that runs its tasks
  *     backwards), with and without caller scratch (full size, too small, misaligned), and a NULL
  *     context give bitwise-identical outputs, parameter gradients included.
@@ -235,6 +236,8 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
     float *ref = tu_falloc(total);
     float *base = tu_falloc(total);
     float *got = tu_falloc(total);
+    float *simd = tu_falloc(total); /* the first SIMD path's bits */
+    int have_simd = 0;
     /* ctxs[0] scalar 1 thread; then for each path: 1 thread first, then the others */
     run(o, ctxs[0], s, &b, stats_ref);
     snapshot(&b, ref);
@@ -249,6 +252,14 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
             CHECK_MSG(e <= TOL, "%s R=%lld D=%lld %s vs scalar: rel. error %.3g > %.1g", o->name,
                       (long long)R, (long long)D, sn_isa_name(cur), e, TOL);
             if (e > worst_err[o - OPS]) worst_err[o - OPS] = e;
+            if (cur != SN_ISA_SCALAR && !have_simd) {
+                memcpy(simd, base, (size_t)total * sizeof(float));
+                have_simd = 1;
+            } else if (cur != SN_ISA_SCALAR) { /* every SIMD path: the same bits (0.6.4) */
+                CHECK_MSG(!memcmp(simd, base, (size_t)total * sizeof(float)),
+                          "%s R=%lld D=%lld: %s differs from the first SIMD path's bits", o->name,
+                          (long long)R, (long long)D, sn_isa_name(cur));
+            }
             if (cur == sn_ctx_isa(NULL)) { /* NULL context: the best path, 1 thread */
                 run(o, NULL, s, &b, stats_ref);
                 snapshot(&b, got);
@@ -268,6 +279,7 @@ static void test_shape(const op *o, const shape *s, sn_ctx *ctxs[], int nctx) {
     free(ref);
     free(base);
     free(got);
+    free(simd);
     for (int k = 0; k < N_IN; k++) free_mat(b.in[k], mis);
     for (int k = 0; k < N_OUT; k++) free_mat(b.out[k], mis);
     free_mat(b.params, 1);

@@ -31,12 +31,10 @@ static inline V vdiv(V a, V b) { return _mm256_div_ps(a, b); }
 static inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 static inline V vfnma(V a, V b, V c) { return _mm256_fnmadd_ps(a, b, c); }
 static inline V vfms(V a, V b, V c) { return _mm256_fmsub_ps(a, b, c); }
-static inline float hsum(V a) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
-}
+/* The reductions' unit (simd_rows.h): a row's columns go to accumulator sets of 8 lanes, and a
+ * vector holds VSETS of them; vfold8 adds a vector's sets (here: one, the vector itself). */
+#define VSETS 1
+static inline __m256 vfold8(V a) { return a; }
 
 /* ---- bf16 rows: VW elements widened into a vector (exact), a vector rounded into VW -------- */
 

@@ -29,13 +29,12 @@ static inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
 static inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 static inline V vfnma(V a, V b, V c) { return _mm512_fnmadd_ps(a, b, c); }
 static inline V vfms(V a, V b, V c) { return _mm512_fmsub_ps(a, b, c); }
-static inline float hsum(V a) {
-    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a),
-                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
+/* The reductions' unit (simd_rows.h): a row's columns go to accumulator sets of 8 lanes, and a
+ * vector holds VSETS of them (here two: lanes 0-7 and 8-15); vfold8 adds a vector's sets. */
+#define VSETS 2
+static inline __m256 vfold8(V a) {
+    return _mm256_add_ps(_mm512_castps512_ps256(a),
+                         _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
 }
 
 /* ---- bf16 rows: VW elements widened into a vector (exact), a vector rounded into VW -------- */

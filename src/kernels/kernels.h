@@ -13,9 +13,11 @@
  *   - a kernel writes nothing outside the columns it is given;
  *   - the paths agree: every output of a SIMD table is within SN_K_TOL of the scalar table's,
  *     relative to max(1, the largest magnitude of the scalar output row), on rows of values of
- *     order 1 (the SIMD paths use fused multiply-add and other summation orders: each output
- *     differs by a few ulp of the row's largest terms; SN_K_TOL is about six times the worst
- *     difference the checks find on rows up to 4096 wide).
+ *     order 1 (the SIMD paths use fused multiply-add and their own summation order: each
+ *     output differs by a few ulp of the row's largest terms; SN_K_TOL is about six times the
+ *     worst difference the checks find on rows up to 4096 wide);
+ *   - the SIMD tables agree bit for bit: every slot of every SIMD table gives the first SIMD
+ *     path's bits (one summation order, simd_rows.h).
  *
  * `nt` (in sn_rnorm, sn_rfuse, or an argument) lets a SIMD kernel write its final outputs with
  * streaming stores, which skip the read-for-ownership of the destination lines: the drivers set
@@ -110,7 +112,7 @@ extern const sn_kern sn_kern_avx512;
 
 /* The table of a path for rows of `width` elements (never NULL: paths not compiled in give the
  * scalar table). A forced path's table ignores the width. SN_ISA_AUTO: the best path's table
- * with some lane slots (table.h) taken from another path, per CPU family and width class
+ * with some slots (table.h) taken from another path, per CPU family and width class
  * (registry.c): the same bits as the best path's own table, whatever the width. */
 const sn_kern *sn_kern_for(sn_isa isa, int64_t width);
 

@@ -37,37 +37,45 @@ static const sn_kern16 *path_table16(sn_isa isa) {
     }
 }
 
-/* ---- SN_ISA_AUTO: per CPU family, the lane slots from the path fastest for them ------------
+/* ---- SN_ISA_AUTO: per CPU family, each slot from the path fastest for it ------------------
  *
- * A lane slot (table.h) computes each output element from its own column with the same
- * operations on every SIMD path, so it gives the same bits on each of them (checkasm checks
- * this for the tables below: auto's tables give their base path's bits in every slot). A
- * table may therefore take a lane slot from another path without changing a bit, and
- * sn_ctx_isa still names the path whose bits a call gives. The choices are the measurements of
- * `checkasm --bench` (docs/performance.md, "Fourth round, fifth session"): a slot leaves its
- * base path for a width class (kernels.h) only where the other path was faster at the widths
- * measured in that class and not slower beyond the noise at any of them. */
-typedef struct lane_pick {
+ * The SIMD paths give the same bits in every slot (one summation order, simd_rows.h), and the
+ * scalar path gives them too in copy, widen and round (the same memmove: its other slots have
+ * their own arithmetic). A table may therefore take any slot from another SIMD path, and those
+ * three from the scalar path, without changing a bit, and sn_ctx_isa still names the path whose
+ * bits a call gives; checkasm checks both: every SIMD table's slots against the first one's,
+ * and every slot auto takes against its base path's. The choices are the measurements of
+ * `checkasm --bench` and tools/bench-auto.sh (docs/performance.md, "One summation order"): a
+ * slot leaves its base path for a width class (kernels.h) only where the other path was faster
+ * at most widths measured in that class in most processes, and its worst ratio to the fastest
+ * path over many processes was the smaller of the two. */
+typedef struct slot_pick {
     size_t off32, off16; /* the slot's place in sn_kern and in sn_kern16 */
     sn_isa f32, bf16;    /* the path to take it from per table (SN_ISA_AUTO: the base path's) */
     unsigned classes;    /* the width classes (bit c: sn_k_width_class c) it is taken for */
-} lane_pick;
+} slot_pick;
 #define PICK(slot, from32, from16, classes)                                                        \
     { offsetof(sn_kern, slot), offsetof(sn_kern16, slot), from32, from16, classes }
-#define ALL_WIDTHS ((1u << SN_K_WIDTH_CLASSES) - 1u)
-#define MID_WIDTHS 2u /* class 1: 128 .. 2048 */
+#define ALL_WIDTHS    ((1u << SN_K_WIDTH_CLASSES) - 1u)
+#define NARROW_WIDTHS 1u /* class 0: up to 127 */
+#define MID_WIDTHS    2u /* class 1: 128 .. 2048 */
+#define WIDE_WIDTHS   4u /* class 2: 2049 and wider */
 
-/* AMD Zen 4 (AVX-512 base), fp32 rows, AVX-512 / AVX2 in L1 over eight runs. axpy: 1.00-1.10 at
- * 128 .. 2048 columns (1.07-1.09 at 768 in every run), 0.88-1.00 up to 96. norm_pg: 1.07-1.15 at
- * most widths of 128 .. 2048 (1.00-1.13 at 768), 0.90-1.05 up to 96. copy, widen and round are
- * the same memmove on every path, and the scalar unit's took 0.87-0.91x the AVX units' at 64
- * elements (the same beyond). Not taken: norm_row and norm_s (one function on fp32 rows), which
- * gave 0.82-1.09 at 128 .. 2048 in runs minutes apart. Every other slot stays AVX-512: it was as
- * fast or faster, or it reduces over the row (docs/performance.md, "Fourth round, fifth
- * session"). */
-static const lane_pick zen4[] = {
+/* AMD Zen 4 (AVX-512 base), fp32 rows, AVX-512 / AVX2 in L1, medians over six to sixteen
+ * processes of `checkasm --bench` (docs/performance.md, "One summation order"):
+ *   norm_pg   1.07-1.15 at most widths of 128 .. 2048
+ *   axpy      1.02-1.10 at 512 .. 2560 (1.00 at 3072, 4096), 0.95 at 64
+ *   norm_bwd  1.03-1.09 at 32 .. 96 (worst over 16 processes: AVX2 1.18, AVX-512 1.19), 0.90-0.98
+ *             at 256 .. 2048
+ * Not taken: norm_row and norm_s (one function on fp32 rows), 1.07-1.09 at 768 .. 1536 in most
+ * processes and 0.83-0.91 in others (worst: AVX2 1.21, AVX-512 1.09), and hc_proj, 1.01-1.03 at
+ * 256 .. 1024 (worst: AVX2 1.17, AVX-512 1.03). copy, widen and round are the same memmove on
+ * every path, and the scalar unit's took 0.87-0.91x the AVX units' at 64 elements. Every other
+ * slot, and every bf16 slot, stays AVX-512: it was as fast or faster. */
+static const slot_pick zen4[] = {
     PICK(norm_pg, SN_ISA_AVX2, SN_ISA_AUTO, MID_WIDTHS),
-    PICK(axpy, SN_ISA_AVX2, SN_ISA_AUTO, MID_WIDTHS),
+    PICK(axpy, SN_ISA_AVX2, SN_ISA_AUTO, MID_WIDTHS | WIDE_WIDTHS),
+    PICK(norm_bwd, SN_ISA_AVX2, SN_ISA_AUTO, NARROW_WIDTHS),
     PICK(copy, SN_ISA_SCALAR, SN_ISA_AUTO, ALL_WIDTHS),
     PICK(widen, SN_ISA_SCALAR, SN_ISA_AUTO, ALL_WIDTHS),
     PICK(round, SN_ISA_SCALAR, SN_ISA_AUTO, ALL_WIDTHS),
@@ -83,7 +91,7 @@ static void take(void *dst, const void *src, size_t off) {
 
 static void compose(void) {
     const sn_isa base = sn_cpu_best();
-    const lane_pick *p = NULL;
+    const slot_pick *p = NULL;
     size_t n = 0;
     if (sn_cpu_family_of() == SN_CPU_AMD_ZEN4 && base == SN_ISA_AVX512) {
         p = zen4;

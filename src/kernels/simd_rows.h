@@ -7,7 +7,7 @@
  *   vmaskz        zero the lanes a mask leaves off;  mask_n(k) the first k lanes (0 < k < VW)
  *   MFULL         a mask value for full vectors (never used by a masked operation)
  *   vset1 vadd vsub vmul vdiv vfma(a,b,c)=a*b+c  vfnma(a,b,c)=c-a*b  vfms(a,b,c)=a*b-c
- *   hsum          horizontal sum in a fixed order
+ *   VSETS vfold8  the 8-lane accumulator sets a vector holds (1 or 2), and their sum as 8 lanes
  *   vstream       streaming store to an address aligned to a whole vector (no fence: every
  *                 task that runs a kernel ends with one, sn_ctx_par)
  *   vld16 vst16 vstream16   the same on VW bf16: widened as loaded, rounded (vrnd16,
@@ -80,91 +80,108 @@
         }                                                                                          \
     } while (0)
 
-/* Like COLS for reductions: full vectors alternate between two accumulator sets (k = 0, 1)
- * to halve the dependency chains; the partial last step uses set k = 1. Every reduction of a
- * path uses this one pattern, so a sum is the same bits wherever it is computed. */
-#define RCOLS2(n, ...)                                                                             \
+/* The reductions. A reduction sums a row in groups of 8 columns (group g: columns 8g .. 8g + 7;
+ * the last group may be partial, its missing lanes adding +0), dealing the groups round-robin to
+ * NS accumulator sets of 8 lanes (group g to set g mod NS), and ends by adding the sets (two:
+ * s0 + s1; four: (s0 + s1) + (s2 + s3)), then the 8 lanes (hsum8). The order is the same on
+ * every SIMD path: a vector of VW = 8 * VSETS lanes holds VSETS consecutive sets, so a path has
+ * NS / VSETS accumulator vectors, each its own dependency chain, and the k-th vector of each
+ * block of NS groups goes to accumulator vector k (the leftover vectors continue the round, the
+ * partial last one included). AVX2 and AVX-512 thus give the same bits for every reduction, and
+ * so for every slot (checkasm checks it; docs/performance.md, "One summation order").
+ * RCOLS2 sums into two sets, for sweeps that do much else per step (the fuse backward, the
+ * Hyper-Connections dot products); RCOLS4 into four, for the reductions whose chain is the whole
+ * cost of their sweep (statistics, norm backward). Every sum of a path uses one of the two, so
+ * a sum is the same bits wherever it is computed. The body sees j, t and m as in COLS, and as
+ * constants k (its accumulator vector) and ks (its place in the unrolled block: prefetch
+ * schedules count steps by it). */
+#define RSTEP(kk, uu, tt, mm, ...)                                                                 \
+    {                                                                                              \
+        const int k = (kk), ks = (uu), t = (tt);                                                   \
+        const M m = (mm);                                                                          \
+        (void)k, (void)ks, (void)t, (void)m;                                                       \
+        __VA_ARGS__                                                                                \
+    }
+#define RMASK(n) mask_n((int)((n)-j))
+
+/* one accumulator vector (the loop unrolled twice: ks = 0, 1) */
+#define RCOLS_A1(n, ...)                                                                           \
     do {                                                                                           \
         int64_t j = 0;                                                                             \
-        const int t = 0;                                                                           \
-        const M m = MFULL;                                                                         \
         for (; j + 2 * VW <= (n); j += 2 * VW) {                                                   \
-            {                                                                                      \
-                const int k = 0;                                                                   \
-                __VA_ARGS__                                                                        \
-            }                                                                                      \
-            {                                                                                      \
-                const int k = 1;                                                                   \
-                j += VW;                                                                           \
-                __VA_ARGS__                                                                        \
-                j -= VW;                                                                           \
-            }                                                                                      \
+            RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
+            j += VW;                                                                               \
+            RSTEP(0, 1, 0, MFULL, __VA_ARGS__)                                                     \
+            j -= VW;                                                                               \
         }                                                                                          \
         if (j + VW <= (n)) {                                                                       \
-            const int k = 0;                                                                       \
-            __VA_ARGS__                                                                            \
+            RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
             j += VW;                                                                               \
         }                                                                                          \
-        if (j < (n)) {                                                                             \
-            const int k = 1, t = 1;                                                                \
-            const M m = mask_n((int)((n)-j));                                                      \
-            __VA_ARGS__                                                                            \
+        if (j < (n)) RSTEP(0, 1, 1, RMASK(n), __VA_ARGS__)                                         \
+    } while (0)
+
+/* two accumulator vectors (k = ks = 0, 1) */
+#define RCOLS_A2(n, ...)                                                                           \
+    do {                                                                                           \
+        int64_t j = 0;                                                                             \
+        for (; j + 2 * VW <= (n); j += 2 * VW) {                                                   \
+            RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
+            j += VW;                                                                               \
+            RSTEP(1, 1, 0, MFULL, __VA_ARGS__)                                                     \
+            j -= VW;                                                                               \
+        }                                                                                          \
+        if (j + VW <= (n)) {                                                                       \
+            RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
+            j += VW;                                                                               \
+            if (j < (n)) RSTEP(1, 1, 1, RMASK(n), __VA_ARGS__)                                     \
+        } else if (j < (n)) RSTEP(0, 0, 1, RMASK(n), __VA_ARGS__)                                  \
+    } while (0)
+
+/* four accumulator vectors (k = ks = 0 .. 3) */
+#define RCOLS_A4(n, ...)                                                                           \
+    do {                                                                                           \
+        int64_t j = 0;                                                                             \
+        for (; j + 4 * VW <= (n); j += 4 * VW) {                                                   \
+            RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
+            j += VW;                                                                               \
+            RSTEP(1, 1, 0, MFULL, __VA_ARGS__)                                                     \
+            j += VW;                                                                               \
+            RSTEP(2, 2, 0, MFULL, __VA_ARGS__)                                                     \
+            j += VW;                                                                               \
+            RSTEP(3, 3, 0, MFULL, __VA_ARGS__)                                                     \
+            j -= 3 * VW;                                                                           \
+        }                                                                                          \
+        if (j + VW > (n)) {                                                                        \
+            if (j < (n)) RSTEP(0, 0, 1, RMASK(n), __VA_ARGS__)                                     \
+        } else {                                                                                   \
+            RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
+            j += VW;                                                                               \
+            if (j + VW > (n)) {                                                                    \
+                if (j < (n)) RSTEP(1, 1, 1, RMASK(n), __VA_ARGS__)                                 \
+            } else {                                                                               \
+                RSTEP(1, 1, 0, MFULL, __VA_ARGS__)                                                 \
+                j += VW;                                                                           \
+                if (j + VW > (n)) {                                                                \
+                    if (j < (n)) RSTEP(2, 2, 1, RMASK(n), __VA_ARGS__)                             \
+                } else {                                                                           \
+                    RSTEP(2, 2, 0, MFULL, __VA_ARGS__)                                             \
+                    j += VW;                                                                       \
+                    if (j < (n)) RSTEP(3, 3, 1, RMASK(n), __VA_ARGS__)                             \
+                }                                                                                  \
+            }                                                                                      \
         }                                                                                          \
     } while (0)
 
-/* Like RCOLS2 with four accumulator sets (k = 0..3), for the reductions whose chain is the
- * whole cost of their sweep (statistics, norm backward): full vectors cycle through the sets,
- * the leftover full vectors take sets 0, 1, 2 in turn and the partial last step set 3. Every
- * statistic of a path (stats, stats2, the fuse forward's N_out) uses this one pattern, and so
- * does norm_bwd. */
-#define RCOLS4(n, ...)                                                                             \
-    do {                                                                                           \
-        int64_t j = 0;                                                                             \
-        const int t = 0;                                                                           \
-        const M m = MFULL;                                                                         \
-        for (; j + 4 * VW <= (n); j += 4 * VW) {                                                   \
-            {                                                                                      \
-                const int k = 0;                                                                   \
-                __VA_ARGS__                                                                        \
-            }                                                                                      \
-            j += VW;                                                                               \
-            {                                                                                      \
-                const int k = 1;                                                                   \
-                __VA_ARGS__                                                                        \
-            }                                                                                      \
-            j += VW;                                                                               \
-            {                                                                                      \
-                const int k = 2;                                                                   \
-                __VA_ARGS__                                                                        \
-            }                                                                                      \
-            j += VW;                                                                               \
-            {                                                                                      \
-                const int k = 3;                                                                   \
-                __VA_ARGS__                                                                        \
-            }                                                                                      \
-            j -= 3 * VW;                                                                           \
-        }                                                                                          \
-        if (j + VW <= (n)) {                                                                       \
-            const int k = 0;                                                                       \
-            __VA_ARGS__                                                                            \
-            j += VW;                                                                               \
-        }                                                                                          \
-        if (j + VW <= (n)) {                                                                       \
-            const int k = 1;                                                                       \
-            __VA_ARGS__                                                                            \
-            j += VW;                                                                               \
-        }                                                                                          \
-        if (j + VW <= (n)) {                                                                       \
-            const int k = 2;                                                                       \
-            __VA_ARGS__                                                                            \
-            j += VW;                                                                               \
-        }                                                                                          \
-        if (j < (n)) {                                                                             \
-            const int k = 3, t = 1;                                                                \
-            const M m = mask_n((int)((n)-j));                                                      \
-            __VA_ARGS__                                                                            \
-        }                                                                                          \
-    } while (0)
+#if VSETS == 1
+#define RCOLS2 RCOLS_A2
+#define RCOLS4 RCOLS_A4
+#elif VSETS == 2
+#define RCOLS2 RCOLS_A1
+#define RCOLS4 RCOLS_A2
+#else
+#error "simd_rows.h: VSETS must be 1 or 2"
+#endif
 
 /* The helpers are forced inline: each is a few instructions inside the row loops, and in a
  * large translation unit the compiler's inlining budget can run out and leave some out of line
@@ -258,8 +275,21 @@ KINLINE V scale_shift(const sn_rnorm *q, V xh, int64_t j, int t, M m) {
 
 /* ---- statistics ---------------------------------------------------------------------------- */
 
-KINLINE float hsum2(const V a[2]) { return hsum(vadd(a[0], a[1])); }
-KINLINE float hsum4(const V a[4]) { return hsum(vadd(vadd(a[0], a[1]), vadd(a[2], a[3]))); }
+/* the 8 lanes of a set sum: (l0 + l4) + (l2 + l6), then + ((l1 + l5) + (l3 + l7)) */
+KINLINE float hsum8(__m256 a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+/* the end of an RCOLS2 sum (a[0 .. 2 / VSETS - 1]) and of an RCOLS4 sum (a[0 .. 4 / VSETS - 1]) */
+#if VSETS == 1
+KINLINE float hsum2(const V a[2]) { return hsum8(vadd(a[0], a[1])); }
+KINLINE float hsum4(const V a[4]) { return hsum8(vadd(vadd(a[0], a[1]), vadd(a[2], a[3]))); }
+#else
+KINLINE float hsum2(const V a[2]) { return hsum8(vfold8(a[0])); }
+KINLINE float hsum4(const V a[4]) { return hsum8(_mm256_add_ps(vfold8(a[0]), vfold8(a[1]))); }
+#endif
 #define ZERO4                                                                                      \
     { vset1(0.0f), vset1(0.0f), vset1(0.0f), vset1(0.0f) }
 
@@ -495,23 +525,24 @@ static void norm_bwd2(const sn_rnorm *q2, const SN_T *const *dout2, const SN_T *
 
 /* column j of a row to prefetch (a row of SN_T) */
 KINLINE const void *pf_at(const void *row, int64_t j) { return (const SN_T *)row + j; }
-/* a sweep's steps with accumulator set k prefetch when k % PF_EVERY is 0: about one prefetch
- * per 64 bytes of a row (fp32: every step with AVX-512, every other with AVX2; bf16: every
- * other step with AVX-512, every fourth with AVX2, every other in two-set sweeps) */
+/* a reduction's steps prefetch when their place ks in the unrolled block is a multiple of
+ * PF_EVERY: about one prefetch per 64 bytes of a row (fp32: every step with AVX-512, every other
+ * with AVX2; bf16: every other step with AVX-512, every fourth with AVX2, every other in RCOLS2's
+ * sweeps) */
 #define PF_EVERY (64 / (VW * (int)sizeof(SN_T)))
 
 /* In a sweep with accumulator sets k, column j: prefetches (prefetcht1) the first n rows of
  * F->pf (n a constant: F->pf then holds n rows) at j when F->npf > 0 (steps of PF_EVERY), so
  * that a later call's misses overlap this call's arithmetic. */
-KINLINE void prefetch_step(const sn_rfuse *F, int n, int64_t j, int k) {
+KINLINE void prefetch_step(const sn_rfuse *F, int n, int64_t j, int ks) {
 #if defined(__GNUC__)
-    if (k % PF_EVERY == 0 && F->npf)
+    if (ks % PF_EVERY == 0 && F->npf)
         for (int i = 0; i < n; i++) __builtin_prefetch(pf_at(F->pf[i], j), 0, 2);
 #else
     (void)F;
     (void)n;
     (void)j;
-    (void)k;
+    (void)ks;
 #endif
 }
 
@@ -664,7 +695,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
         V ax0[4] = ZERO4, ax1[4] = ZERO4, ay0[4] = ZERO4, ay1[4] = ZERO4;
         const V cx0 = vset1(mx0), cx1 = vset1(mx1), cy0 = vset1(my0), cy1 = vset1(my1);
         RCOLS4(D, {
-            if (pf && VW < 16) prefetch_step(F0, 4, j, k);
+            if (pf && VW < 16) prefetch_step(F0, 4, j, ks);
             V dx0 = keep(vsub(load(x0 + j, t, m), cx0), t, m);
             V dy0 = keep(vsub(load(y0 + j, t, m), cy0), t, m);
             V dx1 = keep(vsub(load(x1 + j, t, m), cx1), t, m);
@@ -695,7 +726,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
         const V zero = vset1(0.0f);
         if (lo)
             RCOLS4(D, {
-                if (pf && VW >= 16) prefetch_step(F0, 4, j, k);
+                if (pf && VW >= 16) prefetch_step(F0, 4, j, ks);
                 V ux0, ux1;
                 const V s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);
                 const V s1 = s_of(&X1, &Y1, x1, y1, j, t, m, &ux1);
@@ -705,7 +736,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
             });
         else
             RCOLS4(D, {
-                if (pf && VW >= 16) prefetch_step(F0, 4, j, k);
+                if (pf && VW >= 16) prefetch_step(F0, 4, j, ks);
                 V ux0, ux1;
                 const V s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);
                 const V s1 = s_of(&X1, &Y1, x1, y1, j, t, m, &ux1);
@@ -1083,7 +1114,7 @@ KINLINE int pg_no_beta(const sn_rfuse *F, const sn_dfuse *dp) {
  * du, which would double the code of this rare case) */
 KINLINE void fuse_bwd_row_p2(brow *w, int64_t D, const sn_dfuse *dp) {
     RCOLS2(D, {
-        if (k % PF_EVERY == 0 && w->F.npf) fuse_p2_pf(w, j);
+        if (ks % PF_EVERY == 0 && w->F.npf) fuse_p2_pf(w, j);
         const belem e = fuse_p2(w, w->du != NULL, j, t, m, k);
         if (dp) fuse_pg_step(dp, &e, j, t, m);
     });
@@ -1136,9 +1167,9 @@ static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, con
 KINLINE void fuse_bwd2_p2(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp, int hdu) {
     const int pf = w0->F.npf || w1->F.npf; /* both rows' SN_K_PF_ROWS (brow_init) */
     RCOLS2(D, {
-        if (k % PF_EVERY == 0 && pf) fuse_p2_pf(w0, j);
+        if (ks % PF_EVERY == 0 && pf) fuse_p2_pf(w0, j);
         const belem e0 = fuse_p2(w0, hdu, j, t, m, k);
-        if (k % PF_EVERY == 0 && pf) fuse_p2_pf(w1, j);
+        if (ks % PF_EVERY == 0 && pf) fuse_p2_pf(w1, j);
         const belem e1 = fuse_p2(w1, hdu, j, t, m, k);
         acc_fma2(at(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);
         acc_add2(at(dp->bo, j), e0.dh, e1.dh, t, m);

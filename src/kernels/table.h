@@ -8,12 +8,13 @@
  * accumulated output is widened, added to, rounded), and each float output is the fp32 slot's
  * bits.
  *
- * Lane slots: norm_row, norm_s, norm_pg, fuse_pg, fuse_dx, add_div, apply, axpy, hc_mix, hc_wmix,
- * hc_wsum, copy, widen and round compute each output element from its own column (and the
- * row's scalars) with the same operations on every SIMD path, so they give the same bits on
- * each of them (the other slots reduce over the row, in an order that is the path's own).
- * SN_ISA_AUTO's tables may take a lane slot from another path (registry.c). No include guard:
- * included once per table type. */
+ * Bits across paths: every slot gives the same bits on every SIMD path (AVX2, AVX-512): the
+ * lane slots compute each output element from its own column with the same operations, and
+ * every reduction sums in one order whatever the vector width (simd_rows.h, "The reductions").
+ * The scalar path has its own arithmetic, except in copy, widen and round (the same memmove).
+ * SN_ISA_AUTO's tables may therefore take any slot from another SIMD path, and those three
+ * from the scalar path (registry.c); checkasm checks both. No include guard: included once per
+ * table type. */
 typedef struct SN_KT {
     /* out = gamma * (v - m) * r + beta; out may equal v */
     void (*norm_row)(const sn_rnorm *q, const SN_KROW *v, int64_t W, SN_KROW *out);

@@ -215,8 +215,10 @@ static int fix_same(const cb_fix *a, const cb_fix *b) {
  * (tails of every length, both alignments of the pair slots) for three norms (LayerNorm with
  * gamma and beta, RMSNorm with gamma, LayerNorm without parameters) */
 int ca_bench_same_bits(const ca_path *a, const ca_path *b, ca_type t, int s) {
-    static const int64_t Ds[] = {1,  3,   8,   15,  16,  17,  31,   33,   47,  64,
-                                 65, 100, 127, 128, 129, 768, 1000, 1024, 4096};
+    /* rows ending in each of the four groups of 8 of a 32-column block (the four accumulator
+     * sets), whole or partial, with and without whole blocks before them */
+    static const int64_t Ds[] = {1,  3,  8,  15, 16,  17,  20,  24,  27,  31,   33,   47,
+                                 52, 59, 64, 65, 100, 127, 128, 129, 768, 1000, 1024, 4096};
     static const int norms[3] = {0, 4, 2};
     int same = 1;
     for (size_t di = 0; di < sizeof Ds / sizeof Ds[0] && same; di++)

@@ -292,7 +292,23 @@ int main(int argc, char **argv) {
         }
         printf("checkasm: %-10s %ld checks\n", paths[i].name, tu_checks - c0);
     }
-    /* auto's tables (the best path's, with lane slots from other paths per CPU family and width
+    /* the SIMD paths' bits: every slot of every further SIMD table gives the first SIMD path's
+     * bits on every output (one summation order, simd_rows.h), each element type */
+    if (checks && nfull > 2) {
+        const long c0 = tu_checks;
+        for (int i = 2; i < np; i++)
+            for (int t = i < nfull ? CA_F32 : CA_BF16; t < CA_NTYPES; t++)
+                for (int sl = 0; sl < ca_bench_nslots(); sl++) {
+                    ca_where(paths[i].name, ca_bench_slot_name(sl), 0, "%s, widths 1 .. 4096",
+                             ca_type_names[t]);
+                    ca_check(ca_bench_same_bits(&paths[i], &paths[1], (ca_type)t, sl),
+                             "%s's %s %s: not the bits of path %s", paths[i].name, ca_type_names[t],
+                             ca_bench_slot_name(sl), paths[1].name);
+                }
+        printf("checkasm: simd bits  %ld checks (every slot of %d tables gives %s's bits)\n",
+               tu_checks - c0, np - 2, paths[1].name);
+    }
+    /* auto's tables (the best path's, with slots from other paths per CPU family and width
      * class): every slot taken from another path gives the best path's bits */
     if (checks) {
         const sn_isa best = sn_cpu_best();
