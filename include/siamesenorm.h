@@ -70,7 +70,9 @@
  * and replaced the stack figures by tested bounds: an fp32 call at most 112 KiB, where 0.6.0
  * said "about 90" and used up to 97; 0.6.2 changed no call and no bit; 0.6.3 changed no call
  * and no bit, and let SN_ISA_AUTO take some kernels from another path, with the same bits, see
- * sn_isa).
+ * sn_isa; 0.6.4 changed no call, gave the AVX-512 path the AVX2 path's bits (one summation
+ * order for both) and changed the AVX2 path's in sums over rows whose width is not a multiple
+ * of 8).
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -86,10 +88,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 6
-#define SN_VERSION_PATCH 3
+#define SN_VERSION_PATCH 4
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.6.3"
+#define SN_VERSION_STRING "0.6.4"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
@@ -167,10 +169,12 @@ SN_API const char *sn_status_string(sn_status status);
  * output may differ between thread counts when the inputs hold NaNs of different signs or
  * payloads (tests/test_threads.c checks the rule; with SN_TEST_NAN_BITS=1 it compares the NaN
  * bits too and shows the difference on AVX2). None was seen on the scalar path, but NaN bits
- * are promised on no path. Different paths (scalar, AVX2, AVX-512) round differently (the SIMD
- * paths use fused multiply-add and other summation orders): each output agrees with the
+ * are promised on no path. The scalar path and the SIMD paths round differently (the SIMD
+ * paths use fused multiply-add and their own summation order): each output agrees with the
  * scalar path within 5e-5 of the largest magnitude in that output (about 1e-5 observed,
- * tests/test_paths.c; see docs/performance.md). Within one path, the recomputations of a
+ * tests/test_paths.c; see docs/performance.md). The AVX2 and AVX-512 paths give the same bits
+ * (since 0.6.4: one summation order, whatever the vector width; NaN sign and payload bits
+ * aside), so results made on a CPU with AVX-512 reproduce bit for bit on one with AVX2 only. Within one path, the recomputations of a
  * backward pass use the same arithmetic as its forward pass. No call needs scratch memory:
  * temporaries live in bounded stack buffers (at most 112 KiB of a thread's stack per call,
  * 104 KiB measured: 64 KiB of parameter-gradient slots and a kernel's stack rows, in the AVX2
@@ -197,9 +201,9 @@ typedef enum sn_isa {
     SN_ISA_AUTO = 0,   /* the best path this build and CPU support (the default); on CPU
                         * families where another path runs some kernels faster (measured by
                         * tests/checkasm's --bench, docs/performance.md), auto takes those
-                        * kernels from it, only kernels that compute every element from its own
-                        * column with the same operations on both paths: the results are
-                        * bitwise those of the path sn_ctx_isa names */
+                        * kernels from it: from another SIMD path (they give the same bits in
+                        * every kernel) or, for plain copies, from the scalar path, so the
+                        * results are bitwise those of the path sn_ctx_isa names */
     SN_ISA_SCALAR = 1, /* portable C, any CPU: the reference path */
     SN_ISA_AVX2 = 2,   /* x86-64 AVX2 + FMA */
     SN_ISA_AVX512 = 3  /* x86-64 AVX-512F */

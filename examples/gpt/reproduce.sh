@@ -10,9 +10,9 @@
 #   tales-init tales-ablations tales-lr tales-depth addition, and tales-span (SpanNorm at the
 #   tales LR sweep's and main job's settings: 28 runs, measured 1h47m under a load of about 30)
 #   default: the fortunes experiments. Each one says its own ETA; on an idle 2-core machine
-#   main takes about 1.5 minutes, budgets 8, budget16 about 25, lr 12, ablations 3, depth 6,
-#   hc (Pre-Norm, SiameseNorm, Hyper-Connections n = 4 dynamic) about 1.5 (3 under a load of 3),
-#   hc4x about 3.5 (6 under that load).
+#   main takes about 1.5 minutes, budgets 5, budget16 about 9, lr 6.5, ablations 1.5, depth 2,
+#   hc (Pre-Norm, SiameseNorm, Hyper-Connections n = 4 dynamic) about 2 (3 under a load of 3),
+#   hc4x about 4 (6 under that load) (0.6.4, Zen 4 VM).
 # The tales experiments ran before the fortunes corpus existed: they pin the corpus and the
 # model they ran with (16 layers, batch 16, 300 steps, unless they say otherwise).
 set -eu
@@ -50,8 +50,8 @@ for e in $which; do
         run ablations --seeds 4 \
             --arm 'siamese=--norm siamese' --arm 'siamese-c1=--norm siamese --scales none' \
             --arm 'siamese-no-input-norm=--norm siamese --no-input-norm' ;;
-    depth) # the depth sweep around the main job's 8 layers, 4 seeds per cell
-        run depth --seeds 4 --depths 4,16 ;;
+    depth) # the depth sweep around the main job's 4 layers (its row is the main job): 2 and 8
+        run depth --seeds 4 --depths 2,8 ;;
     hc) # Hyper-Connections (n = 4, dynamic: the trainer's default) beside the main job's arms
         run hc --arms pre_norm,siamese,hyper_connections ;;
     hc4x) # Hyper-Connections against SiameseNorm at 4x the main job's budget, 6 seeds
