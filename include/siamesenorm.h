@@ -174,14 +174,14 @@ SN_API const char *sn_status_string(sn_status status);
  * scalar path within 5e-5 of the largest magnitude in that output (about 1e-5 observed,
  * tests/test_paths.c; see docs/performance.md). The AVX2 and AVX-512 paths give the same bits
  * (since 0.6.4: one summation order, whatever the vector width; NaN sign and payload bits
- * aside), so results made on a CPU with AVX-512 reproduce bit for bit on one with AVX2 only. Within one path, the recomputations of a
- * backward pass use the same arithmetic as its forward pass. No call needs scratch memory:
- * temporaries live in bounded stack buffers (at most 112 KiB of a thread's stack per call,
- * 104 KiB measured: 64 KiB of parameter-gradient slots and a kernel's stack rows, in the AVX2
- * fuse backward of a SiameseNorm net; tests/test_stack.c checks the primitives and every
- * placement's pass on every path); scratch given with
- * sn_ctx_set_scratch only lets threads work on more chunks at once. All paths keep IEEE
- * semantics (no fast-math). */
+ * aside), so a call's outputs on a CPU with AVX-512 are bitwise those on one with AVX2 only.
+ * Within one path, the recomputations of a backward pass use the same arithmetic as its
+ * forward pass. No call needs scratch memory: temporaries live in bounded stack buffers (at
+ * most 112 KiB of a thread's stack per call, 104 KiB measured: 64 KiB of parameter-gradient
+ * slots and a kernel's stack rows, in the AVX2 fuse backward of a SiameseNorm net;
+ * tests/test_stack.c checks the primitives and every placement's pass on every path); scratch
+ * given with sn_ctx_set_scratch only lets threads work on more chunks at once. All paths keep
+ * IEEE semantics (no fast-math). */
 typedef struct sn_ctx sn_ctx;
 
 /* Allocates a context with default settings: kernel path SN_ISA_AUTO, 1 thread. Two
