@@ -104,39 +104,25 @@
     }
 #define RMASK(n) mask_n((int)((n)-j))
 
-/* one accumulator vector (the loop unrolled twice: ks = 0, 1) */
-#define RCOLS_A1(n, ...)                                                                           \
+/* vectors two at a time, the first to accumulator vector 0 and the second to kb (ks = 0, 1):
+ * two accumulator vectors with kb = 1, one (the loop unrolled twice) with kb = 0 */
+#define RCOLS_PAIR(kb, n, ...)                                                                     \
     do {                                                                                           \
         int64_t j = 0;                                                                             \
         for (; j + 2 * VW <= (n); j += 2 * VW) {                                                   \
             RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
             j += VW;                                                                               \
-            RSTEP(0, 1, 0, MFULL, __VA_ARGS__)                                                     \
+            RSTEP(kb, 1, 0, MFULL, __VA_ARGS__)                                                    \
             j -= VW;                                                                               \
         }                                                                                          \
         if (j + VW <= (n)) {                                                                       \
             RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
             j += VW;                                                                               \
-        }                                                                                          \
-        if (j < (n)) RSTEP(0, 1, 1, RMASK(n), __VA_ARGS__)                                         \
-    } while (0)
-
-/* two accumulator vectors (k = ks = 0, 1) */
-#define RCOLS_A2(n, ...)                                                                           \
-    do {                                                                                           \
-        int64_t j = 0;                                                                             \
-        for (; j + 2 * VW <= (n); j += 2 * VW) {                                                   \
-            RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
-            j += VW;                                                                               \
-            RSTEP(1, 1, 0, MFULL, __VA_ARGS__)                                                     \
-            j -= VW;                                                                               \
-        }                                                                                          \
-        if (j + VW <= (n)) {                                                                       \
-            RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
-            j += VW;                                                                               \
-            if (j < (n)) RSTEP(1, 1, 1, RMASK(n), __VA_ARGS__)                                     \
+            if (j < (n)) RSTEP(kb, 1, 1, RMASK(n), __VA_ARGS__)                                    \
         } else if (j < (n)) RSTEP(0, 0, 1, RMASK(n), __VA_ARGS__)                                  \
     } while (0)
+#define RCOLS_A1(n, ...) RCOLS_PAIR(0, n, __VA_ARGS__)
+#define RCOLS_A2(n, ...) RCOLS_PAIR(1, n, __VA_ARGS__)
 
 /* four accumulator vectors (k = ks = 0 .. 3) */
 #define RCOLS_A4(n, ...)                                                                           \
