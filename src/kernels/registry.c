@@ -56,26 +56,24 @@ typedef struct slot_pick {
 } slot_pick;
 #define PICK(slot, from32, from16, classes)                                                        \
     { offsetof(sn_kern, slot), offsetof(sn_kern16, slot), from32, from16, classes }
-#define ALL_WIDTHS    ((1u << SN_K_WIDTH_CLASSES) - 1u)
-#define NARROW_WIDTHS 1u /* class 0: up to 127 */
-#define MID_WIDTHS    2u /* class 1: 128 .. 2048 */
-#define WIDE_WIDTHS   4u /* class 2: 2049 and wider */
+#define ALL_WIDTHS  ((1u << SN_K_WIDTH_CLASSES) - 1u)
+#define MID_WIDTHS  2u /* class 1: 128 .. 2048 */
+#define WIDE_WIDTHS 4u /* class 2: 2049 and wider */
 
 /* AMD Zen 4 (AVX-512 base), fp32 rows, AVX-512 / AVX2 in L1, medians over six to sixteen
  * processes of `checkasm --bench` (docs/performance.md, "One summation order"):
  *   norm_pg   1.07-1.15 at most widths of 128 .. 2048
  *   axpy      1.02-1.10 at 512 .. 2560 (1.00 at 3072, 4096), 0.95 at 64
- *   norm_bwd  1.03-1.09 at 32 .. 96 (worst over 16 processes: AVX2 1.18, AVX-512 1.19), 0.90-0.98
- *             at 256 .. 2048
- * Not taken: norm_row and norm_s (one function on fp32 rows), 1.07-1.09 at 768 .. 1536 in most
- * processes and 0.83-0.91 in others (worst: AVX2 1.21, AVX-512 1.09), and hc_proj, 1.01-1.03 at
- * 256 .. 1024 (worst: AVX2 1.17, AVX-512 1.03). copy, widen and round are the same memmove on
- * every path, and the scalar unit's took 0.87-0.91x the AVX units' at 64 elements. Every other
- * slot, and every bf16 slot, stays AVX-512: it was as fast or faster. */
+ * Not taken (worst ratio to the fastest path over 48 processes, tools/bench-auto.sh): norm_row
+ * and norm_s (one function on fp32 rows), 1.07-1.09 at 768 .. 1536 in most processes and
+ * 0.83-0.91 in others (worst: AVX2 1.24, AVX-512 1.09); hc_proj, 1.01-1.03 at 256 .. 1024
+ * (worst: AVX2 1.17, AVX-512 1.03); norm_bwd, 1.03-1.09 at 32 .. 96 in the sweeps (worst: AVX2
+ * 1.22, AVX-512 1.19). axpy from 2049 up: worst AVX2 1.08, AVX-512 1.11. copy, widen and round
+ * are the same memmove on every path, and the scalar unit's took 0.87-0.91x the AVX units' at
+ * 64 elements. Every other slot, and every bf16 slot, stays AVX-512: it was as fast or faster. */
 static const slot_pick zen4[] = {
     PICK(norm_pg, SN_ISA_AVX2, SN_ISA_AUTO, MID_WIDTHS),
     PICK(axpy, SN_ISA_AVX2, SN_ISA_AUTO, MID_WIDTHS | WIDE_WIDTHS),
-    PICK(norm_bwd, SN_ISA_AVX2, SN_ISA_AUTO, NARROW_WIDTHS),
     PICK(copy, SN_ISA_SCALAR, SN_ISA_AUTO, ALL_WIDTHS),
     PICK(widen, SN_ISA_SCALAR, SN_ISA_AUTO, ALL_WIDTHS),
     PICK(round, SN_ISA_SCALAR, SN_ISA_AUTO, ALL_WIDTHS),
