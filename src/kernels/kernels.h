@@ -144,7 +144,8 @@ extern const sn_kern16 sn_kern16_avx512bf16;
 
 /* The bf16 table of a path (never NULL: paths not compiled in give the scalar table). For the
  * AVX-512 path, sn_kern16_avx512bf16 where the CPU has AVX512-BF16 and AVX512DQ. SN_ISA_AUTO:
- * as sn_kern_for. */
+ * the best path's table (no bf16 slot was measured faster elsewhere); the width is the
+ * drivers' one argument for both lookups. */
 const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width);
 
 /* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */

@@ -50,12 +50,12 @@ static const sn_kern16 *path_table16(sn_isa isa) {
  * at most widths measured in that class in most processes, and its worst ratio to the fastest
  * path over many processes was the smaller of the two. */
 typedef struct slot_pick {
-    size_t off32, off16; /* the slot's place in sn_kern and in sn_kern16 */
-    sn_isa f32, bf16;    /* the path to take it from per table (SN_ISA_AUTO: the base path's) */
-    unsigned classes;    /* the width classes (bit c: sn_k_width_class c) it is taken for */
+    size_t off;       /* the slot's place in sn_kern */
+    sn_isa from;      /* the path to take it from */
+    unsigned classes; /* the width classes (bit c: sn_k_width_class c) it is taken for */
 } slot_pick;
-#define PICK(slot, from32, from16, classes)                                                        \
-    { offsetof(sn_kern, slot), offsetof(sn_kern16, slot), from32, from16, classes }
+#define PICK(slot, from, classes)                                                                  \
+    { offsetof(sn_kern, slot), from, classes }
 #define ALL_WIDTHS  ((1u << SN_K_WIDTH_CLASSES) - 1u)
 #define MID_WIDTHS  2u /* class 1: 128 .. 2048 */
 #define WIDE_WIDTHS 4u /* class 2: 2049 and wider */
@@ -70,20 +70,19 @@ typedef struct slot_pick {
  * (worst: AVX2 1.17, AVX-512 1.03); norm_bwd, 1.03-1.09 at 32 .. 96 in the sweeps (worst: AVX2
  * 1.22, AVX-512 1.19). axpy from 2049 up: worst AVX2 1.08, AVX-512 1.11. copy, widen and round
  * are the same memmove on every path, and the scalar unit's took 0.87-0.91x the AVX units' at
- * 64 elements. Every other slot, and every bf16 slot, stays AVX-512: it was as fast or faster. */
+ * 64 elements. Every other slot stays AVX-512: it was as fast or faster. So was every bf16 slot
+ * (0.45-0.98 in most cases, ranges across 1 at worst), so auto's bf16 table is the best path's
+ * own, and these picks are fp32 only. */
 static const slot_pick zen4[] = {
-    PICK(norm_pg, SN_ISA_AVX2, SN_ISA_AUTO, MID_WIDTHS),
-    PICK(axpy, SN_ISA_AVX2, SN_ISA_AUTO, MID_WIDTHS | WIDE_WIDTHS),
-    PICK(copy, SN_ISA_SCALAR, SN_ISA_AUTO, ALL_WIDTHS),
-    PICK(widen, SN_ISA_SCALAR, SN_ISA_AUTO, ALL_WIDTHS),
-    PICK(round, SN_ISA_SCALAR, SN_ISA_AUTO, ALL_WIDTHS),
+    PICK(norm_pg, SN_ISA_AVX2, MID_WIDTHS), PICK(axpy, SN_ISA_AVX2, MID_WIDTHS | WIDE_WIDTHS),
+    PICK(copy, SN_ISA_SCALAR, ALL_WIDTHS),  PICK(widen, SN_ISA_SCALAR, ALL_WIDTHS),
+    PICK(round, SN_ISA_SCALAR, ALL_WIDTHS),
 };
 
 static sn_kern auto32[SN_K_WIDTH_CLASSES];
-static sn_kern16 auto16[SN_K_WIDTH_CLASSES];
 
-/* copies the slot at byte offset off of table src into dst (two tables of one type) */
-static void take(void *dst, const void *src, size_t off) {
+/* copies the slot at byte offset off of table src into dst */
+static void take(sn_kern *dst, const sn_kern *src, size_t off) {
     memcpy((char *)dst + off, (const char *)src + off, sizeof(void (*)(void)));
 }
 
@@ -97,14 +96,9 @@ static void compose(void) {
     }
     for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
         auto32[c] = *path_table(base);
-        auto16[c] = *path_table16(base);
-        for (size_t i = 0; i < n; i++) {
-            if (!(p[i].classes >> c & 1u)) continue;
-            if (p[i].f32 != SN_ISA_AUTO && sn_cpu_has(p[i].f32))
-                take(&auto32[c], path_table(p[i].f32), p[i].off32);
-            if (p[i].bf16 != SN_ISA_AUTO && sn_cpu_has(p[i].bf16))
-                take(&auto16[c], path_table16(p[i].bf16), p[i].off16);
-        }
+        for (size_t i = 0; i < n; i++)
+            if (p[i].classes >> c & 1u && sn_cpu_has(p[i].from))
+                take(&auto32[c], path_table(p[i].from), p[i].off);
     }
 }
 
@@ -124,6 +118,6 @@ const sn_kern *sn_kern_for(sn_isa isa, int64_t width) {
 }
 
 const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width) {
-    if (isa != SN_ISA_AUTO) return path_table16(isa);
-    return auto_ready() ? &auto16[sn_k_width_class(width)] : path_table16(sn_cpu_best());
+    (void)width; /* auto's bf16 table is the best path's own at every width (zen4 above) */
+    return path_table16(isa == SN_ISA_AUTO ? sn_cpu_best() : isa);
 }
