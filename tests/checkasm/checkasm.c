@@ -212,6 +212,16 @@ void ca_same16b(const char *what, const sn_bf16 *a, const sn_bf16 *b, int64_t n)
 
 const char *const ca_type_names[CA_NTYPES] = {"f32", "bf16"};
 
+/* ---- bits across tables ------------------------------------------------------------------- */
+
+/* one check: slot sl of element type t on table a gives table b's bits on every output
+ * (ca_bench_same_bits); W names the width class checked, 0 for all */
+static void check_same_bits(const ca_path *a, const ca_path *b, ca_type t, int sl, int64_t W) {
+    ca_where(a->name, ca_bench_slot_name(sl), W, "%s, widths 1 .. 4096", ca_type_names[t]);
+    ca_check(ca_bench_same_bits(a, b, t, sl), "%s's %s %s: not the bits of path %s", a->name,
+             ca_type_names[t], ca_bench_slot_name(sl), b->name);
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -298,13 +308,8 @@ int main(int argc, char **argv) {
         const long c0 = tu_checks;
         for (int i = 2; i < np; i++)
             for (int t = i < nfull ? CA_F32 : CA_BF16; t < CA_NTYPES; t++)
-                for (int sl = 0; sl < ca_bench_nslots(); sl++) {
-                    ca_where(paths[i].name, ca_bench_slot_name(sl), 0, "%s, widths 1 .. 4096",
-                             ca_type_names[t]);
-                    ca_check(ca_bench_same_bits(&paths[i], &paths[1], (ca_type)t, sl),
-                             "%s's %s %s: not the bits of path %s", paths[i].name, ca_type_names[t],
-                             ca_bench_slot_name(sl), paths[1].name);
-                }
+                for (int sl = 0; sl < ca_bench_nslots(); sl++)
+                    check_same_bits(&paths[i], &paths[1], (ca_type)t, sl, 0);
         printf("checkasm: simd bits  %ld checks (every slot of %d tables gives %s's bits)\n",
                tu_checks - c0, np - 2, paths[1].name);
     }
@@ -321,11 +326,7 @@ int main(int argc, char **argv) {
             for (int t = 0; t < CA_NTYPES; t++)
                 for (int sl = 0; sl < ca_bench_nslots(); sl++) {
                     if (ca_bench_same_fn(&au, &base, (ca_type)t, sl)) continue; /* its own */
-                    ca_where("auto", ca_bench_slot_name(sl), w, "%s, widths 1 .. 4096",
-                             ca_type_names[t]);
-                    ca_check(ca_bench_same_bits(&au, &base, (ca_type)t, sl),
-                             "auto's %s %s: not the bits of path %s", ca_type_names[t],
-                             ca_bench_slot_name(sl), base.name);
+                    check_same_bits(&au, &base, (ca_type)t, sl, w);
                     taken++;
                 }
         }
