@@ -296,8 +296,7 @@ static void median_ci(int n, int *lo, int *hi) {
     *hi = n - 1 - *lo;
 }
 
-#define CB_MAX_PATHS  6
-#define CB_MAX_ROUNDS 101
+#define CB_MAX_PATHS 6
 
 typedef struct cb_result {
     int slot, t;
@@ -312,7 +311,7 @@ static int nresults;
 /* times one case on paths[0 .. np) (the forced paths, then auto last), each round in a layout
  * of its own (fix_init), and prints its line */
 static void bench_case(const ca_path *all, int np, ca_type t, int slot, int64_t D, int rounds) {
-    static double tm[CB_MAX_PATHS][CB_MAX_ROUNDS];
+    static double tm[CB_MAX_PATHS][CA_BENCH_MAX_ROUNDS];
     ca_path paths[CB_MAX_PATHS];
     memcpy(paths, all, (size_t)np * sizeof *paths);
     paths[np - 1].K = sn_kern_for(SN_ISA_AUTO, D); /* auto: its tables for rows of D */
@@ -331,7 +330,7 @@ static void bench_case(const ca_path *all, int np, ca_type t, int slot, int64_t 
         }
         ca_rows_reset();
     }
-    double med[CB_MAX_PATHS], v[CB_MAX_ROUNDS];
+    double med[CB_MAX_PATHS], v[CA_BENCH_MAX_ROUNDS];
     int best = 0; /* the fastest forced path */
     for (int i = 0; i < np; i++) {
         memcpy(v, tm[i], (size_t)rounds * sizeof *v);
@@ -358,7 +357,7 @@ static void bench_case(const ca_path *all, int np, ca_type t, int slot, int64_t 
 
 void ca_bench_all(const ca_path *paths, int np, int rounds, const int64_t *Ds, int nd,
                   const char *only) {
-    if (rounds > CB_MAX_ROUNDS) rounds = CB_MAX_ROUNDS;
+    if (rounds > CA_BENCH_MAX_ROUNDS) rounds = CA_BENCH_MAX_ROUNDS;
     if (np > CB_MAX_PATHS) np = CB_MAX_PATHS;
     printf("checkasm --bench: ns per element, median of %d rounds, paths interleaved; auto "
            "against the fastest forced path: the median per-round ratio [95%% interval]\n",

@@ -234,7 +234,7 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--bench-only") == 0) {
             bench = 1, checks = 0;
         } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 3 &&
-                   atoi(argv[i + 1]) <= 101) {
+                   atoi(argv[i + 1]) <= CA_BENCH_MAX_ROUNDS) {
             rounds = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--widths") == 0 && i + 1 < argc) {
             nd = 0;
@@ -253,9 +253,9 @@ int main(int argc, char **argv) {
             only = argv[++i];
         } else {
             fprintf(stderr,
-                    "usage: %s [--bench | --bench-only] [--rounds 3..101] [--widths W,W,...] "
+                    "usage: %s [--bench | --bench-only] [--rounds 3..%d] [--widths W,W,...] "
                     "[--slot NAME]\n",
-                    argv[0]);
+                    argv[0], CA_BENCH_MAX_ROUNDS);
             return 2;
         }
     }

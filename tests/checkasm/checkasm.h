@@ -87,6 +87,7 @@ void check_hc(const ca_path *p, const ca_path *ref, ca_type t);
  * interleaved in `rounds` rounds; prints each case and the cases where auto is slower beyond
  * the noise */
 #define CA_BENCH_MAX_WIDTHS 16
+#define CA_BENCH_MAX_ROUNDS 101 /* --rounds: 3 .. this */
 void ca_bench_all(const ca_path *paths, int np, int rounds, const int64_t *Ds, int nd,
                   const char *only);
 
