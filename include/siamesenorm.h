@@ -72,7 +72,9 @@
  * and no bit, and let SN_ISA_AUTO take some kernels from another path, with the same bits, see
  * sn_isa; 0.6.4 changed no call, gave the AVX-512 path the AVX2 path's bits (one summation
  * order for both) and changed the AVX2 path's in sums over rows whose width is not a multiple
- * of 8).
+ * of 8; 0.6.5 changed no call and, on every path, the bits of the parameter gradients of the
+ * backward calls for row widths D at which 16384 / D is odd and above 1 (the rows per
+ * parameter-gradient chunk are now even: 768 columns, 21 -> 20 rows).
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -88,10 +90,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 6
-#define SN_VERSION_PATCH 4
+#define SN_VERSION_PATCH 5
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.6.4"
+#define SN_VERSION_STRING "0.6.5"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
@@ -156,9 +158,9 @@ SN_API const char *sn_status_string(sn_status status);
  * Determinism: the number of threads never changes a result bit for bit within a path (NaN
  * bits aside, below): every row's arithmetic is the same whatever the thread count, and
  * parameter gradients are always summed the same way: the rows are cut into fixed chunks whose
- * size depends on D only (16384 / D rows, rounded down, between 1 and 256), each chunk's sum is
- * a left fold over its rows starting from zero, and the chunk sums are added onto the gradient
- * in chunk order,
+ * size depends on D only (16384 / D rows, rounded down, then down to even from 2 up, between 1
+ * and 256), each chunk's sum is a left fold over its rows starting from zero, and the chunk
+ * sums are added onto the gradient in chunk order,
  *     dgamma = ((dgamma + P_0) + P_1) + ...,   P_k = ((0 + t_{kC}) + t_{kC+1}) + ...
  * So a NULL context, a context with 1 thread and one with N threads (built-in pool or caller
  * hook), with or without scratch, give bitwise-identical outputs on the same path. (This

@@ -30,12 +30,8 @@ void sn_d_prefetch_near(const void *p, int64_t bytes) {
 #if defined(__GNUC__)
     const char *c = p;
     int64_t b = 0;
-    for (; b + 256 <= bytes; b += 256) { /* four lines a step: fewer loop instructions */
-        __builtin_prefetch(c + b, 1, 3);
-        __builtin_prefetch(c + b + 64, 1, 3);
-        __builtin_prefetch(c + b + 128, 1, 3);
-        __builtin_prefetch(c + b + 192, 1, 3);
-    }
+    for (; b + 512 <= bytes; b += 512) /* eight lines a step: fewer loop instructions */
+        for (int i = 0; i < 512; i += 64) __builtin_prefetch(c + b + i, 1, 3);
     for (; b < bytes; b += 64) __builtin_prefetch(c + b, 1, 3);
 #else
     (void)p;
@@ -45,7 +41,9 @@ void sn_d_prefetch_near(const void *p, int64_t bytes) {
 
 int64_t sn_d_pg_chunk_rows(int64_t D) {
     const int64_t c = SN_D_PG_CHUNK_ELEMS / D;
-    return c < 1 ? 1 : c > SN_D_PG_CHUNK_MAX ? SN_D_PG_CHUNK_MAX : c;
+    /* even from 2 up: the fuse backward's kernels take a chunk's rows in pairs, and a lone row
+     * costs a third more instructions (docs/performance.md, "The bf16 fuse backward") */
+    return c < 2 ? 1 : c > SN_D_PG_CHUNK_MAX ? SN_D_PG_CHUNK_MAX : c & ~(int64_t)1;
 }
 
 size_t sn_d_scratch_bytes(const sn_ctx *ctx, int64_t D) {

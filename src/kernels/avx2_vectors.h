@@ -39,7 +39,9 @@ static inline __m256 vfold8(V a) { return a; }
 /* ---- bf16 rows: VW elements widened into a vector (exact), a vector rounded into VW -------- */
 
 /* VW floats rounded to bf16 as sn_k_bf16_round: to nearest even on the bits, NaNs quieted
- * (a NaN lane is rare: tested once per vector, then handled off the common path) */
+ * (a NaN lane is rare: tested once per vector, then handled off the common path; the test is
+ * vmovmskps and test: vtestps, one instruction fewer, made the bf16 elementwise calls 10% slower
+ * on Zen 4, docs/performance.md) */
 static inline __m128i vrnd16(V v) {
     const __m256i u = _mm256_castps_si256(v);
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
@@ -59,6 +61,50 @@ static inline V vld16(const sn_bf16 *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 static inline void vst16(sn_bf16 *p, V v) { _mm_storeu_si128((__m128i *)(void *)p, vrnd16(v)); }
+/* a at p and b at q, rounded as vst16 but together, in 16-bit lanes, for a and b without NaN
+ * lanes: split each float into its high word h and low word l (one byte shuffle a vector, then a
+ * blend and an alignr put both vectors' h in one register and their l in another); h is
+ * incremented where l + (h & 1) > 0x8000, which is (bits + 0x7fff + lsb) >> 16 of vrnd16; one
+ * lane-crossing permute then leaves a's eight results in the low half, b's in the high. */
+static inline void vst16x2_num(sn_bf16 *p, V a, sn_bf16 *q, V b) {
+    /* per 128-bit lane: a's four h then its four l; b's four l then its four h */
+    const __m256i ka = _mm256_setr_epi8(2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9, 12, 13, 2, 3,
+                                        6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9, 12, 13);
+    const __m256i kb = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1,
+                                        4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    const __m256i sa = _mm256_shuffle_epi8(_mm256_castps_si256(a), ka);
+    const __m256i sb = _mm256_shuffle_epi8(_mm256_castps_si256(b), kb);
+    const __m256i h = _mm256_blend_epi32(sa, sb, 0xCC); /* a's h, b's h (per lane) */
+    const __m256i l = _mm256_alignr_epi8(sb, sa, 8);    /* a's l, b's l */
+    const __m256i s = _mm256_adds_epu16(l, _mm256_and_si256(h, _mm256_set1_epi16(1)));
+    /* s > 0x8000 unsigned: s ^ 0x8000 > 0 signed; the mask is -1 there */
+    const __m256i up =
+        _mm256_cmpgt_epi16(_mm256_xor_si256(s, _mm256_set1_epi16(-0x8000)), _mm256_setzero_si256());
+    const __m256i r = _mm256_permute4x64_epi64(_mm256_sub_epi16(h, up), 0xD8);
+    /* (the high half first: GCC then stores it straight from the register) */
+    _mm_storeu_si128((__m128i *)(void *)q, _mm256_extracti128_si256(r, 1));
+    _mm_storeu_si128((__m128i *)(void *)p, _mm256_castsi256_si128(r));
+}
+/* a at p and b at q as two vst16 (a NaN in either takes vst16) */
+static inline void vst16x2(sn_bf16 *p, V a, sn_bf16 *q, V b) {
+    const __m256 nan = _mm256_cmp_ps(a, b, _CMP_UNORD_Q);
+    if (__builtin_expect(_mm256_movemask_ps(nan) != 0, 0)) {
+        vst16(p, a), vst16(q, b);
+        return;
+    }
+    vst16x2_num(p, a, q, b);
+}
+/* two vst16x2 with one NaN test for the four vectors */
+static inline void vst16x4(sn_bf16 *p0, V a0, sn_bf16 *q0, V b0, sn_bf16 *p1, V a1, sn_bf16 *q1,
+                           V b1) {
+    const __m256 nan =
+        _mm256_or_ps(_mm256_cmp_ps(a0, b0, _CMP_UNORD_Q), _mm256_cmp_ps(a1, b1, _CMP_UNORD_Q));
+    if (__builtin_expect(_mm256_movemask_ps(nan) != 0, 0)) {
+        vst16x2(p0, a0, q0, b0), vst16x2(p1, a1, q1, b1);
+        return;
+    }
+    vst16x2_num(p0, a0, q0, b0), vst16x2_num(p1, a1, q1, b1);
+}
 /* the lanes of a mask_n mask (AVX2 has no 16-bit masked moves: simd_rows.h's vldm16 and
  * vstm16 take the partial step of a bf16 row through a small buffer) */
 static inline int mask_lanes(M m) {

@@ -69,6 +69,13 @@ static inline V vld16(const sn_bf16 *p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 static inline void vst16(sn_bf16 *p, V v) { _mm256_storeu_si256((__m256i *)(void *)p, vrnd16(v)); }
+/* a at p and b at q, and four outputs (here vst16 each: a vector's rounding already ends in one
+ * narrowing move) */
+static inline void vst16x2(sn_bf16 *p, V a, sn_bf16 *q, V b) { vst16(p, a), vst16(q, b); }
+static inline void vst16x4(sn_bf16 *p0, V a0, sn_bf16 *q0, V b0, sn_bf16 *p1, V a1, sn_bf16 *q1,
+                           V b1) {
+    vst16x2(p0, a0, q0, b0), vst16x2(p1, a1, q1, b1);
+}
 /* the lanes of a mask_n mask (AVX-512F alone has no 16-bit masked moves, they are AVX512BW:
  * simd_rows.h's vldm16 and vstm16 take the partial step of a bf16 row through a buffer) */
 static inline int mask_lanes(M m) { return __builtin_popcount((unsigned)m); }

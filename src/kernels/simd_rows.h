@@ -11,7 +11,8 @@
  *   vstream       streaming store to an address aligned to a whole vector (no fence: every
  *                 task that runs a kernel ends with one, sn_ctx_par)
  *   vld16 vst16 vstream16   the same on VW bf16: widened as loaded, rounded (vrnd16,
- *                 sn_k_bf16_round's bits) as stored;  mask_lanes(m) the lanes of a mask_n mask
+ *                 sn_k_bf16_round's bits) as stored;  vst16x2(p, a, q, b) two vst16, vst16x4
+ *                 four (AVX2: rounded together);  mask_lanes(m) the lanes of a mask_n mask
  * and the including file SN_KERN_TABLE, the name of the table to define (an sn_kern, or with
  * SN_K16 an sn_kern16).
  * Every column, including the last partial vector (handled with masks), goes through the same
@@ -217,11 +218,46 @@ KINLINE void store_out_h(sn_bf16 *p, V v, int t, M m, int nt) {
         vstream16(p, v);
     else store_h(p, v, t, m);
 }
+/* two final outputs of one step, a at p and b at q (ntp, ntq: each as store_out's nt); bf16:
+ * rounded together (vst16x2) on a whole step that streams neither */
+KINLINE void store_out2_f(float *p, V a, float *q, V b, int t, M m, int ntp, int ntq) {
+    store_out_f(p, a, t, m, ntp);
+    store_out_f(q, b, t, m, ntq);
+}
+KINLINE void store_out2_h(sn_bf16 *p, V a, sn_bf16 *q, V b, int t, M m, int ntp, int ntq) {
+    if (!t && !(VW * sizeof(sn_bf16) >= 32 && (ntp || ntq))) {
+        vst16x2(p, a, q, b);
+        return;
+    }
+    store_out_h(p, a, t, m, ntp);
+    store_out_h(q, b, t, m, ntq);
+}
+/* the final outputs of one step of two rows: a0 at p0, b0 at q0, a1 at p1, b1 at q1 */
+KINLINE void store_out4_f(float *p0, V a0, float *q0, V b0, float *p1, V a1, float *q1, V b1, int t,
+                          M m, int ntp, int ntq) {
+    store_out2_f(p0, a0, q0, b0, t, m, ntp, ntq);
+    store_out2_f(p1, a1, q1, b1, t, m, ntp, ntq);
+}
+KINLINE void store_out4_h(sn_bf16 *p0, V a0, sn_bf16 *q0, V b0, sn_bf16 *p1, V a1, sn_bf16 *q1,
+                          V b1, int t, M m, int ntp, int ntq) {
+    if (!t && !(VW * sizeof(sn_bf16) >= 32 && (ntp || ntq))) {
+        vst16x4(p0, a0, q0, b0, p1, a1, q1, b1);
+        return;
+    }
+    store_out2_h(p0, a0, q0, b0, t, m, ntp, ntq);
+    store_out2_h(p1, a1, q1, b1, t, m, ntp, ntq);
+}
 #define load(p, t, m)                                                                              \
     _Generic((p), const sn_bf16 * : load_h, sn_bf16 * : load_h, default : load_f)(p, t, m)
 #define store(p, v, t, m) _Generic((p), sn_bf16 * : store_h, default : store_f)(p, v, t, m)
 #define store_out(p, v, t, m, nt)                                                                  \
     _Generic((p), sn_bf16 * : store_out_h, default : store_out_f)(p, v, t, m, nt)
+#define store_out2(p, a, q, b, t, m, ntp, ntq)                                                     \
+    _Generic((p), sn_bf16 * : store_out2_h, default : store_out2_f)(p, a, q, b, t, m, ntp, ntq)
+#define store_out4(p0, a0, q0, b0, p1, a1, q1, b1, t, m, ntp, ntq)                                 \
+    _Generic((p0), sn_bf16 *                                                                       \
+             : store_out4_h, default                                                               \
+             : store_out4_f)(p0, a0, q0, b0, p1, a1, q1, b1, t, m, ntp, ntq)
 /* sn_k_stats_guard on a row of either type */
 #define stats_guard(n, v, W, m, r)                                                                 \
     _Generic((v), const sn_bf16 *: sn_k_stats_guard16, sn_bf16 *: sn_k_stats_guard16,            \
@@ -884,15 +920,20 @@ static void fuse_pg(const sn_rfuse *F, int64_t n, const SN_T *dh, const SN_T *du
     });
 }
 
-/* the input gradients of one step from xx, yy, gx, gy (nt: streaming stores allowed) */
+/* the input gradients of one step from xx, yy, gx, gy, into *ox and *oy (with dx's and dy's
+ * values added when accx, accy); fuse_dx_step stores them (nt: streaming stores allowed) */
+KINLINE void fuse_dx_vals(const sn_rfuse *F, V xx, V yy, V gx, V gy, const SN_T *dx, const SN_T *dy,
+                          int accx, int accy, int64_t j, int t, M m, V *ox, V *oy) {
+    *ox = vmul(vset1(F->X.r), vfnma(xx, vset1(F->xb), vsub(gx, vset1(F->xa))));
+    *oy = vmul(vset1(F->Y.r), vfnma(yy, vset1(F->yb), vsub(gy, vset1(F->ya))));
+    if (accx) *ox = vadd(load(dx + j, t, m), *ox);
+    if (accy) *oy = vadd(load(dy + j, t, m), *oy);
+}
 KINLINE void fuse_dx_step(const sn_rfuse *F, V xx, V yy, V gx, V gy, SN_T *dx, SN_T *dy, int accx,
                           int accy, int nt, int64_t j, int t, M m) {
-    V ddx = vmul(vset1(F->X.r), vfnma(xx, vset1(F->xb), vsub(gx, vset1(F->xa))));
-    V ddy = vmul(vset1(F->Y.r), vfnma(yy, vset1(F->yb), vsub(gy, vset1(F->ya))));
-    if (accx) store(dx + j, vadd(load(dx + j, t, m), ddx), t, m);
-    else store_out(dx + j, ddx, t, m, nt);
-    if (accy) store(dy + j, vadd(load(dy + j, t, m), ddy), t, m);
-    else store_out(dy + j, ddy, t, m, nt);
+    V ddx, ddy;
+    fuse_dx_vals(F, xx, yy, gx, gy, dx, dy, accx, accy, j, t, m, &ddx, &ddy);
+    store_out2(dx + j, ddx, dy + j, ddy, t, m, nt && !accx, nt && !accy);
 }
 
 static void fuse_dx(const sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
@@ -1019,45 +1060,56 @@ KINLINE void fuse_p2_pf(const brow *w, int64_t j) {
 }
 /* pass 2 at column j: the quantities of the step (returned), the reductions of N_x and N_y;
  * gx replaces xs in bs, gy goes to bg. hdu: the row has du (a constant). The sweeps prefetch
- * before it (fuse_p2_pf). */
+ * before it (fuse_p2_pf). In two parts, so that a pair of rows can use each part's quantities
+ * before the next (fuse_bwd2_p2): a, N_out's side (xs, dh, ds) and yy; b, the rest. */
+KINLINE void fuse_p2_a(const brow *w, belem *e, int64_t j, int t, M m) {
+    e->xs = vld(w->bs + j);
+    e->dh = dh_p23(w->dh, w->kdh, j, t, m);
+    e->ds = ds_of(&w->F, e->xs, e->dh, j, t, m);
+    e->yy = xx_p23(&w->F.Y, w->y, w->ky, j, t, m);
+}
+KINLINE void fuse_p2_b(brow *w, belem *e, int hdu, int64_t j, int t, M m, int k) {
+    e->xx = xx_p23(&w->F.X, w->x, w->kx, j, t, m);
+    e->dt = hdu ? vadd(load(w->du + j, t, m), e->ds) : e->ds; /* dt_of, du known */
+    e->gx = vmul(gamma_at(w->F.X.gamma, j, t, m), e->dt);
+    e->gy = vmul(gamma_at(w->F.Y.gamma, j, t, m), e->ds);
+    fuse_red2_step(e, t, m, &w->ax[k], &w->bx[k], &w->ay[k], &w->by[k]);
+    vst(w->bs + j, e->gx);
+    vst(w->bg + j, e->gy);
+}
 KINLINE belem fuse_p2(brow *w, int hdu, int64_t j, int t, M m, int k) {
     belem e;
-    e.xx = xx_p23(&w->F.X, w->x, w->kx, j, t, m);
-    e.yy = xx_p23(&w->F.Y, w->y, w->ky, j, t, m);
-    e.xs = vld(w->bs + j);
-    e.dh = dh_p23(w->dh, w->kdh, j, t, m);
-    e.ds = ds_of(&w->F, e.xs, e.dh, j, t, m);
-    e.dt = hdu ? vadd(load(w->du + j, t, m), e.ds) : e.ds; /* dt_of, du known */
-    e.gx = vmul(gamma_at(w->F.X.gamma, j, t, m), e.dt);
-    e.gy = vmul(gamma_at(w->F.Y.gamma, j, t, m), e.ds);
-    fuse_red2_step(&e, t, m, &w->ax[k], &w->bx[k], &w->ay[k], &w->by[k]);
-    vst(w->bs + j, e.gx);
-    vst(w->bg + j, e.gy);
+    fuse_p2_a(w, &e, j, t, m);
+    fuse_p2_b(w, &e, hdu, j, t, m, k);
     return e;
 }
 
 /* pass 3 at column j: the input gradients (dx, dy written, or added to when accx, accy) */
-KINLINE void fuse_p3(const brow *w, int accx, int accy, int nt, int64_t j, int t, M m) {
+KINLINE void fuse_p3_vals(const brow *w, int accx, int accy, int64_t j, int t, M m, V *ox, V *oy) {
     const V xx = xx_p23(&w->F.X, w->x, w->kx, j, t, m);
     const V yy = xx_p23(&w->F.Y, w->y, w->ky, j, t, m);
-    fuse_dx_step(&w->F, xx, yy, vld(w->bs + j), vld(w->bg + j), w->dx, w->dy, accx, accy, nt, j, t,
-                 m);
+    fuse_dx_vals(&w->F, xx, yy, vld(w->bs + j), vld(w->bg + j), w->dx, w->dy, accx, accy, j, t, m,
+                 ox, oy);
+}
+KINLINE void fuse_p3(const brow *w0, const brow *w1, int accx, int accy, int nt, int64_t j, int t,
+                     M m) {
+    V a0, b0, a1, b1;
+    fuse_p3_vals(w0, accx, accy, j, t, m, &a0, &b0);
+    if (!w1) {
+        store_out2(w0->dx + j, a0, w0->dy + j, b0, t, m, nt && !accx, nt && !accy);
+        return;
+    }
+    fuse_p3_vals(w1, accx, accy, j, t, m, &a1, &b1);
+    store_out4(w0->dx + j, a0, w0->dy + j, b0, w1->dx + j, a1, w1->dy + j, b1, t, m, nt && !accx,
+               nt && !accy);
 }
 
 /* pass 3 over rows w0 and w1 (w1 NULL: w0 alone; accx, accy and nt constants after inlining):
  * rows from memory (nt) in the order of the streams, rows in the caches from pass 2's last
  * columns */
 KINLINE void fuse_p3_cols(const brow *w0, const brow *w1, int64_t D, int accx, int accy, int nt) {
-    if (nt)
-        COLS(D, {
-            fuse_p3(w0, accx, accy, 1, j, t, m);
-            if (w1) fuse_p3(w1, accx, accy, 1, j, t, m);
-        });
-    else
-        COLS_DOWN(D, {
-            fuse_p3(w0, accx, accy, 0, j, t, m);
-            if (w1) fuse_p3(w1, accx, accy, 0, j, t, m);
-        });
+    if (nt) COLS(D, { fuse_p3(w0, w1, accx, accy, 1, j, t, m); });
+    else COLS_DOWN(D, { fuse_p3(w0, w1, accx, accy, 0, j, t, m); });
 }
 /* pass 3 of one row or a pair, its loop unswitched on accumulate-or-write and streaming (eight
  * small loops: no test per vector) */
@@ -1149,16 +1201,22 @@ static void fuse_bwd(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, con
 }
 
 /* pass 2 of rows w0 and w1, each parameter-gradient vector loaded once for both (row 0's
- * contribution first); hdu: the rows have du (a constant: a loop without a test per vector) */
+ * contribution first); hdu: the rows have du (a constant: a loop without a test per vector).
+ * The order of the parts only sets how many vectors are live at once (sixteen accumulators
+ * already fill AVX2's registers): the one here spilled least of those counted (docs/performance.md,
+ * "The bf16 fuse backward"); every order gives the same bits. */
 KINLINE void fuse_bwd2_p2(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp, int hdu) {
     const int pf = w0->F.npf || w1->F.npf; /* both rows' SN_K_PF_ROWS (brow_init) */
     RCOLS2(D, {
         if (ks % PF_EVERY == 0 && pf) fuse_p2_pf(w0, j);
-        const belem e0 = fuse_p2(w0, hdu, j, t, m, k);
+        belem e0, e1;
+        fuse_p2_a(w0, &e0, j, t, m);
         if (ks % PF_EVERY == 0 && pf) fuse_p2_pf(w1, j);
-        const belem e1 = fuse_p2(w1, hdu, j, t, m, k);
+        fuse_p2_a(w1, &e1, j, t, m);
         acc_fma2(at(dp->go, j), e0.dh, e0.xs, e1.dh, e1.xs, t, m);
         acc_add2(at(dp->bo, j), e0.dh, e1.dh, t, m);
+        fuse_p2_b(w0, &e0, hdu, j, t, m, k);
+        fuse_p2_b(w1, &e1, hdu, j, t, m, k);
         acc_fma2(at(dp->gx, j), e0.dt, e0.xx, e1.dt, e1.xx, t, m);
         acc_add2(at(dp->bx, j), e0.dt, e1.dt, t, m);
         acc_fma2(at(dp->gy, j), e0.ds, e0.yy, e1.ds, e1.yy, t, m);
@@ -1357,8 +1415,14 @@ static void hc_wsum(const SN_T *x, int64_t n, const float *coef, int nw, float *
 static void widen(const sn_bf16 *s, int64_t n, float *d) {
     COLS(n, { store(d + j, load(s + j, t, m), t, m); });
 }
+/* (round16 takes four vectors at a time through vst16x4, the fuse backward's store, so that
+ * checkasm's rounding checks, special values and every 257th float, reach all its branches) */
 static void round16(const float *s, int64_t n, sn_bf16 *d) {
-    COLS(n, { store(d + j, load(s + j, t, m), t, m); });
+    int64_t i = 0;
+    for (; i + 4 * VW <= n; i += 4 * VW)
+        vst16x4(d + i, vld(s + i), d + i + VW, vld(s + i + VW), d + i + 2 * VW, vld(s + i + 2 * VW),
+                d + i + 3 * VW, vld(s + i + 3 * VW));
+    COLS(n - i, { store(d + i + j, load(s + i + j, t, m), t, m); });
 }
 static void copy(const sn_bf16 *a, sn_bf16 *out, int64_t n) {
     COLS(n, { store(out + j, load(a + j, t, m), t, m); });
