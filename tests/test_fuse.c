@@ -178,8 +178,8 @@ static void check_fuse(const sn_fuse *f, int64_t R, int64_t D, int64_t pad, uint
 
     /* ---- finite differences ---- */
     samples s;
-    s.n_in = R * D > 300 ? 200 : R * D;
-    s.n_p = (np > 48 && R * D > 5000) ? 48 : np;
+    s.n_in = tu_fd_count(R * D > 300 ? 200 : R * D);
+    s.n_p = tu_fd_count((np > 48 && R * D > 5000) ? 48 : np);
     s.in = (int64_t *)tu_xalloc((size_t)s.n_in * sizeof(int64_t));
     s.p = (int64_t *)tu_xalloc((size_t)(s.n_p + 1) * sizeof(int64_t));
     s.fdx = tu_dalloc(s.n_in), s.fdy = tu_dalloc(s.n_in), s.fdp = tu_dalloc(s.n_p + 1);

@@ -307,17 +307,17 @@ static void check_net(const sn_net *net, int64_t R, uint64_t seed, const char *n
 
     /* finite differences of L = sum(w * out) */
     net_loss L = {&rn, R, ed, pd, wd, tmp, &b};
-    const int64_t ne = n_e ? n_e : R * D, npp = n_p ? n_p : np;
+    const int64_t ne = tu_fd_count(n_e ? n_e : R * D), npp = tu_fd_count(n_p ? n_p : np);
     double *fde = tu_dalloc(ne), *fdp = tu_dalloc(npp + 1), *ge = tu_dalloc(ne);
     double *gp = tu_dalloc(npp + 1), *gpa = tu_dalloc(npp + 1);
     int64_t *ie = (int64_t *)tu_xalloc((size_t)ne * sizeof(int64_t));
     int64_t *ip = (int64_t *)tu_xalloc((size_t)(npp + 1) * sizeof(int64_t));
     for (int64_t k = 0; k < ne; k++) {
-        ie[k] = n_e ? tu_randint(&g, R * D) : k;
+        ie[k] = n_e || ne < R * D ? tu_randint(&g, R * D) : k;
         fde[k] = tu_fd(net_loss_eval, &L, &ed[ie[k]], 1e-6);
     }
     for (int64_t k = 0; k < npp; k++) {
-        ip[k] = n_p ? tu_randint(&g, np) : k;
+        ip[k] = n_p || npp < np ? tu_randint(&g, np) : k;
         fdp[k] = tu_fd(net_loss_eval, &L, &pd[ip[k]], 1e-6);
     }
     for (int64_t k = 0; k < ne; k++) ge[k] = a.de[(ie[k] / D) * a.ldde + ie[k] % D];

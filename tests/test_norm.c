@@ -145,8 +145,8 @@ static void check_norm(const sn_norm *n, int64_t R, int64_t D, int64_t pad, uint
 
     /* ---- finite differences ---- */
     norm_loss L = {n, R, D, -1, xd, pd, wd, tmp};
-    const int64_t nin = R * D > 600 ? 400 : R * D;
-    const int64_t npc = (np > 64 && R * D > 20000) ? 64 : np;
+    const int64_t nin = tu_fd_count(R * D > 600 ? 400 : R * D);
+    const int64_t npc = tu_fd_count((np > 64 && R * D > 20000) ? 64 : np);
     int64_t *in_idx = (int64_t *)tu_xalloc((size_t)nin * sizeof(int64_t));
     int64_t *p_idx = (int64_t *)tu_xalloc((size_t)(npc + 1) * sizeof(int64_t));
     double *fd_in = tu_dalloc(nin), *fd_p = tu_dalloc(npc + 1);

@@ -315,6 +315,20 @@ static inline double tu_stats_err(int kind, int64_t G, int64_t R, const float *l
     return emax;
 }
 
+/* How many elements a check probes by finite differences, given the count it probes in a normal
+ * build: in sanitizer builds (SN_TEST_SMALL) at most TU_FD_SMALL_MAX, drawn at random by the
+ * caller as when its own count is below the whole. There the float64 reference behind the probes
+ * took most of test_norm's, test_fuse's and test_net's time while the library calls are the same; the
+ * first stage of tools/test.sh runs the full counts. */
+#define TU_FD_SMALL_MAX 48
+static inline int64_t tu_fd_count(int64_t n) {
+#ifdef SN_TEST_SMALL
+    return n < TU_FD_SMALL_MAX ? n : TU_FD_SMALL_MAX;
+#else
+    return n;
+#endif
+}
+
 /* Central finite difference of loss() with respect to *v: (L(v+h) - L(v-h)) / 2h. */
 typedef double (*tu_loss_fn)(void *ctx);
 static inline double tu_fd(tu_loss_fn loss, void *ctx, double *v, double h) {
