@@ -122,8 +122,6 @@
             if (j < (n)) RSTEP(kb, 1, 1, RMASK(n), __VA_ARGS__)                                    \
         } else if (j < (n)) RSTEP(0, 0, 1, RMASK(n), __VA_ARGS__)                                  \
     } while (0)
-#define RCOLS_A1(n, ...) RCOLS_PAIR(0, n, __VA_ARGS__)
-#define RCOLS_A2(n, ...) RCOLS_PAIR(1, n, __VA_ARGS__)
 
 /* four accumulator vectors (k = ks = 0 .. 3) */
 #define RCOLS_A4(n, ...)                                                                           \
@@ -161,11 +159,11 @@
     } while (0)
 
 #if VSETS == 1
-#define RCOLS2 RCOLS_A2
-#define RCOLS4 RCOLS_A4
+#define RCOLS2(n, ...) RCOLS_PAIR(1, n, __VA_ARGS__)
+#define RCOLS4         RCOLS_A4
 #elif VSETS == 2
-#define RCOLS2 RCOLS_A1
-#define RCOLS4 RCOLS_A2
+#define RCOLS2(n, ...) RCOLS_PAIR(0, n, __VA_ARGS__)
+#define RCOLS4(n, ...) RCOLS_PAIR(1, n, __VA_ARGS__)
 #else
 #error "simd_rows.h: VSETS must be 1 or 2"
 #endif
@@ -219,13 +217,16 @@ KINLINE void store_out_h(sn_bf16 *p, V v, int t, M m, int nt) {
     else store_h(p, v, t, m);
 }
 /* two final outputs of one step, a at p and b at q (ntp, ntq: each as store_out's nt); bf16:
- * rounded together (vst16x2) on a whole step that streams neither */
+ * rounded together (vst16x2) on a whole step that streams neither (paired_ok) */
+KINLINE int paired_ok(int t, int ntp, int ntq) {
+    return !t && !(VW * sizeof(sn_bf16) >= 32 && (ntp || ntq));
+}
 KINLINE void store_out2_f(float *p, V a, float *q, V b, int t, M m, int ntp, int ntq) {
     store_out_f(p, a, t, m, ntp);
     store_out_f(q, b, t, m, ntq);
 }
 KINLINE void store_out2_h(sn_bf16 *p, V a, sn_bf16 *q, V b, int t, M m, int ntp, int ntq) {
-    if (!t && !(VW * sizeof(sn_bf16) >= 32 && (ntp || ntq))) {
+    if (paired_ok(t, ntp, ntq)) {
         vst16x2(p, a, q, b);
         return;
     }
@@ -240,12 +241,12 @@ KINLINE void store_out4_f(float *p0, V a0, float *q0, V b0, float *p1, V a1, flo
 }
 KINLINE void store_out4_h(sn_bf16 *p0, V a0, sn_bf16 *q0, V b0, sn_bf16 *p1, V a1, sn_bf16 *q1,
                           V b1, int t, M m, int ntp, int ntq) {
-    if (!t && !(VW * sizeof(sn_bf16) >= 32 && (ntp || ntq))) {
+    if (paired_ok(t, ntp, ntq)) {
         vst16x4(p0, a0, q0, b0, p1, a1, q1, b1);
         return;
     }
-    store_out2_h(p0, a0, q0, b0, t, m, ntp, ntq);
-    store_out2_h(p1, a1, q1, b1, t, m, ntp, ntq);
+    store_out_h(p0, a0, t, m, ntp), store_out_h(q0, b0, t, m, ntq);
+    store_out_h(p1, a1, t, m, ntp), store_out_h(q1, b1, t, m, ntq);
 }
 #define load(p, t, m)                                                                              \
     _Generic((p), const sn_bf16 * : load_h, sn_bf16 * : load_h, default : load_f)(p, t, m)
