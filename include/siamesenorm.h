@@ -74,7 +74,8 @@
  * order for both) and changed the AVX2 path's in sums over rows whose width is not a multiple
  * of 8; 0.6.5 changed no call and, on every path, the bits of the parameter gradients of the
  * backward calls for row widths D at which 16384 / D is odd and above 1 (the rows per
- * parameter-gradient chunk are now even: 768 columns, 21 -> 20 rows).
+ * parameter-gradient chunk are now even: 768 columns, 21 -> 20 rows); 0.6.6 changed no call and
+ * no bit.
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -90,10 +91,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 6
-#define SN_VERSION_PATCH 5
+#define SN_VERSION_PATCH 6
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.6.5"
+#define SN_VERSION_STRING "0.6.6"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
@@ -202,7 +203,8 @@ SN_API void sn_ctx_destroy(sn_ctx *ctx);
 typedef enum sn_isa {
     SN_ISA_AUTO = 0,   /* the best path this build and CPU support (the default); on CPU
                         * families where another path runs some kernels faster (measured by
-                        * tests/checkasm's --bench, docs/performance.md), auto takes those
+                        * tests/checkasm's --bench on rows in L1 and bench/sn-auto-calls
+                        * through the public calls, docs/performance.md), auto takes those
                         * kernels from it: from another SIMD path (they give the same bits in
                         * every kernel) or, for plain copies, from the scalar path, so the
                         * results are bitwise those of the path sn_ctx_isa names */

@@ -26,19 +26,6 @@ void sn_d_prefetch_row(const void *p, int64_t bytes) {
 #endif
 }
 
-void sn_d_prefetch_near(const void *p, int64_t bytes) {
-#if defined(__GNUC__)
-    const char *c = p;
-    int64_t b = 0;
-    for (; b + 512 <= bytes; b += 512) /* eight lines a step: fewer loop instructions */
-        for (int i = 0; i < 512; i += 64) __builtin_prefetch(c + b + i, 1, 3);
-    for (; b < bytes; b += 64) __builtin_prefetch(c + b, 1, 3);
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
-
 int64_t sn_d_pg_chunk_rows(int64_t D) {
     const int64_t c = SN_D_PG_CHUNK_ELEMS / D;
     /* even from 2 up: the fuse backward's kernels take a chunk's rows in pairs, and a lone row

@@ -53,6 +53,8 @@ static SN_T *out_row(mat_out m, int64_t r) { return m.p + r * m.ld; }
 typedef struct job {
     const SN_KT *K;
     const sn_kern *K32; /* the fp32 table of the same path (parameter-gradient slots) */
+    sn_isa isa;         /* the context's path setting, and the row width the kernels see: */
+    int64_t W;          /* K and K32 are its tables for them (set_mem_at: whether nt) */
     int64_t R, D;       /* rows of the call; elements per row */
     int64_t pieces;     /* tasks of the parallel for under way (row runs, chunk runs or columns) */
     int nt;             /* streaming stores (see SN_D_NT_MIN_BYTES) */
@@ -73,8 +75,10 @@ typedef struct job {
 static job job_of_width(const sn_ctx *ctx, int64_t R, int64_t D, int64_t W) {
     job J;
     memset(&J, 0, sizeof J);
-    J.K = SN_KERN_FOR(sn_ctx_isa_setting(ctx), W);
-    J.K32 = sn_kern_for(sn_ctx_isa_setting(ctx), W);
+    J.isa = sn_ctx_isa_setting(ctx);
+    J.W = W;
+    J.K = SN_KERN_FOR(J.isa, W, 0);
+    J.K32 = sn_kern_for(J.isa, W, 0);
     J.R = R;
     J.D = D;
     return J;
@@ -101,6 +105,10 @@ static void set_mem_at(job *J, int64_t R, int64_t D, int nmat, double nt_min) {
     const double bytes = (double)R * (double)D * (double)nmat * sizeof(SN_T);
     J->nt = bytes > nt_min;
     J->pf = bytes > SN_D_PF_MIN_BYTES;
+    if (J->nt) { /* auto's tables for calls that stream (the same bits) */
+        J->K = SN_KERN_FOR(J->isa, J->W, 1);
+        J->K32 = sn_kern_for(J->isa, J->W, 1);
+    }
 }
 static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
     set_mem_at(J, R, D, nmat, SN_D_NT_MIN_BYTES);
@@ -148,12 +156,9 @@ static void pg_fold_task(void *arg, int64_t i) {
     const job *J = arg;
     int64_t j0, j1;
     col_range(J->npg, J->pieces, i, &j0, &j1);
-    for (int64_t k = 0; k < J->nk; k++) {
-        const float *s = J->buf + k * J->slot;
-        /* dparams += s through the path's fp32 axpy: 1 * s is exact, so each element is the
-         * rounded sum dparams + s, fused multiply-add or not: the same bits on every path */
-        J->K32->axpy(s + j0, J->dparams + j0, 1.0f, J->dparams + j0, j1 - j0, 0);
-    }
+    /* dparams += the slots in chunk order, in one sweep (the path's fp32 fold: the same bits
+     * on every path) */
+    J->K32->fold(J->buf + j0, J->slot, J->nk, J->dparams + j0, j1 - j0);
 }
 
 /* Threads take the chunks of a super-block in runs of adjacent chunks, PG_RUNS_PER_THREAD runs
@@ -191,14 +196,14 @@ static void pg_run(const sn_ctx *ctx, job *J, void *arg, sn_task_fn chunk_task,
         wide(arg);
         return;
     }
-    if (sn_d_row_pieces(ctx, R, J->D) == 1 || K < 2 || nch < 2)
-        K = 1; /* the calling thread alone */
+    /* the calling thread alone: the chunks of a super-block one after the other, then one fold */
+    const int alone = sn_d_row_pieces(ctx, R, J->D) == 1 || K < 2 || nch < 2;
     if (K > nch) K = nch;
     for (int64_t c0 = 0; c0 < nch; c0 += K) {
         J->c0 = c0;
         J->nk = nch - c0 < K ? nch - c0 : K;
-        if (K == 1) {
-            chunk_task(arg, 0);
+        if (alone) {
+            for (int64_t i = 0; i < J->nk; i++) chunk_task(arg, i);
             J->pieces = 1;
             pg_fold_task(J, 0);
             continue;
@@ -440,7 +445,8 @@ typedef struct fuse_job {
     sn_fuse_layout L;
     int64_t spr; /* stats per row */
     const float *params;
-    sn_rfuse F0; /* the three norms resolved once per call (m = 0, r = 1), see fuse_F0 */
+    sn_rfuse F0;     /* the three norms resolved once per call (m = 0, r = 1), see fuse_F0 */
+    int32_t kind[3]; /* the kinds of f->x, f->y and f->out */
     mat_in x, y;
     mat_out u, h;       /* forward */
     float *stats_out;   /* forward */
@@ -465,6 +471,7 @@ static void fuse_job_init(fuse_job *J, const sn_fuse *f, const float *params) {
     J->F0.Y = sn_k_resolve(&f->y, D, P ? P + J->L.py : NULL, 0.0f, 1.0f);
     J->F0.O = sn_k_resolve(&f->out, D, P ? P + J->L.po : NULL, 0.0f, 1.0f);
     J->F0.nt = J->run.nt;
+    J->kind[0] = f->x.kind, J->kind[1] = f->y.kind, J->kind[2] = f->out.kind;
 }
 
 /* Beyond L2 (pf), the forward kernel working on rows r, r + 1 prefetches the x and y rows of
@@ -589,15 +596,23 @@ static frow fuse_row(const fuse_job *J, int64_t r) {
     return w;
 }
 
+/* row r's statistics into *F, an sn_rfuse that holds J->F0 but for the fields a row sets (its
+ * statistics, its prefetch rows; the kernels assign the reductions before they read them): no
+ * prefetch rows */
+static inline void fuse_row_stats(const fuse_job *J, int64_t r, sn_rfuse *F) {
+    F->npf = 0;
+    if (J->stats) {
+        const float *st = J->stats + r * J->spr;
+        sn_k_stats_get1(&F->X, J->kind[0], st + J->L.sx);
+        sn_k_stats_get1(&F->Y, J->kind[1], st + J->L.sy);
+        sn_k_stats_get1(&F->O, J->kind[2], st + J->L.so);
+    }
+}
+
 /* row r's sn_rfuse into *F: J->F0 with the row's saved statistics, the reductions zeroed */
 static void fuse_row_F(const fuse_job *J, int64_t r, sn_rfuse *F) {
     *F = J->F0;
-    if (J->stats) {
-        const float *st = J->stats + r * J->spr;
-        sn_k_stats_get(&F->X, J->f->x.kind, st + J->L.sx, 1, 0);
-        sn_k_stats_get(&F->Y, J->f->y.kind, st + J->L.sy, 1, 0);
-        sn_k_stats_get(&F->O, J->f->out.kind, st + J->L.so, 1, 0);
-    }
+    fuse_row_stats(J, r, F);
 }
 
 /* Beyond L2 (pf), the kernel working on row r prefetches row r + SN_D_PF_AHEAD: the SIMD kernels
@@ -625,23 +640,23 @@ static void fuse_bwd_rows(const fuse_job *J, int64_t lo, int64_t hi, float *pg) 
     const int64_t D = P->D;
     const sn_dfuse dp = sn_k_fuse_dparams(J->f, &J->L, D, pg);
     const int64_t rend = P->R, rb = D * (int64_t)sizeof(SN_T);
-    sn_rfuse F[2];
+    sn_rfuse F[2] = {J->F0, J->F0}; /* a row sets only its own fields (fuse_row_stats) */
+    /* the rows touched ahead (below SN_D_PF_MIN_BYTES): x, y, and the input gradients that are
+     * written, not read (not dx when du is given: in a sub-layer dx is du's row) */
+    const int near = !P->pf, near_dx = !J->accx && !J->du.p, near_dy = !J->accy;
     for (int64_t r = lo; r < hi; r++) {
         const int pair = pg && r + 1 < hi;
-        for (int64_t q = r + SN_D_PF_NEAR; !P->pf && q <= r + SN_D_PF_NEAR + pair && q < rend;
-             q++) {
-            const frow n = fuse_row(J, q);
-            sn_d_prefetch_near(n.x, rb);
-            sn_d_prefetch_near(n.y, rb);
-            if (!J->accx && !n.du)
-                sn_d_prefetch_near(out_row(J->dx, q), rb); /* written, not read */
-            if (!J->accy) sn_d_prefetch_near(out_row(J->dy, q), rb);
+        for (int64_t q = r + SN_D_PF_NEAR; near && q <= r + SN_D_PF_NEAR + pair && q < rend; q++) {
+            sn_d_prefetch_near(in_row(J->x, q), rb);
+            sn_d_prefetch_near(in_row(J->y, q), rb);
+            if (near_dx) sn_d_prefetch_near(out_row(J->dx, q), rb);
+            if (near_dy) sn_d_prefetch_near(out_row(J->dy, q), rb);
         }
-        fuse_row_F(J, r, &F[0]);
+        fuse_row_stats(J, r, &F[0]);
         fuse_row_pf(J, r + SN_D_PF_AHEAD, &F[0]);
         const frow w = fuse_row(J, r);
         if (pair) { /* two rows per load and store of the parameter gradients */
-            fuse_row_F(J, r + 1, &F[1]);
+            fuse_row_stats(J, r + 1, &F[1]);
             fuse_row_pf(J, r + 1 + SN_D_PF_AHEAD, &F[1]);
             const frow v = fuse_row(J, r + 1);
             const SN_T *const dh[2] = {w.dh, v.dh}, *const du[2] = {w.du, v.du};

@@ -26,6 +26,7 @@
 #ifndef SN_KERNELS_H
 #define SN_KERNELS_H
 
+#include <stddef.h> /* offsetof */
 #include <string.h>
 
 #include "layout.h" /* the row limits, and the sizes and layouts of norms and fuses */
@@ -110,11 +111,12 @@ extern const sn_kern sn_kern_avx2;
 extern const sn_kern sn_kern_avx512;
 #endif
 
-/* The table of a path for rows of `width` elements (never NULL: paths not compiled in give the
- * scalar table). A forced path's table ignores the width. SN_ISA_AUTO: the best path's table
- * with some slots (table.h) taken from another path, per CPU family and width class
- * (registry.c): the same bits as the best path's own table, whatever the width. */
-const sn_kern *sn_kern_for(sn_isa isa, int64_t width);
+/* The table of a path for rows of `width` elements in a call that writes with streaming stores
+ * (`streams`, the drivers' nt) or not (never NULL: paths not compiled in give the scalar table).
+ * A forced path's table ignores both. SN_ISA_AUTO: the best path's table with some slots
+ * (table.h) taken from another path, per CPU family, width class and whether the call streams
+ * (registry.c): the same bits as the best path's own table, whatever the choice. */
+const sn_kern *sn_kern_for(sn_isa isa, int64_t width, int streams);
 
 /* The width classes of SN_ISA_AUTO's tables, by their narrowest rows: up to 127 elements (the
  * loops' own cost counts), 128 .. 2048 (rows in L1 and L2), and wider (the rows stream from L2
@@ -144,9 +146,9 @@ extern const sn_kern16 sn_kern16_avx512bf16;
 
 /* The bf16 table of a path (never NULL: paths not compiled in give the scalar table). For the
  * AVX-512 path, sn_kern16_avx512bf16 where the CPU has AVX512-BF16 and AVX512DQ. SN_ISA_AUTO:
- * the best path's table (no bf16 slot was measured faster elsewhere); the width is the
- * drivers' one argument for both lookups. */
-const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width);
+ * the best path's table (no bf16 slot was measured faster elsewhere); the width and `streams`
+ * are the drivers' arguments for both lookups. */
+const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, int streams);
 
 /* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */
 sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r);
@@ -181,6 +183,14 @@ static inline void sn_k_stats_get(sn_rnorm *q, int32_t kind, const float *blk, i
     } else if (kind == SN_NORM_RMSNORM) {
         q->r = blk[g];
     }
+}
+/* sn_k_stats_get of a norm without groups (ng = 1, g = 0): LayerNorm's mean and rstd are then
+ * adjacent in the block, as m and r are in sn_rnorm, and move as one */
+_Static_assert(offsetof(sn_rnorm, r) == offsetof(sn_rnorm, m) + sizeof(float),
+               "sn_rnorm: r follows m");
+static inline void sn_k_stats_get1(sn_rnorm *q, int32_t kind, const float *blk) {
+    if (kind == SN_NORM_LAYERNORM) memcpy(&q->m, blk, 2 * sizeof(float));
+    else if (kind == SN_NORM_RMSNORM) q->r = blk[0];
 }
 
 /* bf16 <-> fp32, one element: widening is exact; rounding is to nearest even on the fp32 bits,

@@ -53,12 +53,15 @@ typedef struct slot_pick {
     size_t off;       /* the slot's place in sn_kern */
     sn_isa from;      /* the path to take it from */
     unsigned classes; /* the width classes (bit c: sn_k_width_class c) it is taken for */
+    unsigned calls;   /* the calls it is taken for: bit 0 without streaming stores, bit 1 with */
 } slot_pick;
-#define PICK(slot, from, classes)                                                                  \
-    { offsetof(sn_kern, slot), from, classes }
+#define PICK(slot, from, classes, calls)                                                           \
+    { offsetof(sn_kern, slot), from, classes, calls }
 #define ALL_WIDTHS  ((1u << SN_K_WIDTH_CLASSES) - 1u)
 #define MID_WIDTHS  2u /* class 1: 128 .. 2048 */
 #define WIDE_WIDTHS 4u /* class 2: 2049 and wider */
+#define CACHED      1u /* calls without streaming stores (their matrices mostly in the caches) */
+#define ALL_CALLS   3u
 
 /* AMD Zen 4 (AVX-512 base), fp32 rows, AVX-512 / AVX2 in L1, medians over six to sixteen
  * processes of `checkasm --bench` (docs/performance.md, "One summation order"):
@@ -70,16 +73,28 @@ typedef struct slot_pick {
  * (worst: AVX2 1.17, AVX-512 1.03); norm_bwd, 1.03-1.09 at 32 .. 96 in the sweeps (worst: AVX2
  * 1.22, AVX-512 1.19). axpy from 2049 up: worst AVX2 1.08, AVX-512 1.11. copy, widen and round
  * are the same memmove on every path, and the scalar unit's took 0.87-0.91x the AVX units' at
- * 64 elements. Every other slot stays AVX-512: it was as fast or faster. So was every bf16 slot
- * (0.45-0.98 in most cases, ranges across 1 at worst), so auto's bf16 table is the best path's
- * own, and these picks are fp32 only. */
+ * 64 elements. Through the public calls (bench/auto_calls.c, sn-auto-calls: rows in L2, L3 or
+ * memory, matrices on 4 KiB boundaries; docs/performance.md, "auto at the call level"), AVX-512
+ * took 1.03-1.30x AVX2's time in sn_apply_forward (the apply slot) at most sizes from 16 x 768
+ * to 2048 x 768, in every run, but 0.89-1.02x (mostly below 1) from 3072 x 768, where the call
+ * writes with streaming stores: apply is taken for the calls without them. In
+ * sn_apply_backward and sn_split_backward (add_div) it took 1.02-1.07x at most sizes from
+ * 512 x 768 up, with streaming stores too: add_div is taken for every call. In L1 the two are
+ * level (1.00-1.01). Both at every width. Every other slot stays AVX-512. So does every bf16
+ * slot (0.45-0.98 in L1 in most cases, ranges across 1 at worst; no bf16 call slower than a
+ * forced path), so auto's bf16 table is the best path's own, and these picks are fp32 only. */
 static const slot_pick zen4[] = {
-    PICK(norm_pg, SN_ISA_AVX2, MID_WIDTHS), PICK(axpy, SN_ISA_AVX2, MID_WIDTHS | WIDE_WIDTHS),
-    PICK(copy, SN_ISA_SCALAR, ALL_WIDTHS),  PICK(widen, SN_ISA_SCALAR, ALL_WIDTHS),
-    PICK(round, SN_ISA_SCALAR, ALL_WIDTHS),
+    PICK(norm_pg, SN_ISA_AVX2, MID_WIDTHS, ALL_CALLS),
+    PICK(axpy, SN_ISA_AVX2, MID_WIDTHS | WIDE_WIDTHS, ALL_CALLS),
+    PICK(apply, SN_ISA_AVX2, ALL_WIDTHS, CACHED),
+    PICK(add_div, SN_ISA_AVX2, ALL_WIDTHS, ALL_CALLS),
+    PICK(copy, SN_ISA_SCALAR, ALL_WIDTHS, ALL_CALLS),
+    PICK(widen, SN_ISA_SCALAR, ALL_WIDTHS, ALL_CALLS),
+    PICK(round, SN_ISA_SCALAR, ALL_WIDTHS, ALL_CALLS),
 };
 
-static sn_kern auto32[SN_K_WIDTH_CLASSES];
+/* [streams][width class] */
+static sn_kern auto32[2][SN_K_WIDTH_CLASSES];
 
 /* copies the slot at byte offset off of table src into dst */
 static void take(sn_kern *dst, const sn_kern *src, size_t off) {
@@ -94,12 +109,13 @@ static void compose(void) {
         p = zen4;
         n = sizeof zen4 / sizeof zen4[0];
     }
-    for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
-        auto32[c] = *path_table(base);
-        for (size_t i = 0; i < n; i++)
-            if (p[i].classes >> c & 1u && sn_cpu_has(p[i].from))
-                take(&auto32[c], path_table(p[i].from), p[i].off);
-    }
+    for (int s = 0; s < 2; s++)
+        for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
+            auto32[s][c] = *path_table(base);
+            for (size_t i = 0; i < n; i++)
+                if (p[i].classes >> c & 1u && p[i].calls >> s & 1u && sn_cpu_has(p[i].from))
+                    take(&auto32[s][c], path_table(p[i].from), p[i].off);
+        }
 }
 
 /* auto's tables are composed once per process, the first time a call asks for them: like the
@@ -112,12 +128,13 @@ static int auto_ready(void) { return pthread_once(&composed, compose) == 0; }
 static int auto_ready(void) { return 0; }
 #endif
 
-const sn_kern *sn_kern_for(sn_isa isa, int64_t width) {
+const sn_kern *sn_kern_for(sn_isa isa, int64_t width, int streams) {
     if (isa != SN_ISA_AUTO) return path_table(isa);
-    return auto_ready() ? &auto32[sn_k_width_class(width)] : path_table(sn_cpu_best());
+    return auto_ready() ? &auto32[streams != 0][sn_k_width_class(width)]
+                        : path_table(sn_cpu_best());
 }
 
-const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width) {
-    (void)width; /* auto's bf16 table is the best path's own at every width (zen4 above) */
+const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, int streams) {
+    (void)width, (void)streams; /* auto's bf16 table is the best path's own (zen4 above) */
     return path_table16(isa == SN_ISA_AUTO ? sn_cpu_best() : isa);
 }

@@ -407,6 +407,11 @@ static void axpy(const float *a, const float *b, float alpha, float *out, int64_
     for (int64_t j = 0; j < D; j++) out[j] = alpha * a[j] + b[j];
 }
 
+static void fold(const float *s, int64_t lds, int64_t n, float *d, int64_t D) {
+    for (int64_t k = 0; k < n; k++)
+        for (int64_t j = 0; j < D; j++) d[j] += s[k * lds + j];
+}
+
 /* ---- Hyper-Connections --------------------------------------------------------------------- */
 
 static void hc_mix(const float *const *in, int nin, const float *w, float *const *out, int nout,
@@ -483,4 +488,5 @@ const sn_kern sn_kern_scalar = {
     .copy = sn_k_copy_f32,
     .widen = sn_k_move_f32,
     .round = sn_k_move_f32,
+    .fold = fold,
 };

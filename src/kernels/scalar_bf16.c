@@ -282,6 +282,11 @@ static void copy(const sn_bf16 *a, sn_bf16 *out, int64_t D) {
     BLOCKS(D, { rnd(wid(a + j, n, p), n, out + j); })
 }
 
+/* float rows: the fp32 slot itself */
+static void fold(const float *s, int64_t lds, int64_t n, float *d, int64_t D) {
+    K32->fold(s, lds, n, d, D);
+}
+
 const sn_kern16 sn_kern16_scalar = {
     .norm_row = norm_row,
     .norm_s = norm_s,
@@ -308,4 +313,5 @@ const sn_kern16 sn_kern16_scalar = {
     .copy = copy,
     .widen = sn_k_bf16_widen_row,
     .round = sn_k_bf16_round_row,
+    .fold = fold,
 };

@@ -41,8 +41,9 @@
 
 /* Runs BODY for the columns [0, n) in steps of VW; BODY sees j (first column), t (1 on the
  * partial last step) and m (its mask). The body is the variadic part, so it may hold commas.
- * COLS_U2 unrolls the loop twice (elementwise sweeps over long runs, e.g. the parameter
- * gradients' fold through axpy); COLS_LOOP takes what precedes the loop. */
+ * COLS_U2 and COLS_U4 unroll the loop twice and four times (elementwise sweeps over long runs:
+ * axpy; the parameter gradients' fold, whose step is a few instructions); COLS_LOOP takes what
+ * precedes the loop. */
 #define COLS_LOOP(pre, n, ...)                                                                     \
     do {                                                                                           \
         int64_t j = 0;                                                                             \
@@ -59,6 +60,7 @@
     } while (0)
 #define COLS(n, ...)    COLS_LOOP(, n, __VA_ARGS__)
 #define COLS_U2(n, ...) COLS_LOOP(_Pragma("GCC unroll 2"), n, __VA_ARGS__)
+#define COLS_U4(n, ...) COLS_LOOP(_Pragma("GCC unroll 4"), n, __VA_ARGS__)
 
 /* Like COLS, from the last column to the first (the partial step first): for an elementwise
  * sweep that follows a forward sweep over the same rows, so that it starts on the columns the
@@ -305,14 +307,41 @@ KINLINE float hsum8(__m256 a) {
     s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
     return _mm_cvtss_f32(s);
 }
-/* the end of an RCOLS2 sum (a[0 .. 2 / VSETS - 1]) and of an RCOLS4 sum (a[0 .. 4 / VSETS - 1]) */
+/* the end of an RCOLS2 sum (a[0 .. 2 / VSETS - 1]): its two sets added (hset2), then the lanes;
+ * and of an RCOLS4 sum (a[0 .. 4 / VSETS - 1]) */
 #if VSETS == 1
-KINLINE float hsum2(const V a[2]) { return hsum8(vadd(a[0], a[1])); }
+KINLINE __m256 hset2(const V a[2]) { return vadd(a[0], a[1]); }
 KINLINE float hsum4(const V a[4]) { return hsum8(vadd(vadd(a[0], a[1]), vadd(a[2], a[3]))); }
 #else
-KINLINE float hsum2(const V a[2]) { return hsum8(vfold8(a[0])); }
+KINLINE __m256 hset2(const V a[2]) { return vfold8(a[0]); }
 KINLINE float hsum4(const V a[4]) { return hsum8(_mm256_add_ps(vfold8(a[0]), vfold8(a[1]))); }
 #endif
+KINLINE float hsum2(const V a[2]) { return hsum8(hset2(a)); }
+
+/* hsum8 of four and of eight sets at once, the same additions of the same values (so the same
+ * bits), fewer instructions: step 1 adds each set's two halves, two sets to a vector (lanes i and
+ * i + 4), step 2 the lanes 0 + 2 and 1 + 3 of four sets a vector, step 3 the two that are left.
+ *   hsum8x4(v): [hsum8(v[0]), hsum8(v[1]), -, - | hsum8(v[2]), hsum8(v[3]), -, -]
+ *   hsum8x8(v): [hsum8(v[0]) .. hsum8(v[3]) | hsum8(v[4]) .. hsum8(v[7])] */
+KINLINE __m256 hsum8_halves(__m256 a, __m256 b) { /* [a_i + a_i+4 | b_i + b_i+4] */
+    return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+}
+KINLINE __m256 hsum8_pairs(__m256 e, __m256 f) { /* [e0 + e2, e1 + e3, f0 + f2, f1 + f3 | ..] */
+    return _mm256_add_ps(_mm256_shuffle_ps(e, f, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm256_shuffle_ps(e, f, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+KINLINE __m256 hsum8_last(__m256 h, __m256 g) { /* [h0 + h1, h2 + h3, g0 + g1, g2 + g3 | ..] */
+    return _mm256_add_ps(_mm256_shuffle_ps(h, g, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm256_shuffle_ps(h, g, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+KINLINE __m256 hsum8x4(const __m256 v[4]) {
+    const __m256 h = hsum8_pairs(hsum8_halves(v[0], v[2]), hsum8_halves(v[1], v[3]));
+    return hsum8_last(h, h);
+}
+KINLINE __m256 hsum8x8(const __m256 v[8]) {
+    return hsum8_last(hsum8_pairs(hsum8_halves(v[0], v[4]), hsum8_halves(v[1], v[5])),
+                      hsum8_pairs(hsum8_halves(v[2], v[6]), hsum8_halves(v[3], v[7])));
+}
 #define ZERO4                                                                                      \
     { vset1(0.0f), vset1(0.0f), vset1(0.0f), vset1(0.0f) }
 
@@ -875,6 +904,27 @@ KINLINE void fuse_red_xy(sn_rfuse *F, const V ax[2], const V bx[2], const V ay[2
     F->yb = F->Y.cb * hsum2(by) / fD;
 }
 
+/* the coefficients (ca, cb) of norms N and P of two rows, as [N0, P0 | N1, P1] */
+KINLINE __m256 red_coef(const sn_rnorm *N0, const sn_rnorm *P0, const sn_rnorm *N1,
+                        const sn_rnorm *P1) {
+    const __m128 c0 = _mm_setr_ps(N0->ca, N0->cb, P0->ca, P0->cb);
+    const __m128 c1 = _mm_setr_ps(N1->ca, N1->cb, P1->ca, P1->cb);
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(c0), c1, 1);
+}
+
+/* fuse_red_out of two rows at once (hsum8x4; fuse_red_xy2, below, with hsum8x8): the same bits,
+ * each value (c * sum) / D as there */
+KINLINE void fuse_red_out2(sn_rfuse *F0, const V a0[2], const V b0[2], sn_rfuse *F1, const V a1[2],
+                           const V b1[2], int64_t D) {
+    const __m256 v[4] = {hset2(a0), hset2(b0), hset2(a1), hset2(b1)};
+    const __m256 r =
+        _mm256_div_ps(_mm256_mul_ps(red_coef(&F0->O, &F0->O, &F1->O, &F1->O), hsum8x4(v)),
+                      _mm256_set1_ps((float)D));
+    float o[8];
+    _mm256_storeu_ps(o, r);
+    F0->oa = o[0], F0->ob = o[1], F1->oa = o[4], F1->ob = o[5];
+}
+
 static void fuse_red(sn_rfuse *F, int64_t D, const SN_T *dh, const SN_T *du, const SN_T *x,
                      const SN_T *y) {
     V a[2] = ZERO2, b[2] = ZERO2;
@@ -1225,18 +1275,29 @@ KINLINE void fuse_bwd2_p2(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp, int
     });
 }
 
+/* fuse_red_xy of rows w0 and w1 (fuse_red_out2) */
+KINLINE void fuse_red_xy2(brow *w0, brow *w1, int64_t D) {
+    const __m256 v[8] = {hset2(w0->ax), hset2(w0->bx), hset2(w0->ay), hset2(w0->by),
+                         hset2(w1->ax), hset2(w1->bx), hset2(w1->ay), hset2(w1->by)};
+    const __m256 r =
+        _mm256_div_ps(_mm256_mul_ps(red_coef(&w0->F.X, &w0->F.Y, &w1->F.X, &w1->F.Y), hsum8x8(v)),
+                      _mm256_set1_ps((float)D));
+    float o[8];
+    _mm256_storeu_ps(o, r);
+    w0->F.xa = o[0], w0->F.xb = o[1], w0->F.ya = o[2], w0->F.yb = o[3];
+    w1->F.xa = o[4], w1->F.xb = o[5], w1->F.ya = o[6], w1->F.yb = o[7];
+}
+
 /* Passes 1 and 2 of fuse_bwd on rows w0 and w1, and their reductions */
 KINLINE void fuse_bwd2_passes(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp) {
     RCOLS2(D, {
         fuse_p1(w0, j, t, m, k);
         fuse_p1(w1, j, t, m, k);
     });
-    fuse_red_out(&w0->F, w0->a, w0->b, D);
-    fuse_red_out(&w1->F, w1->a, w1->b, D);
+    fuse_red_out2(&w0->F, w0->a, w0->b, &w1->F, w1->a, w1->b, D);
     if (w0->du) fuse_bwd2_p2(w0, w1, D, dp, 1);
     else fuse_bwd2_p2(w0, w1, D, dp, 0);
-    fuse_red_xy(&w0->F, w0->ax, w0->bx, w0->ay, w0->by, D);
-    fuse_red_xy(&w1->F, w1->ax, w1->bx, w1->ay, w1->by, D);
+    fuse_red_xy2(w0, w1, D);
 }
 
 /* Two consecutive rows of one call (the same parameters) with parameter gradients: each row's
@@ -1277,15 +1338,21 @@ fuse_bwd2_rows(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2], const SN_T *c
     if (D == 4 * VW) fuse_bwd2_body(F2, 4 * VW, dh, du, x, y, dx, dy, accx, accy, dp);
     else fuse_bwd2_body(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
 }
+/* fuse_bwd2 as two fuse_bwd calls (noinline, as fuse_bwd2_rows: so that fuse_bwd2 is only a
+ * test and a jump to either, with the same arguments) */
+__attribute__((noinline)) static void
+fuse_bwd2_apart(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2], const SN_T *const du[2],
+                const SN_T *const x[2], const SN_T *const y[2], SN_T *const dx[2],
+                SN_T *const dy[2], int accx, int accy, const sn_dfuse *dp) {
+    for (int q = 0; q < 2; q++)
+        fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp);
+}
 static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2], const SN_T *const du[2],
                       const SN_T *const x[2], const SN_T *const y[2], SN_T *const dx[2],
                       SN_T *const dy[2], int accx, int accy, const sn_dfuse *dp) {
-    if (D <= SN_K_STACK_ROW_MAX && dp && !du[0] == !du[1]) { /* (both rows have du or neither) */
+    if (D <= SN_K_STACK_ROW_MAX && dp && !du[0] == !du[1]) /* (both rows have du or neither) */
         fuse_bwd2_rows(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
-        return;
-    }
-    for (int q = 0; q < 2; q++)
-        fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp);
+    else fuse_bwd2_apart(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
 }
 
 /* ---- elementwise --------------------------------------------------------------------------- */
@@ -1316,6 +1383,20 @@ static void apply(const SN_T *z, const SN_T *u, const SN_T *y, float c, SN_T *xo
 static void axpy(const SN_T *a, const SN_T *b, float alpha, SN_T *out, int64_t D, int nt) {
     const V va = vset1(alpha);
     COLS_U2(D, { store_out(out + j, vfma(va, load(a + j, t, m), load(b + j, t, m)), t, m, nt); });
+}
+
+/* d loaded and stored once for up to four rows of s (the rows one after the other in each
+ * column, as the slot's contract says) */
+KINLINE V fold_at(const float *s, int64_t lds, int n, V v, int64_t j, int t, M m) {
+    for (int k = 0; k < n; k++) v = vadd(v, load(s + k * lds + j, t, m));
+    return v;
+}
+static void fold(const float *s, int64_t lds, int64_t n, float *d, int64_t D) {
+    for (; n >= 4; n -= 4, s += 4 * lds)
+        COLS_U4(D, { store(d + j, fold_at(s, lds, 4, load(d + j, t, m), j, t, m), t, m); });
+    if (n == 3) COLS_U4(D, { store(d + j, fold_at(s, lds, 3, load(d + j, t, m), j, t, m), t, m); });
+    if (n == 2) COLS_U4(D, { store(d + j, fold_at(s, lds, 2, load(d + j, t, m), j, t, m), t, m); });
+    if (n == 1) COLS_U4(D, { store(d + j, fold_at(s, lds, 1, load(d + j, t, m), j, t, m), t, m); });
 }
 
 /* ---- Hyper-Connections --------------------------------------------------------------------- */
@@ -1468,4 +1549,5 @@ const sn_kern SN_KERN_TABLE = {
     .copy = COPY,
     .widen = WIDEN,
     .round = ROUND,
+    .fold = fold,
 };

@@ -120,4 +120,8 @@ typedef struct SN_KT {
      * sn_k_bf16_widen and sn_k_bf16_round, with the table's own vectors: the same bits) */
     void (*widen)(const SN_KROW *s, int64_t n, float *d);
     void (*round)(const float *s, int64_t n, SN_KROW *d);
+    /* d += the n >= 1 float rows s, s + lds, ..., s + (n - 1) * lds, each column a left fold in
+     * row order, ((d + s_0) + s_1) + ...: plain additions, so the same bits on every path and in
+     * any run of columns (the parameter-gradient chunks' sums, drive_rows.h) */
+    void (*fold)(const float *s, int64_t lds, int64_t n, float *d, int64_t D);
 } SN_KT;

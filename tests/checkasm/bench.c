@@ -50,6 +50,7 @@ typedef enum cb_slot {
     CB_COPY,
     CB_WIDEN,
     CB_ROUND,
+    CB_FOLD,
     CB_NSLOTS
 } cb_slot;
 
@@ -75,7 +76,7 @@ static const cb_info slots[CB_NSLOTS] = {
     [CB_HC_DOTS] = CB_SLOT(hc_dots, 4),     [CB_HC_PROJ] = CB_SLOT(hc_proj, 1),
     [CB_HC_WMIX] = CB_SLOT(hc_wmix, 1),     [CB_HC_WSUM] = CB_SLOT(hc_wsum, 1),
     [CB_COPY] = CB_SLOT(copy, 1),           [CB_WIDEN] = CB_SLOT(widen, 1),
-    [CB_ROUND] = CB_SLOT(round, 1),
+    [CB_ROUND] = CB_SLOT(round, 1),         [CB_FOLD] = CB_SLOT(fold, 3),
 };
 
 /* ---- the fixture: one LayerNorm, a fuse of three, rows of both types ----------------------- */
@@ -100,7 +101,8 @@ typedef struct cb_fix {
     sn_rfuse F0, F[2], Fr; /* Fr: fuse_red's output */
     sn_dfuse dp;
     float *dg, *db, *s, *s2, *dots, *dw[CB_NW], st[2][6];
-    float m[4]; /* the statistics a call writes */
+    float *fs, *fd; /* fold: three slots of D floats, D apart, and the sum they go onto */
+    float m[4];     /* the statistics a call writes */
     const float *hw, *wr[CB_NW];
     struct cb_rows32 r32;
     struct cb_rows16 r16;
@@ -153,6 +155,7 @@ static void fix_init(cb_fix *e, int64_t D, int norm, uint64_t layout) {
     e->dp = (sn_dfuse){row32(D), row32(D), row32(D), row32(D), row32(D), row32(D)};
     e->dg = row32(D), e->db = row32(D);
     e->s = rand32(D, 1.0f, 0.0f), e->s2 = row32(D);
+    e->fs = rand32(3 * D, 0.5f, 0.0f), e->fd = rand32(D, 1.0f, 0.0f);
     e->dots = ca_row(16, 0);
     e->hw = ca_row_rand(16, 0, 0.5f, 0.0f); /* hc_mix's 4 x 4, or CB_NW coefficients */
     for (int c = 0; c < CB_NW; c++) e->wr[c] = rand32(D, 0.1f, 0.0f), e->dw[c] = row32(D);
@@ -202,8 +205,8 @@ static int fix_same(const cb_fix *a, const cb_fix *b) {
     for (int k = 0; k < 6; k++) same = same && !memcmp(ga[k], gb[k], (size_t)D * f);
     same = same && !memcmp(a->dg, b->dg, (size_t)D * f) && !memcmp(a->db, b->db, (size_t)D * f) &&
            !memcmp(a->s2, b->s2, (size_t)D * f) && !memcmp(a->dots, b->dots, 16 * f) &&
-           !memcmp(a->st, b->st, sizeof a->st) && !memcmp(a->m, b->m, sizeof a->m) &&
-           !memcmp(&a->Fr.oa, &b->Fr.oa, 6 * sizeof(float));
+           !memcmp(a->fd, b->fd, (size_t)D * f) && !memcmp(a->st, b->st, sizeof a->st) &&
+           !memcmp(a->m, b->m, sizeof a->m) && !memcmp(&a->Fr.oa, &b->Fr.oa, 6 * sizeof(float));
     for (int k = 0; k < CB_NW; k++) same = same && !memcmp(a->dw[k], b->dw[k], (size_t)D * f);
     for (int k = 0; k < 4; k++)
         same = same && !memcmp(a->r32.o[k], b->r32.o[k], (size_t)D * f) &&
@@ -314,8 +317,9 @@ static void bench_case(const ca_path *all, int np, ca_type t, int slot, int64_t 
     static double tm[CB_MAX_PATHS][CA_BENCH_MAX_ROUNDS];
     ca_path paths[CB_MAX_PATHS];
     memcpy(paths, all, (size_t)np * sizeof *paths);
-    paths[np - 1].K = sn_kern_for(SN_ISA_AUTO, D); /* auto: its tables for rows of D */
-    paths[np - 1].K16 = sn_kern16_for(SN_ISA_AUTO, D);
+    /* auto: its tables for rows of D in calls without streaming stores (rows in L1) */
+    paths[np - 1].K = sn_kern_for(SN_ISA_AUTO, D, 0);
+    paths[np - 1].K16 = sn_kern16_for(SN_ISA_AUTO, D, 0);
     const int64_t n = slots[slot].rows * D;
     const int reps = (int)(100000 / n) + 2;
     for (int r = 0; r < rounds; r++) {

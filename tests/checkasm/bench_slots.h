@@ -58,6 +58,7 @@ static void BCALL(int slot, const BK *K, cb_fix *e) {
     case CB_COPY: K->copy(w->x[0], w->o[0], D); break;
     case CB_WIDEN: K->widen(w->x[0], D, e->s2); break;
     case CB_ROUND: K->round(e->s, D, w->o[0]); break;
+    case CB_FOLD: K->fold(e->fs, D, 3, e->fd, D); break;
     case CB_NSLOTS: break;
     }
 }

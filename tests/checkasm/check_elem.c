@@ -1,4 +1,4 @@
-/* checkasm: the elementwise slots (add_div, apply, axpy, copy) and the conversions (widen,
+/* checkasm: the elementwise slots (add_div, apply, axpy, copy, fold) and the conversions (widen,
  * round) of kernels.h: fp32 rows against scalar, bf16 rows against the path's fp32 slots
  * (bitwise), every aliasing the header allows, and streaming stores. */
 #include "checkasm.h"
@@ -64,6 +64,23 @@ static void check_axpy(const ca_path *p, const ca_path *ref, int64_t D, int off)
     ca_rows_ok("axpy");
 }
 
+/* fold: plain additions in one order, so every path gives the scalar path's bits, for 1 .. 6
+ * slots (the four-slot sweeps and each remainder) a stride apart */
+static void check_fold(const ca_path *p, const ca_path *ref, int64_t D, int off) {
+    const int64_t lds = D + 5;
+    const float *s = ca_row_rand(6 * lds, off, 1.0f, 0.1f);
+    for (int n = 1; n <= 6; n++) {
+        float *d = ca_row_rand(D, off + 1, 2.0f, -0.3f), *d_r = ca_row_copy(d, D, 0);
+        float *d16 = ca_row_copy(d, D, 0);
+        p->K->fold(s, lds, n, d, D);
+        ref->K->fold(s, lds, n, d_r, D);
+        ca_same("fold", d, d_r, D);
+        p->K16->fold(s, lds, n, d16, D); /* float rows in both tables: the same function's bits */
+        ca_same("fold (bf16 table)", d16, d, D);
+    }
+    ca_rows_ok("fold");
+}
+
 static void check_elem_f32(const ca_path *p, const ca_path *ref) {
     for (int wi = 0; wi < ca_nwidths; wi++) {
         const int64_t D = ca_widths[wi];
@@ -73,6 +90,7 @@ static void check_elem_f32(const ca_path *p, const ca_path *ref) {
         check_add_div(p, ref, D, off);
         check_apply(p, ref, D, off);
         check_axpy(p, ref, D, off);
+        check_fold(p, ref, D, off);
         ca_rows_reset();
     }
 }
