@@ -408,13 +408,6 @@ KINLINE int sweep_down(const void *out, const void *v) {
     const uintptr_t d = ((uintptr_t)out - (uintptr_t)v) & 4095u;
     return d != 0 && d < 2048;
 }
-/* the same for a sweep that reads rows a and b: down when out starts less than 2 KiB past each
- * (or at one of them: a row at out's offset aliases no later load either way) */
-KINLINE int sweep_down2(const void *out, const void *a, const void *b) {
-    const uintptr_t da = ((uintptr_t)out - (uintptr_t)a) & 4095u;
-    const uintptr_t db = ((uintptr_t)out - (uintptr_t)b) & 4095u;
-    return da < 2048 && db < 2048 && (da | db) != 0;
-}
 
 /* out at column j from the row's value v there */
 KINLINE void norm_row_step(const sn_rnorm *q, V v, SN_T *out, int64_t j, int t, M m) {
@@ -512,27 +505,19 @@ static void norm_dx(const sn_rnorm *q, const SN_T *dout, const SN_T *v, int64_t 
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
     const V r = vset1(q->r), va = vset1(sa), vb = vset1(sb);
-#define NORM_DX_ACC                                                                                \
-    {                                                                                              \
-        V xh = xhat(q, load(v + j, t, m));                                                         \
-        V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));                             \
-        V d = vmul(r, vfnma(xh, vb, vsub(g, va)));                                                 \
-        store(dv + j, vadd(load(dv + j, t, m), d), t, m);                                          \
-    }
-#define NORM_DX_SET                                                                                \
-    {                                                                                              \
-        V xh = xhat(q, load(v + j, t, m));                                                         \
-        V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));                             \
-        store_out(dv + j, vmul(r, vfnma(xh, vb, vsub(g, va))), t, m, q->nt);                       \
-    }
-    /* the direction as norm_row's (sweep_down2): elementwise, the same bits either way */
-    const int down = sweep_down2(dv, v, dout);
-    if (acc && down) COLS_DOWN(W, NORM_DX_ACC);
-    else if (acc) COLS(W, NORM_DX_ACC);
-    else if (down) COLS_DOWN(W, NORM_DX_SET);
-    else COLS(W, NORM_DX_SET);
-#undef NORM_DX_ACC
-#undef NORM_DX_SET
+    if (acc)
+        COLS(W, {
+            V xh = xhat(q, load(v + j, t, m));
+            V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));
+            V d = vmul(r, vfnma(xh, vb, vsub(g, va)));
+            store(dv + j, vadd(load(dv + j, t, m), d), t, m);
+        });
+    else
+        COLS(W, {
+            V xh = xhat(q, load(v + j, t, m));
+            V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));
+            store_out(dv + j, vmul(r, vfnma(xh, vb, vsub(g, va))), t, m, q->nt);
+        });
 }
 
 /* the whole backward of one row: the reductions and the parameter gradients in one sweep (the
