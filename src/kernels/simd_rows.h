@@ -397,18 +397,6 @@ __attribute__((noinline)) static void stats(const sn_norm *n, const SN_T *v, int
 
 /* ---- one norm ------------------------------------------------------------------------------ */
 
-/* Which way an elementwise sweep that reads row v and writes row out should go. A store shares
- * its address bits 0 .. 11 with a later load of v when out starts a little past v modulo 4 KiB
- * (as two page-sized matrices allocated one after the other do), and the load then waits for
- * the store (4K aliasing: an AVX-512 norm forward took up to 1.7x its time at 64 bytes,
- * docs/performance.md, "auto at the call level"). Swept from the last column down, each such
- * load comes before the store; rows where out starts a little before v (or at v) go up, for the
- * same reason. Elementwise, so either way gives the same bits. */
-KINLINE int sweep_down(const void *out, const void *v) {
-    const uintptr_t d = ((uintptr_t)out - (uintptr_t)v) & 4095u;
-    return d != 0 && d < 2048;
-}
-
 /* out at column j from the row's value v there */
 KINLINE void norm_row_step(const sn_rnorm *q, V v, SN_T *out, int64_t j, int t, M m) {
     store_out(out + j, scale_shift(q, xhat(q, v), j, t, m), t, m, q->nt);
@@ -418,8 +406,7 @@ __attribute__((noinline)) static void norm_row(const sn_rnorm *q, const SN_T *v,
                                                SN_T *out) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
-    if (sweep_down(out, v)) COLS_DOWN(W, { norm_row_step(q, load(v + j, t, m), out, j, t, m); });
-    else COLS(W, { norm_row_step(q, load(v + j, t, m), out, j, t, m); });
+    COLS(W, { norm_row_step(q, load(v + j, t, m), out, j, t, m); });
 }
 
 #ifdef SN_K16
