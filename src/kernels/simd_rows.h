@@ -397,6 +397,40 @@ __attribute__((noinline)) static void stats(const sn_norm *n, const SN_T *v, int
 
 /* ---- one norm ------------------------------------------------------------------------------ */
 
+/* Which way an elementwise sweep that reads rows a and b (b may be a) and writes row out goes.
+ * A store shares its address bits 0 .. 11 with a later load when out starts a little past an
+ * input modulo 4 KiB (as two page-sized matrices allocated one after the other do), and the load
+ * then waits for the store (4K aliasing: an AVX-512 norm forward took up to 1.7x AVX2's time
+ * there, docs/performance.md, "auto at the call level"). From the last vector down, each such
+ * load comes before the store. Down when out starts less than 2 KiB past both inputs (or at one
+ * of them), up otherwise. */
+KINLINE int sweep_down(const void *out, const void *a, const void *b) {
+    const uintptr_t da = ((uintptr_t)out - (uintptr_t)a) & 4095u;
+    const uintptr_t db = ((uintptr_t)out - (uintptr_t)b) & 4095u;
+    return da < 2048 && db < 2048 && (da | db) != 0;
+}
+/* Runs BODY (j, t, m as in COLS) over [0, n): the partial last step first, then the whole vectors
+ * up or down (down: sweep_down). One copy of the body for both directions, so each element gets
+ * the same instructions whichever way the sweep goes: the same bits, NaN sign and payload
+ * included, wherever the rows sit. Only for bodies without reductions. */
+#define COLS_EITHER(down, n, ...)                                                                  \
+    do {                                                                                           \
+        const int64_t nf_ = (n) / VW * VW;                                                         \
+        if (nf_ < (n)) {                                                                           \
+            const int64_t j = nf_;                                                                 \
+            const int t = 1;                                                                       \
+            const M m = mask_n((int)((n)-nf_));                                                    \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+        const int64_t step_ = (down) ? -(int64_t)VW : (int64_t)VW;                                 \
+        int64_t j = (down) ? nf_ - VW : 0;                                                         \
+        for (int64_t c_ = 0; c_ < nf_; c_ += VW, j += step_) {                                     \
+            const int t = 0;                                                                       \
+            const M m = MFULL;                                                                     \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    } while (0)
+
 /* out at column j from the row's value v there */
 KINLINE void norm_row_step(const sn_rnorm *q, V v, SN_T *out, int64_t j, int t, M m) {
     store_out(out + j, scale_shift(q, xhat(q, v), j, t, m), t, m, q->nt);
@@ -406,7 +440,7 @@ __attribute__((noinline)) static void norm_row(const sn_rnorm *q, const SN_T *v,
                                                SN_T *out) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
-    COLS(W, { norm_row_step(q, load(v + j, t, m), out, j, t, m); });
+    COLS_EITHER(sweep_down(out, v, v), W, { norm_row_step(q, load(v + j, t, m), out, j, t, m); });
 }
 
 #ifdef SN_K16
@@ -492,15 +526,16 @@ static void norm_dx(const sn_rnorm *q, const SN_T *dout, const SN_T *v, int64_t 
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
     const V r = vset1(q->r), va = vset1(sa), vb = vset1(sb);
+    const int down = sweep_down(dv, v, dout); /* (COLS_EITHER) */
     if (acc)
-        COLS(W, {
+        COLS_EITHER(down, W, {
             V xh = xhat(q, load(v + j, t, m));
             V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));
             V d = vmul(r, vfnma(xh, vb, vsub(g, va)));
             store(dv + j, vadd(load(dv + j, t, m), d), t, m);
         });
     else
-        COLS(W, {
+        COLS_EITHER(down, W, {
             V xh = xhat(q, load(v + j, t, m));
             V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));
             store_out(dv + j, vmul(r, vfnma(xh, vb, vsub(g, va))), t, m, q->nt);

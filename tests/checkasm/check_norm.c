@@ -99,6 +99,16 @@ static void check_row(const ca_path *p, const ca_path *ref, const nc *c, int off
     float *nt = ca_row(W, 0);
     p->K->norm_row(&qnt, c->v[0], W, nt);
     ca_same("norm_row streaming", nt, out, W);
+    /* out 64 bytes past v modulo 4 KiB (the SIMD paths sweep down: sweep_down and COLS_EITHER, simd_rows.h),
+     * then 64 bytes before it (up): the same bits */
+    const int64_t gap = (W + 1023) / 1024 * 1024 + 16;
+    float *two = ca_row(gap + W, 0);
+    memcpy(two, c->v[0], (size_t)W * sizeof(float));
+    p->K->norm_row(&c->q[0], two, W, two + gap);
+    ca_same("norm_row swept down", two + gap, out, W);
+    memcpy(two + gap, c->v[0], (size_t)W * sizeof(float));
+    p->K->norm_row(&c->q[0], two + gap, W, two);
+    ca_same("norm_row swept up", two, out, W);
     ca_rows_ok("norm_row");
 }
 
@@ -142,6 +152,15 @@ static void check_bwd(const ca_path *p, const ca_path *ref, const nc *c, int off
     float *dv2 = ca_row(W, off + 4);
     p->K->norm_bwd(q, c->dout[0], c->v[0], W, dv2, acc, NULL, NULL);
     ca_same("norm_bwd dv without parameter gradients", dv2, dv, W);
+    /* dv 64 bytes past dout and 128 past v modulo 4 KiB (the SIMD paths sweep down:
+     * sweep_down, simd_rows.h), from dv's starting values: the same bits */
+    const int64_t gap = (W + 1023) / 1024 * 1024 + 16;
+    float *three = ca_row(2 * gap + W, 0), *init = ca_row(W, 0);
+    memcpy(three, c->v[0], (size_t)W * sizeof(float));
+    memcpy(three + gap, c->dout[0], (size_t)W * sizeof(float));
+    memcpy(three + 2 * gap, init, (size_t)W * sizeof(float));
+    p->K->norm_bwd(q, three + gap, three, W, three + 2 * gap, acc, NULL, NULL);
+    ca_same("norm_bwd swept down", three + 2 * gap, dv, W);
     if (dg || db) {
         float *pg = dg ? ca_row(W, off) : NULL, *pb = db ? ca_row(W, off + 5) : NULL;
         p->K->norm_pg(q, c->dout[0], c->v[0], W, pg, pb);
