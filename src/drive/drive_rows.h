@@ -603,9 +603,9 @@ static inline void fuse_row_stats(const fuse_job *J, int64_t r, sn_rfuse *F) {
     F->npf = 0;
     if (J->stats) {
         const float *st = J->stats + r * J->spr;
-        sn_k_stats_get1(&F->X, J->kind[0], st + J->L.sx);
-        sn_k_stats_get1(&F->Y, J->kind[1], st + J->L.sy);
-        sn_k_stats_get1(&F->O, J->kind[2], st + J->L.so);
+        sn_k_stats_get(&F->X, J->kind[0], st + J->L.sx, 1, 0);
+        sn_k_stats_get(&F->Y, J->kind[1], st + J->L.sy, 1, 0);
+        sn_k_stats_get(&F->O, J->kind[2], st + J->L.so, 1, 0);
     }
 }
 

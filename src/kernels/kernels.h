@@ -175,22 +175,20 @@ static inline void sn_k_stats_put(int32_t kind, float *blk, int64_t ng, int64_t 
         blk[g] = r;
     }
 }
+_Static_assert(offsetof(sn_rnorm, r) == offsetof(sn_rnorm, m) + sizeof(float),
+               "sn_rnorm: r follows m");
 static inline void sn_k_stats_get(sn_rnorm *q, int32_t kind, const float *blk, int64_t ng,
                                   int64_t g) {
     if (kind == SN_NORM_LAYERNORM) {
+        if (ng == 1) { /* mean and rstd adjacent, as m and r are: one 8-byte move */
+            memcpy(&q->m, blk + g, 2 * sizeof(float)); /* (g = 0) */
+            return;
+        }
         q->m = blk[g];
         q->r = blk[ng + g];
     } else if (kind == SN_NORM_RMSNORM) {
         q->r = blk[g];
     }
-}
-/* sn_k_stats_get of a norm without groups (ng = 1, g = 0): LayerNorm's mean and rstd are then
- * adjacent in the block, as m and r are in sn_rnorm, and move as one */
-_Static_assert(offsetof(sn_rnorm, r) == offsetof(sn_rnorm, m) + sizeof(float),
-               "sn_rnorm: r follows m");
-static inline void sn_k_stats_get1(sn_rnorm *q, int32_t kind, const float *blk) {
-    if (kind == SN_NORM_LAYERNORM) memcpy(&q->m, blk, 2 * sizeof(float));
-    else if (kind == SN_NORM_RMSNORM) q->r = blk[0];
 }
 
 /* bf16 <-> fp32, one element: widening is exact; rounding is to nearest even on the fp32 bits,

@@ -422,6 +422,7 @@ KINLINE int sweep_down(const void *out, const void *a, const void *b) {
             const M m = mask_n((int)((n)-nf_));                                                    \
             __VA_ARGS__                                                                            \
         }                                                                                          \
+        /* the sign of the step set here: no test in the loop, which could be unswitched */        \
         const int64_t step_ = (down) ? -(int64_t)VW : (int64_t)VW;                                 \
         int64_t j = (down) ? nf_ - VW : 0;                                                         \
         for (int64_t c_ = 0; c_ < nf_; c_ += VW, j += step_) {                                     \
@@ -947,16 +948,17 @@ KINLINE __m256 red_coef(const sn_rnorm *N0, const sn_rnorm *P0, const sn_rnorm *
     return _mm256_insertf128_ps(_mm256_castps128_ps256(c0), c1, 1);
 }
 
-/* fuse_red_out of two rows at once (hsum8x4; fuse_red_xy2, below, with hsum8x8): the same bits,
- * each value (c * sum) / D as there */
+/* o[i] = (c_i * s_i) / D, the reductions' last step, lane by lane (as fuse_red_out's) */
+KINLINE void red_scale(__m256 c, __m256 s, int64_t D, float o[8]) {
+    _mm256_storeu_ps(o, _mm256_div_ps(_mm256_mul_ps(c, s), _mm256_set1_ps((float)D)));
+}
+
+/* fuse_red_out of two rows at once (hsum8x4; fuse_red_xy2, below, with hsum8x8): the same bits */
 KINLINE void fuse_red_out2(sn_rfuse *F0, const V a0[2], const V b0[2], sn_rfuse *F1, const V a1[2],
                            const V b1[2], int64_t D) {
     const __m256 v[4] = {hset2(a0), hset2(b0), hset2(a1), hset2(b1)};
-    const __m256 r =
-        _mm256_div_ps(_mm256_mul_ps(red_coef(&F0->O, &F0->O, &F1->O, &F1->O), hsum8x4(v)),
-                      _mm256_set1_ps((float)D));
     float o[8];
-    _mm256_storeu_ps(o, r);
+    red_scale(red_coef(&F0->O, &F0->O, &F1->O, &F1->O), hsum8x4(v), D, o);
     F0->oa = o[0], F0->ob = o[1], F1->oa = o[4], F1->ob = o[5];
 }
 
@@ -1314,11 +1316,8 @@ KINLINE void fuse_bwd2_p2(brow *w0, brow *w1, int64_t D, const sn_dfuse *dp, int
 KINLINE void fuse_red_xy2(brow *w0, brow *w1, int64_t D) {
     const __m256 v[8] = {hset2(w0->ax), hset2(w0->bx), hset2(w0->ay), hset2(w0->by),
                          hset2(w1->ax), hset2(w1->bx), hset2(w1->ay), hset2(w1->by)};
-    const __m256 r =
-        _mm256_div_ps(_mm256_mul_ps(red_coef(&w0->F.X, &w0->F.Y, &w1->F.X, &w1->F.Y), hsum8x8(v)),
-                      _mm256_set1_ps((float)D));
     float o[8];
-    _mm256_storeu_ps(o, r);
+    red_scale(red_coef(&w0->F.X, &w0->F.Y, &w1->F.X, &w1->F.Y), hsum8x8(v), D, o);
     w0->F.xa = o[0], w0->F.xb = o[1], w0->F.ya = o[2], w0->F.yb = o[3];
     w1->F.xa = o[4], w1->F.xb = o[5], w1->F.ya = o[6], w1->F.yb = o[7];
 }
@@ -1427,11 +1426,14 @@ KINLINE V fold_at(const float *s, int64_t lds, int n, V v, int64_t j, int t, M m
     return v;
 }
 static void fold(const float *s, int64_t lds, int64_t n, float *d, int64_t D) {
-    for (; n >= 4; n -= 4, s += 4 * lds)
-        COLS_U4(D, { store(d + j, fold_at(s, lds, 4, load(d + j, t, m), j, t, m), t, m); });
-    if (n == 3) COLS_U4(D, { store(d + j, fold_at(s, lds, 3, load(d + j, t, m), j, t, m), t, m); });
-    if (n == 2) COLS_U4(D, { store(d + j, fold_at(s, lds, 2, load(d + j, t, m), j, t, m), t, m); });
-    if (n == 1) COLS_U4(D, { store(d + j, fold_at(s, lds, 1, load(d + j, t, m), j, t, m), t, m); });
+    /* a sweep of c rows, c a constant in each use (so that fold_at's loop unrolls) */
+#define FOLD_SWEEP(c)                                                                              \
+    COLS_U4(D, { store(d + j, fold_at(s, lds, c, load(d + j, t, m), j, t, m), t, m); })
+    for (; n >= 4; n -= 4, s += 4 * lds) FOLD_SWEEP(4);
+    if (n == 3) FOLD_SWEEP(3);
+    else if (n == 2) FOLD_SWEEP(2);
+    else if (n == 1) FOLD_SWEEP(1);
+#undef FOLD_SWEEP
 }
 
 /* ---- Hyper-Connections --------------------------------------------------------------------- */
