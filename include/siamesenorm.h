@@ -74,8 +74,8 @@
  * order for both) and changed the AVX2 path's in sums over rows whose width is not a multiple
  * of 8; 0.6.5 changed no call and, on every path, the bits of the parameter gradients of the
  * backward calls for row widths D at which 16384 / D is odd and above 1 (the rows per
- * parameter-gradient chunk are now even: 768 columns, 21 -> 20 rows); 0.6.6 changed no call and
- * no bit.
+ * parameter-gradient chunk are now even: 768 columns, 21 -> 20 rows); 0.6.6 and 0.6.7 changed
+ * no call and no bit.
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -91,10 +91,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 6
-#define SN_VERSION_PATCH 6
+#define SN_VERSION_PATCH 7
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.6.6"
+#define SN_VERSION_STRING "0.6.7"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 

@@ -244,6 +244,7 @@ typedef struct norm_job {
     const float *stats; /* backward: the forward's stats_out */
     mat_out dx;         /* backward */
     int acc;            /* backward: dx += instead of = */
+    int pairs;          /* segments go two at a time (norm_pairs) */
 } norm_job;
 
 /* The row-independent part of every row's resolved norm (gamma, beta, ca, cb, nt), computed once
@@ -283,15 +284,23 @@ static inline void norm_fwd_seg2(const norm_job *J, const sn_rnorm *q0, int64_t 
     }
 }
 
-/* Short segments go in pairs, so that the two statistics chains (sums, division, square root)
- * overlap (docs/performance.md, "Measurements behind the code"); the backward pairs the same
- * segments (norm_bwd_rows). */
+/* Whether a norm call over nmat R x D matrices takes its segments two at a time, so that the two
+ * statistics chains (sums, division, square root) overlap: short segments always
+ * (docs/performance.md, "Measurements behind the code"); longer ones up to the path's width w
+ * (pair_w_fwd, pair_w_bwd) when the call spans at most SN_D_NORM_PAIR_MAX_BYTES (larger calls,
+ * whose rows come from the L3 or memory, took up to twice the time in pairs: docs/performance.md,
+ * "Norm rows in pairs"). */
+static int norm_pairs(const norm_job *J, int64_t w, int nmat) {
+    const double bytes = (double)J->run.R * (double)J->run.D * nmat * sizeof(SN_T);
+    return J->W <= SN_D_NORM_PAIR_MAX_W || (J->W <= w && bytes <= SN_D_NORM_PAIR_MAX_BYTES);
+}
+
 static void norm_fwd_task(void *arg, int64_t i) {
     const norm_job *J = arg;
     int64_t lo, hi;
     task_rows(&J->run, i, &lo, &hi);
     const sn_rnorm q0 = norm_q0(J);
-    if (J->W > SN_D_NORM_PAIR_MAX_W) {
+    if (!J->pairs) {
         for (int64_t r = lo; r < hi; r++)
             for (int64_t g = 0; g < J->ng; g++) norm_fwd_seg(J, &q0, r, g);
         return;
@@ -326,6 +335,7 @@ static void d_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D
     J.x = (mat_in){x, ldx};
     J.out = (mat_out){out, ldo};
     J.stats_out = stats;
+    J.pairs = norm_pairs(&J, J.run.K->pair_w_fwd, 2);
     set_mem(&J.run, R, D, 2);
     run_rows(ctx, &J.run, norm_fwd_task, &J);
 }
@@ -348,8 +358,7 @@ static void norm_bwd_rows(const norm_job *J, int64_t lo, int64_t hi, float *pg) 
     const sn_rnorm dp = pg ? sn_k_resolve(J->n, W, pg, 0, 0) : (sn_rnorm){0};
     float *const dg = (float *)dp.gamma, *const db = (float *)dp.beta;
     const sn_rnorm q0 = norm_q0(J);
-    /* short segments in pairs, as the forward (norm_fwd_task) */
-    const int pairs = W <= SN_D_NORM_PAIR_MAX_W;
+    const int pairs = J->pairs;
     sn_rnorm q[2];
     const SN_T *dout[2], *v[2];
     SN_T *dv[2];
@@ -423,6 +432,7 @@ static void d_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D
     J.stats = stats;
     J.dx = (mat_out){dx, lddx};
     J.acc = acc;
+    J.pairs = norm_pairs(&J, J.run.K->pair_w_bwd, 3 + acc);
     set_mem(&J.run, R, D, 3 + acc);
     if (!dparams || n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE) {
         run_rows(ctx, &J.run, norm_bwd_dx_task, &J);

@@ -667,12 +667,20 @@ static void stats2(const sn_norm *na, const SN_T *va, const sn_norm *nb, const S
     }
     V a[4] = ZERO4, b[4] = ZERO4;
     const V ca = vset1(mua), cb = vset1(mub);
-    RCOLS4(W, {
-        V da = keep(vsub(load(va + j, t, m), ca), t, m);
-        V db = keep(vsub(load(vb + j, t, m), cb), t, m);
-        a[k] = vfma(da, da, a[k]);
-        b[k] = vfma(db, db, b[k]);
-    });
+    if (!la && !lb) /* two RMSNorms: v - (+0) is exactly v (sum_sqdev) */
+        RCOLS4(W, {
+            V da = keep(load(va + j, t, m), t, m);
+            V db = keep(load(vb + j, t, m), t, m);
+            a[k] = vfma(da, da, a[k]);
+            b[k] = vfma(db, db, b[k]);
+        });
+    else
+        RCOLS4(W, {
+            V da = keep(vsub(load(va + j, t, m), ca), t, m);
+            V db = keep(vsub(load(vb + j, t, m), cb), t, m);
+            a[k] = vfma(da, da, a[k]);
+            b[k] = vfma(db, db, b[k]);
+        });
     *ma = mua;
     *mb = mub;
     *ra = 1.0f / sqrtf(hsum4(a) / (float)W + na->eps);
@@ -1555,6 +1563,20 @@ static void copy(const sn_bf16 *a, sn_bf16 *out, int64_t n) {
 #define COPY  sn_k_copy_f32
 #endif
 
+/* The widest rows the norm drivers pair (the table's pair_w_fwd and pair_w_bwd), as measured
+ * through the norm calls with their rows in L2 or L3 on Zen 4 (docs/performance.md, "Norm rows
+ * in pairs"): up to these widths paired rows take less time; wider, the two rows' sweeps no
+ * longer fit L1 together. AVX2 pairs the backward only up to 128 columns, as before: norm_bwd2's
+ * four reductions of four accumulator vectors fill its 16 registers and longer paired rows
+ * spill; and its RMSNorm forward paired lost time from L3 above 768 columns. */
+#if VW < 16
+#define PAIR_W_FWD 768
+#define PAIR_W_BWD 128
+#else
+#define PAIR_W_FWD 1024
+#define PAIR_W_BWD 1024
+#endif
+
 /* the table: an sn_kern16 on bf16 rows, an sn_kern on fp32 rows */
 #ifdef SN_K16
 const sn_kern16 SN_KERN_TABLE = {
@@ -1587,4 +1609,6 @@ const sn_kern SN_KERN_TABLE = {
     .widen = WIDEN,
     .round = ROUND,
     .fold = fold,
+    .pair_w_fwd = PAIR_W_FWD,
+    .pair_w_bwd = PAIR_W_BWD,
 };
