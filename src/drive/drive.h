@@ -169,8 +169,8 @@ static inline void sn_d_prefetch_near(const void *p, int64_t bytes) {
 
 /* The widest segments the norm drivers take in pairs (stats2, norm_bwd2) in every call, so that
  * two rows' statistics chains overlap (drive_rows.h, norm_pairs); up to the kernel table's
- * pair_w_fwd and pair_w_bwd in calls over at most SN_D_NORM_PAIR_MAX_BYTES (Zen 4: pairs
- * 0.86-0.96x the time up to 9.4 MB, 0.91-1.2x from 12.6 MB, docs/performance.md). */
+ * pair_w_fwd and pair_w_bwd in calls over at most SN_D_NORM_PAIR_MAX_BYTES (beyond about 10 MB
+ * paired rows took more time: docs/performance.md, "Norm rows in pairs"). */
 #define SN_D_NORM_PAIR_MAX_W     128
 #define SN_D_NORM_PAIR_MAX_BYTES (8.0 * 1024 * 1024)
 
