@@ -100,9 +100,14 @@ static void col_range(int64_t W, int64_t pieces, int64_t i, int64_t *j0, int64_t
     *j1 = q1 * COL_QUANTUM < W ? q1 * COL_QUANTUM : W;
 }
 
+/* the bytes of nmat R x D matrices of the call's element type */
+static double mats_bytes(int64_t R, int64_t D, int nmat) {
+    return (double)R * (double)D * (double)nmat * sizeof(SN_T);
+}
+
 /* streaming stores (beyond nt_min bytes) and prefetch for a call over nmat R x D matrices */
 static void set_mem_at(job *J, int64_t R, int64_t D, int nmat, double nt_min) {
-    const double bytes = (double)R * (double)D * (double)nmat * sizeof(SN_T);
+    const double bytes = mats_bytes(R, D, nmat);
     J->nt = bytes > nt_min;
     J->pf = bytes > SN_D_PF_MIN_BYTES;
     if (J->nt) { /* auto's tables for calls that stream (the same bits) */
@@ -291,8 +296,8 @@ static inline void norm_fwd_seg2(const norm_job *J, const sn_rnorm *q0, int64_t 
  * whose rows come from the L3 or memory, took up to twice the time in pairs: docs/performance.md,
  * "Norm rows in pairs"). */
 static int norm_pairs(const norm_job *J, int64_t w, int nmat) {
-    const double bytes = (double)J->run.R * (double)J->run.D * nmat * sizeof(SN_T);
-    return J->W <= SN_D_NORM_PAIR_MAX_W || (J->W <= w && bytes <= SN_D_NORM_PAIR_MAX_BYTES);
+    return J->W <= SN_D_NORM_PAIR_MAX_W ||
+           (J->W <= w && mats_bytes(J->run.R, J->run.D, nmat) <= SN_D_NORM_PAIR_MAX_BYTES);
 }
 
 static void norm_fwd_task(void *arg, int64_t i) {
@@ -584,8 +589,7 @@ static void d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D
     memset(&J, 0, sizeof J);
     J.run = job_of(ctx, R, D);
     set_mem_at(&J.run, R, D, u ? 4 : 3, SN_D_FUSE_NT_MIN_BYTES);
-    J.pf_spread =
-        (double)R * (double)D * (u ? 4 : 3) * sizeof(SN_T) > SN_D_FUSE_PF_SPREAD_MIN_BYTES;
+    J.pf_spread = mats_bytes(R, D, u ? 4 : 3) > SN_D_FUSE_PF_SPREAD_MIN_BYTES;
     fuse_job_init(&J, f, params);
     J.x = (mat_in){x, ldx};
     J.y = (mat_in){y, ldy};

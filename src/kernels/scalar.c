@@ -489,7 +489,5 @@ const sn_kern sn_kern_scalar = {
     .widen = sn_k_move_f32,
     .round = sn_k_move_f32,
     .fold = fold,
-    /* stats2 and norm_bwd2 are two calls of the one-row functions here: pairing gains nothing */
-    .pair_w_fwd = 128,
-    .pair_w_bwd = 128,
+    /* pair_w_fwd, pair_w_bwd 0: stats2 and norm_bwd2 are two calls of the one-row functions */
 };

@@ -314,7 +314,5 @@ const sn_kern16 sn_kern16_scalar = {
     .widen = sn_k_bf16_widen_row,
     .round = sn_k_bf16_round_row,
     .fold = fold,
-    /* stats2 and norm_bwd2 are two calls of the one-row functions here: pairing gains nothing */
-    .pair_w_fwd = 128,
-    .pair_w_bwd = 128,
+    /* pair_w_fwd, pair_w_bwd 0: stats2 and norm_bwd2 are two calls of the one-row functions */
 };

@@ -126,7 +126,8 @@ typedef struct SN_KT {
     void (*fold)(const float *s, int64_t lds, int64_t n, float *d, int64_t D);
     /* Not slots: the widest rows (or norm groups) on which this path's stats2 and norm_bwd2 take
      * less time than two calls of norm_fwd and norm_bwd, their rows in the caches (the two rows'
-     * dependency chains overlap). The norm drivers pair rows up to these widths in calls whose
-     * rows stay in the caches (drive_rows.h, norm_pairs). The same bits either way. */
+     * dependency chains overlap); 0 where pairs gain nothing beyond the drivers' short segments.
+     * The norm drivers pair rows up to these widths in calls whose rows stay in the caches
+     * (drive_rows.h, norm_pairs). The same bits either way. */
     int64_t pair_w_fwd, pair_w_bwd;
 } SN_KT;
