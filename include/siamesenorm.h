@@ -75,7 +75,8 @@
  * of 8; 0.6.5 changed no call and, on every path, the bits of the parameter gradients of the
  * backward calls for row widths D at which 16384 / D is odd and above 1 (the rows per
  * parameter-gradient chunk are now even: 768 columns, 21 -> 20 rows); 0.6.6 and 0.6.7 changed
- * no call and no bit.
+ * no call and no bit; 0.6.8 changed no call and no bit, and runs SN_ISA_AVX512 only where the CPU
+ * also has AVX512BW (every AVX-512 CPU but Xeon Phi, which now runs SN_ISA_AVX2).
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -91,10 +92,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 6
-#define SN_VERSION_PATCH 7
+#define SN_VERSION_PATCH 8
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.6.7"
+#define SN_VERSION_STRING "0.6.8"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
@@ -210,7 +211,7 @@ typedef enum sn_isa {
                         * results are bitwise those of the path sn_ctx_isa names */
     SN_ISA_SCALAR = 1, /* portable C, any CPU: the reference path */
     SN_ISA_AVX2 = 2,   /* x86-64 AVX2 + FMA */
-    SN_ISA_AVX512 = 3  /* x86-64 AVX-512F */
+    SN_ISA_AVX512 = 3  /* x86-64 AVX-512F with AVX512BW (every AVX-512 CPU but Xeon Phi) */
 } sn_isa;
 
 /* 1 if calls can run on path isa in this build on this CPU (SN_ISA_AUTO and SN_ISA_SCALAR:

@@ -1,6 +1,7 @@
 /* AVX-512F row kernels on bf16 rows (fp32 arithmetic): simd_rows.h instantiated with bf16
- * matrices over the primitives of avx512_vectors.h. Compiled with -mavx512f -mavx2 -mfma. */
-#if defined(__AVX512F__) &&                                                                        \
+ * matrices over the primitives of avx512_vectors.h. Compiled with -mavx512f -mavx512bw -mavx2
+ * -mfma. */
+#if defined(__AVX512F__) && defined(__AVX512BW__) &&                                               \
     defined(__FMA__) /* compiled with its -m flags (src/meson.build); else empty */
 #include "avx512_vectors.h"
 #define SN_KERN_TABLE sn_kern16_avx512

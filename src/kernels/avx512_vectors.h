@@ -1,6 +1,6 @@
-/* AVX-512F vector primitives for simd_rows.h, 16 float lanes with opmask tails. Included
- * only by the translation units compiled with -mavx512f (and -mavx2 -mfma: avx512.c,
- * avx512_bf16.c), which run only after CPUID and XCR0 say so (cpu.c). */
+/* AVX-512 vector primitives for simd_rows.h, 16 float lanes with opmask tails. Included
+ * only by the translation units compiled with -mavx512f -mavx512bw (and -mavx2 -mfma: avx512.c,
+ * avx512_bf16.c, avx512bf16.c), which run only after CPUID and XCR0 say so (cpu.c). */
 #ifndef SN_KERNELS_AVX512_H
 #define SN_KERNELS_AVX512_H
 
@@ -76,9 +76,19 @@ static inline void vst16x4(sn_bf16 *p0, V a0, sn_bf16 *q0, V b0, sn_bf16 *p1, V 
                            V b1) {
     vst16x2(p0, a0, q0, b0), vst16x2(p1, a1, q1, b1);
 }
-/* the lanes of a mask_n mask (AVX-512F alone has no 16-bit masked moves, they are AVX512BW:
- * simd_rows.h's vldm16 and vstm16 take the partial step of a bf16 row through a buffer) */
-static inline int mask_lanes(M m) { return __builtin_popcount((unsigned)m); }
+/* The partial step of a bf16 row: AVX512BW's 16-bit masked moves (the path needs AVX512BW,
+ * cpu.c), on a 512-bit register whose upper 16 lanes the mask leaves off; the lanes off load 0,
+ * are not stored, and fault on no page. Instead of simd_rows.h's buffer, whose byte copies
+ * then a vector load miss store forwarding: the partial step of a bf16 row of 8 columns took
+ * 3-5x AVX2's full step (docs/performance.md, "Rows that end in a partial vector"). */
+#define SN_V_MASKED16
+static inline V vldm16(const sn_bf16 *p, M m) {
+    const __m256i h = _mm512_castsi512_si256(_mm512_maskz_loadu_epi16((__mmask32)m, p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+static inline void vstm16(sn_bf16 *p, M m, V v) {
+    _mm512_mask_storeu_epi16(p, (__mmask32)m, _mm512_castsi256_si512(vrnd16(v)));
+}
 /* to an address aligned to VW bf16 (32 bytes) */
 static inline void vstream16(sn_bf16 *p, V v) {
     _mm256_stream_si256((__m256i *)(void *)p, vrnd16(v));

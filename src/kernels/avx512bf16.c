@@ -2,7 +2,8 @@
  * avx512_bf16.c, compiled with -mavx512bf16 -mavx512dq besides the AVX-512 flags, so
  * that avx512_vectors.h's vrnd16 uses the instruction. The same bits (see vrnd16 there); used
  * only when CPUID says the CPU has both (cpu.c, sn_kern16_for). */
-#if defined(__AVX512F__) && defined(__FMA__) && defined(__AVX512BF16__) &&                         \
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__FMA__) &&                           \
+    defined(__AVX512BF16__) &&                                                                     \
     defined(__AVX512DQ__) /* compiled with its -m flags (src/meson.build); else empty */
 #include "avx512_vectors.h"
 #define SN_KERN_TABLE sn_kern16_avx512bf16

@@ -118,15 +118,25 @@ extern const sn_kern sn_kern_avx512;
  * (registry.c): the same bits as the best path's own table, whatever the choice. */
 const sn_kern *sn_kern_for(sn_isa isa, int64_t width, int streams);
 
-/* The width classes of SN_ISA_AUTO's tables, by their narrowest rows: up to 127 elements (the
- * loops' own cost counts), 128 .. 2048 (rows in L1 and L2), and wider (the rows stream from L2
- * and beyond). */
-#define SN_K_WIDTH_CLASSES 3
-static const int64_t sn_k_width_class_min[SN_K_WIDTH_CLASSES] = {1, 128, 2049};
+/* The width classes of SN_ISA_AUTO's tables. By the rows' length: 0, up to 127 elements (the
+ * loops' own cost counts); 1, 128 .. 2048 (rows in L1 and L2); 2, wider (the rows stream from L2
+ * and beyond). Rows of up to 127 elements are further told apart by how vectors of 8 and of 16
+ * lanes end on them (the 8-lane vectors cover the odd multiples of 8 whole, the 16-lane ones
+ * only with a half-empty last vector):
+ *   6  8 elements: one 8-lane vector, one half-empty 16-lane vector
+ *   3  24 and 40 elements, where the half-empty vector is a third or a fifth of the row
+ *   5  the odd multiples of 8 from 56 to 120
+ *   4  not a multiple of 8 (8-lane vectors end in a masked one too)
+ *   0  the multiples of 16
+ * A representative width of each: sn_k_width_class_rep. */
+#define SN_K_WIDTH_CLASSES 7
+static const int64_t sn_k_width_class_rep[SN_K_WIDTH_CLASSES] = {16, 128, 2049, 24, 1, 56, 8};
 static inline int sn_k_width_class(int64_t width) {
-    int c = 0;
-    while (c + 1 < SN_K_WIDTH_CLASSES && width >= sn_k_width_class_min[c + 1]) c++;
-    return c;
+    if (width >= 128) return width <= 2048 ? 1 : 2;
+    if (width % 8) return 4;
+    if (width == 8) return 6;
+    if (width % 16 == 8) return width <= 40 ? 3 : 5;
+    return 0;
 }
 
 /* the scalar path's bf16 table: each slot widens its rows into fp32 rows on the stack, runs the
@@ -146,8 +156,8 @@ extern const sn_kern16 sn_kern16_avx512bf16;
 
 /* The bf16 table of a path (never NULL: paths not compiled in give the scalar table). For the
  * AVX-512 path, sn_kern16_avx512bf16 where the CPU has AVX512-BF16 and AVX512DQ. SN_ISA_AUTO:
- * the best path's table (no bf16 slot was measured faster elsewhere); the width and `streams`
- * are the drivers' arguments for both lookups. */
+ * the best path's table with slots from other paths, as sn_kern_for (registry.c); the width and
+ * `streams` are the drivers' arguments for both lookups. */
 const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, int streams);
 
 /* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */

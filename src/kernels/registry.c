@@ -45,76 +45,151 @@ static const sn_kern16 *path_table16(sn_isa isa) {
  * three from the scalar path, without changing a bit, and sn_ctx_isa still names the path whose
  * bits a call gives; checkasm checks both: every SIMD table's slots against the first one's,
  * and every slot auto takes against its base path's. The choices are the measurements of
- * `checkasm --bench` and tools/bench-auto.sh (docs/performance.md, "One summation order"): a
- * slot leaves its base path for a width class (kernels.h) only where the other path was faster
- * at most widths measured in that class in most processes, and its worst ratio to the fastest
- * path over many processes was the smaller of the two. */
+ * `checkasm --bench` (rows in L1, each on a 64-byte boundary), tools/bench-auto.sh and
+ * sn-auto-calls (bench/auto_calls.c: the public calls on whole matrices, whose rows sit where
+ * their width puts them): a slot leaves its base path for a width class (kernels.h) only where
+ * the other path was faster at most widths measured in that class in most processes, and its
+ * worst ratio to the fastest path over many processes was the smaller of the two. Where rows in
+ * L1 and whole calls disagree (in a matrix of rows of 24 or 40 floats every other row starts off
+ * a 64-byte boundary, so that each of its 16-lane loads spans two cache lines: the likely cause,
+ * not measured apart), the calls decide for the slots they run; the others keep what checkasm
+ * measured. */
 typedef struct slot_pick {
-    size_t off;       /* the slot's place in sn_kern */
-    sn_isa from;      /* the path to take it from */
-    unsigned classes; /* the width classes (bit c: sn_k_width_class c) it is taken for */
-    unsigned calls;   /* the calls it is taken for: bit 0 without streaming stores, bit 1 with */
+    size_t off32, off16; /* the slot's place in sn_kern and in sn_kern16 */
+    sn_isa from;         /* the path to take it from */
+    unsigned classes;    /* the width classes (bit c: sn_k_width_class c) it is taken for */
+    unsigned calls;      /* the calls it is taken for: bit 0 without streaming stores, bit 1 with */
+    unsigned types;      /* the tables it is taken for: bit 0 fp32 rows, bit 1 bf16 rows */
 } slot_pick;
-#define PICK(slot, from, classes, calls)                                                           \
-    { offsetof(sn_kern, slot), from, classes, calls }
-#define ALL_WIDTHS  ((1u << SN_K_WIDTH_CLASSES) - 1u)
-#define MID_WIDTHS  2u /* class 1: 128 .. 2048 */
-#define WIDE_WIDTHS 4u /* class 2: 2049 and wider */
-#define CACHED      1u /* calls without streaming stores (their matrices mostly in the caches) */
-#define ALL_CALLS   3u
+/* a whole table taken from another path (classes, calls, types as in slot_pick) */
+typedef struct table_pick {
+    sn_isa from;
+    unsigned classes, calls, types;
+} table_pick;
+#define PICK(slot, from, classes, calls, types)                                                    \
+    { offsetof(sn_kern, slot), offsetof(sn_kern16, slot), from, classes, calls, types }
+#define ALL_WIDTHS        ((1u << SN_K_WIDTH_CLASSES) - 1u)
+#define MID_WIDTHS        2u  /* class 1: 128 .. 2048 */
+#define WIDE_WIDTHS       4u  /* class 2: 2049 and wider */
+#define SHORT_HALF_WIDTHS 8u  /* class 3: 24 and 40 (kernels.h) */
+#define ODD_WIDTHS        16u /* class 4: up to 127, not a multiple of 8 */
+#define LONG_HALF_WIDTHS  32u /* class 5: 56, 72, .., 120 */
+#define EIGHT_WIDTHS      64u /* class 6: 8 */
+#define CACHED            1u /* calls without streaming stores (their matrices mostly in the caches) */
+#define ALL_CALLS         3u
+#define F32               1u
+#define BF16              2u
+#define BOTH_TYPES        3u
 
-/* AMD Zen 4 (AVX-512 base), fp32 rows, AVX-512 / AVX2 in L1, medians over six to sixteen
- * processes of `checkasm --bench` (docs/performance.md, "One summation order"):
- *   norm_pg   1.07-1.15 at most widths of 128 .. 2048
+/* AMD Zen 4 (AVX-512 base). AVX-512 / AVX2 time; docs/performance.md has the tables ("One
+ * summation order", "auto at the call level", "Rows that end in a partial vector").
+ * Rows of 128 .. 2048 floats, in L1 (medians over six to sixteen processes of checkasm --bench):
+ *   norm_pg   1.07-1.15 at most widths
  *   axpy      1.02-1.10 at 512 .. 2560 (1.00 at 3072, 4096), 0.95 at 64
+ *   fold      1.04-1.10 (fp32 and bf16: the same float rows), 1.00 from 3072 up
  * Not taken (worst ratio to the fastest path over 48 processes, tools/bench-auto.sh): norm_row
- * and norm_s (one function on fp32 rows), 1.07-1.09 at 768 .. 1536 in most processes and
- * 0.83-0.91 in others (worst: AVX2 1.24, AVX-512 1.09); hc_proj, 1.01-1.03 at 256 .. 1024
- * (worst: AVX2 1.17, AVX-512 1.03); norm_bwd, 1.03-1.09 at 32 .. 96 in the sweeps (worst: AVX2
- * 1.22, AVX-512 1.19). axpy from 2049 up: worst AVX2 1.08, AVX-512 1.11. copy, widen and round
- * are the same memmove on every path, and the scalar unit's took 0.87-0.91x the AVX units' at
- * 64 elements. Through the public calls (bench/auto_calls.c, sn-auto-calls: rows in L2, L3 or
- * memory, matrices on 4 KiB boundaries; docs/performance.md, "auto at the call level"), AVX-512
- * took 1.03-1.30x AVX2's time in sn_apply_forward (the apply slot) at most sizes from 16 x 768
- * to 2048 x 768, in every run, but 0.89-1.02x (mostly below 1) from 3072 x 768, where the call
- * writes with streaming stores: apply is taken for the calls without them. In
- * sn_apply_backward and sn_split_backward (add_div) it took 1.02-1.07x at most sizes from
- * 512 x 768 up, with streaming stores too: add_div is taken for every call. In L1 the two are
- * level (1.00-1.01). Both at every width. Every other slot stays AVX-512. So does every bf16
- * slot (0.45-0.98 in L1 in most cases, ranges across 1 at worst; no bf16 call slower than a
- * forced path), so auto's bf16 table is the best path's own, and these picks are fp32 only. */
+ * and norm_s (one function on fp32 rows), 1.04-1.09 at 768 .. 2048 in most processes and
+ * 0.83-0.91 in others (worst: AVX2 1.24, AVX-512 1.09; a busy sibling hyperthread slows AVX2's
+ * twice as many instructions more); hc_proj, 1.01-1.03 at 256 .. 1024 (worst: AVX2 1.17,
+ * AVX-512 1.03). axpy from 2049 up: worst AVX2 1.08, AVX-512 1.11. copy, widen and round are
+ * the same memmove on every path, and the scalar unit's took 0.87-0.91x the AVX units' at 64
+ * elements.
+ * Through the public calls (sn-auto-calls, matrices on 4 KiB boundaries), AVX-512 took
+ * 1.03-1.30x AVX2's time in sn_apply_forward (apply) at most sizes from 16 x 768 to 2048 x 768,
+ * but 0.89-1.02x from 3072 x 768, where the call writes with streaming stores: apply is taken
+ * for the calls without them. In sn_apply_backward and sn_split_backward (add_div) 1.02-1.07x
+ * from 512 x 768 up, with streaming stores too. Both at every width but class 4, where AVX2's
+ * last vector is masked (vmaskmovps, slow on AMD): there AVX-512 took 0.37-0.95x AVX2's time
+ * (1024 x 12 .. 60).
+ * Narrow rows (2048 x 8 .. 120, one thread): AVX2 was the faster path in most calls on fp32
+ * rows of 8, 24 and 40 columns (classes 6 and 3: norm backward up to 1.14x, fuse backward
+ * 1.03-1.49x),
+ * so they run AVX2's table, but for hc_dots and axpy (AVX-512 0.65 and 0.89-1.00 in L1); at 56
+ * .. 120 (class 5) in the norm forward and backward (1.02-1.25). bf16 rows of 8 run AVX2's table;
+ * at 24 and 40 AVX2 is faster in the reductions (norm forward 1.08-1.15, backward and fuse
+ * forward up to 1.08, Hyper-Connections 1.1-1.4 in L1) and slower in the elementwise slots and
+ * the fuse backward (AVX-512 0.78-0.95), which stay. Every other bf16 slot stays AVX-512 (0.45-0.98
+ * in L1 in most cases). */
 static const slot_pick zen4[] = {
-    PICK(norm_pg, SN_ISA_AVX2, MID_WIDTHS, ALL_CALLS),
-    PICK(axpy, SN_ISA_AVX2, MID_WIDTHS | WIDE_WIDTHS, ALL_CALLS),
-    PICK(apply, SN_ISA_AVX2, ALL_WIDTHS, CACHED),
-    PICK(add_div, SN_ISA_AVX2, ALL_WIDTHS, ALL_CALLS),
-    PICK(copy, SN_ISA_SCALAR, ALL_WIDTHS, ALL_CALLS),
-    PICK(widen, SN_ISA_SCALAR, ALL_WIDTHS, ALL_CALLS),
-    PICK(round, SN_ISA_SCALAR, ALL_WIDTHS, ALL_CALLS),
+    /* rows of 128 and more; apply and add_div at every width but class 4 */
+    PICK(norm_pg, SN_ISA_AVX2, MID_WIDTHS, ALL_CALLS, F32),
+    PICK(axpy, SN_ISA_AVX2, MID_WIDTHS | WIDE_WIDTHS, ALL_CALLS, F32),
+    PICK(apply, SN_ISA_AVX2, ALL_WIDTHS & ~ODD_WIDTHS, CACHED, F32),
+    PICK(add_div, SN_ISA_AVX2, ALL_WIDTHS & ~ODD_WIDTHS, ALL_CALLS, F32),
+    PICK(fold, SN_ISA_AVX2, MID_WIDTHS | SHORT_HALF_WIDTHS, ALL_CALLS, BOTH_TYPES),
+    /* fp32 rows of 56 .. 120 (class 5): the norms */
+    PICK(stats2, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(norm_row, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(norm_fwd, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(norm_pg, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(norm_bwd, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(norm_bwd2, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
+    /* rows of 24 and 40 (class 3): fp32 runs AVX2's table (zen4_tables) but for these two ... */
+    PICK(hc_dots, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(axpy, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
+    /* ... and bf16 takes AVX2's reductions */
+    PICK(norm_row, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(norm_s, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(norm_fwd, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(stats2, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(norm_pg, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(norm_bwd, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(norm_bwd2, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(fuse_s, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(fuse_fwd2, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(hc_mix, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(hc_wmix, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(hc_wsum, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    /* the same memmove on every path */
+    PICK(copy, SN_ISA_SCALAR, ALL_WIDTHS, ALL_CALLS, F32),
+    PICK(widen, SN_ISA_SCALAR, ALL_WIDTHS, ALL_CALLS, F32),
+    PICK(round, SN_ISA_SCALAR, ALL_WIDTHS, ALL_CALLS, F32),
+};
+/* whole tables, taken before the slots above: fp32 rows of 24 and 40 (class 3), and rows of 8
+ * (class 6) of both types, run AVX2's */
+static const table_pick zen4_tables[] = {
+    {SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, F32},
+    {SN_ISA_AVX2, EIGHT_WIDTHS, ALL_CALLS, BOTH_TYPES},
 };
 
 /* [streams][width class] */
 static sn_kern auto32[2][SN_K_WIDTH_CLASSES];
+static sn_kern16 auto16[2][SN_K_WIDTH_CLASSES];
 
-/* copies the slot at byte offset off of table src into dst */
-static void take(sn_kern *dst, const sn_kern *src, size_t off) {
+/* copies the slot at byte offset off of table src into dst (either table type) */
+static void take(void *dst, const void *src, size_t off) {
     memcpy((char *)dst + off, (const char *)src + off, sizeof(void (*)(void)));
+}
+
+/* the path whose whole table auto takes for class c, calls s, tables of type bit `type` */
+static sn_isa table_from(const table_pick *t, size_t n, int c, int s, unsigned type, sn_isa base) {
+    for (size_t i = 0; i < n; i++)
+        if (t[i].classes >> c & 1u && t[i].calls >> s & 1u && t[i].types & type &&
+            sn_cpu_has(t[i].from))
+            base = t[i].from;
+    return base;
 }
 
 static void compose(void) {
     const sn_isa base = sn_cpu_best();
     const slot_pick *p = NULL;
-    size_t n = 0;
+    const table_pick *w = NULL;
+    size_t n = 0, nw = 0;
     if (sn_cpu_family_of() == SN_CPU_AMD_ZEN4 && base == SN_ISA_AVX512) {
-        p = zen4;
-        n = sizeof zen4 / sizeof zen4[0];
+        p = zen4, n = sizeof zen4 / sizeof zen4[0];
+        w = zen4_tables, nw = sizeof zen4_tables / sizeof zen4_tables[0];
     }
     for (int s = 0; s < 2; s++)
         for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
-            auto32[s][c] = *path_table(base);
-            for (size_t i = 0; i < n; i++)
-                if (p[i].classes >> c & 1u && p[i].calls >> s & 1u && sn_cpu_has(p[i].from))
-                    take(&auto32[s][c], path_table(p[i].from), p[i].off);
+            auto32[s][c] = *path_table(table_from(w, nw, c, s, F32, base));
+            auto16[s][c] = *path_table16(table_from(w, nw, c, s, BF16, base));
+            for (size_t i = 0; i < n; i++) {
+                if (!(p[i].classes >> c & 1u && p[i].calls >> s & 1u && sn_cpu_has(p[i].from)))
+                    continue;
+                if (p[i].types & F32) take(&auto32[s][c], path_table(p[i].from), p[i].off32);
+                if (p[i].types & BF16) take(&auto16[s][c], path_table16(p[i].from), p[i].off16);
+            }
         }
 }
 
@@ -135,6 +210,7 @@ const sn_kern *sn_kern_for(sn_isa isa, int64_t width, int streams) {
 }
 
 const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, int streams) {
-    (void)width, (void)streams; /* auto's bf16 table is the best path's own (zen4 above) */
-    return path_table16(isa == SN_ISA_AUTO ? sn_cpu_best() : isa);
+    if (isa != SN_ISA_AUTO) return path_table16(isa);
+    return auto_ready() ? &auto16[streams != 0][sn_k_width_class(width)]
+                        : path_table16(sn_cpu_best());
 }

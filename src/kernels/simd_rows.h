@@ -179,9 +179,10 @@
 #define KINLINE static inline
 #endif
 
-/* The partial step of a bf16 row, through a small buffer (neither ISA header has 16-bit masked
- * moves: AVX2 has none, AVX-512F leaves them to AVX512BW): lanes off load 0 and are not
- * stored. */
+/* The partial step of a bf16 row, through a small buffer where the ISA header has no 16-bit
+ * masked moves (AVX2; the AVX-512 header defines SN_V_MASKED16 and its own): lanes off load 0
+ * and are not stored. */
+#ifndef SN_V_MASKED16
 static inline V vldm16(const sn_bf16 *p, M m) {
     sn_bf16 b[VW] = {0};
     memcpy(b, p, (size_t)mask_lanes(m) * sizeof *p);
@@ -192,6 +193,7 @@ static inline void vstm16(sn_bf16 *p, M m, V v) {
     vst16(b, v);
     memcpy(p, b, (size_t)mask_lanes(m) * sizeof *p);
 }
+#endif
 
 /* Loads and stores of a vector at p (the partial step: masked), for fp32 rows and for bf16
  * rows (widened on load, rounded on store); load, store and store_out pick by p's type, so a

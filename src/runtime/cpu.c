@@ -17,7 +17,7 @@ static uint64_t xcr0(void) {
     return ((uint64_t)hi << 32) | lo;
 }
 
-/* bit 0: AVX2 + FMA usable; bit 1: AVX-512F usable; bit 2: and AVX512-BF16 with AVX512DQ;
+/* bit 0: AVX2 + FMA usable; bit 1: AVX-512F and AVX512BW usable; bit 2: and AVX512-BF16 with AVX512DQ;
  * bit 3: an AMD family 19h CPU (Zen 3 and Zen 4; with bit 1, Zen 4) */
 static unsigned detect(void) {
     unsigned a, b, c, d, out = 0;
@@ -35,9 +35,10 @@ static unsigned detect(void) {
     if ((x & 0x6) != 0x6) return 0; /* XMM and YMM state */
     if (__get_cpuid_max(0, NULL) < 7) return 0;
     __cpuid_count(7, 0, a, b, c, d);
-    const int avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1;
+    const int avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1, avx512bw = (b >> 30) & 1;
     if (avx2 && fma) out |= 1u;
-    if (avx512f && (out & 1u) && (x & 0xe6) == 0xe6) out |= 2u; /* + opmask, ZMM state */
+    if (avx512f && avx512bw && (out & 1u) && (x & 0xe6) == 0xe6) /* + opmask, ZMM state */
+        out |= 2u;
     const int avx512dq = (b >> 17) & 1;
     if ((out & 2u) && avx512dq && a >= 1) { /* a: the highest subleaf of leaf 7 */
         __cpuid_count(7, 1, a, b, c, d);

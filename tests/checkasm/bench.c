@@ -313,7 +313,8 @@ static int nresults;
 
 /* times one case on paths[0 .. np) (the forced paths, then auto last), each round in a layout
  * of its own (fix_init), and prints its line */
-static void bench_case(const ca_path *all, int np, ca_type t, int slot, int64_t D, int rounds) {
+static void bench_case(const ca_path *all, int np, ca_type t, int slot, int64_t D, int rounds,
+                       int norm) {
     static double tm[CB_MAX_PATHS][CA_BENCH_MAX_ROUNDS];
     ca_path paths[CB_MAX_PATHS];
     memcpy(paths, all, (size_t)np * sizeof *paths);
@@ -324,7 +325,7 @@ static void bench_case(const ca_path *all, int np, ca_type t, int slot, int64_t 
     const int reps = (int)(100000 / n) + 2;
     for (int r = 0; r < rounds; r++) {
         cb_fix e;
-        fix_init(&e, D, 0, (uint64_t)r + 1); /* LayerNorm with gamma and beta */
+        fix_init(&e, D, norm, (uint64_t)r + 1);
         for (int i = 0; i < np; i++) batch(&paths[i], t, slot, &e, n, 1 + reps / 8); /* warm */
         for (int k = 0; k < np; k++) {
             const int i = (k + r) % np;
@@ -360,19 +361,21 @@ static void bench_case(const ca_path *all, int np, ca_type t, int slot, int64_t 
 }
 
 void ca_bench_all(const ca_path *paths, int np, int rounds, const int64_t *Ds, int nd,
-                  const char *only) {
+                  const char *only, int norm) {
     if (rounds > CA_BENCH_MAX_ROUNDS) rounds = CA_BENCH_MAX_ROUNDS;
     if (np > CB_MAX_PATHS) np = CB_MAX_PATHS;
+    const sn_norm n = ca_norm(norm);
     printf("checkasm --bench: ns per element, median of %d rounds, paths interleaved; auto "
-           "against the fastest forced path: the median per-round ratio [95%% interval]\n",
-           rounds);
+           "against the fastest forced path: the median per-round ratio [95%% interval]; norm "
+           "kind %d, affine %d\n",
+           rounds, (int)n.kind, (int)n.affine);
     if (nd > CA_BENCH_MAX_WIDTHS) nd = CA_BENCH_MAX_WIDTHS;
     for (int di = 0; di < nd; di++)
         for (int t = 0; t < CA_NTYPES; t++)
             for (int s = 0; s < CB_NSLOTS; s++) {
                 if (s == CB_FUSE_FWD2 && Ds[di] > SN_K_STACK_ROW_MAX) continue;
                 if (only && strcmp(only, slots[s].name)) continue;
-                bench_case(paths, np, (ca_type)t, s, Ds[di], rounds);
+                bench_case(paths, np, (ca_type)t, s, Ds[di], rounds, norm);
             }
     /* the noise floor: the A/A cases' largest distance from 1 */
     double floor = 0.0;

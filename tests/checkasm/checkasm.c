@@ -1,8 +1,10 @@
 /* checkasm: the harness of checkasm.h and its main.
  *   checkasm            every slot of every path this CPU runs against the scalar table
- *   checkasm --bench [--rounds N] [--widths W,W,...] [--slot NAME]   (--bench-only: no checks)
- *                       also times every slot on every path and on `auto`'s tables, the paths
- *                       interleaved (bench.c; ns per element; not pass/fail)
+ *   checkasm --bench [--rounds N] [--widths W,W,...] [--slot NAME] [--norm K]
+ *                       (--bench-only: no checks) also times every slot on every path and on
+ *                       `auto`'s tables, the paths interleaved (bench.c; ns per element; not
+ *                       pass/fail), on norms ca_norm(K) (default 0: LayerNorm with gamma and
+ *                       beta; 4: RMSNorm with gamma only)
  * Built with SN_TEST_SMALL (the sanitizer builds, see tests/meson.build), it calls the slots
  * with fewer widths: 1..40 and every width above 40 of the full list. */
 #include "checkasm.h"
@@ -225,7 +227,7 @@ static void check_same_bits(const ca_path *a, const ca_path *b, ca_type t, int s
 /* ---- main ---------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
-    int bench = 0, checks = 1, rounds = 15, nd = 3;
+    int bench = 0, checks = 1, rounds = 15, nd = 3, norm = 0;
     int64_t Ds[CA_BENCH_MAX_WIDTHS] = {64, 768, 4096};
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
@@ -251,11 +253,14 @@ int main(int argc, char **argv) {
             }
         } else if (strcmp(argv[i], "--slot") == 0 && i + 1 < argc) {
             only = argv[++i];
+        } else if (strcmp(argv[i], "--norm") == 0 && i + 1 < argc && argv[i + 1][0] >= '0' &&
+                   argv[i + 1][0] <= '9' && atoi(argv[i + 1]) < CA_NNORMS) {
+            norm = atoi(argv[++i]);
         } else {
             fprintf(stderr,
                     "usage: %s [--bench | --bench-only] [--rounds 3..%d] [--widths W,W,...] "
-                    "[--slot NAME]\n",
-                    argv[0], CA_BENCH_MAX_ROUNDS);
+                    "[--slot NAME] [--norm 0..%d]\n",
+                    argv[0], CA_BENCH_MAX_ROUNDS, CA_NNORMS - 1);
             return 2;
         }
     }
@@ -323,7 +328,7 @@ int main(int argc, char **argv) {
         int taken = 0;
         for (int s = 0; s < 2; s++) /* calls without and with streaming stores */
             for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
-                const int64_t w = sn_k_width_class_min[c]; /* a width of class c */
+                const int64_t w = sn_k_width_class_rep[c]; /* a width of class c */
                 const ca_path au = {"auto", sn_kern_for(SN_ISA_AUTO, w, s),
                                     sn_kern16_for(SN_ISA_AUTO, w, s)};
                 for (int t = 0; t < CA_NTYPES; t++)
@@ -333,9 +338,9 @@ int main(int argc, char **argv) {
                         taken++;
                     }
             }
-        printf("checkasm: auto       %ld checks (the %d slots of its %d tables taken from another "
-               "path on this CPU give the bits of %s)\n",
-               tu_checks - c0, taken, 2 * SN_K_WIDTH_CLASSES, base.name);
+        printf("checkasm: auto       %ld checks (the %d slots of its %d fp32 and %d bf16 tables "
+               "taken from another path on this CPU give the bits of %s)\n",
+               tu_checks - c0, taken, 2 * SN_K_WIDTH_CLASSES, 2 * SN_K_WIDTH_CLASSES, base.name);
     }
     if (bench) {
         /* the forced paths as the public calls run them (sn_kern_for, sn_kern16_for), then
@@ -347,7 +352,7 @@ int main(int argc, char **argv) {
                 bp[nb++] = (ca_path){sn_isa_name((sn_isa)isa), sn_kern_for((sn_isa)isa, 0, 0),
                                      sn_kern16_for((sn_isa)isa, 0, 0)};
         bp[nb++] = (ca_path){"auto", NULL, NULL}; /* per width: bench.c */
-        ca_bench_all(bp, nb, rounds, Ds, nd, only);
+        ca_bench_all(bp, nb, rounds, Ds, nd, only, norm);
     }
     printf("checkasm: %d paths x %d widths: %ld checks, %d failures; worst error vs scalar %.2g "
            "(SN_K_TOL %.0e)\n",

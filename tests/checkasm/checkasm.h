@@ -84,12 +84,12 @@ void check_hc(const ca_path *p, const ca_path *ref, ca_type t);
 /* --bench (bench.c): every slot of both tables (only the slot named `only`, unless NULL) at
  * widths Ds[0 .. nd) (nd at most CA_BENCH_MAX_WIDTHS) on paths[0 .. np) (the forced paths as the
  * public calls run them, scalar first, then `auto`, last: its tables are taken for each width),
- * interleaved in `rounds` rounds; prints each case and the cases where auto is slower beyond
- * the noise */
+ * interleaved in `rounds` rounds, on norms ca_norm(norm) (the fuse slots: a fuse of three of
+ * it); prints each case and the cases where auto is slower beyond the noise */
 #define CA_BENCH_MAX_WIDTHS 16
 #define CA_BENCH_MAX_ROUNDS 101 /* --rounds: 3 .. this */
 void ca_bench_all(const ca_path *paths, int np, int rounds, const int64_t *Ds, int nd,
-                  const char *only);
+                  const char *only, int norm);
 
 /* the slots of bench.c (every slot of table.h), and whether slot s of type t gives the same
  * bits on tables a and b (on the bench's LayerNorm, RMSNorm and parameterless fixtures, widths
