@@ -55,11 +55,11 @@ static const sn_kern16 *path_table16(sn_isa isa) {
  * not measured apart), the calls decide for the slots they run; the others keep what checkasm
  * measured. */
 typedef struct slot_pick {
-    size_t off32, off16; /* the slot's place in sn_kern and in sn_kern16 */
-    sn_isa from;         /* the path to take it from */
-    unsigned classes;    /* the width classes (bit c: sn_k_width_class c) it is taken for */
-    unsigned calls;      /* the calls it is taken for: bit 0 without streaming stores, bit 1 with */
-    unsigned types;      /* the tables it is taken for: bit 0 fp32 rows, bit 1 bf16 rows */
+    size_t off;       /* the slot's place in sn_kern, the same in sn_kern16 (one layout, table.h) */
+    sn_isa from;      /* the path to take it from */
+    unsigned classes; /* the width classes (bit c: sn_k_width_class c) it is taken for */
+    unsigned calls;   /* the calls it is taken for: bit 0 without streaming stores, bit 1 with */
+    unsigned types;   /* the tables it is taken for: bit 0 fp32 rows, bit 1 bf16 rows */
 } slot_pick;
 /* a whole table taken from another path (classes, calls, types as in slot_pick) */
 typedef struct table_pick {
@@ -67,7 +67,10 @@ typedef struct table_pick {
     unsigned classes, calls, types;
 } table_pick;
 #define PICK(slot, from, classes, calls, types)                                                    \
-    { offsetof(sn_kern, slot), offsetof(sn_kern16, slot), from, classes, calls, types }
+    { offsetof(sn_kern, slot), from, classes, calls, types }
+_Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
+                   offsetof(sn_kern, pair_w_bwd) == offsetof(sn_kern16, pair_w_bwd),
+               "sn_kern and sn_kern16: one layout (table.h)");
 #define ALL_WIDTHS        ((1u << SN_K_WIDTH_CLASSES) - 1u)
 #define MID_WIDTHS        2u  /* class 1: 128 .. 2048 */
 #define WIDE_WIDTHS       4u  /* class 2: 2049 and wider */
@@ -157,7 +160,9 @@ static const table_pick zen4_tables[] = {
 static sn_kern auto32[2][SN_K_WIDTH_CLASSES];
 static sn_kern16 auto16[2][SN_K_WIDTH_CLASSES];
 
-/* copies the slot at byte offset off of table src into dst (either table type) */
+/* copies the slot at byte offset off of table src into dst (either table type). The table's data
+ * fields (pair_w_fwd, pair_w_bwd) stay dst's: the slots they describe, stats2 and norm_bwd2, are
+ * taken from another path only below 128 columns, where the drivers pair rows whatever they say. */
 static void take(void *dst, const void *src, size_t off) {
     memcpy((char *)dst + off, (const char *)src + off, sizeof(void (*)(void)));
 }
@@ -187,8 +192,8 @@ static void compose(void) {
             for (size_t i = 0; i < n; i++) {
                 if (!(p[i].classes >> c & 1u && p[i].calls >> s & 1u && sn_cpu_has(p[i].from)))
                     continue;
-                if (p[i].types & F32) take(&auto32[s][c], path_table(p[i].from), p[i].off32);
-                if (p[i].types & BF16) take(&auto16[s][c], path_table16(p[i].from), p[i].off16);
+                if (p[i].types & F32) take(&auto32[s][c], path_table(p[i].from), p[i].off);
+                if (p[i].types & BF16) take(&auto16[s][c], path_table16(p[i].from), p[i].off);
             }
         }
 }

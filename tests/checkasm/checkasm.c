@@ -253,9 +253,14 @@ int main(int argc, char **argv) {
             }
         } else if (strcmp(argv[i], "--slot") == 0 && i + 1 < argc) {
             only = argv[++i];
-        } else if (strcmp(argv[i], "--norm") == 0 && i + 1 < argc && argv[i + 1][0] >= '0' &&
-                   argv[i + 1][0] <= '9' && atoi(argv[i + 1]) < CA_NNORMS) {
-            norm = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--norm") == 0 && i + 1 < argc) {
+            char *end;
+            const long k = strtol(argv[++i], &end, 10);
+            if (end == argv[i] || *end || k < 0 || k >= CA_NNORMS) {
+                fprintf(stderr, "checkasm: --norm takes 0..%d (checkasm's norms)\n", CA_NNORMS - 1);
+                return 2;
+            }
+            norm = (int)k;
         } else {
             fprintf(stderr,
                     "usage: %s [--bench | --bench-only] [--rounds 3..%d] [--widths W,W,...] "
