@@ -13,10 +13,11 @@
  *
  * Layout: each matrix starts on a 4 KiB boundary, as matrices of whole pages or the slices of
  * one arena do (the rows of different matrices then share their offsets modulo 4 KiB), or with
- * --stagger a pseudo-random multiple of 64 bytes further in.
+ * --stagger a pseudo-random multiple of 64 bytes further in; --offset B moves every matrix B bytes
+ * further in (16: where glibc's malloc puts a large block, off every 32- and 64-byte boundary).
  *
  * Usage: sn-auto-calls [--sizes RxD,...] [--rounds N] [--ops SUBSTR] [--dtype f32,bf16]
- *                      [--stagger]
+ *                      [--stagger] [--offset B]
  * Timings are not tests: nothing here is in the pass/fail suite (a smoke test runs tiny sizes). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdint.h>
@@ -54,6 +55,7 @@ static const char *const op_names[NOPS] = {
 typedef struct bufs {
     int64_t R, D;
     int bf;
+    void *arena; /* the matrices' one allocation */
     void *m[NMAT];
     float *params, *stats, *dparams;
     sn_norm ln, rms;
@@ -161,16 +163,17 @@ static op_id stats_of(op_id op) {
     }
 }
 
-static void bufs_init(bufs *b, int64_t R, int64_t D, int bf, int stagger) {
+static void bufs_init(bufs *b, int64_t R, int64_t D, int bf, int stagger, size_t offset) {
     memset(b, 0, sizeof *b);
     b->R = R, b->D = D, b->bf = bf;
     const size_t es = bf ? sizeof(sn_bf16) : sizeof(float), bytes = (size_t)R * (size_t)D * es;
-    const size_t span = (bytes + 4096 + 4095) / 4096 * 4096; /* + room to stagger */
+    const size_t span = (bytes + 8192 + 4095) / 4096 * 4096; /* + room to stagger and offset */
     unsigned char *arena = xalloc(4096, span * NMAT);
+    b->arena = arena;
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (int k = 0; k < NMAT; k++) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        b->m[k] = arena + (size_t)k * span + (stagger ? (size_t)(s >> 40) % 64 * 64 : 0);
+        b->m[k] = arena + (size_t)k * span + (stagger ? (size_t)(s >> 40) % 64 * 64 : 0) + offset;
         for (size_t i = 0; i < (size_t)R * (size_t)D; i++) {
             const float v = 0.01f * (float)((i * 7 + (size_t)k) % 23) - 0.1f;
             if (bf) M16(k)[i] = sn_bf16_from_f32(v);
@@ -190,7 +193,7 @@ static void bufs_init(bufs *b, int64_t R, int64_t D, int bf, int stagger) {
 }
 
 static void bufs_free(bufs *b) {
-    free((unsigned char *)b->m[0] - ((uintptr_t)b->m[0] & 4095)); /* the arena */
+    free(b->arena);
     free(b->params), free(b->dparams), free(b->stats);
 }
 
@@ -231,8 +234,8 @@ static int parse_sizes(const char *s, int64_t *R, int64_t *D, int *n) {
 static int usage(void) {
     fprintf(stderr,
             "usage: sn-auto-calls [--sizes RxD,...] [--rounds 5..%d] [--ops SUBSTR] "
-            "[--dtype f32,bf16] [--stagger]\n  (R, D >= 1, R * D <= 2^26, at most %d "
-            "sizes)\n",
+            "[--dtype f32,bf16] [--stagger] [--offset 0..4095]\n  (R, D >= 1, R * D <= 2^26, "
+            "at most %d sizes; the offset even, a multiple of 4 with f32)\n",
             MAX_ROUNDS, MAX_SIZES);
     return 2;
 }
@@ -240,6 +243,7 @@ static int usage(void) {
 int main(int argc, char **argv) {
     int64_t Rs[MAX_SIZES] = {16, 512, 4096, 4096}, Ds[MAX_SIZES] = {768, 768, 768, 64};
     int nsz = 4, rounds = 21, stagger = 0, types = 1; /* types: bit 0 f32, bit 1 bf16 */
+    long offset = 0;                                  /* bytes past each matrix's place */
     const char *only = NULL;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--sizes") && a + 1 < argc) {
@@ -257,8 +261,13 @@ int main(int argc, char **argv) {
             if (!types) return usage();
         } else if (!strcmp(argv[a], "--stagger")) {
             stagger = 1;
+        } else if (!strcmp(argv[a], "--offset") && a + 1 < argc) {
+            char *e;
+            offset = strtol(argv[++a], &e, 10);
+            if (e == argv[a] || *e || offset < 0 || offset > 4095 || offset % 2) return usage();
         } else return usage();
     }
+    if ((types & 1) && offset % 4) return usage(); /* a float matrix starts on a float */
     /* auto, auto again (A/A), and the forced SIMD paths this CPU has */
     sn_isa isa[MAX_CTX] = {SN_ISA_AUTO, SN_ISA_AUTO};
     int nctx = 2;
@@ -282,6 +291,7 @@ int main(int argc, char **argv) {
            "forced path of each round and auto against itself (A/A): median per-round ratio "
            "[95%% interval], %d rounds, matrices %s, one thread\n",
            rounds, stagger ? "staggered by multiples of 64 bytes" : "on 4 KiB boundaries");
+    if (offset) printf("sn-auto-calls: every matrix %ld bytes past that\n", offset);
     const int lo = median_ci_lo(rounds), progress = isatty(2);
     const double t0 = now();
     int done = 0, flagged = 0;
@@ -289,7 +299,7 @@ int main(int argc, char **argv) {
         if (!(types >> t & 1)) continue;
         for (int si = 0; si < nsz; si++) {
             bufs b;
-            bufs_init(&b, Rs[si], Ds[si], t, stagger);
+            bufs_init(&b, Rs[si], Ds[si], t, stagger, (size_t)offset);
             const int64_t reps = 2000000 / (Rs[si] * Ds[si]) + 1; /* a run: ~2M elements */
             for (int op = 0; op < NOPS; op++) {
                 if (only && !strstr(op_names[op], only)) continue;

@@ -13,6 +13,9 @@ typedef __m512 V;
 typedef __mmask16 M;
 #define VW    16
 #define MFULL ((__mmask16)0xffff)
+/* elementwise sweeps start with a partial step up to their output's first vector boundary
+ * (simd_rows.h, COLS_AT): a full step's store is a whole 64-byte line of floats */
+#define SN_V_ALIGN_HEAD
 
 static inline V vld(const float *p) { return _mm512_loadu_ps(p); }
 static inline void vst(float *p, V v) { _mm512_storeu_ps(p, v); }

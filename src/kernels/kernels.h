@@ -126,17 +126,26 @@ const sn_kern *sn_kern_for(sn_isa isa, int64_t width, int streams);
  *   6  8 elements: one 8-lane vector, one half-empty 16-lane vector
  *   3  24 and 40 elements, where the half-empty vector is a third or a fifth of the row
  *   5  the odd multiples of 8 from 56 to 120
- *   4  not a multiple of 8 (8-lane vectors end in a masked one too)
- *   0  the multiples of 16
- * A representative width of each: sn_k_width_class_rep. */
-#define SN_K_WIDTH_CLASSES 7
-static const int64_t sn_k_width_class_rep[SN_K_WIDTH_CLASSES] = {16, 128, 2049, 24, 1, 56, 8};
+ *   4  not a multiple of 8, below 64 (8-lane vectors end in a masked one too)
+ *  10  not a multiple of 8, 65 .. 127
+ *   9  16 and 32: one or two 16-lane vectors
+ *   0  the multiples of 16 from 48 to 112
+ * and wider rows that are odd multiples of 8 have their own classes, 7 (136 .. 2040) and 8 (2056
+ * and wider): in a matrix of such float rows every other row starts half a 64-byte line in, so
+ * that every 16-lane load and store of it spans two lines (classes 1 and 2 keep the other
+ * widths). A representative width of each: sn_k_width_class_rep. */
+#define SN_K_WIDTH_CLASSES 11
+static const int64_t sn_k_width_class_rep[SN_K_WIDTH_CLASSES] = {64, 128, 2049, 24, 1,  56,
+                                                                 8,  136, 2056, 16, 100};
 static inline int sn_k_width_class(int64_t width) {
-    if (width >= 128) return width <= 2048 ? 1 : 2;
-    if (width % 8) return 4;
+    if (width >= 128) {
+        const int half = width % 16 == 8; /* an odd multiple of 8 */
+        return width <= 2048 ? (half ? 7 : 1) : (half ? 8 : 2);
+    }
+    if (width % 8) return width < 64 ? 4 : 10;
     if (width == 8) return 6;
     if (width % 16 == 8) return width <= 40 ? 3 : 5;
-    return 0;
+    return width <= 32 ? 9 : 0;
 }
 
 /* the scalar path's bf16 table: each slot widens its rows into fp32 rows on the stack, runs the

@@ -72,12 +72,16 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
                    offsetof(sn_kern, pair_w_bwd) == offsetof(sn_kern16, pair_w_bwd),
                "sn_kern and sn_kern16: one layout (table.h)");
 #define ALL_WIDTHS        ((1u << SN_K_WIDTH_CLASSES) - 1u)
-#define MID_WIDTHS        2u  /* class 1: 128 .. 2048 */
-#define WIDE_WIDTHS       4u  /* class 2: 2049 and wider */
-#define SHORT_HALF_WIDTHS 8u  /* class 3: 24 and 40 (kernels.h) */
-#define ODD_WIDTHS        16u /* class 4: up to 127, not a multiple of 8 */
-#define LONG_HALF_WIDTHS  32u /* class 5: 56, 72, .., 120 */
-#define EIGHT_WIDTHS      64u /* class 6: 8 */
+#define MID_WIDTHS        (2u | 128u)   /* classes 1 and 7: 128 .. 2048 (all of them) */
+#define WIDE_WIDTHS       (4u | 256u)   /* classes 2 and 8: 2049 and wider (all of them) */
+#define SHORT_HALF_WIDTHS 8u            /* class 3: 24 and 40 (kernels.h) */
+#define ODD_WIDTHS        (16u | 1024u) /* classes 4 and 10: up to 127, not a multiple of 8 */
+#define SHORT_ODD_WIDTHS  16u           /* class 4: below 64, not a multiple of 8 */
+#define SIXTEEN_WIDTHS    512u          /* class 9: 16 and 32 */
+#define LONG_HALF_WIDTHS  32u           /* class 5: 56, 72, .., 120 */
+#define EIGHT_WIDTHS      64u           /* class 6: 8 */
+#define MID_HALF_WIDTHS   128u          /* class 7: 136 .. 2040, odd multiples of 8 */
+#define WIDE_HALF_WIDTHS  256u          /* class 8: 2056 and wider, odd multiples of 8 */
 #define CACHED            1u /* calls without streaming stores (their matrices mostly in the caches) */
 #define ALL_CALLS         3u
 #define F32               1u
@@ -156,6 +160,83 @@ static const table_pick zen4_tables[] = {
     {SN_ISA_AVX2, EIGHT_WIDTHS, ALL_CALLS, BOTH_TYPES},
 };
 
+/* Intel Sapphire Rapids and Emerald Rapids (AVX-512 base; measured on Emerald Rapids, family 6
+ * model CFh, a 2-core KVM guest). Full-width 512-bit units: AVX-512 is the faster path in most
+ * calls (0.6-0.9x AVX2's time at 64 .. 8192 columns, fp32 and bf16), except where fp32 rows are
+ * odd multiples of 8 (every other row starts half a 64-byte line in, so that each 16-lane load
+ * and store spans two lines: classes 3, 5, 6, 7 and 8) and in narrow rows' norms.
+ * AVX-512 / AVX2 time through the public calls (sn-auto-calls; 8 .. 8192 columns, matrices on 4
+ * KiB boundaries, staggered, and 16 bytes past them; two runs; medians per class, the worst in
+ * brackets; docs/performance.md, "auto on Intel Sapphire and Emerald Rapids"):
+ *   rows of 8 (class 6), fp32 and bf16: every call 1.15-1.46 (worst 1.84): AVX2's table
+ *   fp32 rows of 24, 40 (class 3): norms 1.16-1.17, fuse 1.06-1.12, add_div 1.23: AVX2's table
+ *   bf16 rows of 24, 40: norm backward 1.06 (1.18); the rest stays (fuse 1.01, the others below)
+ *   16 and 32 (class 9): fp32 norm backward 1.1-1.2, fuse forward at 32 1.14-1.26; bf16 norm
+ *     backward 1.14 at 16 (0.93-0.98 at 32; AVX-512's worst is the larger)
+ *   fp32, not a multiple of 8, below 64 (class 4; 12 and 20 measured): norm forward 1.03-1.18,
+ *     backward 1.06-1.28, fuse backward 1.05-1.11, add_div 1.04 (1.35)
+ *   fp32 56 .. 120 (class 5): norm forward 1.05 (1.18), backward 1.05 (1.27), add_div 1.11
+ *   fp32 136 .. 2040 (class 7): add_div 1.02, norm forward 1.01 but 1.2-1.5 in staggered
+ *     matrices (AVX2's worst 1.14)
+ *   fp32 2056 and wider (class 8): as class 7, and the fuse forward 1.05 (1.21) and the norm
+ *     backward 1.01 (1.13; AVX2's worst 1.03)
+ * apply is not taken from AVX2 outside rows of 8: since AVX-512's starts each fp32 row at its
+ * output's line boundary (simd_rows.h, COLS_AT) it is the faster at every other class measured.
+ * Not taken: the norm backward at 136 .. 2040 (1.03, worst 1.14; AVX2's worst 1.21); anything
+ * at 65 .. 127 not a multiple of 8 (class 10; at 100 AVX-512 was the faster in most calls). */
+static const slot_pick spr[] = {
+    /* the norms' slots */
+    PICK(norm_fwd, SN_ISA_AVX2,
+         SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(stats2, SN_ISA_AVX2,
+         SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(norm_row, SN_ISA_AVX2,
+         SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(norm_bwd, SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS,
+         F32),
+    PICK(norm_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS,
+         F32),
+    PICK(norm_pg, SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS,
+         F32),
+    PICK(norm_bwd, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, BOTH_TYPES),
+    PICK(norm_bwd2, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, BOTH_TYPES),
+    PICK(norm_pg, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, BOTH_TYPES),
+    PICK(norm_bwd, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(norm_bwd2, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(norm_pg, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    /* the elementwise slots */
+    PICK(add_div, SN_ISA_AVX2,
+         SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
+    /* rows of 8, and fp32 rows of 24 and 40, run AVX2's table (spr_tables) but for apply (fp32
+     * 24, 40) and the slots their calls do not run, where checkasm decides (in L1: AVX2 took
+     * 1.5-2.8x AVX-512's time in hc_dots, 1.05-1.45x in hc_wmix, 1.1-1.4x in fuse_dx and
+     * fuse_pg, 1.2-1.3x in hc_wsum at 40, 1.06-1.10x in fuse_red at 40) */
+    PICK(apply, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(hc_dots, SN_ISA_AVX512, EIGHT_WIDTHS | SHORT_HALF_WIDTHS, ALL_CALLS, BOTH_TYPES),
+    PICK(hc_wmix, SN_ISA_AVX512, EIGHT_WIDTHS | SHORT_HALF_WIDTHS, ALL_CALLS, BOTH_TYPES),
+    PICK(fuse_dx, SN_ISA_AVX512, EIGHT_WIDTHS | SHORT_HALF_WIDTHS, ALL_CALLS, BOTH_TYPES),
+    PICK(fuse_pg, SN_ISA_AVX512, EIGHT_WIDTHS | SHORT_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(hc_wsum, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(fuse_red, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
+    /* bf16 rows of 24 and 40, slots their calls do not run (AVX-512 1.4-1.8x AVX2's time in
+     * fold, 1.05-1.24x in hc_proj, 1.06-1.08x in fuse_red, in L1) */
+    PICK(fold, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(fuse_red, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    /* the fuse's: forward at 16 and 32 and from 2056 up, backward below 64 */
+    PICK(fuse_fwd2, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, F32),
+    PICK(fuse_s, SN_ISA_AVX2, SIXTEEN_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(norm_s, SN_ISA_AVX2, SIXTEEN_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(fuse_bwd, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
+    PICK(fuse_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
+};
+/* whole tables, taken before the slots above: rows of 8 (class 6) of both types, and fp32 rows
+ * of 24 and 40 (class 3), run AVX2's */
+static const table_pick spr_tables[] = {
+    {SN_ISA_AVX2, EIGHT_WIDTHS, ALL_CALLS, BOTH_TYPES},
+    {SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, F32},
+};
+
 /* [streams][width class] */
 static sn_kern auto32[2][SN_K_WIDTH_CLASSES];
 static sn_kern16 auto16[2][SN_K_WIDTH_CLASSES];
@@ -176,15 +257,31 @@ static sn_isa table_from(const table_pick *t, size_t n, int c, int s, unsigned t
     return base;
 }
 
+/* each CPU family's picks (cpu.h); both lists are for the AVX-512 path as the base */
+typedef struct family_picks {
+    sn_cpu_family family;
+    const table_pick *tables;
+    size_t ntables;
+    const slot_pick *slots;
+    size_t nslots;
+} family_picks;
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+static const family_picks families[] = {
+    {SN_CPU_AMD_ZEN4, zen4_tables, COUNT(zen4_tables), zen4, COUNT(zen4)},
+    {SN_CPU_INTEL_SPR, spr_tables, COUNT(spr_tables), spr, COUNT(spr)},
+};
+
 static void compose(void) {
     const sn_isa base = sn_cpu_best();
+    const sn_cpu_family fam = sn_cpu_family_of();
     const slot_pick *p = NULL;
     const table_pick *w = NULL;
     size_t n = 0, nw = 0;
-    if (sn_cpu_family_of() == SN_CPU_AMD_ZEN4 && base == SN_ISA_AVX512) {
-        p = zen4, n = sizeof zen4 / sizeof zen4[0];
-        w = zen4_tables, nw = sizeof zen4_tables / sizeof zen4_tables[0];
-    }
+    for (size_t i = 0; i < COUNT(families); i++)
+        if (families[i].family == fam && base == SN_ISA_AVX512) {
+            p = families[i].slots, n = families[i].nslots;
+            w = families[i].tables, nw = families[i].ntables;
+        }
     for (int s = 0; s < 2; s++)
         for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
             auto32[s][c] = *path_table(table_from(w, nw, c, s, F32, base));

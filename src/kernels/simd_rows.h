@@ -39,14 +39,14 @@
  * mask test and each accumulator set stays its own register, and the summation order of every
  * reduction is written once (see docs/performance.md, "Kernel source: what stays a macro"). */
 
-/* Runs BODY for the columns [0, n) in steps of VW; BODY sees j (first column), t (1 on the
+/* Runs BODY for the columns [j0, n) in steps of VW; BODY sees j (first column), t (1 on the
  * partial last step) and m (its mask). The body is the variadic part, so it may hold commas.
  * COLS_U2 and COLS_U4 unroll the loop twice and four times (elementwise sweeps over long runs:
  * axpy; the parameter gradients' fold, whose step is a few instructions); COLS_LOOP takes what
- * precedes the loop. */
-#define COLS_LOOP(pre, n, ...)                                                                     \
+ * precedes the loop and the first column. */
+#define COLS_LOOP(pre, j0, n, ...)                                                                 \
     do {                                                                                           \
-        int64_t j = 0;                                                                             \
+        int64_t j = (j0);                                                                          \
         pre for (; j + VW <= (n); j += VW) {                                                       \
             const int t = 0;                                                                       \
             const M m = MFULL;                                                                     \
@@ -58,9 +58,43 @@
             __VA_ARGS__                                                                            \
         }                                                                                          \
     } while (0)
-#define COLS(n, ...)    COLS_LOOP(, n, __VA_ARGS__)
-#define COLS_U2(n, ...) COLS_LOOP(_Pragma("GCC unroll 2"), n, __VA_ARGS__)
-#define COLS_U4(n, ...) COLS_LOOP(_Pragma("GCC unroll 4"), n, __VA_ARGS__)
+#define COLS(n, ...)    COLS_LOOP(, 0, n, __VA_ARGS__)
+#define COLS_U2(n, ...) COLS_LOOP(_Pragma("GCC unroll 2"), 0, n, __VA_ARGS__)
+#define COLS_U4(n, ...) COLS_LOOP(_Pragma("GCC unroll 4"), 0, n, __VA_ARGS__)
+
+/* COLS_AT(p, n, BODY) and COLS_AT_U2: COLS and COLS_U2 for an elementwise body whose first
+ * output row is p. Where the ISA header asks for it (SN_V_ALIGN_HEAD: AVX-512, whose full step
+ * on float rows is a whole 64-byte line), a partial first step on a float row takes the columns
+ * before p's first line boundary, so that the full steps' stores are aligned: none spans two
+ * lines (a matrix from malloc starts 16 bytes past one; rows of an odd multiple of 8 floats
+ * start half a line in every other row), and those of calls that stream are streaming stores
+ * (store_out streams only aligned steps). Not on rows of at most one vector, which take one step
+ * either way, nor on bf16 rows, whose full step is half a line (there it only added a step:
+ * docs/performance.md, "auto on Intel Sapphire and Emerald Rapids"). Only for bodies without
+ * reductions: where the steps fall changes no bit. */
+#ifdef SN_V_ALIGN_HEAD
+static inline int64_t cols_head(const void *p, size_t es, int64_t n) {
+    if (es != sizeof(float) || n <= VW) return 0;
+    const uintptr_t vb = (uintptr_t)VW * sizeof(float);                              /* 64 */
+    return (int64_t)(((vb - ((uintptr_t)p & (vb - 1))) & (vb - 1)) / sizeof(float)); /* < n */
+}
+#define COLS_AT_LOOP(pre, p, n, ...)                                                               \
+    do {                                                                                           \
+        const int64_t h_ = cols_head((p), sizeof *(p), (n));                                       \
+        if (h_) {                                                                                  \
+            const int64_t j = 0;                                                                   \
+            const int t = 1;                                                                       \
+            const M m = mask_n((int)h_);                                                           \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+        COLS_LOOP(pre, h_, n, __VA_ARGS__);                                                        \
+    } while (0)
+#define COLS_AT(p, n, ...)    COLS_AT_LOOP(, p, n, __VA_ARGS__)
+#define COLS_AT_U2(p, n, ...) COLS_AT_LOOP(_Pragma("GCC unroll 2"), p, n, __VA_ARGS__)
+#else
+#define COLS_AT(p, n, ...)    COLS(n, __VA_ARGS__)
+#define COLS_AT_U2(p, n, ...) COLS_U2(n, __VA_ARGS__)
+#endif
 
 /* Like COLS, from the last column to the first (the partial step first): for an elementwise
  * sweep that follows a forward sweep over the same rows, so that it starts on the columns the
@@ -1421,7 +1455,7 @@ static void add_div(const SN_T *a, const SN_T *b, float c, SN_T *out, int64_t D,
 static void apply(const SN_T *z, const SN_T *u, const SN_T *y, float c, SN_T *xo, SN_T *yo,
                   int64_t D, int nt) {
     const V vc = vset1(c);
-    COLS(D, {
+    COLS_AT(xo, D, {
         V zj = load(z + j, t, m);
         store_out(xo + j, vadd(load(u + j, t, m), vdiv(zj, vc)), t, m, nt);
         store_out(yo + j, vadd(load(y + j, t, m), zj), t, m, nt);
@@ -1430,7 +1464,8 @@ static void apply(const SN_T *z, const SN_T *u, const SN_T *y, float c, SN_T *xo
 
 static void axpy(const SN_T *a, const SN_T *b, float alpha, SN_T *out, int64_t D, int nt) {
     const V va = vset1(alpha);
-    COLS_U2(D, { store_out(out + j, vfma(va, load(a + j, t, m), load(b + j, t, m)), t, m, nt); });
+    COLS_AT_U2(out, D,
+               { store_out(out + j, vfma(va, load(a + j, t, m), load(b + j, t, m)), t, m, nt); });
 }
 
 /* d loaded and stored once for up to four rows of s (the rows one after the other in each

@@ -18,7 +18,8 @@ static uint64_t xcr0(void) {
 }
 
 /* bit 0: AVX2 + FMA usable; bit 1: AVX-512F and AVX512BW usable; bit 2: and AVX512-BF16 with AVX512DQ;
- * bit 3: an AMD family 19h CPU (Zen 3 and Zen 4; with bit 1, Zen 4) */
+ * bit 3: an AMD family 19h CPU (Zen 3 and Zen 4; with bit 1, Zen 4); bit 4: an Intel family 6
+ * CPU of model 8Fh or CFh (Sapphire Rapids, Emerald Rapids: Golden Cove and Raptor Cove cores) */
 static unsigned detect(void) {
     unsigned a, b, c, d, out = 0;
     char vendor[12];
@@ -28,7 +29,12 @@ static unsigned detect(void) {
     /* the family: the base family, plus the extended family when the base is 0Fh */
     const unsigned family =
         ((a >> 8) & 0xfu) == 0xfu ? 0xfu + ((a >> 20) & 0xffu) : (a >> 8) & 0xfu;
+    /* the model: the base model, plus the extended model above it in families 6 and 0Fh */
+    const unsigned model =
+        ((a >> 4) & 0xfu) | (family == 6u || family >= 0xfu ? (a >> 12) & 0xf0u : 0u);
     if (!memcmp(vendor, "AuthenticAMD", 12) && family == 0x19u) out |= 8u;
+    if (!memcmp(vendor, "GenuineIntel", 12) && family == 6u && (model == 0x8fu || model == 0xcfu))
+        out |= 16u;
     const int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
     if (!osxsave || !avx) return 0;
     const uint64_t x = xcr0();
@@ -92,6 +98,7 @@ sn_cpu_family sn_cpu_family_of(void) {
 #ifdef SN_X86
     const unsigned f = features();
     if ((f & 8u) && (f & 2u)) return SN_CPU_AMD_ZEN4;
+    if ((f & 16u) && (f & 2u)) return SN_CPU_INTEL_SPR;
 #endif
     return SN_CPU_OTHER;
 }

@@ -16,8 +16,10 @@ int sn_cpu_has_avx512bf16(void);
 /* CPU families whose kernel choice under SN_ISA_AUTO differs from the best path's own table
  * (kernels/registry.c). Only grows. */
 typedef enum sn_cpu_family {
-    SN_CPU_OTHER = 0,   /* every CPU not listed */
-    SN_CPU_AMD_ZEN4 = 1 /* AMD family 19h with AVX-512 (512-bit operations in two halves) */
+    SN_CPU_OTHER = 0,    /* every CPU not listed */
+    SN_CPU_AMD_ZEN4 = 1, /* AMD family 19h with AVX-512 (512-bit operations in two halves) */
+    SN_CPU_INTEL_SPR = 2 /* Intel Sapphire Rapids and Emerald Rapids (family 6, models 8Fh and
+                            CFh) with AVX-512 enabled */
 } sn_cpu_family;
 sn_cpu_family sn_cpu_family_of(void);
 
