@@ -471,7 +471,17 @@ static void hc_wide_rows(sn_isa isa) {
     free(grads[0]), free(grads[1]), free(de[0]), free(de[1]);
 }
 
-int main(void) {
+/* argv[1], if given: "scalar" runs only the scalar path, "simd" only the others (meson runs
+ * the two as the tests net and net-simd, so that they run side by side, valgrind's stage too) */
+int main(int argc, char **argv) {
+    const int only = argc > 1 ? (!strcmp(argv[1], "scalar") ? 1
+                                 : !strcmp(argv[1], "simd") ? 2
+                                                            : -1)
+                              : 0;
+    if (only < 0) {
+        fprintf(stderr, "usage: test_net [scalar|simd]\n");
+        return 2;
+    }
     sn_net net;
     uint64_t seed = 4242;
     static const float explicit_c[6] = {0.5f, 1.0f, 2.0f, 3.0f, 0.7f, 1.3f};
@@ -489,6 +499,7 @@ int main(void) {
     CHECK(net.norm.kind == SN_NORM_LAYERNORM && net.norm.affine == SN_AFFINE_SCALE_SHIFT);
 
     for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++) {
+        if ((only == 1 && isa != SN_ISA_SCALAR) || (only == 2 && isa == SN_ISA_SCALAR)) continue;
         g_ctx = tu_isa_ctx(isa);
         if (!g_ctx) {
             printf("kernel path %s not available: skipped\n", sn_isa_name((sn_isa)isa));
