@@ -24,9 +24,10 @@ static void pfor_interleave(void *user, int64_t n, sn_task_fn task, void *arg) {
     for (int64_t i = 0; i < n; i += 2) task(arg, i);
 }
 
-/* 256 rows, 128 in sanitizer builds (SN_TEST_SMALL): either is well above the split threshold */
+/* 256 rows, 64 in sanitizer builds (SN_TEST_SMALL): either is well above the split threshold
+ * (16 K elements) and spans several parameter-gradient chunks (16 rows of 1000) */
 #ifdef SN_TEST_SMALL
-#define R 128
+#define R 64
 #else
 #define R 256
 #endif
