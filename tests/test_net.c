@@ -474,11 +474,9 @@ static void hc_wide_rows(sn_isa isa) {
 /* argv[1], if given: "scalar" runs only the scalar path, "simd" only the others (meson runs
  * the two as the tests net and net-simd, so that they run side by side, valgrind's stage too) */
 int main(int argc, char **argv) {
-    const int only = argc > 1 ? (!strcmp(argv[1], "scalar") ? 1
-                                 : !strcmp(argv[1], "simd") ? 2
-                                                            : -1)
-                              : 0;
-    if (only < 0) {
+    const int scalar = argc < 2 || !strcmp(argv[1], "scalar"),
+              simd = argc < 2 || !strcmp(argv[1], "simd");
+    if (argc > 2 || !(scalar || simd)) {
         fprintf(stderr, "usage: test_net [scalar|simd]\n");
         return 2;
     }
@@ -499,7 +497,7 @@ int main(int argc, char **argv) {
     CHECK(net.norm.kind == SN_NORM_LAYERNORM && net.norm.affine == SN_AFFINE_SCALE_SHIFT);
 
     for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++) {
-        if ((only == 1 && isa != SN_ISA_SCALAR) || (only == 2 && isa == SN_ISA_SCALAR)) continue;
+        if (!(isa == SN_ISA_SCALAR ? scalar : simd)) continue;
         g_ctx = tu_isa_ctx(isa);
         if (!g_ctx) {
             printf("kernel path %s not available: skipped\n", sn_isa_name((sn_isa)isa));

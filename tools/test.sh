@@ -90,7 +90,8 @@ if has_stage 3; then
     done
 fi
 
-if has_stage 4 && [ -n "${SN_VALGRIND_TESTS-errors special stream version net net-simd finite nonfinite robust}" ]; then
+valgrind_tests=${SN_VALGRIND_TESTS-errors special stream version net net-simd finite nonfinite robust}
+if has_stage 4 && [ -n "$valgrind_tests" ]; then
     stage "4. valgrind memcheck on $build"
     if [ -f "$build/meson-private/coredata.dat" ] || has_stage 1; then :; else
         setup "$build" -Dwerror=true
@@ -99,6 +100,6 @@ if has_stage 4 && [ -n "${SN_VALGRIND_TESTS-errors special stream version net ne
     # shellcheck disable=SC2086 # a list of test names
     meson test -C "$build" --print-errorlogs --timeout-multiplier 10 \
         --wrap='valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect' \
-        ${SN_VALGRIND_TESTS-errors special stream version net net-simd finite nonfinite robust}
+        $valgrind_tests
 fi
 stage "all stages passed"

@@ -68,6 +68,15 @@ typedef struct table_pick {
 } table_pick;
 #define PICK(slot, from, classes, calls, types)                                                    \
     { offsetof(sn_kern, slot), from, classes, calls, types }
+/* the slots the norm calls run (sn-auto-calls times the calls, so they decide these together):
+ * the forward's (norm_fwd; stats2 and norm_row on row pairs) and the backward's (norm_bwd,
+ * norm_bwd2 on pairs, norm_pg for the parameter-gradient chunks) */
+#define NORM_FWD_PICKS(from, classes, calls, types)                                                \
+    PICK(norm_fwd, from, classes, calls, types), PICK(stats2, from, classes, calls, types),        \
+        PICK(norm_row, from, classes, calls, types)
+#define NORM_BWD_PICKS(from, classes, calls, types)                                                \
+    PICK(norm_bwd, from, classes, calls, types), PICK(norm_bwd2, from, classes, calls, types),     \
+        PICK(norm_pg, from, classes, calls, types)
 _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
                    offsetof(sn_kern, pair_w_bwd) == offsetof(sn_kern16, pair_w_bwd),
                "sn_kern and sn_kern16: one layout (table.h)");
@@ -105,43 +114,34 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
  * 1.03-1.30x AVX2's time in sn_apply_forward (apply) at most sizes from 16 x 768 to 2048 x 768,
  * but 0.89-1.02x from 3072 x 768, where the call writes with streaming stores: apply is taken
  * for the calls without them. In sn_apply_backward and sn_split_backward (add_div) 1.02-1.07x
- * from 512 x 768 up, with streaming stores too. Both at every width but class 4, where AVX2's
- * last vector is masked (vmaskmovps, slow on AMD): there AVX-512 took 0.37-0.95x AVX2's time
- * (1024 x 12 .. 60).
+ * from 512 x 768 up, with streaming stores too. Both at every width but those not a multiple of 8
+ * (classes 4 and 10), where AVX2's last vector is masked (vmaskmovps, slow on AMD): there
+ * AVX-512 took 0.37-0.95x AVX2's time (1024 x 12 .. 60).
  * Narrow rows (2048 x 8 .. 120, one thread): AVX2 was the faster path in most calls on fp32
  * rows of 8, 24 and 40 columns (classes 6 and 3: norm backward up to 1.14x, fuse backward
- * 1.03-1.49x),
- * so they run AVX2's table, but for hc_dots and axpy (AVX-512 0.65 and 0.89-1.00 in L1); at 56
+ * 1.03-1.49x), so they run AVX2's table, but for hc_dots and axpy (AVX-512 0.65 and 0.89-1.00 in L1); at 56
  * .. 120 (class 5) in the norm forward and backward (1.02-1.25). bf16 rows of 8 run AVX2's table;
  * at 24 and 40 AVX2 is faster in the reductions (norm forward 1.08-1.15, backward and fuse
  * forward up to 1.08, Hyper-Connections 1.1-1.4 in L1) and slower in the elementwise slots and
  * the fuse backward (AVX-512 0.78-0.95), which stay. Every other bf16 slot stays AVX-512 (0.45-0.98
  * in L1 in most cases). */
 static const slot_pick zen4[] = {
-    /* rows of 128 and more; apply and add_div at every width but class 4 */
+    /* rows of 128 and more; apply and add_div at every width but classes 4 and 10 */
     PICK(norm_pg, SN_ISA_AVX2, MID_WIDTHS, ALL_CALLS, F32),
     PICK(axpy, SN_ISA_AVX2, MID_WIDTHS | WIDE_WIDTHS, ALL_CALLS, F32),
     PICK(apply, SN_ISA_AVX2, ALL_WIDTHS & ~ODD_WIDTHS, CACHED, F32),
     PICK(add_div, SN_ISA_AVX2, ALL_WIDTHS & ~ODD_WIDTHS, ALL_CALLS, F32),
     PICK(fold, SN_ISA_AVX2, MID_WIDTHS | SHORT_HALF_WIDTHS, ALL_CALLS, BOTH_TYPES),
     /* fp32 rows of 56 .. 120 (class 5): the norms */
-    PICK(stats2, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(norm_row, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(norm_fwd, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(norm_pg, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(norm_bwd, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(norm_bwd2, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
+    NORM_FWD_PICKS(SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
+    NORM_BWD_PICKS(SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
     /* rows of 24 and 40 (class 3): fp32 runs AVX2's table (zen4_tables) but for these two ... */
     PICK(hc_dots, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
     PICK(axpy, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
     /* ... and bf16 takes AVX2's reductions */
-    PICK(norm_row, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    NORM_FWD_PICKS(SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    NORM_BWD_PICKS(SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(norm_s, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(norm_fwd, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(stats2, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(norm_pg, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(norm_bwd, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(norm_bwd2, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(fuse_s, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(fuse_fwd2, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(hc_mix, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
@@ -186,24 +186,13 @@ static const table_pick zen4_tables[] = {
  * at 65 .. 127 not a multiple of 8 (class 10; at 100 AVX-512 was the faster in most calls). */
 static const slot_pick spr[] = {
     /* the norms' slots */
-    PICK(norm_fwd, SN_ISA_AVX2,
-         SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(stats2, SN_ISA_AVX2,
-         SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(norm_row, SN_ISA_AVX2,
-         SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(norm_bwd, SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS,
-         F32),
-    PICK(norm_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS,
-         F32),
-    PICK(norm_pg, SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS,
-         F32),
-    PICK(norm_bwd, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, BOTH_TYPES),
-    PICK(norm_bwd2, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, BOTH_TYPES),
-    PICK(norm_pg, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, BOTH_TYPES),
-    PICK(norm_bwd, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(norm_bwd2, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(norm_pg, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    NORM_FWD_PICKS(SN_ISA_AVX2,
+                   SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS,
+                   ALL_CALLS, F32),
+    NORM_BWD_PICKS(SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS,
+                   F32),
+    NORM_BWD_PICKS(SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, BOTH_TYPES),
+    NORM_BWD_PICKS(SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     /* the elementwise slots */
     PICK(add_div, SN_ISA_AVX2,
          SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
