@@ -15,9 +15,11 @@
  * one arena do (the rows of different matrices then share their offsets modulo 4 KiB), or with
  * --stagger a pseudo-random multiple of 64 bytes further in; --offset B moves every matrix B bytes
  * further in (16: where glibc's malloc puts a large block, off every 32- and 64-byte boundary).
+ * The parameter blocks and their gradients start on a 64-byte boundary, or --param-offset B
+ * bytes past one (a trainer that takes every buffer from malloc: --offset 16 --param-offset 16).
  *
  * Usage: sn-auto-calls [--sizes RxD,...] [--rounds N] [--ops SUBSTR] [--dtype f32,bf16]
- *                      [--stagger] [--offset B]
+ *                      [--stagger] [--offset B] [--param-offset B]
  * Timings are not tests: nothing here is in the pass/fail suite (a smoke test runs tiny sizes). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdint.h>
@@ -58,6 +60,7 @@ typedef struct bufs {
     void *arena; /* the matrices' one allocation */
     void *m[NMAT];
     float *params, *stats, *dparams;
+    size_t poff; /* bytes params and dparams lie past their allocations' starts */
     sn_norm ln, rms;
     sn_fuse f;
 } bufs;
@@ -163,7 +166,8 @@ static op_id stats_of(op_id op) {
     }
 }
 
-static void bufs_init(bufs *b, int64_t R, int64_t D, int bf, int stagger, size_t offset) {
+static void bufs_init(bufs *b, int64_t R, int64_t D, int bf, int stagger, size_t offset,
+                      size_t poff) {
     memset(b, 0, sizeof *b);
     b->R = R, b->D = D, b->bf = bf;
     const size_t es = bf ? sizeof(sn_bf16) : sizeof(float), bytes = (size_t)R * (size_t)D * es;
@@ -185,8 +189,11 @@ static void bufs_init(bufs *b, int64_t R, int64_t D, int bf, int stagger, size_t
     b->rms = (sn_norm){SN_NORM_RMSNORM, SN_AFFINE_SCALE, 0, 1e-5f};
     int64_t np = 0, spr = 0;
     sn_fuse_query(&b->f, D, &np, &spr); /* the fuse's blocks hold the norms' */
-    b->params = xalloc(64, (size_t)np * sizeof(float));
-    b->dparams = xalloc(64, (size_t)np * sizeof(float));
+    b->poff = poff;
+    b->params =
+        (float *)(void *)((unsigned char *)xalloc(64, (size_t)np * sizeof(float) + poff) + poff);
+    b->dparams =
+        (float *)(void *)((unsigned char *)xalloc(64, (size_t)np * sizeof(float) + poff) + poff);
     b->stats = xalloc(64, (size_t)R * (size_t)spr * sizeof(float));
     sn_fuse_init_params(&b->f, D, b->params);
     memset(b->dparams, 0, (size_t)np * sizeof(float));
@@ -194,7 +201,8 @@ static void bufs_init(bufs *b, int64_t R, int64_t D, int bf, int stagger, size_t
 
 static void bufs_free(bufs *b) {
     free(b->arena);
-    free(b->params), free(b->dparams), free(b->stats);
+    free((unsigned char *)b->params - b->poff), free((unsigned char *)b->dparams - b->poff);
+    free(b->stats);
 }
 
 /* the 95% distribution-free interval of the median of n sorted values is [v[lo], v[n - 1 - lo]]:
@@ -234,8 +242,9 @@ static int parse_sizes(const char *s, int64_t *R, int64_t *D, int *n) {
 static int usage(void) {
     fprintf(stderr,
             "usage: sn-auto-calls [--sizes RxD,...] [--rounds 5..%d] [--ops SUBSTR] "
-            "[--dtype f32,bf16] [--stagger] [--offset 0..4095]\n  (R, D >= 1, R * D <= 2^26, "
-            "at most %d sizes; the offset even, a multiple of 4 with f32)\n",
+            "[--dtype f32,bf16] [--stagger] [--offset 0..4095] [--param-offset 0..4095]\n"
+            "  (R, D >= 1, R * D <= 2^26, at most %d sizes; the offset even, a multiple of 4 "
+            "with f32; the parameter offset a multiple of 4)\n",
             MAX_ROUNDS, MAX_SIZES);
     return 2;
 }
@@ -243,7 +252,7 @@ static int usage(void) {
 int main(int argc, char **argv) {
     int64_t Rs[MAX_SIZES] = {16, 512, 4096, 4096}, Ds[MAX_SIZES] = {768, 768, 768, 64};
     int nsz = 4, rounds = 21, stagger = 0, types = 1; /* types: bit 0 f32, bit 1 bf16 */
-    long offset = 0;                                  /* bytes past each matrix's place */
+    long offset = 0, poff = 0; /* bytes past each matrix's and parameter block's place */
     const char *only = NULL;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--sizes") && a + 1 < argc) {
@@ -265,6 +274,10 @@ int main(int argc, char **argv) {
             char *e;
             offset = strtol(argv[++a], &e, 10);
             if (e == argv[a] || *e || offset < 0 || offset > 4095 || offset % 2) return usage();
+        } else if (!strcmp(argv[a], "--param-offset") && a + 1 < argc) {
+            char *e;
+            poff = strtol(argv[++a], &e, 10);
+            if (e == argv[a] || *e || poff < 0 || poff > 4095 || poff % 4) return usage();
         } else return usage();
     }
     if ((types & 1) && offset % 4) return usage(); /* a float matrix starts on a float */
@@ -292,6 +305,7 @@ int main(int argc, char **argv) {
            "[95%% interval], %d rounds, matrices %s, one thread\n",
            rounds, stagger ? "staggered by multiples of 64 bytes" : "on 4 KiB boundaries");
     if (offset) printf("sn-auto-calls: every matrix %ld bytes past that\n", offset);
+    if (poff) printf("sn-auto-calls: parameter blocks %ld bytes past a 64-byte boundary\n", poff);
     const int lo = median_ci_lo(rounds), progress = isatty(2);
     const double t0 = now();
     int done = 0, flagged = 0;
@@ -299,7 +313,7 @@ int main(int argc, char **argv) {
         if (!(types >> t & 1)) continue;
         for (int si = 0; si < nsz; si++) {
             bufs b;
-            bufs_init(&b, Rs[si], Ds[si], t, stagger, (size_t)offset);
+            bufs_init(&b, Rs[si], Ds[si], t, stagger, (size_t)offset, (size_t)poff);
             const int64_t reps = 2000000 / (Rs[si] * Ds[si]) + 1; /* a run: ~2M elements */
             for (int op = 0; op < NOPS; op++) {
                 if (only && !strstr(op_names[op], only)) continue;

@@ -22,6 +22,20 @@ static inline V vmaskz(M m, V v) { return _mm256_and_ps(_mm256_castsi256_ps(m), 
 static inline M mask_n(int k) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
+/* lanes lo .. hi - 1 (0 <= lo < hi <= VW) */
+static inline M mask_rng(int lo, int hi) {
+    const __m256i i = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(lo), i),
+                               _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), i));
+}
+/* lanes o .. VW - 1 of a, then lanes 0 .. o - 1 of b (0 <= o < VW) */
+static inline V vrot(V a, V b, int o) {
+    const __m256i i =
+        _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(o));
+    const __m256i w = _mm256_and_si256(i, _mm256_set1_epi32(7));
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(a, w), _mm256_permutevar8x32_ps(b, w),
+                            _mm256_castsi256_ps(_mm256_cmpgt_epi32(i, _mm256_set1_epi32(7))));
+}
 static inline void vstream(float *p, V v) { _mm256_stream_ps(p, v); }
 static inline V vset1(float a) { return _mm256_set1_ps(a); }
 static inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }

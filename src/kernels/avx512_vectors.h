@@ -23,6 +23,14 @@ static inline V vldm(const float *p, M m) { return _mm512_maskz_loadu_ps(m, p); 
 static inline void vstm(float *p, M m, V v) { _mm512_mask_storeu_ps(p, m, v); }
 static inline V vmaskz(M m, V v) { return _mm512_maskz_mov_ps(m, v); }
 static inline M mask_n(int k) { return (M)((1u << k) - 1u); }
+static inline M mask_rng(int lo, int hi) { return (M)(((1u << hi) - 1u) & ~((1u << lo) - 1u)); }
+/* lanes o .. VW - 1 of a, then lanes 0 .. o - 1 of b (0 <= o < VW) */
+static inline V vrot(V a, V b, int o) {
+    const __m512i i =
+        _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(o));
+    return _mm512_permutex2var_ps(a, i, b);
+}
 static inline void vstream(float *p, V v) { _mm512_stream_ps(p, v); }
 static inline V vset1(float a) { return _mm512_set1_ps(a); }
 static inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }

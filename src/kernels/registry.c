@@ -176,21 +176,21 @@ static const table_pick zen4_tables[] = {
  *   fp32, not a multiple of 8, below 64 (class 4; 12 and 20 measured): norm forward 1.03-1.18,
  *     backward 1.06-1.28, fuse backward 1.05-1.11, add_div 1.04 (1.35)
  *   fp32 56 .. 120 (class 5): norm forward 1.05 (1.18), backward 1.05 (1.27), add_div 1.11
- *   fp32 136 .. 2040 (class 7): add_div 1.02, norm forward 1.01 but 1.2-1.5 in staggered
- *     matrices (AVX2's worst 1.14)
- *   fp32 2056 and wider (class 8): as class 7, and the fuse forward 1.05 (1.21) and the norm
- *     backward 1.01 (1.13; AVX2's worst 1.03)
+ *   fp32 136 .. 2040 and 2056 and wider (classes 7 and 8): add_div 1.02 (1.08)
  * apply is not taken from AVX2 outside rows of 8: since AVX-512's starts each fp32 row at its
  * output's line boundary (simd_rows.h, COLS_AT) it is the faster at every other class measured.
- * Not taken: the norm backward at 136 .. 2040 (1.03, worst 1.14; AVX2's worst 1.21); anything
- * at 65 .. 127 not a multiple of 8 (class 10; at 100 AVX-512 was the faster in most calls). */
+ * Since 0.6.10 the AVX-512 fp32 rows of 128 columns and more store on their output's lines in
+ * the norms and the fuse too (RCOLS4_AT, row_head), and at classes 7 and 8 AVX-512 is the faster
+ * in the calls whose slots 0.6.9 took from AVX2 there (sn-auto-calls, 136 .. 4104 columns, the
+ * three layouts and every buffer 16 bytes past a line, medians with the worst in brackets): norm
+ * forward 0.91-0.97 (1.01), norm backward at class 8 0.98 (1.02; AVX2's worst 1.04), fuse forward
+ * at class 8 0.82 (0.86; merge forward 1.02, 1.03). Not taken: the norm backward at 136 .. 2040
+ * (0.97-0.98, worst 1.08; AVX2's worst 1.35); anything at 65 .. 127 not a multiple of 8 (class
+ * 10; at 100 AVX-512 was the faster in most calls). */
 static const slot_pick spr[] = {
     /* the norms' slots */
-    NORM_FWD_PICKS(SN_ISA_AVX2,
-                   SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS,
-                   ALL_CALLS, F32),
-    NORM_BWD_PICKS(SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS,
-                   F32),
+    NORM_FWD_PICKS(SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS, ALL_CALLS, F32),
+    NORM_BWD_PICKS(SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS, ALL_CALLS, F32),
     NORM_BWD_PICKS(SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, BOTH_TYPES),
     NORM_BWD_PICKS(SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     /* the elementwise slots */
@@ -212,10 +212,10 @@ static const slot_pick spr[] = {
     PICK(fold, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(fuse_red, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    /* the fuse's: forward at 16 and 32 and from 2056 up, backward below 64 */
+    /* the fuse's: forward at 16 and 32, backward below 64 */
     PICK(fuse_fwd2, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, F32),
-    PICK(fuse_s, SN_ISA_AVX2, SIXTEEN_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(norm_s, SN_ISA_AVX2, SIXTEEN_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(fuse_s, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, F32),
+    PICK(norm_s, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, F32),
     PICK(fuse_bwd, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
     PICK(fuse_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
 };

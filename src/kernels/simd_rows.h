@@ -4,7 +4,9 @@
  * after avx2_vectors.h or avx512_vectors.h has defined:
  *   V, M          the vector and lane-mask types; VW the number of float lanes
  *   vld vst       unaligned load / store;  vldm vstm  masked load / store (lanes off: 0 / kept)
- *   vmaskz        zero the lanes a mask leaves off;  mask_n(k) the first k lanes (0 < k < VW)
+ *   vmaskz        zero the lanes a mask leaves off;  mask_n(k) the first k lanes (0 < k < VW);
+ *                 mask_rng(lo, hi) the lanes lo .. hi - 1 (0 <= lo < hi <= VW)
+ *   vrot(a, b, o) lanes o .. VW - 1 of a, then lanes 0 .. o - 1 of b (0 <= o < VW)
  *   MFULL         a mask value for full vectors (never used by a masked operation)
  *   vset1 vadd vsub vmul vdiv vfma(a,b,c)=a*b+c  vfnma(a,b,c)=c-a*b  vfms(a,b,c)=a*b-c
  *   VSETS vfold8  the 8-lane accumulator sets a vector holds (1 or 2), and their sum as 8 lanes
@@ -71,16 +73,20 @@
  * (store_out streams only aligned steps). Not on rows of at most one vector, which take one step
  * either way, nor on bf16 rows, whose full step is half a line (there it only added a step:
  * docs/performance.md, "auto on Intel Sapphire and Emerald Rapids"). Only for bodies without
- * reductions: where the steps fall changes no bit. */
-#ifdef SN_V_ALIGN_HEAD
+ * reductions: where the steps fall changes no bit (reductions have RCOLS4_AT, below). */
 static inline int64_t cols_head(const void *p, size_t es, int64_t n) {
+#ifdef SN_V_ALIGN_HEAD
     if (es != sizeof(float) || n <= VW) return 0;
     const uintptr_t vb = (uintptr_t)VW * sizeof(float);                              /* 64 */
     return (int64_t)(((vb - ((uintptr_t)p & (vb - 1))) & (vb - 1)) / sizeof(float)); /* < n */
+#else
+    (void)p, (void)es, (void)n;
+    return 0;
+#endif
 }
-#define COLS_AT_LOOP(pre, p, n, ...)                                                               \
+#define COLS_H_LOOP(pre, h, n, ...)                                                                \
     do {                                                                                           \
-        const int64_t h_ = cols_head((p), sizeof *(p), (n));                                       \
+        const int64_t h_ = (h);                                                                    \
         if (h_) {                                                                                  \
             const int64_t j = 0;                                                                   \
             const int t = 1;                                                                       \
@@ -89,30 +95,36 @@ static inline int64_t cols_head(const void *p, size_t es, int64_t n) {
         }                                                                                          \
         COLS_LOOP(pre, h_, n, __VA_ARGS__);                                                        \
     } while (0)
-#define COLS_AT(p, n, ...)    COLS_AT_LOOP(, p, n, __VA_ARGS__)
-#define COLS_AT_U2(p, n, ...) COLS_AT_LOOP(_Pragma("GCC unroll 2"), p, n, __VA_ARGS__)
-#else
-#define COLS_AT(p, n, ...)    COLS(n, __VA_ARGS__)
-#define COLS_AT_U2(p, n, ...) COLS_U2(n, __VA_ARGS__)
-#endif
+#define COLS_AT(p, n, ...) COLS_H_LOOP(, cols_head((p), sizeof *(p), (n)), n, __VA_ARGS__)
+#define COLS_AT_U2(p, n, ...)                                                                      \
+    COLS_H_LOOP(_Pragma("GCC unroll 2"), cols_head((p), sizeof *(p), (n)), n, __VA_ARGS__)
+/* COLS with a partial first step of h columns (0: none; 0 <= h < n) */
+#define COLS_H(h, n, ...) COLS_H_LOOP(, h, n, __VA_ARGS__)
 
-/* Like COLS, from the last column to the first (the partial step first): for an elementwise
+/* Like COLS_H, from the last column to the first (the partial steps first): for an elementwise
  * sweep that follows a forward sweep over the same rows, so that it starts on the columns the
  * forward sweep left in L1. Only for bodies without reductions (the order of the columns then
  * changes no bit). Unrolled twice: its one user, the fuse backward's third sweep, does little
  * work a step, so the loop's own instructions counted. */
-#define COLS_DOWN(n, ...)                                                                          \
+#define COLS_DOWN_H(h, n, ...)                                                                     \
     do {                                                                                           \
-        int64_t j = (n) / VW * VW;                                                                 \
+        const int64_t h_ = (h);                                                                    \
+        int64_t j = h_ + ((n)-h_) / VW * VW;                                                       \
         if (j < (n)) {                                                                             \
             const int t = 1;                                                                       \
             const M m = mask_n((int)((n)-j));                                                      \
             __VA_ARGS__                                                                            \
         }                                                                                          \
-        _Pragma("GCC unroll 2") while (j > 0) {                                                    \
+        _Pragma("GCC unroll 2") while (j > h_) {                                                   \
             j -= VW;                                                                               \
             const int t = 0;                                                                       \
             const M m = MFULL;                                                                     \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+        if (h_) {                                                                                  \
+            j = 0;                                                                                 \
+            const int t = 1;                                                                       \
+            const M m = mask_n((int)h_);                                                           \
             __VA_ARGS__                                                                            \
         }                                                                                          \
     } while (0)
@@ -141,68 +153,98 @@ static inline int64_t cols_head(const void *p, size_t es, int64_t n) {
     }
 #define RMASK(n) mask_n((int)((n)-j))
 
-/* vectors two at a time, the first to accumulator vector 0 and the second to kb (ks = 0, 1):
- * two accumulator vectors with kb = 1, one (the loop unrolled twice) with kb = 0 */
-#define RCOLS_PAIR(kb, n, ...)                                                                     \
+/* vectors two at a time from column j0, the first to accumulator vector k0 and the second to
+ * kb ^ k0 (ks = 0, 1): two accumulator vectors with kb = 1, one (the loop unrolled twice) with
+ * kb = 0 (and k0 = 0) */
+#define RCOLS_PAIR_FROM(kb, k0, j0, n, ...)                                                        \
     do {                                                                                           \
-        int64_t j = 0;                                                                             \
+        int64_t j = (j0);                                                                          \
         for (; j + 2 * VW <= (n); j += 2 * VW) {                                                   \
-            RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
+            RSTEP(k0, 0, 0, MFULL, __VA_ARGS__)                                                    \
             j += VW;                                                                               \
-            RSTEP(kb, 1, 0, MFULL, __VA_ARGS__)                                                    \
+            RSTEP((kb) ^ (k0), 1, 0, MFULL, __VA_ARGS__)                                           \
             j -= VW;                                                                               \
         }                                                                                          \
         if (j + VW <= (n)) {                                                                       \
-            RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
+            RSTEP(k0, 0, 0, MFULL, __VA_ARGS__)                                                    \
             j += VW;                                                                               \
-            if (j < (n)) RSTEP(kb, 1, 1, RMASK(n), __VA_ARGS__)                                    \
-        } else if (j < (n)) RSTEP(0, 0, 1, RMASK(n), __VA_ARGS__)                                  \
+            if (j < (n)) RSTEP((kb) ^ (k0), 1, 1, RMASK(n), __VA_ARGS__)                           \
+        } else if (j < (n)) RSTEP(k0, 0, 1, RMASK(n), __VA_ARGS__)                                 \
     } while (0)
 
-/* four accumulator vectors (k = ks = 0 .. 3) */
-#define RCOLS_A4(n, ...)                                                                           \
+/* four accumulator vectors from column j0, the first step to vector k0 (ks = 0 .. 3, k = (ks +
+ * k0) mod 4) */
+#define RCOLS_A4_FROM(k0, j0, n, ...)                                                              \
     do {                                                                                           \
-        int64_t j = 0;                                                                             \
+        int64_t j = (j0);                                                                          \
         for (; j + 4 * VW <= (n); j += 4 * VW) {                                                   \
-            RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
+            RSTEP((k0)&3, 0, 0, MFULL, __VA_ARGS__)                                                \
             j += VW;                                                                               \
-            RSTEP(1, 1, 0, MFULL, __VA_ARGS__)                                                     \
+            RSTEP((1 + (k0)) & 3, 1, 0, MFULL, __VA_ARGS__)                                        \
             j += VW;                                                                               \
-            RSTEP(2, 2, 0, MFULL, __VA_ARGS__)                                                     \
+            RSTEP((2 + (k0)) & 3, 2, 0, MFULL, __VA_ARGS__)                                        \
             j += VW;                                                                               \
-            RSTEP(3, 3, 0, MFULL, __VA_ARGS__)                                                     \
+            RSTEP((3 + (k0)) & 3, 3, 0, MFULL, __VA_ARGS__)                                        \
             j -= 3 * VW;                                                                           \
         }                                                                                          \
         if (j + VW > (n)) {                                                                        \
-            if (j < (n)) RSTEP(0, 0, 1, RMASK(n), __VA_ARGS__)                                     \
+            if (j < (n)) RSTEP((k0)&3, 0, 1, RMASK(n), __VA_ARGS__)                                \
         } else {                                                                                   \
-            RSTEP(0, 0, 0, MFULL, __VA_ARGS__)                                                     \
+            RSTEP((k0)&3, 0, 0, MFULL, __VA_ARGS__)                                                \
             j += VW;                                                                               \
             if (j + VW > (n)) {                                                                    \
-                if (j < (n)) RSTEP(1, 1, 1, RMASK(n), __VA_ARGS__)                                 \
+                if (j < (n)) RSTEP((1 + (k0)) & 3, 1, 1, RMASK(n), __VA_ARGS__)                    \
             } else {                                                                               \
-                RSTEP(1, 1, 0, MFULL, __VA_ARGS__)                                                 \
+                RSTEP((1 + (k0)) & 3, 1, 0, MFULL, __VA_ARGS__)                                    \
                 j += VW;                                                                           \
                 if (j + VW > (n)) {                                                                \
-                    if (j < (n)) RSTEP(2, 2, 1, RMASK(n), __VA_ARGS__)                             \
+                    if (j < (n)) RSTEP((2 + (k0)) & 3, 2, 1, RMASK(n), __VA_ARGS__)                \
                 } else {                                                                           \
-                    RSTEP(2, 2, 0, MFULL, __VA_ARGS__)                                             \
+                    RSTEP((2 + (k0)) & 3, 2, 0, MFULL, __VA_ARGS__)                                \
                     j += VW;                                                                       \
-                    if (j < (n)) RSTEP(3, 3, 1, RMASK(n), __VA_ARGS__)                             \
+                    if (j < (n)) RSTEP((3 + (k0)) & 3, 3, 1, RMASK(n), __VA_ARGS__)                \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
     } while (0)
 
+/* RCOLS2_FROM and RCOLS4_FROM (k0, j0, n, BODY); RCOLS4's NACC4 accumulator vectors */
 #if VSETS == 1
-#define RCOLS2(n, ...) RCOLS_PAIR(1, n, __VA_ARGS__)
-#define RCOLS4         RCOLS_A4
+#define RCOLS2_FROM(k0, j0, n, ...) RCOLS_PAIR_FROM(1, k0, j0, n, __VA_ARGS__)
+#define RCOLS4_FROM                 RCOLS_A4_FROM
 #elif VSETS == 2
-#define RCOLS2(n, ...) RCOLS_PAIR(0, n, __VA_ARGS__)
-#define RCOLS4(n, ...) RCOLS_PAIR(1, n, __VA_ARGS__)
+#define RCOLS2_FROM(k0, j0, n, ...) RCOLS_PAIR_FROM(0, k0, j0, n, __VA_ARGS__)
+#define RCOLS4_FROM(k0, j0, n, ...) RCOLS_PAIR_FROM(1, k0, j0, n, __VA_ARGS__)
 #else
 #error "simd_rows.h: VSETS must be 1 or 2"
 #endif
+#define NACC4          (4 / VSETS)
+#define RCOLS2(n, ...) RCOLS2_FROM(0, 0, n, __VA_ARGS__)
+#define RCOLS4(n, ...) RCOLS4_FROM(0, 0, n, __VA_ARGS__)
+
+/* RCOLS4_AT(o, n, BODY): RCOLS4's sums on a grid of steps shifted o columns left (0 <= o < VW;
+ * o = 0 is RCOLS4), so that a sweep whose output row starts o columns past a vector boundary
+ * (row_grid) stores whole aligned vectors, as COLS_AT does for elementwise sweeps. The first
+ * step takes the columns [0, VW - o) in its lanes o .. VW - 1 (j = -o) and goes to accumulator
+ * vector 0; its other lanes add +0, as a partial last step's do (an accumulator starts at +0 and
+ * never becomes -0, so that changes no bit). The steps then continue the round. Column c thus
+ * lands in lane (c + o) mod (NACC4 * VW) of the accumulators taken as one row of lanes, where
+ * RCOLS4 puts it in lane c mod (NACC4 * VW): each lane receives the same columns in the same
+ * order, only in another lane. acc_unrot moves the lanes back, after which every sum is bitwise
+ * RCOLS4's, wherever the row starts. */
+#define RCOLS4_AT(o, n, ...)                                                                       \
+    do {                                                                                           \
+        const int64_t o_ = (o);                                                                    \
+        if (!o_) RCOLS4_FROM(0, 0, n, __VA_ARGS__);                                                \
+        else {                                                                                     \
+            {                                                                                      \
+                const int64_t j = -o_;                                                             \
+                RSTEP(0, 0, 1, mask_rng((int)o_, (n) + o_ < VW ? (int)((n) + o_) : VW),            \
+                      __VA_ARGS__)                                                                 \
+            }                                                                                      \
+            RCOLS4_FROM(1, VW - o_, n, __VA_ARGS__);                                               \
+        }                                                                                          \
+    } while (0)
 
 /* The helpers are forced inline: each is a few instructions inside the row loops, and in a
  * large translation unit the compiler's inlining budget can run out and leave some out of line
@@ -381,6 +423,29 @@ KINLINE __m256 hsum8x8(const __m256 v[8]) {
 #define ZERO4                                                                                      \
     { vset1(0.0f), vset1(0.0f), vset1(0.0f), vset1(0.0f) }
 
+/* The grid of an RCOLS4_AT sweep over n columns whose stores go to row p: the columns of p's row
+ * before its first vector boundary, counted back from it. 0 (RCOLS4's own grid) wherever COLS_AT
+ * takes no partial first step (bf16 rows, AVX2), and on rows of fewer than 8 vectors, where the
+ * extra step and acc_unrot cost more than the split stores (docs/performance.md, "Steps on the
+ * output's lines"). */
+KINLINE int64_t row_grid(const void *p, int64_t n) {
+    if (sizeof(SN_T) != sizeof(float) || n < 8 * VW) return 0;
+    const int64_t h = cols_head(p, sizeof(float), n);
+    return h ? VW - h : 0;
+}
+/* the first step of an elementwise sweep over n columns on the same grid (COLS_H, COLS_EITHER) */
+KINLINE int64_t row_head(const void *p, int64_t n) {
+    const int64_t o = row_grid(p, n);
+    return o ? VW - o : 0;
+}
+/* The accumulator vectors a[0 .. nacc - 1] of an RCOLS4_AT sum on grid o, back in RCOLS4's lanes:
+ * lane c of the row of nacc * VW lanes takes lane (c + o) mod (nacc * VW). */
+KINLINE void acc_unrot(V *a, int nacc, int64_t o) {
+    if (!o) return;
+    const V a0 = a[0];
+    for (int q = 0; q < nacc; q++) a[q] = vrot(a[q], q + 1 < nacc ? a[q + 1] : a0, (int)o);
+}
+
 static float vsum(const SN_T *v, int64_t n) {
     V a[4] = ZERO4;
     RCOLS4(n, { a[k] = vadd(a[k], keep(load(v + j, t, m), t, m)); });
@@ -445,13 +510,21 @@ KINLINE int sweep_down(const void *out, const void *a, const void *b) {
     const uintptr_t db = ((uintptr_t)out - (uintptr_t)b) & 4095u;
     return da < 2048 && db < 2048 && (da | db) != 0;
 }
-/* Runs BODY (j, t, m as in COLS) over [0, n): the partial last step first, then the whole vectors
- * up or down (down: sweep_down). One copy of the body for both directions, so each element gets
- * the same instructions whichever way the sweep goes: the same bits, NaN sign and payload
- * included, wherever the rows sit. Only for bodies without reductions. */
-#define COLS_EITHER(down, n, ...)                                                                  \
+/* Runs BODY (j, t, m as in COLS) over [0, n), an elementwise sweep: the partial steps first (a
+ * first step of h columns, 0 <= h < n, as COLS_H takes: row_head; and the last), then the whole
+ * vectors up or down (down: sweep_down). One copy of the body for both directions, so each
+ * element gets the same instructions whichever way the sweep goes: the same bits, NaN sign and
+ * payload included, wherever the rows sit. Only for bodies without reductions. */
+#define COLS_EITHER(down, h, n, ...)                                                               \
     do {                                                                                           \
-        const int64_t nf_ = (n) / VW * VW;                                                         \
+        const int64_t h_ = (h);                                                                    \
+        const int64_t nf_ = h_ + ((n)-h_) / VW * VW;                                               \
+        if (h_) {                                                                                  \
+            const int64_t j = 0;                                                                   \
+            const int t = 1;                                                                       \
+            const M m = mask_n((int)h_);                                                           \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
         if (nf_ < (n)) {                                                                           \
             const int64_t j = nf_;                                                                 \
             const int t = 1;                                                                       \
@@ -460,8 +533,8 @@ KINLINE int sweep_down(const void *out, const void *a, const void *b) {
         }                                                                                          \
         /* the sign of the step set here: no test in the loop, which could be unswitched */        \
         const int64_t step_ = (down) ? -(int64_t)VW : (int64_t)VW;                                 \
-        int64_t j = (down) ? nf_ - VW : 0;                                                         \
-        for (int64_t c_ = 0; c_ < nf_; c_ += VW, j += step_) {                                     \
+        int64_t j = (down) ? nf_ - VW : h_;                                                        \
+        for (int64_t c_ = h_; c_ < nf_; c_ += VW, j += step_) {                                    \
             const int t = 0;                                                                       \
             const M m = MFULL;                                                                     \
             __VA_ARGS__                                                                            \
@@ -477,7 +550,8 @@ __attribute__((noinline)) static void norm_row(const sn_rnorm *q, const SN_T *v,
                                                SN_T *out) {
     const sn_rnorm Q_ = *q; /* a local copy: the stores below cannot alias it */
     q = &Q_;
-    COLS_EITHER(sweep_down(out, v, v), W, { norm_row_step(q, load(v + j, t, m), out, j, t, m); });
+    COLS_EITHER(sweep_down(out, v, v), row_head(out, W), W,
+                { norm_row_step(q, load(v + j, t, m), out, j, t, m); });
 }
 
 #ifdef SN_K16
@@ -565,14 +639,14 @@ static void norm_dx(const sn_rnorm *q, const SN_T *dout, const SN_T *v, int64_t 
     const V r = vset1(q->r), va = vset1(sa), vb = vset1(sb);
     const int down = sweep_down(dv, v, dout); /* (COLS_EITHER) */
     if (acc)
-        COLS_EITHER(down, W, {
+        COLS_EITHER(down, row_head(dv, W), W, {
             V xh = xhat(q, load(v + j, t, m));
             V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));
             V d = vmul(r, vfnma(xh, vb, vsub(g, va)));
             store(dv + j, vadd(load(dv + j, t, m), d), t, m);
         });
     else
-        COLS_EITHER(down, W, {
+        COLS_EITHER(down, row_head(dv, W), W, {
             V xh = xhat(q, load(v + j, t, m));
             V g = vmul(gamma_at(q->gamma, j, t, m), load(dout + j, t, m));
             store_out(dv + j, vmul(r, vfnma(xh, vb, vsub(g, va))), t, m, q->nt);
@@ -755,18 +829,20 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const SN_T *x, const SN_T *y, S
     V a[4] = ZERO4;
     const int ln = no->kind == SN_NORM_LAYERNORM, rms = no->kind == SN_NORM_RMSNORM;
     const V zero = vset1(0.0f);
+    const int64_t o = row_grid(u ? (const void *)u : (const void *)h, D);
     if (ln)
-        RCOLS4(D, {
+        RCOLS4_AT(o, D, {
             const V s = fuse_s_step(F, x, y, u, h, j, t, m);
             a[k] = vadd(a[k], keep(s, t, m));
         });
     else if (rms)
-        RCOLS4(D, {
+        RCOLS4_AT(o, D, {
             const V s = fuse_s_step(F, x, y, u, h, j, t, m);
             V d = keep(vsub(s, zero), t, m);
             a[k] = vfma(d, d, a[k]);
         });
-    else COLS(D, { fuse_s_step(F, x, y, u, h, j, t, m); });
+    else COLS_H(o ? VW - o : 0, D, { fuse_s_step(F, x, y, u, h, j, t, m); });
+    acc_unrot(a, NACC4, o);
     *mo = 0.0f;
     *ro = 1.0f;
     if (ln) {
@@ -853,15 +929,17 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
     X0.m = mx0, X0.r = rx0, Y0.m = my0, Y0.r = ry0; /* RMSNorm: m is 0 either way */
     X1.m = mx1, X1.r = rx1, Y1.m = my1, Y1.r = ry1;
     /* s = N_x(x) + N_y(y) into stack rows, u, and the first sweep of N_out's statistics
-     * (fuse_s) */
+     * (fuse_s), on the grid of row 0's outputs (RCOLS4_AT); the stack rows sit at the same
+     * offset within a vector, so that their stores and loads take whole aligned vectors too */
+    const int64_t o = row_grid(u0 ? (const void *)u0 : (const void *)h[0], D);
     _Alignas(64) float sb_[2][SN_K_STACK_ROW_MAX + VW];
-    float *const s0p = sb_[0], *const s1p = sb_[1];
+    float *const s0p = sb_[0] + o, *const s1p = sb_[1] + o;
     float mo0 = 0.0f, mo1 = 0.0f, ro0, ro1;
     {
         V a0[4] = ZERO4, a1[4] = ZERO4;
         const V zero = vset1(0.0f);
         if (lo)
-            RCOLS4(D, {
+            RCOLS4_AT(o, D, {
                 if (pf && VW >= 16) prefetch_step(F0, 4, j, ks);
                 V ux0, ux1;
                 const V s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);
@@ -871,7 +949,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
                 a1[k] = vadd(a1[k], keep(s1, t, m));
             });
         else
-            RCOLS4(D, {
+            RCOLS4_AT(o, D, {
                 if (pf && VW >= 16) prefetch_step(F0, 4, j, ks);
                 V ux0, ux1;
                 const V s0 = s_of(&X0, &Y0, x0, y0, j, t, m, &ux0);
@@ -881,17 +959,21 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
                 a0[k] = vfma(d0, d0, a0[k]);
                 a1[k] = vfma(d1, d1, a1[k]);
             });
+        acc_unrot(a0, NACC4, o);
+        acc_unrot(a1, NACC4, o);
         if (lo) {
             mo0 = hsum4(a0) / fD;
             mo1 = hsum4(a1) / fD;
             V b0[4] = ZERO4, b1[4] = ZERO4;
             const V mu0 = vset1(mo0), mu1 = vset1(mo1);
-            RCOLS4(D, {
+            RCOLS4_AT(o, D, {
                 V d0 = keep(vsub(load(s0p + j, t, m), mu0), t, m);
                 V d1 = keep(vsub(load(s1p + j, t, m), mu1), t, m);
                 b0[k] = vfma(d0, d0, b0[k]);
                 b1[k] = vfma(d1, d1, b1[k]);
             });
+            acc_unrot(b0, NACC4, o);
+            acc_unrot(b1, NACC4, o);
             ro0 = 1.0f / sqrtf(hsum4(b0) / fD + no.eps);
             ro1 = 1.0f / sqrtf(hsum4(b1) / fD + no.eps);
         } else {
@@ -904,7 +986,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
     O0.m = mo0, O0.r = ro0, O1.m = mo1, O1.r = ro1;
     /* h = N_out(s) (norm_row) */
     SN_T *const h0 = h[0], *const h1 = h[1];
-    COLS(D, {
+    COLS_H(o ? VW - o : 0, D, {
         store_out(h0 + j, scale_shift(&O0, xhat_sub(&O0, load(s0p + j, t, m)), j, t, m), t, m, nt);
         store_out(h1 + j, scale_shift(&O1, xhat_sub(&O1, load(s1p + j, t, m)), j, t, m), t, m, nt);
     });
@@ -1244,8 +1326,9 @@ KINLINE void fuse_p3(const brow *w0, const brow *w1, int accx, int accy, int nt,
  * rows from memory (nt) in the order of the streams, rows in the caches from pass 2's last
  * columns */
 KINLINE void fuse_p3_cols(const brow *w0, const brow *w1, int64_t D, int accx, int accy, int nt) {
-    if (nt) COLS(D, { fuse_p3(w0, w1, accx, accy, 1, j, t, m); });
-    else COLS_DOWN(D, { fuse_p3(w0, w1, accx, accy, 0, j, t, m); });
+    const int64_t h = row_head(w0->dx, D); /* row 0's stores on its lines */
+    if (nt) COLS_H(h, D, { fuse_p3(w0, w1, accx, accy, 1, j, t, m); });
+    else COLS_DOWN_H(h, D, { fuse_p3(w0, w1, accx, accy, 0, j, t, m); });
 }
 /* pass 3 of one row or a pair, its loop unswitched on accumulate-or-write and streaming (eight
  * small loops: no test per vector) */

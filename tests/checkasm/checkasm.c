@@ -31,8 +31,9 @@ static void init_widths(void) {
     const int64_t dense = 70;
 #endif
     for (int64_t w = 1; w <= dense; w++) widths[ca_nwidths++] = w;
-    const int64_t wide[] = {127, 128, 129, 768, 1000, 4096};
-    for (int i = 0; i < 6; i++) widths[ca_nwidths++] = wide[i];
+    /* 136 and 1032: rows of an odd multiple of 8 floats below and above the stack rows' 1024 */
+    const int64_t wide[] = {127, 128, 129, 136, 768, 1000, 1032, 4096};
+    for (int i = 0; i < 8; i++) widths[ca_nwidths++] = wide[i];
 }
 
 sn_norm ca_norm(int i) {
