@@ -84,15 +84,20 @@ static inline int64_t cols_head(const void *p, size_t es, int64_t n) {
     return 0;
 #endif
 }
+/* the partial first step of h columns (none when h is 0) */
+#define HEAD_STEP(h, ...)                                                                          \
+    do {                                                                                           \
+        if (h) {                                                                                   \
+            const int64_t j = 0;                                                                   \
+            const int t = 1;                                                                       \
+            const M m = mask_n((int)(h));                                                          \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    } while (0)
 #define COLS_H_LOOP(pre, h, n, ...)                                                                \
     do {                                                                                           \
         const int64_t h_ = (h);                                                                    \
-        if (h_) {                                                                                  \
-            const int64_t j = 0;                                                                   \
-            const int t = 1;                                                                       \
-            const M m = mask_n((int)h_);                                                           \
-            __VA_ARGS__                                                                            \
-        }                                                                                          \
+        HEAD_STEP(h_, __VA_ARGS__);                                                                \
         COLS_LOOP(pre, h_, n, __VA_ARGS__);                                                        \
     } while (0)
 #define COLS_AT(p, n, ...) COLS_H_LOOP(, cols_head((p), sizeof *(p), (n)), n, __VA_ARGS__)
@@ -121,12 +126,7 @@ static inline int64_t cols_head(const void *p, size_t es, int64_t n) {
             const M m = MFULL;                                                                     \
             __VA_ARGS__                                                                            \
         }                                                                                          \
-        if (h_) {                                                                                  \
-            j = 0;                                                                                 \
-            const int t = 1;                                                                       \
-            const M m = mask_n((int)h_);                                                           \
-            __VA_ARGS__                                                                            \
-        }                                                                                          \
+        HEAD_STEP(h_, __VA_ARGS__);                                                                \
     } while (0)
 
 /* The reductions. A reduction sums a row in groups of 8 columns (group g: columns 8g .. 8g + 7;
@@ -519,12 +519,7 @@ KINLINE int sweep_down(const void *out, const void *a, const void *b) {
     do {                                                                                           \
         const int64_t h_ = (h);                                                                    \
         const int64_t nf_ = h_ + ((n)-h_) / VW * VW;                                               \
-        if (h_) {                                                                                  \
-            const int64_t j = 0;                                                                   \
-            const int t = 1;                                                                       \
-            const M m = mask_n((int)h_);                                                           \
-            __VA_ARGS__                                                                            \
-        }                                                                                          \
+        HEAD_STEP(h_, __VA_ARGS__);                                                                \
         if (nf_ < (n)) {                                                                           \
             const int64_t j = nf_;                                                                 \
             const int t = 1;                                                                       \
