@@ -222,29 +222,31 @@ static inline int64_t cols_head(const void *p, size_t es, int64_t n) {
 #define RCOLS2(n, ...) RCOLS2_FROM(0, 0, n, __VA_ARGS__)
 #define RCOLS4(n, ...) RCOLS4_FROM(0, 0, n, __VA_ARGS__)
 
-/* RCOLS4_AT(o, n, BODY): RCOLS4's sums on a grid of steps shifted o columns left (0 <= o < VW;
- * o = 0 is RCOLS4), so that a sweep whose output row starts o columns past a vector boundary
- * (row_grid) stores whole aligned vectors, as COLS_AT does for elementwise sweeps. The first
- * step takes the columns [0, VW - o) in its lanes o .. VW - 1 (j = -o) and goes to accumulator
- * vector 0; its other lanes add +0, as a partial last step's do (an accumulator starts at +0 and
- * never becomes -0, so that changes no bit). The steps then continue the round. Column c thus
- * lands in lane (c + o) mod (NACC4 * VW) of the accumulators taken as one row of lanes, where
- * RCOLS4 puts it in lane c mod (NACC4 * VW): each lane receives the same columns in the same
- * order, only in another lane. acc_unrot moves the lanes back, after which every sum is bitwise
- * RCOLS4's, wherever the row starts. */
+/* RCOLS4_AT(o, n, BODY): RCOLS4's sums on a grid of steps shifted o columns left (0 <= o < VW),
+ * so that a sweep whose output row starts o columns past a vector boundary (row_grid) stores
+ * whole aligned vectors, as COLS_AT does for elementwise sweeps. The first step takes the
+ * columns [0, VW - o) in its lanes o .. VW - 1 (j = -o) and goes to accumulator vector 0; its
+ * other lanes add +0, as a partial last step's do (an accumulator starts at +0 and never becomes
+ * -0, so that changes no bit). The steps then continue the round. Column c thus lands in lane
+ * (c + o) mod (NACC4 * VW) of the accumulators taken as one row of lanes, where RCOLS4 puts it
+ * in lane c mod (NACC4 * VW): each lane receives the same columns in the same order, only in
+ * another lane. acc_unrot moves the lanes back, after which every sum is bitwise RCOLS4's,
+ * wherever the row starts. One loop for every o (with o = 0 the first step is a whole vector,
+ * masked): one copy of the body, not two. Where o is always 0 (bf16 rows, and AVX2, whose
+ * header asks for no aligned steps) this is RCOLS4 itself. */
+#if defined(SN_V_ALIGN_HEAD) && !defined(SN_K16)
 #define RCOLS4_AT(o, n, ...)                                                                       \
     do {                                                                                           \
         const int64_t o_ = (o);                                                                    \
-        if (!o_) RCOLS4_FROM(0, 0, n, __VA_ARGS__);                                                \
-        else {                                                                                     \
-            {                                                                                      \
-                const int64_t j = -o_;                                                             \
-                RSTEP(0, 0, 1, mask_rng((int)o_, (n) + o_ < VW ? (int)((n) + o_) : VW),            \
-                      __VA_ARGS__)                                                                 \
-            }                                                                                      \
-            RCOLS4_FROM(1, VW - o_, n, __VA_ARGS__);                                               \
+        {                                                                                          \
+            const int64_t j = -o_;                                                                 \
+            RSTEP(0, 0, 1, mask_rng((int)o_, (n) + o_ < VW ? (int)((n) + o_) : VW), __VA_ARGS__)   \
         }                                                                                          \
+        RCOLS4_FROM(1, VW - o_, n, __VA_ARGS__);                                                   \
     } while (0)
+#else
+#define RCOLS4_AT(o, n, ...) RCOLS4(n, __VA_ARGS__)
+#endif
 
 /* The helpers are forced inline: each is a few instructions inside the row loops, and in a
  * large translation unit the compiler's inlining budget can run out and leave some out of line
