@@ -77,6 +77,11 @@ typedef struct table_pick {
 #define NORM_BWD_PICKS(from, classes, calls, types)                                                \
     PICK(norm_bwd, from, classes, calls, types), PICK(norm_bwd2, from, classes, calls, types),     \
         PICK(norm_pg, from, classes, calls, types)
+/* the slots the fuse and merge forward run (fuse_fwd2 on row pairs up to 1024 columns; fuse_s
+ * and norm_s on single and wider rows) */
+#define FUSE_FWD_PICKS(from, classes, calls, types)                                                \
+    PICK(fuse_fwd2, from, classes, calls, types), PICK(fuse_s, from, classes, calls, types),       \
+        PICK(norm_s, from, classes, calls, types)
 _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
                    offsetof(sn_kern, pair_w_bwd) == offsetof(sn_kern16, pair_w_bwd),
                "sn_kern and sn_kern16: one layout (table.h)");
@@ -141,9 +146,7 @@ static const slot_pick zen4[] = {
     /* ... and bf16 takes AVX2's reductions */
     NORM_FWD_PICKS(SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     NORM_BWD_PICKS(SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(norm_s, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(fuse_s, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(fuse_fwd2, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    FUSE_FWD_PICKS(SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(hc_mix, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(hc_wmix, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
@@ -213,9 +216,7 @@ static const slot_pick spr[] = {
     PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(fuse_red, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     /* the fuse's: forward at 16 and 32, backward below 64 */
-    PICK(fuse_fwd2, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, F32),
-    PICK(fuse_s, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, F32),
-    PICK(norm_s, SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, F32),
+    FUSE_FWD_PICKS(SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, F32),
     PICK(fuse_bwd, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
     PICK(fuse_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
 };

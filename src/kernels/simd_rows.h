@@ -425,6 +425,8 @@ KINLINE __m256 hsum8x8(const __m256 v[8]) {
 #define ZERO4                                                                                      \
     { vset1(0.0f), vset1(0.0f), vset1(0.0f), vset1(0.0f) }
 
+/* a grid o (RCOLS4_AT) as the length of its first step (COLS_H), and back: VW - o, 0 for 0 */
+KINLINE int64_t grid_head(int64_t x) { return x ? VW - x : 0; }
 /* The grid of an RCOLS4_AT sweep over n columns whose stores go to row p: the columns of p's row
  * before its first vector boundary, counted back from it. 0 (RCOLS4's own grid) wherever COLS_AT
  * takes no partial first step (bf16 rows, AVX2), and on rows of fewer than 8 vectors, where the
@@ -432,20 +434,16 @@ KINLINE __m256 hsum8x8(const __m256 v[8]) {
  * output's lines"). */
 KINLINE int64_t row_grid(const void *p, int64_t n) {
     if (sizeof(SN_T) != sizeof(float) || n < 8 * VW) return 0;
-    const int64_t h = cols_head(p, sizeof(float), n);
-    return h ? VW - h : 0;
+    return grid_head(cols_head(p, sizeof(float), n));
 }
 /* the first step of an elementwise sweep over n columns on the same grid (COLS_H, COLS_EITHER) */
-KINLINE int64_t row_head(const void *p, int64_t n) {
-    const int64_t o = row_grid(p, n);
-    return o ? VW - o : 0;
-}
-/* The accumulator vectors a[0 .. nacc - 1] of an RCOLS4_AT sum on grid o, back in RCOLS4's lanes:
- * lane c of the row of nacc * VW lanes takes lane (c + o) mod (nacc * VW). */
-KINLINE void acc_unrot(V *a, int nacc, int64_t o) {
+KINLINE int64_t row_head(const void *p, int64_t n) { return grid_head(row_grid(p, n)); }
+/* The accumulator vectors a[0 .. NACC4 - 1] of an RCOLS4_AT sum on grid o, back in RCOLS4's
+ * lanes: lane c of the row of NACC4 * VW lanes takes lane (c + o) mod (NACC4 * VW). */
+KINLINE void acc_unrot(V *a, int64_t o) {
     if (!o) return;
     const V a0 = a[0];
-    for (int q = 0; q < nacc; q++) a[q] = vrot(a[q], q + 1 < nacc ? a[q + 1] : a0, (int)o);
+    for (int q = 0; q < NACC4; q++) a[q] = vrot(a[q], q + 1 < NACC4 ? a[q + 1] : a0, (int)o);
 }
 
 static float vsum(const SN_T *v, int64_t n) {
@@ -838,8 +836,8 @@ static void fuse_s(const sn_rfuse *F, int64_t D, const SN_T *x, const SN_T *y, S
             V d = keep(vsub(s, zero), t, m);
             a[k] = vfma(d, d, a[k]);
         });
-    else COLS_H(o ? VW - o : 0, D, { fuse_s_step(F, x, y, u, h, j, t, m); });
-    acc_unrot(a, NACC4, o);
+    else COLS_H(grid_head(o), D, { fuse_s_step(F, x, y, u, h, j, t, m); });
+    acc_unrot(a, o);
     *mo = 0.0f;
     *ro = 1.0f;
     if (ln) {
@@ -956,8 +954,8 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
                 a0[k] = vfma(d0, d0, a0[k]);
                 a1[k] = vfma(d1, d1, a1[k]);
             });
-        acc_unrot(a0, NACC4, o);
-        acc_unrot(a1, NACC4, o);
+        acc_unrot(a0, o);
+        acc_unrot(a1, o);
         if (lo) {
             mo0 = hsum4(a0) / fD;
             mo1 = hsum4(a1) / fD;
@@ -969,8 +967,8 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
                 b0[k] = vfma(d0, d0, b0[k]);
                 b1[k] = vfma(d1, d1, b1[k]);
             });
-            acc_unrot(b0, NACC4, o);
-            acc_unrot(b1, NACC4, o);
+            acc_unrot(b0, o);
+            acc_unrot(b1, o);
             ro0 = 1.0f / sqrtf(hsum4(b0) / fD + no.eps);
             ro1 = 1.0f / sqrtf(hsum4(b1) / fD + no.eps);
         } else {
@@ -983,7 +981,7 @@ KINLINE void fuse_fwd2_body(const sn_rfuse *F0, const sn_fuse *f, int64_t D, con
     O0.m = mo0, O0.r = ro0, O1.m = mo1, O1.r = ro1;
     /* h = N_out(s) (norm_row) */
     SN_T *const h0 = h[0], *const h1 = h[1];
-    COLS_H(o ? VW - o : 0, D, {
+    COLS_H(grid_head(o), D, {
         store_out(h0 + j, scale_shift(&O0, xhat_sub(&O0, load(s0p + j, t, m)), j, t, m), t, m, nt);
         store_out(h1 + j, scale_shift(&O1, xhat_sub(&O1, load(s1p + j, t, m)), j, t, m), t, m, nt);
     });
