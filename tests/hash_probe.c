@@ -337,6 +337,9 @@ static void run_all(int quick) {
                    {SN_NORM_RMSNORM, 1, 0, 1e-5f},
                    {SN_NORM_IDENTITY, 2, 0, 1e-5f}};
     fuse_case("fuse RRI 4001x768", fr_, 4001, 768);
+    /* rows that start off their lines beyond the L2 (AVX-512 merge backward: single rows) */
+    fuse_case("fuse LLL 1601x776", f, 1601, 776);
+    fuse_case("fuse RRI 1601x776", fr_, 1601, 776);
     sn_norm n = {SN_NORM_LAYERNORM, 0, 0, 1e-5f};
     norm_case("norm LN 2001x768", n, 2001, 768);
     norm_case("norm LN 9001x768", n, 9001, 768);

@@ -85,17 +85,22 @@ typedef struct table_pick {
 _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
                    offsetof(sn_kern, pair_w_bwd) == offsetof(sn_kern16, pair_w_bwd),
                "sn_kern and sn_kern16: one layout (table.h)");
+/* width classes (kernels.h, sn_k_width_class) */
+#define CL(c)             (1u << (c))
 #define ALL_WIDTHS        ((1u << SN_K_WIDTH_CLASSES) - 1u)
-#define MID_WIDTHS        (2u | 128u)   /* classes 1 and 7: 128 .. 2048 (all of them) */
-#define WIDE_WIDTHS       (4u | 256u)   /* classes 2 and 8: 2049 and wider (all of them) */
-#define SHORT_HALF_WIDTHS 8u            /* class 3: 24 and 40 (kernels.h) */
-#define ODD_WIDTHS        (16u | 1024u) /* classes 4 and 10: up to 127, not a multiple of 8 */
-#define SHORT_ODD_WIDTHS  16u           /* class 4: below 64, not a multiple of 8 */
-#define SIXTEEN_WIDTHS    512u          /* class 9: 16 and 32 */
-#define LONG_HALF_WIDTHS  32u           /* class 5: 56, 72, .., 120 */
-#define EIGHT_WIDTHS      64u           /* class 6: 8 */
-#define MID_HALF_WIDTHS   128u          /* class 7: 136 .. 2040, odd multiples of 8 */
-#define WIDE_HALF_WIDTHS  256u          /* class 8: 2056 and wider, odd multiples of 8 */
+#define MID_WIDTHS        (CL(1) | CL(7))           /* 128 .. 2048 (all of them) */
+#define WIDE_WIDTHS       (CL(2) | CL(8))           /* 2049 and wider (all of them) */
+#define SHORT_HALF_WIDTHS (CL(3) | CL(12))          /* 24 and 40 */
+#define ODD_WIDTHS        (CL(4) | CL(13) | CL(10)) /* up to 127, not a multiple of 8 */
+#define SHORT_ODD_WIDTHS  (CL(4) | CL(13))          /* below 64, not a multiple of 8 */
+#define SIXTEEN_WIDTHS    (CL(9) | CL(11))          /* 16 and 32 */
+#define WIDTH_16          CL(9)
+#define WIDTH_24          CL(3)
+#define ODD_BELOW_24      CL(4) /* below 24, not a multiple of 8 */
+#define LONG_HALF_WIDTHS  CL(5) /* 56, 72, .., 120 */
+#define EIGHT_WIDTHS      CL(6) /* 8 */
+#define MID_HALF_WIDTHS   CL(7) /* 136 .. 2040, odd multiples of 8 */
+#define WIDE_HALF_WIDTHS  CL(8) /* 2056 and wider, odd multiples of 8 */
 #define CACHED            1u /* calls without streaming stores (their matrices mostly in the caches) */
 #define ALL_CALLS         3u
 #define F32               1u
@@ -189,13 +194,20 @@ static const table_pick zen4_tables[] = {
  * forward 0.91-0.97 (1.01), norm backward at class 8 0.98 (1.02; AVX2's worst 1.04), fuse forward
  * at class 8 0.82 (0.86; merge forward 1.02, 1.03). Not taken: the norm backward at 136 .. 2040
  * (0.97-0.98, worst 1.08; AVX2's worst 1.35); anything at 65 .. 127 not a multiple of 8 (class
- * 10; at 100 AVX-512 was the faster in most calls). */
+ * 10; at 100 AVX-512 was the faster in most calls).
+ * Narrow rows since 0.6.11 (sn-auto-calls, 2048 rows of 4 .. 120, plain and staggered, two runs
+ * each; AVX-512 / AVX2 over those four cells, one outlier in brackets): the classes split from 9,
+ * 3 and 4 (kernels.h) let these differ: fp32 norm forward at 16 1.06-1.11 (RMSNorm 0.99-1.03):
+ * AVX2; at 32 0.94-1.07: stays. bf16 norm backward at 16 and 24 1.11-1.19 (0.87): AVX2; at 32 and
+ * 40 0.91-1.00 (0.78): AVX-512. fp32 fuse and merge forward below 24 not a multiple of 8:
+ * 1.03-1.13 at 4 and 20, 0.97-1.08 (0.81) at 12 and 13: AVX2; from 27 0.70-1.04: stay. bf16 fuse
+ * and merge forward at 24 1.04-1.07 in 13 cells of 16, 0.84-0.97 in 3: AVX2; at 40 0.87-0.99. */
 static const slot_pick spr[] = {
     /* the norms' slots */
-    NORM_FWD_PICKS(SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS, ALL_CALLS, F32),
-    NORM_BWD_PICKS(SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS, ALL_CALLS, F32),
-    NORM_BWD_PICKS(SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, BOTH_TYPES),
-    NORM_BWD_PICKS(SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    NORM_FWD_PICKS(SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDTH_16, ALL_CALLS, F32),
+    NORM_BWD_PICKS(SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | SIXTEEN_WIDTHS, ALL_CALLS,
+                   F32),
+    NORM_BWD_PICKS(SN_ISA_AVX2, WIDTH_16 | WIDTH_24, ALL_CALLS, BF16),
     /* the elementwise slots */
     PICK(add_div, SN_ISA_AVX2,
          SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
@@ -215,8 +227,9 @@ static const slot_pick spr[] = {
     PICK(fold, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(fuse_red, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    /* the fuse's: forward at 16 and 32, backward below 64 */
-    FUSE_FWD_PICKS(SN_ISA_AVX2, SIXTEEN_WIDTHS, ALL_CALLS, F32),
+    /* the fuse's: forward at 16 and 32 and below 24 not a multiple of 8, backward below 64 */
+    FUSE_FWD_PICKS(SN_ISA_AVX2, SIXTEEN_WIDTHS | ODD_BELOW_24, ALL_CALLS, F32),
+    FUSE_FWD_PICKS(SN_ISA_AVX2, WIDTH_24, ALL_CALLS, BF16),
     PICK(fuse_bwd, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
     PICK(fuse_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
 };

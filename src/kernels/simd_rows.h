@@ -1507,10 +1507,22 @@ fuse_bwd2_apart(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2], const SN_T *
     for (int q = 0; q < 2; q++)
         fuse_bwd(&F2[q], D, dh[q], du[q], x[q], y[q], dx[q], dy[q], accx, accy, dp);
 }
+/* Whether rows 0 and 1 store on different grids (row_head) into an output the call only writes
+ * (dx without du, not accumulated; dy not accumulated) while they come from memory (npf: beyond
+ * the L2). A pair's sweeps keep row 0's grid, so that each of row 1's stores would span two lines
+ * the caches do not hold; as two single rows, each row stores on its own lines (docs/
+ * performance.md, "Merge backward rows on their own lines"). */
+KINLINE int pair_grids_differ(const sn_rfuse F2[2], int64_t D, const SN_T *const du[2],
+                              SN_T *const dx[2], SN_T *const dy[2], int accx, int accy) {
+    if (!F2[0].npf) return 0;
+    return (!accx && !du[0] && row_head(dx[0], D) != row_head(dx[1], D)) ||
+           (!accy && row_head(dy[0], D) != row_head(dy[1], D));
+}
 static void fuse_bwd2(sn_rfuse F2[2], int64_t D, const SN_T *const dh[2], const SN_T *const du[2],
                       const SN_T *const x[2], const SN_T *const y[2], SN_T *const dx[2],
                       SN_T *const dy[2], int accx, int accy, const sn_dfuse *dp) {
-    if (D <= SN_K_STACK_ROW_MAX && dp && !du[0] == !du[1]) /* (both rows have du or neither) */
+    if (D <= SN_K_STACK_ROW_MAX && dp && !du[0] == !du[1] && /* (both rows have du or neither) */
+        !pair_grids_differ(F2, D, du, dx, dy, accx, accy))
         fuse_bwd2_rows(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
     else fuse_bwd2_apart(F2, D, dh, du, x, y, dx, dy, accx, accy, dp);
 }

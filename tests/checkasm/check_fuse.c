@@ -235,14 +235,17 @@ static void check_bwd(const ca_path *p, const ca_path *ref, const fc *c, int off
     ca_rows_ok("fuse_red/fuse_pg/fuse_dx/fuse_bwd");
 }
 
-/* fuse_bwd2 bitwise as fuse_bwd on row 0 then row 1 (with and without parameter gradients);
- * against scalar */
+/* fuse_bwd2 bitwise as fuse_bwd on row 0 then row 1 (without parameter gradients, with them,
+ * and with them and prefetch rows: a call beyond the L2, where a pair whose written rows start at
+ * different offsets within their lines runs as two single rows); against scalar */
 static void check_bwd2(const ca_path *p, const ca_path *ref, const fc *c, int off, int accx,
                        int accy, int with_du) {
     const int64_t D = c->D;
     const float *du[2] = {with_du ? c->du[0] : NULL, with_du ? c->du[1] : NULL};
-    for (int pg = 0; pg < 2; pg++) {
+    for (int pg = 0; pg < 3; pg++) {
         sn_rfuse F2[2] = {c->F[0], c->F[1]}, F1[2] = {c->F[0], c->F[1]};
+        for (int k = 0; k < 2 && pg == 2; k++)
+            F2[k].npf = 2, F2[k].pf[0] = c->x[1], F2[k].pf[1] = c->y[1];
         sn_rfuse Fr[2] = {c->F[0], c->F[1]};
         sn_dfuse dp2 = dp_rows(c, off), dp1 = dp_rows(c, off + 1), dpr = dp_rows(c, 0);
         float *dx2[2] = {ca_row(D, off + 2), ca_row(D, off + 3)};
