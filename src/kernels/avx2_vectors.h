@@ -13,6 +13,8 @@ typedef __m256 V;
 typedef __m256i M;
 #define VW    8
 #define MFULL _mm256_set1_epi32(-1)
+/* no SN_V_ALIGN_HEAD: sweeps stepping on the output's 32-byte boundaries measured no faster here
+ * (docs/performance.md, "Steps on the output's lines") */
 
 static inline V vld(const float *p) { return _mm256_loadu_ps(p); }
 static inline void vst(float *p, V v) { _mm256_storeu_ps(p, v); }
@@ -21,22 +23,6 @@ static inline void vstm(float *p, M m, V v) { _mm256_maskstore_ps(p, m, v); }
 static inline V vmaskz(M m, V v) { return _mm256_and_ps(_mm256_castsi256_ps(m), v); }
 static inline M mask_n(int k) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-/* mask_rng and vrot serve simd_rows.h's line-aligned steps, which this path does not take (no
- * SN_V_ALIGN_HEAD: it measured no faster); checkasm passed with them taken (0.6.10).
- * lanes lo .. hi - 1 (0 <= lo < hi <= VW) */
-static inline M mask_rng(int lo, int hi) {
-    const __m256i i = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(lo), i),
-                               _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), i));
-}
-/* lanes o .. VW - 1 of a, then lanes 0 .. o - 1 of b (0 <= o < VW) */
-static inline V vrot(V a, V b, int o) {
-    const __m256i i =
-        _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(o));
-    const __m256i w = _mm256_and_si256(i, _mm256_set1_epi32(7));
-    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(a, w), _mm256_permutevar8x32_ps(b, w),
-                            _mm256_castsi256_ps(_mm256_cmpgt_epi32(i, _mm256_set1_epi32(7))));
 }
 static inline void vstream(float *p, V v) { _mm256_stream_ps(p, v); }
 static inline V vset1(float a) { return _mm256_set1_ps(a); }

@@ -4,9 +4,10 @@
  * after avx2_vectors.h or avx512_vectors.h has defined:
  *   V, M          the vector and lane-mask types; VW the number of float lanes
  *   vld vst       unaligned load / store;  vldm vstm  masked load / store (lanes off: 0 / kept)
- *   vmaskz        zero the lanes a mask leaves off;  mask_n(k) the first k lanes (0 < k < VW);
- *                 mask_rng(lo, hi) the lanes lo .. hi - 1 (0 <= lo < hi <= VW)
- *   vrot(a, b, o) lanes o .. VW - 1 of a, then lanes 0 .. o - 1 of b (0 <= o < VW)
+ *   vmaskz        zero the lanes a mask leaves off;  mask_n(k) the first k lanes (0 < k < VW)
+ *   SN_V_ALIGN_HEAD  defined where sweeps step on their output's vector boundaries (COLS_AT);
+ *                 then also mask_rng(lo, hi), the lanes lo .. hi - 1 (0 <= lo < hi <= VW), and
+ *                 vrot(a, b, o), lanes o .. VW - 1 of a then lanes 0 .. o - 1 of b (0 <= o < VW)
  *   MFULL         a mask value for full vectors (never used by a masked operation)
  *   vset1 vadd vsub vmul vdiv vfma(a,b,c)=a*b+c  vfnma(a,b,c)=c-a*b  vfms(a,b,c)=a*b-c
  *   VSETS vfold8  the 8-lane accumulator sets a vector holds (1 or 2), and their sum as 8 lanes
@@ -235,6 +236,7 @@ static inline int64_t cols_head(const void *p, size_t es, int64_t n) {
  * masked): one copy of the body, not two. Where o is always 0 (bf16 rows, and AVX2, whose
  * header asks for no aligned steps) this is RCOLS4 itself. */
 #if defined(SN_V_ALIGN_HEAD) && !defined(SN_K16)
+#define SN_ROW_GRIDS 1 /* RCOLS4_AT shifts its grid (row_grid, acc_unrot) */
 #define RCOLS4_AT(o, n, ...)                                                                       \
     do {                                                                                           \
         const int64_t o_ = (o);                                                                    \
@@ -245,6 +247,7 @@ static inline int64_t cols_head(const void *p, size_t es, int64_t n) {
         RCOLS4_FROM(1, VW - o_, n, __VA_ARGS__);                                                   \
     } while (0)
 #else
+#define SN_ROW_GRIDS         0
 #define RCOLS4_AT(o, n, ...) RCOLS4(n, __VA_ARGS__)
 #endif
 
@@ -425,25 +428,30 @@ KINLINE __m256 hsum8x8(const __m256 v[8]) {
 #define ZERO4                                                                                      \
     { vset1(0.0f), vset1(0.0f), vset1(0.0f), vset1(0.0f) }
 
-/* a grid o (RCOLS4_AT) as the length of its first step (COLS_H), and back: VW - o, 0 for 0 */
-KINLINE int64_t grid_head(int64_t x) { return x ? VW - x : 0; }
-/* The grid of an RCOLS4_AT sweep over n columns whose stores go to row p: the columns of p's row
- * before its first vector boundary, counted back from it. 0 (RCOLS4's own grid) wherever COLS_AT
- * takes no partial first step (bf16 rows, AVX2), and on rows of fewer than 8 vectors, where the
- * extra step and acc_unrot cost more than the split stores (docs/performance.md, "Steps on the
- * output's lines"). */
-KINLINE int64_t row_grid(const void *p, int64_t n) {
-    if (sizeof(SN_T) != sizeof(float) || n < 8 * VW) return 0;
-    return grid_head(cols_head(p, sizeof(float), n));
+/* The first step of a sweep over n columns whose stores go to row p (COLS_H, COLS_EITHER): the
+ * columns of p's row before its first vector boundary. 0 wherever RCOLS4_AT keeps RCOLS4's grid
+ * (bf16 rows, AVX2), and on rows of fewer than 8 vectors, where the extra step and acc_unrot
+ * cost more than the split stores (docs/performance.md, "Steps on the output's lines"). */
+KINLINE int64_t row_head(const void *p, int64_t n) {
+    if (!SN_ROW_GRIDS || n < 8 * VW) return 0;
+    return cols_head(p, sizeof(float), n);
 }
-/* the first step of an elementwise sweep over n columns on the same grid (COLS_H, COLS_EITHER) */
-KINLINE int64_t row_head(const void *p, int64_t n) { return grid_head(row_grid(p, n)); }
+/* a first step of h columns as an RCOLS4_AT grid o (the columns before the row's start in the
+ * first step's vector), and back: VW - h, 0 for 0 */
+KINLINE int64_t grid_head(int64_t x) { return x ? VW - x : 0; }
+/* the grid of an RCOLS4_AT sweep over n columns whose stores go to row p */
+KINLINE int64_t row_grid(const void *p, int64_t n) { return grid_head(row_head(p, n)); }
 /* The accumulator vectors a[0 .. NACC4 - 1] of an RCOLS4_AT sum on grid o, back in RCOLS4's
- * lanes: lane c of the row of NACC4 * VW lanes takes lane (c + o) mod (NACC4 * VW). */
+ * lanes: lane c of the row of NACC4 * VW lanes takes lane (c + o) mod (NACC4 * VW). Nothing to
+ * do where the grid never shifts. */
 KINLINE void acc_unrot(V *a, int64_t o) {
+#if SN_ROW_GRIDS
     if (!o) return;
     const V a0 = a[0];
     for (int q = 0; q < NACC4; q++) a[q] = vrot(a[q], q + 1 < NACC4 ? a[q + 1] : a0, (int)o);
+#else
+    (void)a, (void)o;
+#endif
 }
 
 static float vsum(const SN_T *v, int64_t n) {
