@@ -312,7 +312,7 @@ static void run_all(int quick) {
         {"LRL", SN_NORM_LAYERNORM, SN_NORM_RMSNORM, SN_NORM_LAYERNORM, 0, 1, 0},
         {"SSR", SN_NORM_SCALE, SN_NORM_SCALE, SN_NORM_RMSNORM, 0, 1, 1},
     };
-    static const int64_t fD[] = {64, 100, 768, 1500, 3008, 5008};
+    static const int64_t fD[] = {64, 100, 512, 768, 1500, 3008, 5008};
     for (size_t i = 0; i < sizeof fuses / sizeof *fuses; i++)
         for (size_t k = 0; k < sizeof fD / sizeof *fD; k++) {
             const int64_t D = fD[k];
@@ -340,33 +340,39 @@ static void run_all(int quick) {
     /* rows that start off their lines beyond the L2 (AVX-512 merge backward: single rows) */
     fuse_case("fuse LLL 1601x776", f, 1601, 776);
     fuse_case("fuse RRI 1601x776", fr_, 1601, 776);
+    /* beyond the prefetch threshold at a width auto's tables may run one row at a time */
+    fuse_case("fuse LLL 2401x512", f, 2401, 512);
     sn_norm n = {SN_NORM_LAYERNORM, 0, 0, 1e-5f};
     norm_case("norm LN 2001x768", n, 2001, 768);
     norm_case("norm LN 9001x768", n, 9001, 768);
     elem_case(9001, 768);
 }
 
-/* usage: hash-probe [--quick] [--isa scalar|avx2|avx512] [--threads N] (default: every path this
- * CPU runs, 1 and 2 threads); one path and thread count, under callgrind, gives the instruction
- * counts of each public call (callgrind_annotate --inclusive=yes) */
+/* usage: hash-probe [--quick] [--isa scalar|avx2|avx512|auto] [--threads N] (default: every path
+ * this CPU runs, then auto, whose digests are the best path's; 1 and 2 threads); one path and
+ * thread count, under callgrind, gives the instruction counts of each public call
+ * (callgrind_annotate --inclusive=yes) */
 int main(int argc, char **argv) {
     int quick = 0, only = -1, nth_only = 0;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--quick") == 0) quick = 1;
         else if (strcmp(argv[a], "--isa") == 0 && a + 1 < argc) {
             const char *n = argv[++a];
-            only = strcmp(n, "scalar") == 0 ? 0 : strcmp(n, "avx2") == 0 ? 1 : 2;
+            only = strcmp(n, "scalar") == 0   ? 0
+                   : strcmp(n, "avx2") == 0   ? 1
+                   : strcmp(n, "avx512") == 0 ? 2
+                                              : 3;
         } else if (strcmp(argv[a], "--threads") == 0 && a + 1 < argc) {
             nth_only = atoi(argv[++a]);
         } else {
-            fprintf(stderr, "usage: %s [--quick] [--isa scalar|avx2|avx512] [--threads N]\n",
+            fprintf(stderr, "usage: %s [--quick] [--isa scalar|avx2|avx512|auto] [--threads N]\n",
                     argv[0]);
             return 2;
         }
     }
-    static const sn_isa isas[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
+    static const sn_isa isas[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512, SN_ISA_AUTO};
     for (int bf = 0; bf < 2; bf++)
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 4; i++) {
             if (!sn_isa_available(isas[i]) || (only >= 0 && i != only)) continue;
             for (int nth = 1; nth <= 2; nth++) {
                 if (nth_only && nth != nth_only) continue;

@@ -655,11 +655,14 @@ static void fuse_bwd_rows(const fuse_job *J, int64_t lo, int64_t hi, float *pg) 
     const sn_dfuse dp = sn_k_fuse_dparams(J->f, &J->L, D, pg);
     const int64_t rend = P->R, rb = D * (int64_t)sizeof(SN_T);
     sn_rfuse F[2] = {J->F0, J->F0}; /* a row sets only its own fields (fuse_row_stats) */
+    /* rows in pairs with parameter gradients (two rows per load and store of them), except at
+     * the widths at which the table runs them one at a time */
+    const int pairs = pg && !sn_k_widths_has(J->du.p ? K->single_du : K->single_nodu, D);
     /* the rows touched ahead (below SN_D_PF_MIN_BYTES): x, y, and the input gradients that are
      * written, not read (not dx when du is given: in a sub-layer dx is du's row) */
     const int near = !P->pf, near_dx = !J->accx && !J->du.p, near_dy = !J->accy;
     for (int64_t r = lo; r < hi; r++) {
-        const int pair = pg && r + 1 < hi;
+        const int pair = pairs && r + 1 < hi;
         for (int64_t q = r + SN_D_PF_NEAR; near && q <= r + SN_D_PF_NEAR + pair && q < rend; q++) {
             sn_d_prefetch_near(in_row(J->x, q), rb);
             sn_d_prefetch_near(in_row(J->y, q), rb);

@@ -86,6 +86,14 @@ typedef struct sn_dfuse {
     float *gx, *bx, *gy, *by, *go, *bo;
 } sn_dfuse;
 
+/* A set of row widths: the multiples of step from min to max columns (step 0: none). */
+typedef struct sn_k_widths {
+    int64_t min, max, step;
+} sn_k_widths;
+static inline int sn_k_widths_has(sn_k_widths w, int64_t width) {
+    return w.step > 0 && w.min <= width && width <= w.max && width % w.step == 0;
+}
+
 /* The kernel tables: sn_kern on fp32 rows, sn_kern16 on bf16 rows (table.h, one slot list
  * for both). Each path has one of each. */
 /* The most row matrices a Hyper-Connections slot (hc_mix, hc_dots) takes on one side: the n

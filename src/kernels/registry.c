@@ -83,7 +83,8 @@ typedef struct table_pick {
     PICK(fuse_fwd2, from, classes, calls, types), PICK(fuse_s, from, classes, calls, types),       \
         PICK(norm_s, from, classes, calls, types)
 _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
-                   offsetof(sn_kern, pair_w_bwd) == offsetof(sn_kern16, pair_w_bwd),
+                   offsetof(sn_kern, pair_w_bwd) == offsetof(sn_kern16, pair_w_bwd) &&
+                   offsetof(sn_kern, single_nodu) == offsetof(sn_kern16, single_nodu),
                "sn_kern and sn_kern16: one layout (table.h)");
 /* width classes (kernels.h, sn_k_width_class) */
 #define CL(c)             (1u << (c))
@@ -245,8 +246,9 @@ static sn_kern auto32[2][SN_K_WIDTH_CLASSES];
 static sn_kern16 auto16[2][SN_K_WIDTH_CLASSES];
 
 /* copies the slot at byte offset off of table src into dst (either table type). The table's data
- * fields (pair_w_fwd, pair_w_bwd) stay dst's: the slots they describe, stats2 and norm_bwd2, are
- * taken from another path only below 128 columns, where the drivers pair rows whatever they say. */
+ * fields stay dst's: pair_w_fwd and pair_w_bwd because the slots they describe, stats2 and
+ * norm_bwd2, are taken from another path only below 128 columns, where the drivers pair rows
+ * whatever they say; single_du and single_nodu are the family's (single_pick). */
 static void take(void *dst, const void *src, size_t off) {
     memcpy((char *)dst + off, (const char *)src + off, sizeof(void (*)(void)));
 }
@@ -260,30 +262,69 @@ static sn_isa table_from(const table_pick *t, size_t n, int c, int s, unsigned t
     return base;
 }
 
-/* each CPU family's picks (cpu.h); both lists are for the AVX-512 path as the base */
+/* the widths whose fuse backward runs one row at a time in auto's tables of the types given
+ * (as in slot_pick): the tables' single_du and single_nodu. Tables not named keep none: pairs
+ * at every width. */
+typedef struct single_pick {
+    sn_k_widths du, nodu;
+    unsigned types;
+} single_pick;
+
+/* Intel Sapphire and Emerald Rapids. With parameter gradients, single rows against fuse_bwd2's
+ * pairs (sn-auto-calls, forced AVX-512 of a build without pairs against one with them, 50K,
+ * 400K and 3M elements; docs/performance.md, "Single rows in the fuse backward on Intel"):
+ *   fp32, multiples of 16: the sub-layer's fuse backward 0.77-0.98x at 320 .. 768 (at 256 and
+ *     288 0.97-1.10, at 800 and 832 0.96-1.07, at 1024 up to 1.27); the merge backward
+ *     0.84-0.99x at 320 .. 640 (at 672 .. 768 1.09-1.12 in the L2)
+ *   fp32, other widths (odd multiples of 8, not a multiple of 8): pairs kept (single rows
+ *     0.78-0.99 in the L2, but 1.02-1.19 beyond it in both calls)
+ *   bf16, every width: the fuse backward 0.72-1.00x at 256 .. 704 (above it 1.04-1.10 in the
+ *     L2); the merge backward 0.65-0.97x at 256 .. 544 (at 576 .. 672 1.04-1.14 in the L2) */
+static const single_pick spr_single[] = {
+    {{320, 768, 16}, {320, 640, 16}, F32},
+    {{256, 704, 1}, {256, 544, 1}, BF16},
+};
+
+/* each CPU family's picks (cpu.h); the lists are for the AVX-512 path as the base. Zen 4 keeps
+ * its row pairs: the parameter-gradient stores that they halve bound the fuse backward there
+ * ("How the kernels work"). */
 typedef struct family_picks {
     sn_cpu_family family;
     const table_pick *tables;
     size_t ntables;
     const slot_pick *slots;
     size_t nslots;
+    const single_pick *singles;
+    size_t nsingles;
 } family_picks;
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 static const family_picks families[] = {
-    {SN_CPU_AMD_ZEN4, zen4_tables, COUNT(zen4_tables), zen4, COUNT(zen4)},
-    {SN_CPU_INTEL_SPR, spr_tables, COUNT(spr_tables), spr, COUNT(spr)},
+    {SN_CPU_AMD_ZEN4, zen4_tables, COUNT(zen4_tables), zen4, COUNT(zen4), NULL, 0},
+    {SN_CPU_INTEL_SPR, spr_tables, COUNT(spr_tables), spr, COUNT(spr), spr_single,
+     COUNT(spr_single)},
 };
+
+/* the widths single_pick list q (n entries) gives the tables of type bit `type` */
+static void singles_of(const single_pick *q, size_t n, unsigned type, sn_k_widths *du,
+                       sn_k_widths *nodu) {
+    const sn_k_widths none = {0, 0, 0};
+    *du = *nodu = none;
+    for (size_t i = 0; i < n; i++)
+        if (q[i].types & type) *du = q[i].du, *nodu = q[i].nodu;
+}
 
 static void compose(void) {
     const sn_isa base = sn_cpu_best();
     const sn_cpu_family fam = sn_cpu_family_of();
     const slot_pick *p = NULL;
     const table_pick *w = NULL;
-    size_t n = 0, nw = 0;
+    const single_pick *q = NULL;
+    size_t n = 0, nw = 0, nq = 0;
     for (size_t i = 0; i < COUNT(families); i++)
         if (families[i].family == fam && base == SN_ISA_AVX512) {
             p = families[i].slots, n = families[i].nslots;
             w = families[i].tables, nw = families[i].ntables;
+            q = families[i].singles, nq = families[i].nsingles;
         }
     for (int s = 0; s < 2; s++)
         for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
@@ -295,6 +336,8 @@ static void compose(void) {
                 if (p[i].types & F32) take(&auto32[s][c], path_table(p[i].from), p[i].off);
                 if (p[i].types & BF16) take(&auto16[s][c], path_table16(p[i].from), p[i].off);
             }
+            singles_of(q, nq, F32, &auto32[s][c].single_du, &auto32[s][c].single_nodu);
+            singles_of(q, nq, BF16, &auto16[s][c].single_du, &auto16[s][c].single_nodu);
         }
 }
 
