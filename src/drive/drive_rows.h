@@ -511,7 +511,8 @@ static void fuse_fwd_task(void *arg, int64_t i) {
     const int64_t D = P->D;
     int64_t lo, hi;
     task_rows(P, i, &lo, &hi);
-    const int two = sn_k_fuse2_ok(f, D);
+    const int two = sn_k_fuse2_ok(f, D) &&
+                    !sn_k_widths_has(J->u.p ? K->single.fuse_fwd : K->single.merge_fwd, D);
     const int near = !P->pf;
     const int64_t rend = P->R, rb = D * (int64_t)sizeof(SN_T);
     for (int64_t r = lo; r < hi; r++) {
@@ -657,7 +658,7 @@ static void fuse_bwd_rows(const fuse_job *J, int64_t lo, int64_t hi, float *pg) 
     sn_rfuse F[2] = {J->F0, J->F0}; /* a row sets only its own fields (fuse_row_stats) */
     /* rows in pairs with parameter gradients (two rows per load and store of them), except at
      * the widths at which the table runs them one at a time */
-    const int pairs = pg && !sn_k_widths_has(J->du.p ? K->single_du : K->single_nodu, D);
+    const int pairs = pg && !sn_k_widths_has(J->du.p ? K->single.fuse_bwd : K->single.merge_bwd, D);
     /* the rows touched ahead (below SN_D_PF_MIN_BYTES): x, y, and the input gradients that are
      * written, not read (not dx when du is given: in a sub-layer dx is du's row) */
     const int near = !P->pf, near_dx = !J->accx && !J->du.p, near_dy = !J->accy;

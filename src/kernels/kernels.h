@@ -86,13 +86,24 @@ typedef struct sn_dfuse {
     float *gx, *bx, *gy, *by, *go, *bo;
 } sn_dfuse;
 
-/* A set of row widths: the multiples of step from min to max columns (step 0: none). */
+/* A set of row widths: those from min to max columns that leave rem modulo step (step 0:
+ * none). */
 typedef struct sn_k_widths {
-    int64_t min, max, step;
+    int64_t min, max, step, rem;
 } sn_k_widths;
 static inline int sn_k_widths_has(sn_k_widths w, int64_t width) {
-    return w.step > 0 && w.min <= width && width <= w.max && width % w.step == 0;
+    return w.step > 0 && w.min <= width && width <= w.max && width % w.step == w.rem;
 }
+
+/* The widths at which the fuse drivers run rows one at a time where they otherwise take them in
+ * pairs (fuse_fwd2 in the forward; fuse_bwd2 in the backward with parameter gradients), per
+ * kind of call: fuse_fwd and fuse_bwd for calls given u and du (a sub-layer's; dx is du's row
+ * and dy accumulated), merge_fwd and merge_bwd for calls without (the merge's: h, dx and dy
+ * only written). The same bits either way (fuse_fwd2 and fuse_bwd2 are bitwise their rows one
+ * at a time). */
+typedef struct sn_k_singles {
+    sn_k_widths fuse_fwd, merge_fwd, fuse_bwd, merge_bwd;
+} sn_k_singles;
 
 /* The kernel tables: sn_kern on fp32 rows, sn_kern16 on bf16 rows (table.h, one slot list
  * for both). Each path has one of each. */

@@ -84,7 +84,7 @@ typedef struct table_pick {
         PICK(norm_s, from, classes, calls, types)
 _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
                    offsetof(sn_kern, pair_w_bwd) == offsetof(sn_kern16, pair_w_bwd) &&
-                   offsetof(sn_kern, single_nodu) == offsetof(sn_kern16, single_nodu),
+                   offsetof(sn_kern, single) == offsetof(sn_kern16, single),
                "sn_kern and sn_kern16: one layout (table.h)");
 /* width classes (kernels.h, sn_k_width_class) */
 #define CL(c)             (1u << (c))
@@ -248,7 +248,7 @@ static sn_kern16 auto16[2][SN_K_WIDTH_CLASSES];
 /* copies the slot at byte offset off of table src into dst (either table type). The table's data
  * fields stay dst's: pair_w_fwd and pair_w_bwd because the slots they describe, stats2 and
  * norm_bwd2, are taken from another path only below 128 columns, where the drivers pair rows
- * whatever they say; single_du and single_nodu are the family's (single_pick). */
+ * whatever they say; `single` is the family's (single_pick). */
 static void take(void *dst, const void *src, size_t off) {
     memcpy((char *)dst + off, (const char *)src + off, sizeof(void (*)(void)));
 }
@@ -262,27 +262,34 @@ static sn_isa table_from(const table_pick *t, size_t n, int c, int s, unsigned t
     return base;
 }
 
-/* the widths whose fuse backward runs one row at a time in auto's tables of the types given
- * (as in slot_pick): the tables' single_du and single_nodu. Tables not named keep none: pairs
- * at every width. */
+/* the widths at which the fuse drivers run rows one at a time (the tables' `single`) in auto's
+ * tables of the types given (as in slot_pick); tables not named keep none: pairs at every width */
 typedef struct single_pick {
-    sn_k_widths du, nodu;
+    sn_k_singles single;
     unsigned types;
 } single_pick;
 
-/* Intel Sapphire and Emerald Rapids. With parameter gradients, single rows against fuse_bwd2's
- * pairs (sn-auto-calls, forced AVX-512 of a build without pairs against one with them, 50K,
- * 400K and 3M elements; docs/performance.md, "Single rows in the fuse backward on Intel"):
- *   fp32, multiples of 16: the sub-layer's fuse backward 0.77-0.98x at 320 .. 768 (at 256 and
- *     288 0.97-1.10, at 800 and 832 0.96-1.07, at 1024 up to 1.27); the merge backward
- *     0.84-0.99x at 320 .. 640 (at 672 .. 768 1.09-1.12 in the L2)
- *   fp32, other widths (odd multiples of 8, not a multiple of 8): pairs kept (single rows
- *     0.78-0.99 in the L2, but 1.02-1.19 beyond it in both calls)
- *   bf16, every width: the fuse backward 0.72-1.00x at 256 .. 704 (above it 1.04-1.10 in the
- *     L2); the merge backward 0.65-0.97x at 256 .. 544 (at 576 .. 672 1.04-1.14 in the L2) */
+/* Intel Sapphire and Emerald Rapids. Single rows against pairs, forced AVX-512 of builds without
+ * pairs against one with them (sn-auto-calls, 50K, 400K and 3M elements; docs/performance.md,
+ * "Single rows in the fuse forward and backward on Intel"):
+ *   the fuse backward with parameter gradients (fuse_bwd2):
+ *     fp32, multiples of 16: the sub-layer's 0.77-0.98x at 320 .. 768 (at 256 and 288
+ *       0.97-1.10, at 800 and 832 0.96-1.07, at 1024 up to 1.27); the merge's 0.84-0.99x at
+ *       320 .. 640 (at 672 .. 768 1.09-1.12 in the L2)
+ *     fp32, other widths (odd multiples of 8, not a multiple of 8): pairs kept (single rows
+ *       0.78-0.99 in the L2, but 1.02-1.19 beyond it in both calls)
+ *     bf16, every width: the sub-layer's 0.72-1.00x at 256 .. 704 (above it 1.04-1.10 in the
+ *       L2); the merge's 0.65-0.97x at 256 .. 544 (at 576 .. 672 1.04-1.14 in the L2)
+ *   the fuse forward (fuse_fwd2, up to 1024 columns): fp32 odd multiples of 8, the sub-layer's
+ *     (which writes u and h) 0.76-1.05x at 392 .. 1016 (at 264 .. 360 0.78-1.12); at multiples
+ *     of 16, in the merge forward and for bf16 rows single rows took 0.88-1.72x, above 1 in most
+ *     cells */
 static const single_pick spr_single[] = {
-    {{320, 768, 16}, {320, 640, 16}, F32},
-    {{256, 704, 1}, {256, 544, 1}, BF16},
+    {{.fuse_fwd = {392, 1016, 16, 8},
+      .fuse_bwd = {320, 768, 16, 0},
+      .merge_bwd = {320, 640, 16, 0}},
+     F32},
+    {{.fuse_bwd = {256, 704, 1, 0}, .merge_bwd = {256, 544, 1, 0}}, BF16},
 };
 
 /* each CPU family's picks (cpu.h); the lists are for the AVX-512 path as the base. Zen 4 keeps
@@ -304,13 +311,13 @@ static const family_picks families[] = {
      COUNT(spr_single)},
 };
 
-/* the widths single_pick list q (n entries) gives the tables of type bit `type` */
-static void singles_of(const single_pick *q, size_t n, unsigned type, sn_k_widths *du,
-                       sn_k_widths *nodu) {
-    const sn_k_widths none = {0, 0, 0};
-    *du = *nodu = none;
+/* the single-row widths that single_pick list q (n entries) gives the tables of type bit `type`
+ * (its first entry naming the type) */
+static sn_k_singles singles_of(const single_pick *q, size_t n, unsigned type) {
+    const sn_k_singles none = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
     for (size_t i = 0; i < n; i++)
-        if (q[i].types & type) *du = q[i].du, *nodu = q[i].nodu;
+        if (q[i].types & type) return q[i].single;
+    return none;
 }
 
 static void compose(void) {
@@ -336,8 +343,8 @@ static void compose(void) {
                 if (p[i].types & F32) take(&auto32[s][c], path_table(p[i].from), p[i].off);
                 if (p[i].types & BF16) take(&auto16[s][c], path_table16(p[i].from), p[i].off);
             }
-            singles_of(q, nq, F32, &auto32[s][c].single_du, &auto32[s][c].single_nodu);
-            singles_of(q, nq, BF16, &auto16[s][c].single_du, &auto16[s][c].single_nodu);
+            auto32[s][c].single = singles_of(q, nq, F32);
+            auto16[s][c].single = singles_of(q, nq, BF16);
         }
 }
 

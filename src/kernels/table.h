@@ -130,12 +130,8 @@ typedef struct SN_KT {
      * The norm drivers pair rows up to these widths in calls whose rows stay in the caches
      * (drive_rows.h, norm_pairs). The same bits either way. */
     int64_t pair_w_fwd, pair_w_bwd;
-    /* Not slots: the widths at which the fuse drivers run rows one at a time (fuse_bwd) in
-     * calls with parameter gradients, where they otherwise take them in pairs (fuse_bwd2):
-     * widths at which two fuse_bwd calls take less time on the CPU at hand. single_du for calls
-     * given du (a sub-layer's: dx is du's row, dy accumulated), single_nodu for calls without
-     * (the merge: dx and dy only written). None in every path's own table; SN_ISA_AUTO's tables
-     * take them per CPU family (registry.c). The same bits either way (fuse_bwd2 is bitwise two
-     * fuse_bwd). */
-    sn_k_widths single_du, single_nodu;
+    /* Not slots: the widths at which the fuse drivers run rows one at a time (kernels.h,
+     * sn_k_singles), where two single rows take less time than a pair on the CPU at hand. None
+     * in every path's own table; SN_ISA_AUTO's tables take them per CPU family (registry.c). */
+    sn_k_singles single;
 } SN_KT;
