@@ -208,8 +208,10 @@ typedef enum sn_isa {
                         * tests/checkasm's --bench on rows in L1 and bench/sn-auto-calls
                         * through the public calls, docs/performance.md), auto takes those
                         * kernels from it: from another SIMD path (they give the same bits in
-                        * every kernel) or, for plain copies, from the scalar path, so the
-                        * results are bitwise those of the path sn_ctx_isa names */
+                        * every kernel) or, for plain copies, from the scalar path; and it
+                        * may run rows one at a time that a forced path runs in pairs (the
+                        * same bits). The results are bitwise those of the path sn_ctx_isa
+                        * names */
     SN_ISA_SCALAR = 1, /* portable C, any CPU: the reference path */
     SN_ISA_AVX2 = 2,   /* x86-64 AVX2 + FMA */
     SN_ISA_AVX512 = 3  /* x86-64 AVX-512F with AVX512BW (every AVX-512 CPU but Xeon Phi) */

@@ -511,6 +511,8 @@ static void fuse_fwd_task(void *arg, int64_t i) {
     const int64_t D = P->D;
     int64_t lo, hi;
     task_rows(P, i, &lo, &hi);
+    /* rows in pairs (fuse_fwd2) where the kinds and width allow, except at the widths at which
+     * the table runs them one at a time */
     const int two = sn_k_fuse2_ok(f, D) &&
                     !sn_k_widths_has(J->u.p ? K->single.fuse_fwd : K->single.merge_fwd, D);
     const int near = !P->pf;
