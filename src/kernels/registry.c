@@ -98,10 +98,11 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 #define WIDTH_16          CL(9)
 #define WIDTH_24          CL(3)
 #define ODD_BELOW_24      CL(4) /* below 24, not a multiple of 8 */
-#define LONG_HALF_WIDTHS  CL(5) /* 56, 72, .., 120 */
-#define EIGHT_WIDTHS      CL(6) /* 8 */
-#define MID_HALF_WIDTHS   CL(7) /* 136 .. 2040, odd multiples of 8 */
-#define WIDE_HALF_WIDTHS  CL(8) /* 2056 and wider, odd multiples of 8 */
+#define WIDTH_56          CL(14)
+#define LONG_HALF_WIDTHS  (CL(14) | CL(5)) /* 56, 72, .., 120 */
+#define EIGHT_WIDTHS      CL(6)            /* 8 */
+#define MID_HALF_WIDTHS   CL(7)            /* 136 .. 2040, odd multiples of 8 */
+#define WIDE_HALF_WIDTHS  CL(8)            /* 2056 and wider, odd multiples of 8 */
 #define CACHED            1u /* calls without streaming stores (their matrices mostly in the caches) */
 #define ALL_CALLS         3u
 #define F32               1u
@@ -202,7 +203,9 @@ static const table_pick zen4_tables[] = {
  * AVX2; at 32 0.94-1.07: stays. bf16 norm backward at 16 and 24 1.11-1.19 (0.87): AVX2; at 32 and
  * 40 0.91-1.00 (0.78): AVX-512. fp32 fuse and merge forward below 24 not a multiple of 8:
  * 1.03-1.13 at 4 and 20, 0.97-1.08 (0.81) at 12 and 13: AVX2; from 27 0.70-1.04: stay. bf16 fuse
- * and merge forward at 24 1.04-1.07 in 13 cells of 16, 0.84-0.97 in 3: AVX2; at 40 0.87-0.99. */
+ * and merge forward at 24 1.04-1.07 in 13 cells of 16, 0.84-0.97 in 3: AVX2; at 40 0.87-0.99.
+ * Since 0.6.12 class 14 (56) is split from 5: fp32 fuse and merge forward at 56 (512 .. 8192
+ * rows, the four layouts, two runs) 1.03-1.09: AVX2; at 72 .. 120 0.93-1.02: stay. */
 static const slot_pick spr[] = {
     /* the norms' slots */
     NORM_FWD_PICKS(SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDTH_16, ALL_CALLS, F32),
@@ -228,8 +231,8 @@ static const slot_pick spr[] = {
     PICK(fold, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(fuse_red, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    /* the fuse's: forward at 16 and 32 and below 24 not a multiple of 8, backward below 64 */
-    FUSE_FWD_PICKS(SN_ISA_AVX2, SIXTEEN_WIDTHS | ODD_BELOW_24, ALL_CALLS, F32),
+    /* the fuse's: forward at 16, 32 and 56 and below 24 not a multiple of 8, backward below 64 */
+    FUSE_FWD_PICKS(SN_ISA_AVX2, SIXTEEN_WIDTHS | ODD_BELOW_24 | WIDTH_56, ALL_CALLS, F32),
     FUSE_FWD_PICKS(SN_ISA_AVX2, WIDTH_24, ALL_CALLS, BF16),
     PICK(fuse_bwd, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
     PICK(fuse_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
