@@ -276,13 +276,15 @@ typedef struct single_pick {
  * pairs against one with them (sn-auto-calls, 50K, 400K and 3M elements; docs/performance.md,
  * "Single rows in the fuse forward and backward on Intel"):
  *   the fuse backward with parameter gradients (fuse_bwd2):
- *     fp32, multiples of 16: the sub-layer's 0.77-0.98x at 320 .. 768 (at 256 and 288
- *       0.97-1.10, at 800 and 832 0.96-1.07, at 1024 up to 1.27); the merge's 0.84-0.99x at
- *       320 .. 640 (at 672 .. 768 1.09-1.12 in the L2)
+ *     fp32, multiples of 16: the sub-layer's 0.77-1.01x at 320 .. 768 (at 256 and 288
+ *       0.94-1.10, at 800 and 832 0.96-1.07, at 1024 up to 1.27); the merge's 0.84-0.99x at
+ *       512 .. 640 (`auto` at 320 and 384: 0.88-1.01x 0.6.11's; at 672 .. 768 1.09-1.12 in the
+ *       L2)
  *     fp32, other widths (odd multiples of 8, not a multiple of 8): pairs kept (single rows
  *       0.78-0.99 in the L2, but 1.02-1.19 beyond it in both calls)
- *     bf16, every width: the sub-layer's 0.72-1.00x at 256 .. 704 (above it 1.04-1.10 in the
- *       L2); the merge's 0.65-0.97x at 256 .. 544 (at 576 .. 672 1.04-1.14 in the L2)
+ *     bf16, every width: the sub-layer's 0.71-1.02x at 256 .. 704 (two cells of one noisy run
+ *       1.06 and 1.14; above 704 1.04-1.10 in the L2); the merge's 0.65-0.97x at 256 .. 544 (at
+ *       576 .. 672 1.04-1.14 in the L2)
  *   the fuse forward (fuse_fwd2, up to 1024 columns): fp32 odd multiples of 8, the sub-layer's
  *     (which writes u and h) 0.76-1.05x at 392 .. 1016 (at 264 .. 360 0.78-1.12); at multiples
  *     of 16, in the merge forward and for bf16 rows single rows took 0.88-1.72x, above 1 in most
