@@ -352,22 +352,29 @@ static void run_all(int quick) {
  * this CPU runs, then auto, whose digests are the best path's; 1 and 2 threads); one path and
  * thread count, under callgrind, gives the instruction counts of each public call
  * (callgrind_annotate --inclusive=yes) */
+static int usage(const char *argv0) {
+    fprintf(stderr, "usage: %s [--quick] [--isa scalar|avx2|avx512|auto] [--threads 1|2]\n", argv0);
+    return 2;
+}
+
 int main(int argc, char **argv) {
+    static const char *const names[] = {"scalar", "avx2", "avx512", "auto"};
     int quick = 0, only = -1, nth_only = 0;
     for (int a = 1; a < argc; a++) {
-        if (strcmp(argv[a], "--quick") == 0) quick = 1;
-        else if (strcmp(argv[a], "--isa") == 0 && a + 1 < argc) {
+        if (strcmp(argv[a], "--quick") == 0) {
+            quick = 1;
+        } else if (strcmp(argv[a], "--isa") == 0 && a + 1 < argc) {
             const char *n = argv[++a];
-            only = strcmp(n, "scalar") == 0   ? 0
-                   : strcmp(n, "avx2") == 0   ? 1
-                   : strcmp(n, "avx512") == 0 ? 2
-                                              : 3;
+            only = -1;
+            for (int k = 0; k < 4; k++)
+                if (strcmp(n, names[k]) == 0) only = k;
+            if (only < 0) return usage(argv[0]);
         } else if (strcmp(argv[a], "--threads") == 0 && a + 1 < argc) {
-            nth_only = atoi(argv[++a]);
+            const char *t = argv[++a];
+            if (strcmp(t, "1") && strcmp(t, "2")) return usage(argv[0]);
+            nth_only = t[0] - '0';
         } else {
-            fprintf(stderr, "usage: %s [--quick] [--isa scalar|avx2|avx512|auto] [--threads N]\n",
-                    argv[0]);
-            return 2;
+            return usage(argv[0]);
         }
     }
     static const sn_isa isas[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512, SN_ISA_AUTO};

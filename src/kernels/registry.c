@@ -251,7 +251,7 @@ static sn_kern16 auto16[2][SN_K_WIDTH_CLASSES];
 /* copies the slot at byte offset off of table src into dst (either table type). The table's data
  * fields stay dst's: pair_w_fwd and pair_w_bwd because the slots they describe, stats2 and
  * norm_bwd2, are taken from another path only below 128 columns, where the drivers pair rows
- * whatever they say; `single` is the family's (single_pick). */
+ * whatever they say; `single` is the family's (family_picks). */
 static void take(void *dst, const void *src, size_t off) {
     memcpy((char *)dst + off, (const char *)src + off, sizeof(void (*)(void)));
 }
@@ -265,14 +265,8 @@ static sn_isa table_from(const table_pick *t, size_t n, int c, int s, unsigned t
     return base;
 }
 
-/* the widths at which the fuse drivers run rows one at a time (the tables' `single`) in auto's
- * tables of the types given (as in slot_pick); tables not named keep none: pairs at every width */
-typedef struct single_pick {
-    sn_k_singles single;
-    unsigned types;
-} single_pick;
-
-/* Intel Sapphire and Emerald Rapids. Single rows against pairs, forced AVX-512 of builds without
+/* Intel Sapphire and Emerald Rapids: the widths at which the fuse drivers run rows one at a time
+ * (the tables' `single`), [0] in the fp32 tables, [1] in the bf16 ones. Single rows against pairs, forced AVX-512 of builds without
  * pairs against one with them (sn-auto-calls, 50K, 400K and 3M elements; docs/performance.md,
  * "Single rows in the fuse forward and backward on Intel"):
  *   the fuse backward with parameter gradients (fuse_bwd2):
@@ -289,12 +283,9 @@ typedef struct single_pick {
  *     (which writes u and h) 0.76-1.05x at 392 .. 1016 (at 264 .. 360 0.78-1.12); at multiples
  *     of 16, in the merge forward and for bf16 rows single rows took 0.88-1.72x, above 1 in most
  *     cells */
-static const single_pick spr_single[] = {
-    {{.fuse_fwd = {392, 1016, 16, 8},
-      .fuse_bwd = {320, 768, 16, 0},
-      .merge_bwd = {320, 640, 16, 0}},
-     F32},
-    {{.fuse_bwd = {256, 704, 1, 0}, .merge_bwd = {256, 544, 1, 0}}, BF16},
+static const sn_k_singles spr_single[2] = {
+    {.fuse_fwd = {392, 1016, 16, 8}, .fuse_bwd = {320, 768, 16, 0}, .merge_bwd = {320, 640, 16, 0}},
+    {.fuse_bwd = {256, 704, 1, 0}, .merge_bwd = {256, 544, 1, 0}},
 };
 
 /* each CPU family's picks (cpu.h); the lists are for the AVX-512 path as the base. Zen 4 keeps
@@ -306,37 +297,26 @@ typedef struct family_picks {
     size_t ntables;
     const slot_pick *slots;
     size_t nslots;
-    const single_pick *singles;
-    size_t nsingles;
+    const sn_k_singles *single; /* [0] fp32, [1] bf16; NULL: none (the path tables' pairs) */
 } family_picks;
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 static const family_picks families[] = {
-    {SN_CPU_AMD_ZEN4, zen4_tables, COUNT(zen4_tables), zen4, COUNT(zen4), NULL, 0},
-    {SN_CPU_INTEL_SPR, spr_tables, COUNT(spr_tables), spr, COUNT(spr), spr_single,
-     COUNT(spr_single)},
+    {SN_CPU_AMD_ZEN4, zen4_tables, COUNT(zen4_tables), zen4, COUNT(zen4), NULL},
+    {SN_CPU_INTEL_SPR, spr_tables, COUNT(spr_tables), spr, COUNT(spr), spr_single},
 };
-
-/* the single-row widths that single_pick list q (n entries) gives the tables of type bit `type`
- * (its first entry naming the type) */
-static sn_k_singles singles_of(const single_pick *q, size_t n, unsigned type) {
-    const sn_k_singles none = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
-    for (size_t i = 0; i < n; i++)
-        if (q[i].types & type) return q[i].single;
-    return none;
-}
 
 static void compose(void) {
     const sn_isa base = sn_cpu_best();
     const sn_cpu_family fam = sn_cpu_family_of();
     const slot_pick *p = NULL;
     const table_pick *w = NULL;
-    const single_pick *q = NULL;
-    size_t n = 0, nw = 0, nq = 0;
+    const sn_k_singles *single = NULL;
+    size_t n = 0, nw = 0;
     for (size_t i = 0; i < COUNT(families); i++)
         if (families[i].family == fam && base == SN_ISA_AVX512) {
             p = families[i].slots, n = families[i].nslots;
             w = families[i].tables, nw = families[i].ntables;
-            q = families[i].singles, nq = families[i].nsingles;
+            single = families[i].single;
         }
     for (int s = 0; s < 2; s++)
         for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
@@ -348,8 +328,7 @@ static void compose(void) {
                 if (p[i].types & F32) take(&auto32[s][c], path_table(p[i].from), p[i].off);
                 if (p[i].types & BF16) take(&auto16[s][c], path_table16(p[i].from), p[i].off);
             }
-            auto32[s][c].single = singles_of(q, nq, F32);
-            auto16[s][c].single = singles_of(q, nq, BF16);
+            if (single) auto32[s][c].single = single[0], auto16[s][c].single = single[1];
         }
 }
 
