@@ -53,8 +53,9 @@ static SN_T *out_row(mat_out m, int64_t r) { return m.p + r * m.ld; }
 typedef struct job {
     const SN_KT *K;
     const sn_kern *K32; /* the fp32 table of the same path (parameter-gradient slots) */
-    sn_isa isa;         /* the context's path setting, and the row width the kernels see: */
-    int64_t W;          /* K and K32 are its tables for them (set_mem_at: whether nt) */
+    sn_isa isa;         /* the context's path setting, the row width the kernels see and the */
+    int64_t W;          /* kind of call: K and K32 are its tables for them (set_mem_at: whether */
+    sn_k_call call;     /* nt) */
     int64_t R, D;       /* rows of the call; elements per row */
     int64_t pieces;     /* tasks of the parallel for under way (row runs, chunk runs or columns) */
     int nt;             /* streaming stores (see SN_D_NT_MIN_BYTES) */
@@ -69,22 +70,25 @@ typedef struct job {
     sn_task_fn ctask; /* the chunk task of pg_run */
 } job;
 
-/* The job of a call over R rows of D elements on ctx's kernel tables for rows of W elements
- * (the rows the kernels see: D, or a norm's group width; auto's tables differ by width class
- * only in speed, never in bits). */
-static job job_of_width(const sn_ctx *ctx, int64_t R, int64_t D, int64_t W) {
+/* The job of a call of kind `call` over R rows of D elements on ctx's kernel tables for rows of
+ * W elements (the rows the kernels see: D, or a norm's group width; auto's tables differ by
+ * width class and kind of call only in speed, never in bits). */
+static job job_of_kind(const sn_ctx *ctx, int64_t R, int64_t D, int64_t W, sn_k_call call) {
     job J;
     memset(&J, 0, sizeof J);
     J.isa = sn_ctx_isa_setting(ctx);
     J.W = W;
-    J.K = SN_KERN_FOR(J.isa, W, 0);
-    J.K32 = sn_kern_for(J.isa, W, 0);
+    J.call = call;
+    J.K = SN_KERN_FOR(J.isa, W, 0, call);
+    J.K32 = sn_kern_for(J.isa, W, 0, call);
     J.R = R;
     J.D = D;
     return J;
 }
 
-static job job_of(const sn_ctx *ctx, int64_t R, int64_t D) { return job_of_width(ctx, R, D, D); }
+static job job_of(const sn_ctx *ctx, int64_t R, int64_t D) {
+    return job_of_kind(ctx, R, D, D, SN_K_CALL_OTHER);
+}
 
 static void range(int64_t n, int64_t pieces, int64_t i, int64_t *lo, int64_t *hi) {
     *lo = n * i / pieces;
@@ -111,8 +115,8 @@ static void set_mem_at(job *J, int64_t R, int64_t D, int nmat, double nt_min) {
     J->nt = bytes > nt_min;
     J->pf = bytes > SN_D_PF_MIN_BYTES;
     if (J->nt) { /* auto's tables for calls that stream (the same bits) */
-        J->K = SN_KERN_FOR(J->isa, J->W, 1);
-        J->K32 = sn_kern_for(J->isa, J->W, 1);
+        J->K = SN_KERN_FOR(J->isa, J->W, 1, J->call);
+        J->K32 = sn_kern_for(J->isa, J->W, 1, J->call);
     }
 }
 static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
@@ -326,7 +330,10 @@ static norm_job norm_job_of(const sn_ctx *ctx, const sn_norm *n, int64_t R, int6
     norm_job J;
     memset(&J, 0, sizeof J);
     J.W = n->group ? n->group : D;
-    J.run = job_of_width(ctx, R, D, J.W);
+    J.run = job_of_kind(ctx, R, D, J.W,
+                        n->kind == SN_NORM_LAYERNORM ? SN_K_CALL_LAYERNORM
+                        : n->kind == SN_NORM_RMSNORM ? SN_K_CALL_RMSNORM
+                                                     : SN_K_CALL_OTHER);
     J.n = n;
     J.ng = D / J.W;
     J.spr = sn_norm_spr(n, D);
@@ -513,8 +520,7 @@ static void fuse_fwd_task(void *arg, int64_t i) {
     task_rows(P, i, &lo, &hi);
     /* rows in pairs (fuse_fwd2) where the kinds and width allow, except at the widths at which
      * the table runs them one at a time */
-    const int two = sn_k_fuse2_ok(f, D) &&
-                    !sn_k_widths_has(J->u.p ? K->single.fuse_fwd : K->single.merge_fwd, D);
+    const int two = sn_k_fuse2_ok(f, D) && !sn_k_widths_has(K->single.fwd, D);
     const int near = !P->pf;
     const int64_t rend = P->R, rb = D * (int64_t)sizeof(SN_T);
     for (int64_t r = lo; r < hi; r++) {
@@ -590,7 +596,7 @@ static void d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D
                        int64_t ldu, void *h, int64_t ldh, float *stats) {
     fuse_job J;
     memset(&J, 0, sizeof J);
-    J.run = job_of(ctx, R, D);
+    J.run = job_of_kind(ctx, R, D, D, u ? SN_K_CALL_SUBLAYER : SN_K_CALL_MERGE);
     set_mem_at(&J.run, R, D, u ? 4 : 3, SN_D_FUSE_NT_MIN_BYTES);
     J.pf_spread = mats_bytes(R, D, u ? 4 : 3) > SN_D_FUSE_PF_SPREAD_MIN_BYTES;
     fuse_job_init(&J, f, params);
@@ -660,7 +666,7 @@ static void fuse_bwd_rows(const fuse_job *J, int64_t lo, int64_t hi, float *pg) 
     sn_rfuse F[2] = {J->F0, J->F0}; /* a row sets only its own fields (fuse_row_stats) */
     /* rows in pairs with parameter gradients (two rows per load and store of them), except at
      * the widths at which the table runs them one at a time */
-    const int pairs = pg && !sn_k_widths_has(J->du.p ? K->single.fuse_bwd : K->single.merge_bwd, D);
+    const int pairs = pg && !sn_k_widths_has(K->single.bwd, D);
     /* the rows touched ahead (below SN_D_PF_MIN_BYTES): x, y, and the input gradients that are
      * written, not read (not dx when du is given: in a sub-layer dx is du's row) */
     const int near = !P->pf, near_dx = !J->accx && !J->du.p, near_dy = !J->accy;
@@ -775,7 +781,7 @@ static void d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D
                        uint32_t flags) {
     fuse_job J;
     memset(&J, 0, sizeof J);
-    J.run = job_of(ctx, R, D);
+    J.run = job_of_kind(ctx, R, D, D, du ? SN_K_CALL_SUBLAYER : SN_K_CALL_MERGE);
     J.accx = (flags & SN_ACCUMULATE) != 0;
     J.accy = (flags & SN_ACCUMULATE_Y) != 0;
     set_mem_at(&J.run, R, D, 5 + (du != NULL) + J.accx + J.accy, SN_D_FUSE_NT_MIN_BYTES);

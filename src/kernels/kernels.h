@@ -95,14 +95,24 @@ static inline int sn_k_widths_has(sn_k_widths w, int64_t width) {
     return w.step > 0 && w.min <= width && width <= w.max && width % w.step == w.rem;
 }
 
+/* The kinds of call SN_ISA_AUTO composes its tables for (registry.c): at one width a slot may
+ * be taken from another path for one kind of call and not for another, where the calls that run
+ * it are faster on different paths. */
+typedef enum sn_k_call {
+    SN_K_CALL_OTHER,     /* the elementwise, conversion and Hyper-Connections calls, and the norm
+                          * calls on the norms of kind identity and scale */
+    SN_K_CALL_LAYERNORM, /* sn_norm_forward and sn_norm_backward on a LayerNorm */
+    SN_K_CALL_RMSNORM,   /* ... on an RMSNorm */
+    SN_K_CALL_SUBLAYER,  /* sn_fuse_forward given u, sn_fuse_backward given du (a sub-layer's) */
+    SN_K_CALL_MERGE,     /* the fuse calls without them (the merge's: h, dx and dy only) */
+    SN_K_CALLS
+} sn_k_call;
+
 /* The widths at which the fuse drivers run rows one at a time where they otherwise take them in
- * pairs (fuse_fwd2 in the forward; fuse_bwd2 in the backward with parameter gradients), per
- * kind of call: fuse_fwd and fuse_bwd for calls given u and du (a sub-layer's; dx is du's row
- * and dy accumulated), merge_fwd and merge_bwd for calls without (the merge's: h, dx and dy
- * only written). The same bits either way (fuse_fwd2 and fuse_bwd2 are bitwise their rows one
- * at a time). */
+ * pairs: fwd, fuse_fwd2 in the forward; bwd, fuse_bwd2 in the backward with parameter gradients.
+ * The same bits either way (fuse_fwd2 and fuse_bwd2 are bitwise their rows one at a time). */
 typedef struct sn_k_singles {
-    sn_k_widths fuse_fwd, merge_fwd, fuse_bwd, merge_bwd;
+    sn_k_widths fwd, bwd;
 } sn_k_singles;
 
 /* The kernel tables: sn_kern on fp32 rows, sn_kern16 on bf16 rows (table.h, one slot list
@@ -130,12 +140,13 @@ extern const sn_kern sn_kern_avx2;
 extern const sn_kern sn_kern_avx512;
 #endif
 
-/* The table of a path for rows of `width` elements in a call that writes with streaming stores
- * (`streams`, the drivers' nt) or not (never NULL: paths not compiled in give the scalar table).
- * A forced path's table ignores both. SN_ISA_AUTO: the best path's table with some slots
- * (table.h) taken from another path, per CPU family, width class and whether the call streams
- * (registry.c): the same bits as the best path's own table, whatever the choice. */
-const sn_kern *sn_kern_for(sn_isa isa, int64_t width, int streams);
+/* The table of a path for rows of `width` elements in a call of kind `call` that writes with
+ * streaming stores (`streams`, the drivers' nt) or not (never NULL: paths not compiled in give
+ * the scalar table). A forced path's table ignores all three. SN_ISA_AUTO: the best path's table
+ * with some slots (table.h) taken from another path, per CPU family, width class, kind of call
+ * and whether the call streams (registry.c): the same bits as the best path's own table,
+ * whatever the choice. */
+const sn_kern *sn_kern_for(sn_isa isa, int64_t width, int streams, sn_k_call call);
 
 /* The width classes of SN_ISA_AUTO's tables. By the rows' length: 0, up to 127 elements (the
  * loops' own cost counts); 1, 128 .. 2048 (rows in L1 and L2); 2, wider (the rows stream from L2
@@ -189,9 +200,9 @@ extern const sn_kern16 sn_kern16_avx512bf16;
 
 /* The bf16 table of a path (never NULL: paths not compiled in give the scalar table). For the
  * AVX-512 path, sn_kern16_avx512bf16 where the CPU has AVX512-BF16 and AVX512DQ. SN_ISA_AUTO:
- * the best path's table with slots from other paths, as sn_kern_for (registry.c); the width and
- * `streams` are the drivers' arguments for both lookups. */
-const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, int streams);
+ * the best path's table with slots from other paths, as sn_kern_for (registry.c); the width,
+ * `streams` and `call` are the drivers' arguments for both lookups. */
+const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, int streams, sn_k_call call);
 
 /* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */
 sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r);

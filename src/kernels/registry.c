@@ -60,28 +60,35 @@ typedef struct slot_pick {
     unsigned classes; /* the width classes (bit c: sn_k_width_class c) it is taken for */
     unsigned calls;   /* the calls it is taken for: bit 0 without streaming stores, bit 1 with */
     unsigned types;   /* the tables it is taken for: bit 0 fp32 rows, bit 1 bf16 rows */
+    unsigned kinds;   /* the kinds of call it is taken for (bit k: sn_k_call k) */
 } slot_pick;
-/* a whole table taken from another path (classes, calls, types as in slot_pick) */
+/* a whole table taken from another path (classes, calls, types as in slot_pick; every kind of
+ * call) */
 typedef struct table_pick {
     sn_isa from;
     unsigned classes, calls, types;
 } table_pick;
+#define PICK_FOR(kinds, slot, from, classes, calls, types)                                         \
+    { offsetof(sn_kern, slot), from, classes, calls, types, kinds }
 #define PICK(slot, from, classes, calls, types)                                                    \
-    { offsetof(sn_kern, slot), from, classes, calls, types }
+    PICK_FOR(ALL_KINDS, slot, from, classes, calls, types)
 /* the slots the norm calls run (sn-auto-calls times the calls, so they decide these together):
  * the forward's (norm_fwd; stats2 and norm_row on row pairs) and the backward's (norm_bwd,
  * norm_bwd2 on pairs, norm_pg for the parameter-gradient chunks) */
-#define NORM_FWD_PICKS(from, classes, calls, types)                                                \
-    PICK(norm_fwd, from, classes, calls, types), PICK(stats2, from, classes, calls, types),        \
-        PICK(norm_row, from, classes, calls, types)
-#define NORM_BWD_PICKS(from, classes, calls, types)                                                \
-    PICK(norm_bwd, from, classes, calls, types), PICK(norm_bwd2, from, classes, calls, types),     \
-        PICK(norm_pg, from, classes, calls, types)
+#define NORM_FWD_PICKS(kinds, from, classes, calls, types)                                         \
+    PICK_FOR(kinds, norm_fwd, from, classes, calls, types),                                        \
+        PICK_FOR(kinds, stats2, from, classes, calls, types),                                      \
+        PICK_FOR(kinds, norm_row, from, classes, calls, types)
+#define NORM_BWD_PICKS(kinds, from, classes, calls, types)                                         \
+    PICK_FOR(kinds, norm_bwd, from, classes, calls, types),                                        \
+        PICK_FOR(kinds, norm_bwd2, from, classes, calls, types),                                   \
+        PICK_FOR(kinds, norm_pg, from, classes, calls, types)
 /* the slots the fuse and merge forward run (fuse_fwd2 on row pairs up to 1024 columns; fuse_s
  * and norm_s on single and wider rows) */
-#define FUSE_FWD_PICKS(from, classes, calls, types)                                                \
-    PICK(fuse_fwd2, from, classes, calls, types), PICK(fuse_s, from, classes, calls, types),       \
-        PICK(norm_s, from, classes, calls, types)
+#define FUSE_FWD_PICKS(kinds, from, classes, calls, types)                                         \
+    PICK_FOR(kinds, fuse_fwd2, from, classes, calls, types),                                       \
+        PICK_FOR(kinds, fuse_s, from, classes, calls, types),                                      \
+        PICK_FOR(kinds, norm_s, from, classes, calls, types)
 _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
                    offsetof(sn_kern, pair_w_bwd) == offsetof(sn_kern16, pair_w_bwd) &&
                    offsetof(sn_kern, single) == offsetof(sn_kern16, single),
@@ -108,6 +115,12 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 #define F32               1u
 #define BF16              2u
 #define BOTH_TYPES        3u
+/* kinds of call (kernels.h, sn_k_call) */
+#define ALL_KINDS ((1u << SN_K_CALLS) - 1u)
+#define LAYERNORM (1u << SN_K_CALL_LAYERNORM)
+#define RMSNORM   (1u << SN_K_CALL_RMSNORM)
+#define SUBLAYER  (1u << SN_K_CALL_SUBLAYER)
+#define MERGE     (1u << SN_K_CALL_MERGE)
 
 /* AMD Zen 4 (AVX-512 base). AVX-512 / AVX2 time; docs/performance.md has the tables ("One
  * summation order", "auto at the call level", "Rows that end in a partial vector").
@@ -145,15 +158,15 @@ static const slot_pick zen4[] = {
     PICK(add_div, SN_ISA_AVX2, ALL_WIDTHS & ~ODD_WIDTHS, ALL_CALLS, F32),
     PICK(fold, SN_ISA_AVX2, MID_WIDTHS | SHORT_HALF_WIDTHS, ALL_CALLS, BOTH_TYPES),
     /* fp32 rows of 56 .. 120 (class 5): the norms */
-    NORM_FWD_PICKS(SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
-    NORM_BWD_PICKS(SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
+    NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
     /* rows of 24 and 40 (class 3): fp32 runs AVX2's table (zen4_tables) but for these two ... */
     PICK(hc_dots, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
     PICK(axpy, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
     /* ... and bf16 takes AVX2's reductions */
-    NORM_FWD_PICKS(SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    NORM_BWD_PICKS(SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    FUSE_FWD_PICKS(SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(hc_mix, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(hc_wmix, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
@@ -208,10 +221,11 @@ static const table_pick zen4_tables[] = {
  * rows, the four layouts, two runs) 1.03-1.09: AVX2; at 72 .. 120 0.93-1.02: stay. */
 static const slot_pick spr[] = {
     /* the norms' slots */
-    NORM_FWD_PICKS(SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDTH_16, ALL_CALLS, F32),
-    NORM_BWD_PICKS(SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | SIXTEEN_WIDTHS, ALL_CALLS,
-                   F32),
-    NORM_BWD_PICKS(SN_ISA_AVX2, WIDTH_16 | WIDTH_24, ALL_CALLS, BF16),
+    NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDTH_16,
+                   ALL_CALLS, F32),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | SIXTEEN_WIDTHS,
+                   ALL_CALLS, F32),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_16 | WIDTH_24, ALL_CALLS, BF16),
     /* the elementwise slots */
     PICK(add_div, SN_ISA_AVX2,
          SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
@@ -232,8 +246,9 @@ static const slot_pick spr[] = {
     PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(fuse_red, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     /* the fuse's: forward at 16, 32 and 56 and below 24 not a multiple of 8, backward below 64 */
-    FUSE_FWD_PICKS(SN_ISA_AVX2, SIXTEEN_WIDTHS | ODD_BELOW_24 | WIDTH_56, ALL_CALLS, F32),
-    FUSE_FWD_PICKS(SN_ISA_AVX2, WIDTH_24, ALL_CALLS, BF16),
+    FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SIXTEEN_WIDTHS | ODD_BELOW_24 | WIDTH_56, ALL_CALLS,
+                   F32),
+    FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_24, ALL_CALLS, BF16),
     PICK(fuse_bwd, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
     PICK(fuse_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
 };
@@ -244,9 +259,9 @@ static const table_pick spr_tables[] = {
     {SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, F32},
 };
 
-/* [streams][width class] */
-static sn_kern auto32[2][SN_K_WIDTH_CLASSES];
-static sn_kern16 auto16[2][SN_K_WIDTH_CLASSES];
+/* [streams][kind of call][width class] */
+static sn_kern auto32[2][SN_K_CALLS][SN_K_WIDTH_CLASSES];
+static sn_kern16 auto16[2][SN_K_CALLS][SN_K_WIDTH_CLASSES];
 
 /* copies the slot at byte offset off of table src into dst (either table type). The table's data
  * fields stay dst's: pair_w_fwd and pair_w_bwd because the slots they describe, stats2 and
@@ -266,7 +281,8 @@ static sn_isa table_from(const table_pick *t, size_t n, int c, int s, unsigned t
 }
 
 /* Intel Sapphire and Emerald Rapids: the widths at which the fuse drivers run rows one at a time
- * (the tables' `single`), [0] in the fp32 tables, [1] in the bf16 ones. Single rows against pairs, forced AVX-512 of builds without
+ * (the tables' `single`), [0] in the fp32 tables, [1] in the bf16 ones, for the sub-layer's calls
+ * (given u and du) and the merge's. Single rows against pairs, forced AVX-512 of builds without
  * pairs against one with them (sn-auto-calls, 50K, 400K and 3M elements; docs/performance.md,
  * "Single rows in the fuse forward and backward on Intel"):
  *   the fuse backward with parameter gradients (fuse_bwd2):
@@ -283,9 +299,11 @@ static sn_isa table_from(const table_pick *t, size_t n, int c, int s, unsigned t
  *     (which writes u and h) 0.76-1.05x at 392 .. 1016 (at 264 .. 360 0.78-1.12); at multiples
  *     of 16, in the merge forward and for bf16 rows single rows took 0.88-1.72x, above 1 in most
  *     cells */
-static const sn_k_singles spr_single[2] = {
-    {.fuse_fwd = {392, 1016, 16, 8}, .fuse_bwd = {320, 768, 16, 0}, .merge_bwd = {320, 640, 16, 0}},
-    {.fuse_bwd = {256, 704, 1, 0}, .merge_bwd = {256, 544, 1, 0}},
+static const sn_k_singles spr_single[2][SN_K_CALLS] = {
+    {[SN_K_CALL_SUBLAYER] = {.fwd = {392, 1016, 16, 8}, .bwd = {320, 768, 16, 0}},
+     [SN_K_CALL_MERGE] = {.bwd = {320, 640, 16, 0}}},
+    {[SN_K_CALL_SUBLAYER] = {.bwd = {256, 704, 1, 0}},
+     [SN_K_CALL_MERGE] = {.bwd = {256, 544, 1, 0}}},
 };
 
 /* each CPU family's picks (cpu.h); the lists are for the AVX-512 path as the base. Zen 4 keeps
@@ -297,7 +315,8 @@ typedef struct family_picks {
     size_t ntables;
     const slot_pick *slots;
     size_t nslots;
-    const sn_k_singles *single; /* [0] fp32, [1] bf16; NULL: none (the path tables' pairs) */
+    /* [0] fp32, [1] bf16, per kind of call; NULL: none (the path tables' pairs) */
+    const sn_k_singles (*single)[SN_K_CALLS];
 } family_picks;
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 static const family_picks families[] = {
@@ -310,7 +329,7 @@ static void compose(void) {
     const sn_cpu_family fam = sn_cpu_family_of();
     const slot_pick *p = NULL;
     const table_pick *w = NULL;
-    const sn_k_singles *single = NULL;
+    const sn_k_singles(*single)[SN_K_CALLS] = NULL;
     size_t n = 0, nw = 0;
     for (size_t i = 0; i < COUNT(families); i++)
         if (families[i].family == fam && base == SN_ISA_AVX512) {
@@ -319,17 +338,21 @@ static void compose(void) {
             single = families[i].single;
         }
     for (int s = 0; s < 2; s++)
-        for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
-            auto32[s][c] = *path_table(table_from(w, nw, c, s, F32, base));
-            auto16[s][c] = *path_table16(table_from(w, nw, c, s, BF16, base));
-            for (size_t i = 0; i < n; i++) {
-                if (!(p[i].classes >> c & 1u && p[i].calls >> s & 1u && sn_cpu_has(p[i].from)))
-                    continue;
-                if (p[i].types & F32) take(&auto32[s][c], path_table(p[i].from), p[i].off);
-                if (p[i].types & BF16) take(&auto16[s][c], path_table16(p[i].from), p[i].off);
+        for (int k = 0; k < SN_K_CALLS; k++)
+            for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
+                sn_kern *a32 = &auto32[s][k][c];
+                sn_kern16 *a16 = &auto16[s][k][c];
+                *a32 = *path_table(table_from(w, nw, c, s, F32, base));
+                *a16 = *path_table16(table_from(w, nw, c, s, BF16, base));
+                for (size_t i = 0; i < n; i++) {
+                    if (!(p[i].classes >> c & 1u && p[i].calls >> s & 1u && p[i].kinds >> k & 1u &&
+                          sn_cpu_has(p[i].from)))
+                        continue;
+                    if (p[i].types & F32) take(a32, path_table(p[i].from), p[i].off);
+                    if (p[i].types & BF16) take(a16, path_table16(p[i].from), p[i].off);
+                }
+                if (single) a32->single = single[0][k], a16->single = single[1][k];
             }
-            if (single) auto32[s][c].single = single[0], auto16[s][c].single = single[1];
-        }
 }
 
 /* auto's tables are composed once per process, the first time a call asks for them: like the
@@ -342,14 +365,16 @@ static int auto_ready(void) { return pthread_once(&composed, compose) == 0; }
 static int auto_ready(void) { return 0; }
 #endif
 
-const sn_kern *sn_kern_for(sn_isa isa, int64_t width, int streams) {
+const sn_kern *sn_kern_for(sn_isa isa, int64_t width, int streams, sn_k_call call) {
     if (isa != SN_ISA_AUTO) return path_table(isa);
-    return auto_ready() ? &auto32[streams != 0][sn_k_width_class(width)]
-                        : path_table(sn_cpu_best());
+    return auto_ready() && (unsigned)call < SN_K_CALLS
+               ? &auto32[streams != 0][call][sn_k_width_class(width)]
+               : path_table(sn_cpu_best());
 }
 
-const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, int streams) {
+const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, int streams, sn_k_call call) {
     if (isa != SN_ISA_AUTO) return path_table16(isa);
-    return auto_ready() ? &auto16[streams != 0][sn_k_width_class(width)]
-                        : path_table16(sn_cpu_best());
+    return auto_ready() && (unsigned)call < SN_K_CALLS
+               ? &auto16[streams != 0][call][sn_k_width_class(width)]
+               : path_table16(sn_cpu_best());
 }

@@ -132,6 +132,7 @@ typedef struct SN_KT {
     int64_t pair_w_fwd, pair_w_bwd;
     /* Not slots: the widths at which the fuse drivers run rows one at a time (kernels.h,
      * sn_k_singles), where two single rows take less time than a pair on the CPU at hand. None
-     * in every path's own table; SN_ISA_AUTO's tables take them per CPU family (registry.c). */
+     * in every path's own table; SN_ISA_AUTO's tables of the fuse calls take them per CPU
+     * family and kind of call (registry.c). */
     sn_k_singles single;
 } SN_KT;

@@ -79,6 +79,17 @@ static const cb_info slots[CB_NSLOTS] = {
     [CB_ROUND] = CB_SLOT(round, 1),         [CB_FOLD] = CB_SLOT(fold, 3),
 };
 
+/* the kind of public call whose auto table bench_case times slot s in: the norm slots (norm_s
+ * aside, a fuse slot) in the calls on norm ca_norm(norm), the fuse slots in the sub-layer's */
+static sn_k_call slot_call(int s, int norm) {
+    if (s == CB_NORM_S || (s >= CB_FUSE_S && s <= CB_FUSE_BWD2)) return SN_K_CALL_SUBLAYER;
+    if (s > CB_STATS2) return SN_K_CALL_OTHER;
+    const int32_t kind = ca_norm(norm).kind;
+    return kind == SN_NORM_LAYERNORM ? SN_K_CALL_LAYERNORM
+           : kind == SN_NORM_RMSNORM ? SN_K_CALL_RMSNORM
+                                     : SN_K_CALL_OTHER;
+}
+
 /* ---- the fixture: one LayerNorm, a fuse of three, rows of both types ----------------------- */
 
 /* the parameter rows of the dynamic Hyper-Connections slots: n + 2 at the rate n = 4 of the
@@ -318,9 +329,11 @@ static void bench_case(const ca_path *all, int np, ca_type t, int slot, int64_t 
     static double tm[CB_MAX_PATHS][CA_BENCH_MAX_ROUNDS];
     ca_path paths[CB_MAX_PATHS];
     memcpy(paths, all, (size_t)np * sizeof *paths);
-    /* auto: its tables for rows of D in calls without streaming stores (rows in L1) */
-    paths[np - 1].K = sn_kern_for(SN_ISA_AUTO, D, 0);
-    paths[np - 1].K16 = sn_kern16_for(SN_ISA_AUTO, D, 0);
+    /* auto: its tables for rows of D in calls without streaming stores (rows in L1), of the
+     * kind of call that runs the slot (the norm slots: LayerNorm's with --norm layernorm, else
+     * RMSNorm's; the fuse slots: the sub-layer's) */
+    paths[np - 1].K = sn_kern_for(SN_ISA_AUTO, D, 0, slot_call(slot, norm));
+    paths[np - 1].K16 = sn_kern16_for(SN_ISA_AUTO, D, 0, slot_call(slot, norm));
     const int64_t n = slots[slot].rows * D;
     const int reps = (int)(100000 / n) + 2;
     for (int r = 0; r < rounds; r++) {

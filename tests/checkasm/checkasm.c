@@ -329,34 +329,36 @@ int main(int argc, char **argv) {
      * every width, so a function already checked for one table is not checked again. */
     if (checks) {
         const sn_isa best = sn_cpu_best();
-        const ca_path base = {sn_isa_name(best), sn_kern_for(best, 0, 0),
-                              sn_kern16_for(best, 0, 0)};
+        const ca_path base = {sn_isa_name(best), sn_kern_for(best, 0, 0, SN_K_CALL_OTHER),
+                              sn_kern16_for(best, 0, 0, SN_K_CALL_OTHER)};
         const long c0 = tu_checks;
         int taken = 0, distinct = 0, ns = 0;
-        ca_path seen[2 * SN_K_WIDTH_CLASSES];
+        enum { NTAB = 2 * SN_K_CALLS * SN_K_WIDTH_CLASSES };
+        ca_path seen[NTAB];
         for (int s = 0; s < 2; s++) /* calls without and with streaming stores */
-            for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
-                const int64_t w = sn_k_width_class_rep[c]; /* a width of class c */
-                const ca_path au = {"auto", sn_kern_for(SN_ISA_AUTO, w, s),
-                                    sn_kern16_for(SN_ISA_AUTO, w, s)};
-                for (int t = 0; t < CA_NTYPES; t++)
-                    for (int sl = 0; sl < ca_bench_nslots(); sl++) {
-                        if (ca_bench_same_fn(&au, &base, (ca_type)t, sl)) continue; /* its own */
-                        taken++;
-                        int again = 0;
-                        for (int k = 0; k < ns && !again; k++)
-                            again = ca_bench_same_fn(&au, &seen[k], (ca_type)t, sl);
-                        if (again) continue;
-                        check_same_bits(&au, &base, (ca_type)t, sl, w);
-                        distinct++;
-                    }
-                seen[ns++] = au;
-            }
+            for (int k = 0; k < SN_K_CALLS; k++)
+                for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
+                    const int64_t w = sn_k_width_class_rep[c]; /* a width of class c */
+                    const ca_path au = {"auto", sn_kern_for(SN_ISA_AUTO, w, s, (sn_k_call)k),
+                                        sn_kern16_for(SN_ISA_AUTO, w, s, (sn_k_call)k)};
+                    for (int t = 0; t < CA_NTYPES; t++)
+                        for (int sl = 0; sl < ca_bench_nslots(); sl++) {
+                            if (ca_bench_same_fn(&au, &base, (ca_type)t, sl))
+                                continue; /* its own */
+                            taken++;
+                            int again = 0;
+                            for (int k = 0; k < ns && !again; k++)
+                                again = ca_bench_same_fn(&au, &seen[k], (ca_type)t, sl);
+                            if (again) continue;
+                            check_same_bits(&au, &base, (ca_type)t, sl, w);
+                            distinct++;
+                        }
+                    seen[ns++] = au;
+                }
         printf("checkasm: auto       %ld checks (the %d slots of its %d fp32 and %d bf16 tables "
                "taken from another path on this CPU, %d distinct functions, give the bits of "
                "%s)\n",
-               tu_checks - c0, taken, 2 * SN_K_WIDTH_CLASSES, 2 * SN_K_WIDTH_CLASSES, distinct,
-               base.name);
+               tu_checks - c0, taken, NTAB, NTAB, distinct, base.name);
     }
     if (bench) {
         /* the forced paths as the public calls run them (sn_kern_for, sn_kern16_for), then
@@ -365,8 +367,9 @@ int main(int argc, char **argv) {
         int nb = 0;
         for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++)
             if (sn_cpu_has((sn_isa)isa))
-                bp[nb++] = (ca_path){sn_isa_name((sn_isa)isa), sn_kern_for((sn_isa)isa, 0, 0),
-                                     sn_kern16_for((sn_isa)isa, 0, 0)};
+                bp[nb++] = (ca_path){sn_isa_name((sn_isa)isa),
+                                     sn_kern_for((sn_isa)isa, 0, 0, SN_K_CALL_OTHER),
+                                     sn_kern16_for((sn_isa)isa, 0, 0, SN_K_CALL_OTHER)};
         bp[nb++] = (ca_path){"auto", NULL, NULL}; /* per width: bench.c */
         ca_bench_all(bp, nb, rounds, Ds, nd, only, norm);
     }
