@@ -96,20 +96,22 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 /* width classes (kernels.h, sn_k_width_class) */
 #define CL(c)             (1u << (c))
 #define ALL_WIDTHS        ((1u << SN_K_WIDTH_CLASSES) - 1u)
-#define MID_WIDTHS        (CL(1) | CL(7))           /* 128 .. 2048 (all of them) */
-#define WIDE_WIDTHS       (CL(2) | CL(8))           /* 2049 and wider (all of them) */
-#define SHORT_HALF_WIDTHS (CL(3) | CL(12))          /* 24 and 40 */
-#define ODD_WIDTHS        (CL(4) | CL(13) | CL(10)) /* up to 127, not a multiple of 8 */
-#define SHORT_ODD_WIDTHS  (CL(4) | CL(13))          /* below 64, not a multiple of 8 */
-#define SIXTEEN_WIDTHS    (CL(9) | CL(11))          /* 16 and 32 */
+#define MID_WIDTHS        (CL(1) | CL(7))                    /* 128 .. 2048 (all of them) */
+#define WIDE_WIDTHS       (CL(2) | CL(8))                    /* 2049 and wider (all of them) */
+#define SHORT_HALF_WIDTHS (CL(3) | CL(12))                   /* 24 and 40 */
+#define ODD_WIDTHS        (CL(4) | CL(15) | CL(13) | CL(10)) /* up to 127, not a multiple of 8 */
+#define SHORT_ODD_WIDTHS  (CL(4) | CL(15) | CL(13))          /* below 64, not a multiple of 8 */
+#define SIXTEEN_WIDTHS    (CL(9) | CL(11))                   /* 16 and 32 */
 #define WIDTH_16          CL(9)
 #define WIDTH_24          CL(3)
-#define ODD_BELOW_24      CL(4) /* below 24, not a multiple of 8 */
+#define ODD_BELOW_24      (CL(4) | CL(15)) /* below 24, not a multiple of 8 */
+#define ODD_9_15          CL(15)
 #define WIDTH_56          CL(14)
-#define LONG_HALF_WIDTHS  (CL(14) | CL(5)) /* 56, 72, .., 120 */
-#define EIGHT_WIDTHS      CL(6)            /* 8 */
-#define MID_HALF_WIDTHS   CL(7)            /* 136 .. 2040, odd multiples of 8 */
-#define WIDE_HALF_WIDTHS  CL(8)            /* 2056 and wider, odd multiples of 8 */
+#define LONG_HALF_WIDTHS  (CL(14) | CL(5) | CL(16)) /* 56, 72, .., 120 */
+#define HALF_104_120      CL(16)
+#define EIGHT_WIDTHS      CL(6) /* 8 */
+#define MID_HALF_WIDTHS   CL(7) /* 136 .. 2040, odd multiples of 8 */
+#define WIDE_HALF_WIDTHS  CL(8) /* 2056 and wider, odd multiples of 8 */
 #define CACHED            1u /* calls without streaming stores (their matrices mostly in the caches) */
 #define ALL_CALLS         3u
 #define F32               1u
@@ -220,15 +222,19 @@ static const table_pick zen4_tables[] = {
  * Since 0.6.12 class 14 (56) is split from 5: fp32 fuse and merge forward at 56 (512 .. 8192
  * rows, the four layouts, two runs) 1.03-1.09: AVX2; at 72 .. 120 0.93-1.02: stay. */
 static const slot_pick spr[] = {
-    /* the norms' slots */
-    NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | WIDTH_16,
-                   ALL_CALLS, F32),
-    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | SIXTEEN_WIDTHS,
+    /* the norms' slots; at 104 and 120 the LayerNorm forward and every norm backward stay */
+    NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
+                   SHORT_ODD_WIDTHS | (LONG_HALF_WIDTHS & ~HALF_104_120) | WIDTH_16, ALL_CALLS,
+                   F32),
+    NORM_FWD_PICKS(ALL_KINDS & ~LAYERNORM, SN_ISA_AVX2, HALF_104_120, ALL_CALLS, F32),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
+                   SHORT_ODD_WIDTHS | (LONG_HALF_WIDTHS & ~HALF_104_120) | SIXTEEN_WIDTHS,
                    ALL_CALLS, F32),
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_16 | WIDTH_24, ALL_CALLS, BF16),
     /* the elementwise slots */
     PICK(add_div, SN_ISA_AVX2,
-         SHORT_ODD_WIDTHS | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, ALL_CALLS, F32),
+         (SHORT_ODD_WIDTHS & ~ODD_9_15) | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS,
+         ALL_CALLS, F32),
     /* rows of 8, and fp32 rows of 24 and 40, run AVX2's table (spr_tables) but for apply (fp32
      * 24, 40) and the slots their calls do not run, where checkasm decides (in L1: AVX2 took
      * 1.5-2.8x AVX-512's time in hc_dots, 1.05-1.45x in hc_wmix, 1.1-1.4x in fuse_dx and
@@ -245,12 +251,15 @@ static const slot_pick spr[] = {
     PICK(fold, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
     PICK(fuse_red, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    /* the fuse's: forward at 16, 32 and 56 and below 24 not a multiple of 8, backward below 64 */
-    FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SIXTEEN_WIDTHS | ODD_BELOW_24 | WIDTH_56, ALL_CALLS,
-                   F32),
+    /* the fuse's: forward at 16, 32 and 56 and below 24 not a multiple of 8 but 9 .. 15,
+     * backward below 64 not a multiple of 8, and the merge's bf16 backward at 24 */
+    FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SIXTEEN_WIDTHS | (ODD_BELOW_24 & ~ODD_9_15) | WIDTH_56,
+                   ALL_CALLS, F32),
     FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_24, ALL_CALLS, BF16),
     PICK(fuse_bwd, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
     PICK(fuse_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
+    PICK_FOR(MERGE, fuse_bwd, SN_ISA_AVX2, WIDTH_24, ALL_CALLS, BF16),
+    PICK_FOR(MERGE, fuse_bwd2, SN_ISA_AVX2, WIDTH_24, ALL_CALLS, BF16),
 };
 /* whole tables, taken before the slots above: rows of 8 (class 6) of both types, and fp32 rows
  * of 24 and 40 (class 3), run AVX2's */
