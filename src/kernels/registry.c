@@ -220,7 +220,16 @@ static const table_pick zen4_tables[] = {
  * 1.03-1.13 at 4 and 20, 0.97-1.08 (0.81) at 12 and 13: AVX2; from 27 0.70-1.04: stay. bf16 fuse
  * and merge forward at 24 1.04-1.07 in 13 cells of 16, 0.84-0.97 in 3: AVX2; at 40 0.87-0.99.
  * Since 0.6.12 class 14 (56) is split from 5: fp32 fuse and merge forward at 56 (512 .. 8192
- * rows, the four layouts, two runs) 1.03-1.09: AVX2; at 72 .. 120 0.93-1.02: stay. */
+ * rows, the four layouts, two runs) 1.03-1.09: AVX2; at 72 .. 120 0.93-1.02: stay.
+ * Since 0.6.13 (1024 and 2048 rows, the four layouts, two runs; docs/performance.md, "Kinds of
+ * call"): class 15 (9 .. 15) is split from 4: the fp32 fuse and merge forward there 0.96-0.99
+ * (two outliers 1.01, 1.11; at 4 and 20 1.03-1.11): stay; add_div: AVX2 the faster at 9 .. 12 in
+ * 5 of 8 cells, AVX-512 at 13 and 15 in 14 of 16, AVX2's worst 1.24, AVX-512's 1.08: stays.
+ * Class 16 (104, 120) is split from 5, and the norms' picks are per kind of call: the LayerNorm
+ * forward there 0.88-0.99 in 46 cells of 48 (1.005, 1.01; at 72 and 88 1.01-1.11 in 18 of 19):
+ * stays; the RMSNorm forward 1.02-1.16 in 45 of 48 (0.99 in 3): AVX2. The norm backward at 104 and 120: AVX-512's worst 1.06, AVX2's 1.16:
+ * stays. bf16 rows of 24: the merge's backward (without du) 1.02-1.06, the sub-layer's 0.89-0.91:
+ * the merge takes AVX2's fuse_bwd and fuse_bwd2. */
 static const slot_pick spr[] = {
     /* the norms' slots; at 104 and 120 the LayerNorm forward and every norm backward stay */
     NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
