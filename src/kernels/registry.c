@@ -221,17 +221,19 @@ static const table_pick zen4_tables[] = {
  * and merge forward at 24 1.04-1.07 in 13 cells of 16, 0.84-0.97 in 3: AVX2; at 40 0.87-0.99.
  * Since 0.6.12 class 14 (56) is split from 5: fp32 fuse and merge forward at 56 (512 .. 8192
  * rows, the four layouts, two runs) 1.03-1.09: AVX2; at 72 .. 120 0.93-1.02: stay.
- * Since 0.6.13 (1024 and 2048 rows, the four layouts, two runs; docs/performance.md, "Kinds of
- * call"): class 15 (9 .. 15) is split from 4: the fp32 fuse and merge forward there 0.96-0.99
- * (two outliers 1.01, 1.11; at 4 and 20 1.03-1.11): stay; add_div: AVX2 the faster at 9 .. 12 in
- * 5 of 8 cells, AVX-512 at 13 and 15 in 14 of 16, AVX2's worst 1.24, AVX-512's 1.08: stays.
- * Class 16 (104, 120) is split from 5, and the norms' picks are per kind of call: the LayerNorm
- * forward there 0.88-0.99 in 46 cells of 48 (1.005, 1.01; at 72 and 88 1.01-1.11 in 18 of 19):
- * stays; the RMSNorm forward 1.02-1.16 in 45 of 48 (0.99 in 3): AVX2. The norm backward at 104 and 120: AVX-512's worst 1.06, AVX2's 1.16:
- * stays. bf16 rows of 24: the merge's backward (without du) 1.02-1.06, the sub-layer's 0.89-0.91:
- * the merge takes AVX2's fuse_bwd and fuse_bwd2. */
+ * Since 0.6.13 (1024 and 2048 rows, the four layouts, two to three runs; docs/performance.md,
+ * "Kinds of call"): class 15 (9 .. 15) is split from 4: the fp32 fuse and merge forward there
+ * 0.97 in the median (0.85-1.11; at 4 and 20 1.03-1.11): stay; add_div: AVX2 the faster at 9 ..
+ * 12 in most cells, AVX-512 at 13 and 15; AVX2's worst 1.24, AVX-512's 1.08: stays. Class 16
+ * (104, 120) is split from 5, and the norms' picks are per kind of call: the LayerNorm forward
+ * there faster on AVX-512 in 77 cells of 80 (0.76-1.02; at 72 and 88 on AVX2 in 26 of 27):
+ * stays; the RMSNorm forward on AVX2 in 71 of 80 (up to 1.48): AVX2. The RMSNorm backward on
+ * AVX-512 in 47 of 64, worst 1.04 against AVX2's 1.16: stays; the LayerNorm backward on AVX-512
+ * in 31 of 64 (AVX2 where the rows start on lines), worst 1.16 against AVX2's 1.13: AVX2, as at
+ * 72 and 88. bf16 rows of 24: the merge's backward (without du) 1.02-1.06, the sub-layer's
+ * 0.89-0.91: the merge takes AVX2's fuse_bwd and fuse_bwd2. */
 static const slot_pick spr[] = {
-    /* the norms' slots; at 104 and 120 the LayerNorm forward and every norm backward stay */
+    /* the norms' slots; at 104 and 120 the LayerNorm forward and the RMSNorm backward stay */
     NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
                    SHORT_ODD_WIDTHS | (LONG_HALF_WIDTHS & ~HALF_104_120) | WIDTH_16, ALL_CALLS,
                    F32),
@@ -239,6 +241,7 @@ static const slot_pick spr[] = {
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
                    SHORT_ODD_WIDTHS | (LONG_HALF_WIDTHS & ~HALF_104_120) | SIXTEEN_WIDTHS,
                    ALL_CALLS, F32),
+    NORM_BWD_PICKS(ALL_KINDS & ~RMSNORM, SN_ISA_AVX2, HALF_104_120, ALL_CALLS, F32),
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_16 | WIDTH_24, ALL_CALLS, BF16),
     /* the elementwise slots */
     PICK(add_div, SN_ISA_AVX2,
@@ -277,9 +280,25 @@ static const table_pick spr_tables[] = {
     {SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, F32},
 };
 
-/* [streams][kind of call][width class] */
-static sn_kern auto32[2][SN_K_CALLS][SN_K_WIDTH_CLASSES];
-static sn_kern16 auto16[2][SN_K_CALLS][SN_K_WIDTH_CLASSES];
+/* auto's tables: at32 and at16 [streams][kind of call][width class] name one of the distinct
+ * tables of pool32 and pool16. Most of the 170 combinations share a table, so only the distinct
+ * ones are written (on Emerald Rapids 35 fp32 and 15 bf16 tables of 288 bytes, 14 KiB, where
+ * one table per combination would take 98 KiB; the pools' untouched pages take no memory). */
+enum { AUTO_TABLES = 2 * SN_K_CALLS * SN_K_WIDTH_CLASSES };
+_Static_assert(AUTO_TABLES <= 256, "at32 and at16 hold an unsigned char");
+static sn_kern pool32[AUTO_TABLES];
+static sn_kern16 pool16[AUTO_TABLES];
+static unsigned char at32[2][SN_K_CALLS][SN_K_WIDTH_CLASSES],
+    at16[2][SN_K_CALLS][SN_K_WIDTH_CLASSES];
+
+/* the index in pool (n tables of `size` bytes so far) of a table bytewise equal to t (tables
+ * have no padding: pointers and int64_t), appended if there is none */
+static unsigned char pool_index(void *pool, size_t size, int *n, const void *t) {
+    int i = 0;
+    while (i < *n && memcmp((const char *)pool + (size_t)i * size, t, size)) i++;
+    if (i == *n) memcpy((char *)pool + (size_t)(*n)++ * size, t, size);
+    return (unsigned char)i;
+}
 
 /* copies the slot at byte offset off of table src into dst (either table type). The table's data
  * fields stay dst's: pair_w_fwd and pair_w_bwd because the slots they describe, stats2 and
@@ -355,21 +374,24 @@ static void compose(void) {
             w = families[i].tables, nw = families[i].ntables;
             single = families[i].single;
         }
+    int n32 = 0, n16 = 0;
     for (int s = 0; s < 2; s++)
         for (int k = 0; k < SN_K_CALLS; k++)
             for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
-                sn_kern *a32 = &auto32[s][k][c];
-                sn_kern16 *a16 = &auto16[s][k][c];
-                *a32 = *path_table(table_from(w, nw, c, s, F32, base));
-                *a16 = *path_table16(table_from(w, nw, c, s, BF16, base));
+                sn_kern a32;
+                sn_kern16 a16;
+                memcpy(&a32, path_table(table_from(w, nw, c, s, F32, base)), sizeof a32);
+                memcpy(&a16, path_table16(table_from(w, nw, c, s, BF16, base)), sizeof a16);
                 for (size_t i = 0; i < n; i++) {
                     if (!(p[i].classes >> c & 1u && p[i].calls >> s & 1u && p[i].kinds >> k & 1u &&
                           sn_cpu_has(p[i].from)))
                         continue;
-                    if (p[i].types & F32) take(a32, path_table(p[i].from), p[i].off);
-                    if (p[i].types & BF16) take(a16, path_table16(p[i].from), p[i].off);
+                    if (p[i].types & F32) take(&a32, path_table(p[i].from), p[i].off);
+                    if (p[i].types & BF16) take(&a16, path_table16(p[i].from), p[i].off);
                 }
-                if (single) a32->single = single[0][k], a16->single = single[1][k];
+                if (single) a32.single = single[0][k], a16.single = single[1][k];
+                at32[s][k][c] = pool_index(pool32, sizeof a32, &n32, &a32);
+                at16[s][k][c] = pool_index(pool16, sizeof a16, &n16, &a16);
             }
 }
 
@@ -386,13 +408,13 @@ static int auto_ready(void) { return 0; }
 const sn_kern *sn_kern_for(sn_isa isa, int64_t width, int streams, sn_k_call call) {
     if (isa != SN_ISA_AUTO) return path_table(isa);
     return auto_ready() && (unsigned)call < SN_K_CALLS
-               ? &auto32[streams != 0][call][sn_k_width_class(width)]
+               ? &pool32[at32[streams != 0][call][sn_k_width_class(width)]]
                : path_table(sn_cpu_best());
 }
 
 const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, int streams, sn_k_call call) {
     if (isa != SN_ISA_AUTO) return path_table16(isa);
     return auto_ready() && (unsigned)call < SN_K_CALLS
-               ? &auto16[streams != 0][call][sn_k_width_class(width)]
+               ? &pool16[at16[streams != 0][call][sn_k_width_class(width)]]
                : path_table16(sn_cpu_best());
 }
