@@ -53,13 +53,14 @@ static SN_T *out_row(mat_out m, int64_t r) { return m.p + r * m.ld; }
 typedef struct job {
     const SN_KT *K;
     const sn_kern *K32; /* the fp32 table of the same path (parameter-gradient slots) */
-    sn_isa isa;         /* the context's path setting, the row width the kernels see and the */
-    int64_t W;          /* kind of call: K and K32 are its tables for them (set_mem_at: whether */
-    sn_k_call call;     /* nt) */
-    int64_t R, D;       /* rows of the call; elements per row */
-    int64_t pieces;     /* tasks of the parallel for under way (row runs, chunk runs or columns) */
-    int nt;             /* streaming stores (see SN_D_NT_MIN_BYTES) */
-    int pf;             /* software prefetch of the rows ahead (see SN_D_PF_MIN_BYTES) */
+    /* K and K32 are the tables for these three (and for whether nt, set_mem_at): */
+    sn_isa isa;     /* the context's path setting */
+    int64_t W;      /* the row width the kernels see */
+    sn_k_call call; /* the kind of call */
+    int64_t R, D;   /* rows of the call; elements per row */
+    int64_t pieces; /* tasks of the parallel for under way (row runs, chunk runs or columns) */
+    int nt;         /* streaming stores (see SN_D_NT_MIN_BYTES) */
+    int pf;         /* software prefetch of the rows ahead (see SN_D_PF_MIN_BYTES) */
     /* backward passes with parameter gradients (see pg_run) */
     float *dparams;   /* the call's parameter gradients (accumulated) */
     int64_t npg;      /* floats of the parameter block */

@@ -347,8 +347,8 @@ int main(int argc, char **argv) {
                                 continue; /* its own */
                             taken++;
                             int again = 0;
-                            for (int k = 0; k < ns && !again; k++)
-                                again = ca_bench_same_fn(&au, &seen[k], (ca_type)t, sl);
+                            for (int j = 0; j < ns && !again; j++)
+                                again = ca_bench_same_fn(&au, &seen[j], (ca_type)t, sl);
                             if (again) continue;
                             check_same_bits(&au, &base, (ca_type)t, sl, w);
                             distinct++;
