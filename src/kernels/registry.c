@@ -47,9 +47,11 @@ static const sn_kern16 *path_table16(sn_isa isa) {
  * and every slot auto takes against its base path's. The choices are the measurements of
  * `checkasm --bench` (rows in L1, each on a 64-byte boundary), tools/bench-auto.sh and
  * sn-auto-calls (bench/auto_calls.c: the public calls on whole matrices, whose rows sit where
- * their width puts them): a slot leaves its base path for a width class (kernels.h) only where
- * the other path was faster at most widths measured in that class in most processes, and its
- * worst ratio to the fastest path over many processes was the smaller of the two. Where rows in
+ * their width puts them): a slot leaves its base path for a width class (kernels.h) and kind of
+ * call only where the other path was faster at most widths measured in that class in most
+ * processes, and its worst ratio to the fastest path over many processes was the smaller of the
+ * two. Where the faster path depends on where the matrices start (on 64-byte lines or 16 bytes
+ * past them, as malloc places them), that worst ratio decides. Where rows in
  * L1 and whole calls disagree (in a matrix of rows of 24 or 40 floats every other row starts off
  * a 64-byte boundary, so that each of its 16-lane loads spans two cache lines: the likely cause,
  * not measured apart), the calls decide for the slots they run; the others keep what checkasm
