@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h> /* isatty */
 
+#include "args.h"
 #include "siamesenorm.h"
 
 enum { NMAT = 8, MAX_SIZES = 16, MAX_ROUNDS = 201, MAX_CTX = 4 };
@@ -221,24 +222,6 @@ static int median_ci_lo(int n) {
     return k > 0 ? k - 1 : 0;
 }
 
-static int parse_sizes(const char *s, int64_t *R, int64_t *D, int *n) {
-    *n = 0;
-    while (*s) {
-        char *e;
-        const long long r = strtoll(s, &e, 10);
-        if (e == s || *e != 'x') return 0;
-        s = e + 1;
-        const long long d = strtoll(s, &e, 10);
-        if (e == s || (*e && *e != ',')) return 0;
-        if (r < 1 || d < 1 || r > (1 << 20) || d > (1 << 20) || r * d > (1ll << 26) ||
-            *n == MAX_SIZES)
-            return 0;
-        R[*n] = r, D[*n] = d, (*n)++;
-        s = *e ? e + 1 : e;
-    }
-    return *n > 0;
-}
-
 static int usage(void) {
     fprintf(stderr,
             "usage: sn-auto-calls [--sizes RxD,...] [--rounds 5..%d] [--ops SUBSTR] "
@@ -256,7 +239,7 @@ int main(int argc, char **argv) {
     const char *only = NULL;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--sizes") && a + 1 < argc) {
-            if (!parse_sizes(argv[++a], Rs, Ds, &nsz)) return usage();
+            if (!bench_sizes(argv[++a], Rs, Ds, MAX_SIZES, &nsz)) return usage();
         } else if (!strcmp(argv[a], "--rounds") && a + 1 < argc) {
             char *e;
             const long v = strtol(argv[++a], &e, 10);
@@ -265,8 +248,7 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[a], "--ops") && a + 1 < argc) {
             only = argv[++a];
         } else if (!strcmp(argv[a], "--dtype") && a + 1 < argc) {
-            const char *t = argv[++a];
-            types = (strstr(t, "f32") ? 1 : 0) | (strstr(t, "bf16") ? 2 : 0);
+            types = bench_dtypes(argv[++a]);
             if (!types) return usage();
         } else if (!strcmp(argv[a], "--stagger")) {
             stagger = 1;

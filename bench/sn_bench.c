@@ -4,7 +4,11 @@
  * built with -Ofast -march=native (always) and oneDNN's layer normalization (when found).
  *
  *   sn-bench [--json] [--reps N] [--quick] [--sizes RxD,RxD] [--threads 1,2] [--isa NAME]
- *            [--ops SUBSTRING] [--no-scratch] [--sample-ms MS]
+ *            [--ops SUBSTRING] [--dtype f32,bf16] [--no-scratch] [--sample-ms MS]
+ *
+ * A malformed argument (an unknown path or element type, a count out of range, a list with an
+ * empty item) prints the usage and exits with status 2. --quick runs tiny sizes (8 x 64 and
+ * 33 x 17, unless --sizes names others) with 3 samples each.
  *
  * Every figure is the median of --reps samples (default 11) of at least --sample-ms each
  * (default 0.5); "noise" is the spread of the middle half of the samples, (q3 - q1) / median;
@@ -29,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "baseline.h"
 #ifdef SN_BENCH_DNNL
 #include "dnnl_peer.h"
@@ -49,6 +54,8 @@ typedef struct timing {
     double ms, noise, best;
 } timing;
 
+/* --reps (the samples arrays hold MAX_REPS), --sizes and --threads limits */
+enum { MAX_REPS = 101, MAX_SIZES = 16, MAX_THREAD_COUNTS = 8 };
 static int g_reps = 11;
 /* Samples last at least this long (--sample-ms). Short samples are less often cut by the
  * scheduler on a shared machine, so their median is closer to the undisturbed time. */
@@ -62,8 +69,8 @@ static timing measure(void (*fn)(void *), void *arg) {
     double one = now_ms() - t0;
     int k = one > g_sample_ms ? 1 : (int)(g_sample_ms / (one > 1e-4 ? one : 1e-4)) + 1;
     if (k > 100000) k = 100000;
-    double s[101];
-    int n = g_reps > 101 ? 101 : g_reps;
+    double s[MAX_REPS];
+    const int n = g_reps;
     for (int i = 0; i < n; i++) {
         t0 = now_ms();
         for (int j = 0; j < k; j++) fn(arg);
@@ -87,8 +94,8 @@ static void measure_n(void (*const fn[])(void *), int nf, void *arg, timing *out
         k[f] = one > g_sample_ms ? 1 : (int)(g_sample_ms / (one > 1e-4 ? one : 1e-4)) + 1;
         if (k[f] > 100000) k[f] = 100000;
     }
-    static double s[4][101];
-    int n = g_reps > 101 ? 101 : g_reps;
+    static double s[4][MAX_REPS];
+    const int n = g_reps;
     for (int i = 0; i < n; i++)
         for (int q = 0; q < nf; q++) {
             const int f = i & 1 ? nf - 1 - q : q; /* the order alternates: none always first */
@@ -529,27 +536,76 @@ static void s_triad(void *p) {
     stream_triad(s->a, s->b, s->c, 3.0f, s->n);
 }
 
+static int usage(void) {
+    fprintf(stderr,
+            "usage: sn-bench [--json] [--reps 1..%d] [--quick] [--sizes RxD,...] [--threads 1,2] "
+            "[--isa auto|scalar|avx2|avx512] [--ops SUBSTR] [--dtype f32,bf16] [--no-scratch] "
+            "[--sample-ms 0.01..1000]\n"
+            "  (at most %d sizes, R and D >= 1, R * D <= 2^26; at most %d thread counts, each "
+            "1 .. %d)\n",
+            MAX_REPS, MAX_SIZES, MAX_THREAD_COUNTS, SN_MAX_THREADS);
+    return 2;
+}
+
+/* "T,T,...": at most MAX_THREAD_COUNTS counts, each 1 .. SN_MAX_THREADS; 0 on anything else */
+static int parse_threads(const char *s, int *T, int *n) {
+    *n = 0;
+    while (*s) {
+        char *e;
+        if (*s < '0' || *s > '9') return 0;
+        const long t = strtol(s, &e, 10);
+        if ((*e && *e != ',') || t < 1 || t > SN_MAX_THREADS || *n == MAX_THREAD_COUNTS) return 0;
+        T[(*n)++] = (int)t;
+        s = *e ? e + 1 : e;
+        if (*e && !*s) return 0;
+    }
+    return *n > 0;
+}
+
 int main(int argc, char **argv) {
-    int json = 0, quick = 0, use_scratch = 1;
-    const char *sizes = "512x768,4096x768", *threads = "1,2", *isa = NULL, *only = NULL;
-    const char *dtypes = "f32,bf16";
+    int json = 0, quick = 0, no_scratch = 0, nsz = 0, nth = 0, types = 3, sizes_given = 0;
+    int64_t Rs[MAX_SIZES], Ds[MAX_SIZES];
+    int Ts[MAX_THREAD_COUNTS];
+    const char *only = NULL;
+    sn_isa want = SN_ISA_AUTO;
+    bench_sizes("512x768,4096x768", Rs, Ds, MAX_SIZES, &nsz);
+    parse_threads("1,2", Ts, &nth);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (!strcmp(argv[i], "--no-scratch")) use_scratch = 0;
-        else if (!strcmp(argv[i], "--sample-ms") && i + 1 < argc) g_sample_ms = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes = argv[++i];
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = argv[++i];
-        else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
-        else if (!strcmp(argv[i], "--ops") && i + 1 < argc) only = argv[++i];
-        else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) dtypes = argv[++i];
-        else {
-            fprintf(stderr, "usage: sn-bench [--json] [--reps N] [--quick] [--sizes RxD,...] "
-                            "[--threads 1,2] [--isa auto|scalar|avx2|avx512] [--ops SUBSTR] "
-                            "[--dtype f32,bf16] [--no-scratch] [--sample-ms MS]\n");
-            return 2;
+        const char *o = argv[i];
+        int *flag = !strcmp(o, "--json")         ? &json
+                    : !strcmp(o, "--quick")      ? &quick
+                    : !strcmp(o, "--no-scratch") ? &no_scratch
+                                                 : NULL;
+        if (flag) { /* the options without a value */
+            *flag = 1;
+            continue;
         }
+        if (i + 1 == argc) return usage(); /* every other option takes a value */
+        const char *v = argv[++i];
+        char *e;
+        if (!strcmp(o, "--sample-ms")) {
+            g_sample_ms = strtod(v, &e);
+            if (e == v || *e || !(g_sample_ms >= 0.01 && g_sample_ms <= 1000)) return usage();
+        } else if (!strcmp(o, "--reps")) {
+            const long r = strtol(v, &e, 10);
+            if (e == v || *e || r < 1 || r > MAX_REPS) return usage();
+            g_reps = (int)r;
+        } else if (!strcmp(o, "--sizes")) {
+            if (!bench_sizes(v, Rs, Ds, MAX_SIZES, &nsz)) return usage();
+            sizes_given = 1;
+        } else if (!strcmp(o, "--threads")) {
+            if (!parse_threads(v, Ts, &nth)) return usage();
+        } else if (!strcmp(o, "--isa")) {
+            const sn_isa all[] = {SN_ISA_AUTO, SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
+            int k = 0;
+            while (k < 4 && strcmp(v, sn_isa_name(all[k]))) k++;
+            if (k == 4) return usage();
+            want = all[k];
+        } else if (!strcmp(o, "--ops")) only = v;
+        else if (!strcmp(o, "--dtype")) {
+            types = bench_dtypes(v);
+            if (!types) return usage();
+        } else return usage();
     }
 #ifdef SN_BENCH_DNNL
     /* oneDNN runs on OpenMP, which reads OMP_NUM_THREADS when it loads: pin it to 1 thread
@@ -560,15 +616,8 @@ int main(int argc, char **argv) {
     }
 #endif
     if (quick) {
-        sizes = "8x64,33x17";
+        if (!sizes_given) bench_sizes("8x64,33x17", Rs, Ds, MAX_SIZES, &nsz);
         g_reps = 3;
-    }
-    if (g_reps < 1) g_reps = 1;
-    sn_isa want = SN_ISA_AUTO;
-    if (isa) {
-        const sn_isa all[] = {SN_ISA_AUTO, SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512};
-        for (int i = 0; i < 4; i++)
-            if (!strcmp(isa, sn_isa_name(all[i]))) want = all[i];
     }
 
     /* roofline: STREAM-like copy and triad over 3 x 16 M floats (far beyond the caches) */
@@ -596,14 +645,8 @@ int main(int argc, char **argv) {
                "D", "thr", "isa", "ms", "best-ms", "GB/s", "%roof", "noise", "vs-scalar",
                "vs-oneDNN", "floor:lib/sc", "x1thr(best)", "vs-f32");
     int first = 1;
-    for (const char *sz = sizes; sz && *sz;) {
-        long long R, D;
-        if (sscanf(sz, "%lldx%lld", &R, &D) != 2 || R < 1 || D < 1) {
-            fprintf(stderr, "sn-bench: bad size '%s'\n", sz);
-            return 2;
-        }
-        sz = strchr(sz, ',');
-        if (sz) sz++;
+    for (int si = 0; si < nsz; si++) {
+        const long long R = Rs[si], D = Ds[si];
         bench b;
         bench_init(&b, R, D);
         if (want != SN_ISA_AUTO) must(sn_ctx_set_isa(b.ctx, want), "sn_ctx_set_isa");
@@ -611,17 +654,14 @@ int main(int argc, char **argv) {
         void *scratch = NULL;
         timing t1[sizeof OPS / sizeof OPS[0]], tT[sizeof OPS / sizeof OPS[0]];
         memset(t1, 0, sizeof t1);
-        for (const char *th = threads; th && *th;) {
-            int T = atoi(th);
-            th = strchr(th, ',');
-            if (th) th++;
-            if (T < 1) continue;
+        for (int ti = 0; ti < nth; ti++) {
+            const int T = Ts[ti];
             memset(tT, 0, sizeof tT);
             must(sn_ctx_set_threads(b.ctx, T), "sn_ctx_set_threads");
             /* scratch sized by the query, as a trainer would (--no-scratch: the stack only) */
             free(scratch);
             scratch = NULL;
-            if (use_scratch) {
+            if (!no_scratch) {
                 const size_t sb = sn_scratch_bytes(b.ctx, D);
                 scratch = malloc(sb);
                 if (!scratch) must(SN_ERR_NOMEM, "scratch");
@@ -630,7 +670,7 @@ int main(int argc, char **argv) {
             for (size_t o = 0; o < nops; o++) {
                 const opdef *op = &OPS[o];
                 if (only && !strstr(op->name, only)) continue;
-                if (!strstr(dtypes, op->esize == 2 ? "bf16" : "f32")) continue;
+                if (!(types >> (op->esize == 2) & 1)) continue;
                 /* the library and its peers (one thread), samples interleaved. Threaded runs
                  * are not interleaved with one-thread ones: the workers would fall asleep in
                  * between and every sample would time their wake-up. */
