@@ -30,6 +30,7 @@
 #include <unistd.h> /* isatty */
 
 #include "args.h"
+#include "numarg.h"
 #include "siamesenorm.h"
 
 enum { NMAT = 8, MAX_SIZES = 16, MAX_ROUNDS = 201, MAX_CTX = 4 };
@@ -235,16 +236,13 @@ static int usage(void) {
 int main(int argc, char **argv) {
     int64_t Rs[MAX_SIZES] = {16, 512, 4096, 4096}, Ds[MAX_SIZES] = {768, 768, 768, 64};
     int nsz = 4, rounds = 21, stagger = 0, types = 1; /* types: bit 0 f32, bit 1 bf16 */
-    long offset = 0, poff = 0; /* bytes past each matrix's and parameter block's place */
+    int offset = 0, poff = 0; /* bytes past each matrix's and parameter block's place */
     const char *only = NULL;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--sizes") && a + 1 < argc) {
             if (!bench_sizes(argv[++a], Rs, Ds, MAX_SIZES, &nsz)) return usage();
         } else if (!strcmp(argv[a], "--rounds") && a + 1 < argc) {
-            char *e;
-            const long v = strtol(argv[++a], &e, 10);
-            if (*e || v < 5 || v > MAX_ROUNDS) return usage();
-            rounds = (int)v;
+            if (na_int("--rounds", argv[++a], 5, MAX_ROUNDS, &rounds)) return usage();
         } else if (!strcmp(argv[a], "--ops") && a + 1 < argc) {
             only = argv[++a];
         } else if (!strcmp(argv[a], "--dtype") && a + 1 < argc) {
@@ -253,13 +251,9 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[a], "--stagger")) {
             stagger = 1;
         } else if (!strcmp(argv[a], "--offset") && a + 1 < argc) {
-            char *e;
-            offset = strtol(argv[++a], &e, 10);
-            if (e == argv[a] || *e || offset < 0 || offset > 4095 || offset % 2) return usage();
+            if (na_int("--offset", argv[++a], 0, 4095, &offset) || offset % 2) return usage();
         } else if (!strcmp(argv[a], "--param-offset") && a + 1 < argc) {
-            char *e;
-            poff = strtol(argv[++a], &e, 10);
-            if (e == argv[a] || *e || poff < 0 || poff > 4095 || poff % 4) return usage();
+            if (na_int("--param-offset", argv[++a], 0, 4095, &poff) || poff % 4) return usage();
         } else return usage();
     }
     if ((types & 1) && offset % 4) return usage(); /* a float matrix starts on a float */
@@ -286,8 +280,8 @@ int main(int argc, char **argv) {
            "forced path of each round and auto against itself (A/A): median per-round ratio "
            "[95%% interval], %d rounds, matrices %s, one thread\n",
            rounds, stagger ? "staggered by multiples of 64 bytes" : "on 4 KiB boundaries");
-    if (offset) printf("sn-auto-calls: every matrix %ld bytes past that\n", offset);
-    if (poff) printf("sn-auto-calls: parameter blocks %ld bytes past a 64-byte boundary\n", poff);
+    if (offset) printf("sn-auto-calls: every matrix %d bytes past that\n", offset);
+    if (poff) printf("sn-auto-calls: parameter blocks %d bytes past a 64-byte boundary\n", poff);
     const int lo = median_ci_lo(rounds), progress = isatty(2);
     const double t0 = now();
     int done = 0, flagged = 0, skipped = 0;

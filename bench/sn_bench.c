@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "numarg.h"
 #include "baseline.h"
 #ifdef SN_BENCH_DNNL
 #include "dnnl_peer.h"
@@ -582,14 +583,10 @@ int main(int argc, char **argv) {
         }
         if (i + 1 == argc) return usage(); /* every other option takes a value */
         const char *v = argv[++i];
-        char *e;
         if (!strcmp(o, "--sample-ms")) {
-            g_sample_ms = strtod(v, &e);
-            if (e == v || *e || !(g_sample_ms >= 0.01 && g_sample_ms <= 1000)) return usage();
+            if (na_double(o, v, 0.01, 1000, 0, &g_sample_ms)) return usage();
         } else if (!strcmp(o, "--reps")) {
-            const long r = strtol(v, &e, 10);
-            if (e == v || *e || r < 1 || r > MAX_REPS) return usage();
-            g_reps = (int)r;
+            if (na_int(o, v, 1, MAX_REPS, &g_reps)) return usage();
         } else if (!strcmp(o, "--sizes")) {
             if (!bench_sizes(v, Rs, Ds, MAX_SIZES, &nsz)) return usage();
             sizes_given = 1;
