@@ -20,18 +20,11 @@ set -eu
 build=${1:-build}
 runs=${2:-2}
 ac="$build/bench/sn-auto-calls"
-[ -x "$ac" ] || {
-    echo "auto-calls: $ac not found (build first: meson setup $build && meson compile -C $build)" >&2
-    exit 2
-}
-case $runs in
-'' | *[!0-9]*)
-    echo "auto-calls: RUNS must be a number, not '$runs'" >&2
-    exit 2
-    ;;
-esac
-if [ "$runs" -lt 1 ] || [ "$runs" -gt 20 ]; then
-    echo "auto-calls: RUNS must be 1 .. 20" >&2
+n=$runs
+case $n in '' | *[!0-9]*) n=0 ;; esac # not a number: refused below
+if [ ! -x "$ac" ] || [ "$n" -lt 1 ] || [ "$n" -gt 20 ]; then
+    echo "usage: tools/auto-calls.sh [BUILD_DIR [RUNS]]: RUNS 1 .. 20 (here '$runs'), and" \
+        "BUILD_DIR/bench/sn-auto-calls built (meson setup $build && meson compile -C $build)" >&2
     exit 2
 fi
 narrow=2048x8,2048x12,2048x16,2048x20,2048x24,2048x32,2048x40,2048x48,2048x56,2048x64,2048x72,2048x100,2048x112,2048x120
