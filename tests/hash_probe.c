@@ -358,7 +358,7 @@ static int usage(const char *argv0) {
 }
 
 int main(int argc, char **argv) {
-    static const char *const names[] = {"scalar", "avx2", "avx512", "auto"};
+    static const sn_isa isas[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512, SN_ISA_AUTO};
     int quick = 0, only = -1, nth_only = 0;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--quick") == 0) {
@@ -367,7 +367,7 @@ int main(int argc, char **argv) {
             const char *n = argv[++a];
             only = -1;
             for (int k = 0; k < 4; k++)
-                if (strcmp(n, names[k]) == 0) only = k;
+                if (strcmp(n, sn_isa_name(isas[k])) == 0) only = k;
             if (only < 0) return usage(argv[0]);
         } else if (strcmp(argv[a], "--threads") == 0 && a + 1 < argc) {
             const char *t = argv[++a];
@@ -377,7 +377,6 @@ int main(int argc, char **argv) {
             return usage(argv[0]);
         }
     }
-    static const sn_isa isas[] = {SN_ISA_SCALAR, SN_ISA_AVX2, SN_ISA_AVX512, SN_ISA_AUTO};
     for (int bf = 0; bf < 2; bf++)
         for (int i = 0; i < 4; i++) {
             if (!sn_isa_available(isas[i]) || (only >= 0 && i != only)) continue;

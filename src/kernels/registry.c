@@ -123,7 +123,6 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 #define ALL_KINDS ((1u << SN_K_CALLS) - 1u)
 #define LAYERNORM (1u << SN_K_CALL_LAYERNORM)
 #define RMSNORM   (1u << SN_K_CALL_RMSNORM)
-#define SUBLAYER  (1u << SN_K_CALL_SUBLAYER)
 #define MERGE     (1u << SN_K_CALL_MERGE)
 
 /* AMD Zen 4 (AVX-512 base). AVX-512 / AVX2 time; docs/performance.md has the tables ("One
