@@ -58,6 +58,7 @@ typedef struct job {
     int64_t W;      /* the row width the kernels see */
     sn_k_call call; /* the kind of call */
     int64_t R, D;   /* rows of the call; elements per row */
+    int64_t Dlast;  /* elements in the last row: D, but in a flat view (flat_view) */
     int64_t pieces; /* tasks of the parallel for under way (row runs, chunk runs or columns) */
     int nt;         /* streaming stores (see SN_D_NT_MIN_BYTES) */
     int pf;         /* software prefetch of the rows ahead (see SN_D_PF_MIN_BYTES) */
@@ -84,6 +85,7 @@ static job job_of_kind(const sn_ctx *ctx, int64_t R, int64_t D, int64_t W, sn_k_
     J.K32 = sn_kern_for(J.isa, W, 0, call);
     J.R = R;
     J.D = D;
+    J.Dlast = D;
     return J;
 }
 
@@ -123,6 +125,32 @@ static void set_mem_at(job *J, int64_t R, int64_t D, int nmat, double nt_min) {
 static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
     set_mem_at(J, R, D, nmat, SN_D_NT_MIN_BYTES);
 }
+
+/* ---- elementwise calls on contiguous matrices ----------------------------------------------
+ *
+ * An elementwise kernel computes each output element from the same element of its inputs alone,
+ * so a call over R x D matrices that are all contiguous (every ld equal to D) is the same call,
+ * bit for bit, over one row of R * D elements. The elementwise drivers run such calls as rows of
+ * FLAT_W elements, the last one shorter: rows narrower than that no longer cost a kernel call
+ * each, and auto's table is the one for rows of FLAT_W whatever D (docs/performance.md,
+ * "Elementwise calls as one row"). */
+#define FLAT_W 2048
+
+/* Views J's call (R x D, not yet given its memory hints: set_mem comes after) as rows of FLAT_W
+ * when the n matrices whose row strides ld[] point to are contiguous and D < FLAT_W, setting
+ * those strides to FLAT_W; leaves it as it is otherwise. */
+static void flat_view(job *J, const sn_ctx *ctx, int64_t *const ld[], int n) {
+    if (J->R < 2 || J->D >= FLAT_W) return;
+    for (int k = 0; k < n; k++)
+        if (*ld[k] != J->D) return;
+    const int64_t N = J->R * J->D;
+    *J = job_of_kind(ctx, (N + FLAT_W - 1) / FLAT_W, FLAT_W, FLAT_W, J->call);
+    J->Dlast = N - (J->R - 1) * FLAT_W;
+    for (int k = 0; k < n; k++) *ld[k] = FLAT_W;
+}
+
+/* the elements of row r of the call: D, but in the last row of a flat view */
+static int64_t row_d(const job *J, int64_t r) { return r == J->R - 1 ? J->Dlast : J->D; }
 
 /* Runs fn over the rows of the call in J->pieces tasks; arg is the driver's struct, whose
  * first member is J. */
@@ -821,13 +849,14 @@ static void apply_task(void *arg, int64_t i) {
     task_rows(&J->run, i, &lo, &hi);
     for (int64_t r = lo; r < hi; r++)
         J->run.K->apply(in_row(J->z, r), in_row(J->u, r), in_row(J->y, r), J->c, out_row(J->xo, r),
-                        out_row(J->yo, r), J->run.D, J->run.nt);
+                        out_row(J->yo, r), row_d(&J->run, r), J->run.nt);
 }
 
 static void d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const void *z, int64_t ldz,
                     const void *u, int64_t ldu, const void *y, int64_t ldy, void *xo, int64_t ldxo,
                     void *yo, int64_t ldyo) {
     apply_job J = {job_of(ctx, R, D), c, {z, ldz}, {u, ldu}, {y, ldy}, {xo, ldxo}, {yo, ldyo}};
+    flat_view(&J.run, ctx, (int64_t *const[]){&J.z.ld, &J.u.ld, &J.y.ld, &J.xo.ld, &J.yo.ld}, 5);
     set_mem(&J.run, R, D, 5);
     run_rows(ctx, &J.run, apply_task, &J);
 }
@@ -846,14 +875,15 @@ static void add_div_task(void *arg, int64_t i) {
     int64_t lo, hi;
     task_rows(&J->run, i, &lo, &hi);
     for (int64_t r = lo; r < hi; r++) {
-        J->run.K->add_div(in_row(J->a, r), in_row(J->b, r), J->c, out_row(J->out, r), J->run.D,
-                          J->acc, J->run.nt);
+        J->run.K->add_div(in_row(J->a, r), in_row(J->b, r), J->c, out_row(J->out, r),
+                          row_d(&J->run, r), J->acc, J->run.nt);
     }
 }
 
 static void d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64_t lda,
                       const void *b, int64_t ldb, float c, void *out, int64_t ldo, int acc) {
     add_div_job J = {job_of(ctx, R, D), c, {a, lda}, {b, ldb}, {out, ldo}, acc};
+    flat_view(&J.run, ctx, (int64_t *const[]){&J.a.ld, &J.b.ld, &J.out.ld}, 3);
     set_mem(&J.run, R, D, 3 + acc);
     run_rows(ctx, &J.run, add_div_task, &J);
 }
@@ -871,13 +901,14 @@ static void axpy_task(void *arg, int64_t i) {
     int64_t lo, hi;
     task_rows(&J->run, i, &lo, &hi);
     for (int64_t r = lo; r < hi; r++)
-        J->run.K->axpy(in_row(J->a, r), in_row(J->b, r), J->alpha, out_row(J->out, r), J->run.D,
-                       J->run.nt);
+        J->run.K->axpy(in_row(J->a, r), in_row(J->b, r), J->alpha, out_row(J->out, r),
+                       row_d(&J->run, r), J->run.nt);
 }
 
 static void d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const void *a, int64_t lda,
                    const void *b, int64_t ldb, void *out, int64_t ldo) {
     axpy_job J = {job_of(ctx, R, D), alpha, {a, lda}, {b, ldb}, {out, ldo}};
+    flat_view(&J.run, ctx, (int64_t *const[]){&J.a.ld, &J.b.ld, &J.out.ld}, 3);
     set_mem(&J.run, R, D, 3);
     run_rows(ctx, &J.run, axpy_task, &J);
 }
@@ -899,8 +930,8 @@ static void div_task(void *arg, int64_t i) {
     task_rows(&J->run, i, &lo, &hi);
     float v[DIV_CHUNK];
     for (int64_t r = lo; r < hi; r++)
-        for (int64_t j = 0; j < J->run.D; j += DIV_CHUNK) {
-            const int64_t n = J->run.D - j < DIV_CHUNK ? J->run.D - j : DIV_CHUNK;
+        for (int64_t j = 0, d = row_d(&J->run, r); j < d; j += DIV_CHUNK) {
+            const int64_t n = d - j < DIV_CHUNK ? d - j : DIV_CHUNK;
             J->run.K->widen(in_row(J->a, r) + j, n, v);
             for (int64_t k = 0; k < n; k++) v[k] /= J->c;
             J->run.K->round(v, n, out_row(J->out, r) + j);
@@ -910,6 +941,7 @@ static void div_task(void *arg, int64_t i) {
 static void d_div(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64_t lda, float c,
                   void *out, int64_t ldo) {
     div_job J = {job_of(ctx, R, D), c, {a, lda}, {out, ldo}};
+    flat_view(&J.run, ctx, (int64_t *const[]){&J.a.ld, &J.out.ld}, 2);
     run_rows(ctx, &J.run, div_task, &J);
 }
 
@@ -924,12 +956,14 @@ static void copy_task(void *arg, int64_t i) {
     const copy_job *J = arg;
     int64_t lo, hi;
     task_rows(&J->run, i, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) J->run.K->copy(in_row(J->a, r), out_row(J->out, r), J->run.D);
+    for (int64_t r = lo; r < hi; r++)
+        J->run.K->copy(in_row(J->a, r), out_row(J->out, r), row_d(&J->run, r));
 }
 
 static void d_copy(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, int64_t lda, void *out,
                    int64_t ldo) {
     copy_job J = {job_of(ctx, R, D), {a, lda}, {out, ldo}};
+    flat_view(&J.run, ctx, (int64_t *const[]){&J.a.ld, &J.out.ld}, 2);
     run_rows(ctx, &J.run, copy_task, &J);
 }
 
@@ -1138,7 +1172,7 @@ static void from_f32_task(void *arg, int64_t i) {
     int64_t lo, hi;
     task_rows(&J->run, i, &lo, &hi);
     for (int64_t r = lo; r < hi; r++)
-        J->run.K->round(J->f32_in + r * J->ld_f32_in, J->run.D, out_row(J->t_out, r));
+        J->run.K->round(J->f32_in + r * J->ld_f32_in, row_d(&J->run, r), out_row(J->t_out, r));
 }
 
 static void to_f32_task(void *arg, int64_t i) {
@@ -1146,7 +1180,7 @@ static void to_f32_task(void *arg, int64_t i) {
     int64_t lo, hi;
     task_rows(&J->run, i, &lo, &hi);
     for (int64_t r = lo; r < hi; r++)
-        J->run.K->widen(in_row(J->t_in, r), J->run.D, J->f32_out + r * J->ld_f32_out);
+        J->run.K->widen(in_row(J->t_in, r), row_d(&J->run, r), J->f32_out + r * J->ld_f32_out);
 }
 
 static void d_from_f32(const sn_ctx *ctx, int64_t R, int64_t D, const float *src, int64_t lds,
@@ -1156,6 +1190,7 @@ static void d_from_f32(const sn_ctx *ctx, int64_t R, int64_t D, const float *src
     J.run = job_of(ctx, R, D);
     J.f32_in = src, J.ld_f32_in = lds;
     J.t_out = (mat_out){dst, ldd};
+    flat_view(&J.run, ctx, (int64_t *const[]){&J.ld_f32_in, &J.t_out.ld}, 2);
     run_rows(ctx, &J.run, from_f32_task, &J);
 }
 
@@ -1166,6 +1201,7 @@ static void d_to_f32(const sn_ctx *ctx, int64_t R, int64_t D, const void *src, i
     J.run = job_of(ctx, R, D);
     J.t_in = (mat_in){src, lds};
     J.f32_out = dst, J.ld_f32_out = ldd;
+    flat_view(&J.run, ctx, (int64_t *const[]){&J.t_in.ld, &J.ld_f32_out}, 2);
     run_rows(ctx, &J.run, to_f32_task, &J);
 }
 
