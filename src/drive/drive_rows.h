@@ -53,10 +53,11 @@ static SN_T *out_row(mat_out m, int64_t r) { return m.p + r * m.ld; }
 typedef struct job {
     const SN_KT *K;
     const sn_kern *K32; /* the fp32 table of the same path (parameter-gradient slots) */
-    /* K and K32 are the tables for these three (and for whether nt, set_mem_at): */
+    /* K and K32 are the tables for these four (tables_of): */
     sn_isa isa;     /* the context's path setting */
     int64_t W;      /* the row width the kernels see */
     sn_k_call call; /* the kind of call */
+    unsigned place; /* where its rows are: SN_K_PLACE_* bits (set_mem_at, set_rows_place) */
     int64_t R, D;   /* rows of the call; elements per row */
     int64_t Dlast;  /* elements in the last row: D, but in a flat view (flat_view) */
     int64_t pieces; /* tasks of the parallel for under way (row runs, chunk runs or columns) */
@@ -72,17 +73,23 @@ typedef struct job {
     sn_task_fn ctask; /* the chunk task of pg_run */
 } job;
 
+/* J's kernel tables, for its path setting, width, kind of call and placement (auto's tables
+ * differ by those only in speed, never in bits) */
+static void tables_of(job *J) {
+    J->K = SN_KERN_FOR(J->isa, J->W, J->place, J->call);
+    J->K32 = sn_kern_for(J->isa, J->W, J->place, J->call);
+}
+
 /* The job of a call of kind `call` over R rows of D elements on ctx's kernel tables for rows of
- * W elements (the rows the kernels see: D, or a norm's group width; auto's tables differ by
- * width class and kind of call only in speed, never in bits). */
+ * W elements (the rows the kernels see: D, or a norm's group width), at placement 0 until
+ * set_mem_at and set_rows_place say otherwise. */
 static job job_of_kind(const sn_ctx *ctx, int64_t R, int64_t D, int64_t W, sn_k_call call) {
     job J;
     memset(&J, 0, sizeof J);
     J.isa = sn_ctx_isa_setting(ctx);
     J.W = W;
     J.call = call;
-    J.K = SN_KERN_FOR(J.isa, W, 0, call);
-    J.K32 = sn_kern_for(J.isa, W, 0, call);
+    tables_of(&J);
     J.R = R;
     J.D = D;
     J.Dlast = D;
@@ -112,18 +119,28 @@ static double mats_bytes(int64_t R, int64_t D, int nmat) {
     return (double)R * (double)D * (double)nmat * sizeof(SN_T);
 }
 
-/* streaming stores (beyond nt_min bytes) and prefetch for a call over nmat R x D matrices */
+/* streaming stores (beyond nt_min bytes) and prefetch for a call over nmat R x D matrices, and
+ * the placement bits and tables that follow */
 static void set_mem_at(job *J, int64_t R, int64_t D, int nmat, double nt_min) {
     const double bytes = mats_bytes(R, D, nmat);
     J->nt = bytes > nt_min;
     J->pf = bytes > SN_D_PF_MIN_BYTES;
-    if (J->nt) { /* auto's tables for calls that stream (the same bits) */
-        J->K = SN_KERN_FOR(J->isa, J->W, 1, J->call);
-        J->K32 = sn_kern_for(J->isa, J->W, 1, J->call);
-    }
+    J->place = (J->place & ~(unsigned)(SN_K_PLACE_STREAMS | SN_K_PLACE_BEYOND_L2)) |
+               (J->nt ? SN_K_PLACE_STREAMS : 0u) | (J->pf ? SN_K_PLACE_BEYOND_L2 : 0u);
+    tables_of(J);
 }
 static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
     set_mem_at(J, R, D, nmat, SN_D_NT_MIN_BYTES);
+}
+
+/* Sets J's placement bit SN_K_PLACE_OFF32 when a row of one of the n row matrices (first rows
+ * p[], NULL: none; row strides ld[] in elements) starts off a 32-byte boundary. Before set_mem
+ * or set_mem_at, which look the tables up. */
+static void set_rows_place(job *J, const void *const p[], const int64_t ld[], int n) {
+    uintptr_t any = 0;
+    for (int k = 0; k < n; k++)
+        if (p[k]) any |= (uintptr_t)p[k] | (uintptr_t)ld[k] * sizeof(SN_T);
+    J->place = (J->place & ~(unsigned)SN_K_PLACE_OFF32) | (any % 32 ? SN_K_PLACE_OFF32 : 0u);
 }
 
 /* ---- elementwise calls on contiguous matrices ----------------------------------------------
@@ -376,8 +393,9 @@ static void d_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D
     J.x = (mat_in){x, ldx};
     J.out = (mat_out){out, ldo};
     J.stats_out = stats;
-    J.pairs = norm_pairs(&J, J.run.K->pair_w_fwd, 2);
+    set_rows_place(&J.run, (const void *const[]){x, out}, (const int64_t[]){ldx, ldo}, 2);
     set_mem(&J.run, R, D, 2);
+    J.pairs = norm_pairs(&J, J.run.K->pair_w_fwd, 2);
     run_rows(ctx, &J.run, norm_fwd_task, &J);
 }
 
@@ -473,8 +491,10 @@ static void d_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D
     J.stats = stats;
     J.dx = (mat_out){dx, lddx};
     J.acc = acc;
-    J.pairs = norm_pairs(&J, J.run.K->pair_w_bwd, 3 + acc);
+    set_rows_place(&J.run, (const void *const[]){dout, x, dx}, (const int64_t[]){lddo, ldx, lddx},
+                   3);
     set_mem(&J.run, R, D, 3 + acc);
+    J.pairs = norm_pairs(&J, J.run.K->pair_w_bwd, 3 + acc);
     if (!dparams || n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE) {
         run_rows(ctx, &J.run, norm_bwd_dx_task, &J);
         return;
@@ -626,6 +646,8 @@ static void d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D
     fuse_job J;
     memset(&J, 0, sizeof J);
     J.run = job_of_kind(ctx, R, D, D, u ? SN_K_CALL_SUBLAYER : SN_K_CALL_MERGE);
+    set_rows_place(&J.run, (const void *const[]){x, y, u, h}, (const int64_t[]){ldx, ldy, ldu, ldh},
+                   4);
     set_mem_at(&J.run, R, D, u ? 4 : 3, SN_D_FUSE_NT_MIN_BYTES);
     J.pf_spread = mats_bytes(R, D, u ? 4 : 3) > SN_D_FUSE_PF_SPREAD_MIN_BYTES;
     fuse_job_init(&J, f, params);
@@ -813,6 +835,8 @@ static void d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D
     J.run = job_of_kind(ctx, R, D, D, du ? SN_K_CALL_SUBLAYER : SN_K_CALL_MERGE);
     J.accx = (flags & SN_ACCUMULATE) != 0;
     J.accy = (flags & SN_ACCUMULATE_Y) != 0;
+    set_rows_place(&J.run, (const void *const[]){dh, du, x, y, dx, dy},
+                   (const int64_t[]){lddh, lddu, ldx, ldy, lddx, lddy}, 6);
     set_mem_at(&J.run, R, D, 5 + (du != NULL) + J.accx + J.accy, SN_D_FUSE_NT_MIN_BYTES);
     fuse_job_init(&J, f, params);
     J.dh = (mat_in){dh, lddh};
@@ -857,6 +881,8 @@ static void d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const void
                     void *yo, int64_t ldyo) {
     apply_job J = {job_of(ctx, R, D), c, {z, ldz}, {u, ldu}, {y, ldy}, {xo, ldxo}, {yo, ldyo}};
     flat_view(&J.run, ctx, (int64_t *const[]){&J.z.ld, &J.u.ld, &J.y.ld, &J.xo.ld, &J.yo.ld}, 5);
+    set_rows_place(&J.run, (const void *const[]){z, u, y, xo, yo},
+                   (const int64_t[]){J.z.ld, J.u.ld, J.y.ld, J.xo.ld, J.yo.ld}, 5);
     set_mem(&J.run, R, D, 5);
     run_rows(ctx, &J.run, apply_task, &J);
 }
@@ -884,6 +910,8 @@ static void d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, in
                       const void *b, int64_t ldb, float c, void *out, int64_t ldo, int acc) {
     add_div_job J = {job_of(ctx, R, D), c, {a, lda}, {b, ldb}, {out, ldo}, acc};
     flat_view(&J.run, ctx, (int64_t *const[]){&J.a.ld, &J.b.ld, &J.out.ld}, 3);
+    set_rows_place(&J.run, (const void *const[]){a, b, out},
+                   (const int64_t[]){J.a.ld, J.b.ld, J.out.ld}, 3);
     set_mem(&J.run, R, D, 3 + acc);
     run_rows(ctx, &J.run, add_div_task, &J);
 }
@@ -909,6 +937,8 @@ static void d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const v
                    const void *b, int64_t ldb, void *out, int64_t ldo) {
     axpy_job J = {job_of(ctx, R, D), alpha, {a, lda}, {b, ldb}, {out, ldo}};
     flat_view(&J.run, ctx, (int64_t *const[]){&J.a.ld, &J.b.ld, &J.out.ld}, 3);
+    set_rows_place(&J.run, (const void *const[]){a, b, out},
+                   (const int64_t[]){J.a.ld, J.b.ld, J.out.ld}, 3);
     set_mem(&J.run, R, D, 3);
     run_rows(ctx, &J.run, axpy_task, &J);
 }

@@ -108,6 +108,18 @@ typedef enum sn_k_call {
     SN_K_CALLS
 } sn_k_call;
 
+/* Where a call's rows are, as SN_ISA_AUTO's tables tell calls apart (registry.c): a placement
+ * is a combination of these bits, 0 .. SN_K_PLACES - 1. A call's driver sets them (drive_rows.h,
+ * set_mem_at and set_rows_place); calls without memory hints count as placement 0. */
+enum {
+    SN_K_PLACE_STREAMS = 1,   /* the call writes with streaming stores (the drivers' nt) */
+    SN_K_PLACE_BEYOND_L2 = 2, /* its matrices span more than the L2 (the drivers' pf) */
+    SN_K_PLACE_OFF32 = 4,     /* some row of a row matrix it reads or writes starts off a 32-byte
+                               * boundary (AVX2's vector: the boundary that decided, measured;
+                               * docs/performance.md, "Placements") */
+    SN_K_PLACES = 8
+};
+
 /* The widths at which the fuse drivers run rows one at a time where they otherwise take them in
  * pairs: fwd, fuse_fwd2 in the forward; bwd, fuse_bwd2 in the backward with parameter gradients.
  * The same bits either way (fuse_fwd2 and fuse_bwd2 are bitwise their rows one at a time). */
@@ -140,13 +152,15 @@ extern const sn_kern sn_kern_avx2;
 extern const sn_kern sn_kern_avx512;
 #endif
 
-/* The table of a path for rows of `width` elements in a call of kind `call` that writes with
- * streaming stores (`streams`, the drivers' nt) or not (never NULL: paths not compiled in give
- * the scalar table). A forced path's table ignores all three. SN_ISA_AUTO: the best path's table
+/* The table of a path for rows of `width` elements in a call of kind `call` at placement `place`
+ * (SN_K_PLACE_* bits; never NULL: paths not compiled in give the scalar table). A forced path's
+ * table ignores all three. (The rows are those the kernels
+ * see: an elementwise call on contiguous matrices narrower than 2048 columns runs as rows of
+ * 2048 elements, and looks up that width: drive_rows.h, flat_view.) SN_ISA_AUTO: the best path's table
  * with some slots (table.h) taken from another path, per CPU family, width class, kind of call
- * and whether the call streams (registry.c): the same bits as the best path's own table,
- * whatever the choice. */
-const sn_kern *sn_kern_for(sn_isa isa, int64_t width, int streams, sn_k_call call);
+ * and placement (registry.c): the same bits as the best path's own table, whatever the
+ * choice. */
+const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call call);
 
 /* The width classes of SN_ISA_AUTO's tables. By the rows' length: 0, up to 127 elements (the
  * loops' own cost counts); 1, 128 .. 2048 (rows in L1 and L2); 2, wider (the rows stream from L2
@@ -204,8 +218,8 @@ extern const sn_kern16 sn_kern16_avx512bf16;
 /* The bf16 table of a path (never NULL: paths not compiled in give the scalar table). For the
  * AVX-512 path, sn_kern16_avx512bf16 where the CPU has AVX512-BF16 and AVX512DQ. SN_ISA_AUTO:
  * the best path's table with slots from other paths, as sn_kern_for (registry.c); the width,
- * `streams` and `call` are the drivers' arguments for both lookups. */
-const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, int streams, sn_k_call call);
+ * `place` and `call` are the drivers' arguments for both lookups. */
+const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, unsigned place, sn_k_call call);
 
 /* Resolves norm n of width W with its parameter block (may be NULL) and row statistics. */
 sn_rnorm sn_k_resolve(const sn_norm *n, int64_t W, const float *params, float m, float r);

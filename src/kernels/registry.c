@@ -55,42 +55,45 @@ static const sn_kern16 *path_table16(sn_isa isa) {
  * L1 and whole calls disagree (in a matrix of rows of 24 or 40 floats every other row starts off
  * a 64-byte boundary, so that each of its 16-lane loads spans two cache lines: the likely cause,
  * not measured apart), the calls decide for the slots they run; the others keep what checkasm
- * measured. */
+ * measured. Since 0.6.14 an elementwise call (apply, add_div, axpy, copy, the conversions) on
+ * contiguous matrices narrower than 2048 columns runs as rows of 2048 elements (drive_rows.h,
+ * flat_view) and takes that width's tables: the picks of those slots below 2048 columns serve
+ * only calls whose matrices have row strides of their own. */
 typedef struct slot_pick {
     size_t off;       /* the slot's place in sn_kern, the same in sn_kern16 (one layout, table.h) */
     sn_isa from;      /* the path to take it from */
     unsigned classes; /* the width classes (bit c: sn_k_width_class c) it is taken for */
-    unsigned calls;   /* the calls it is taken for: bit 0 without streaming stores, bit 1 with */
+    unsigned places;  /* the placements it is taken for (bit p: placement p, kernels.h) */
     unsigned types;   /* the tables it is taken for: bit 0 fp32 rows, bit 1 bf16 rows */
     unsigned kinds;   /* the kinds of call it is taken for (bit k: sn_k_call k) */
 } slot_pick;
-/* a whole table taken from another path (classes, calls, types as in slot_pick; every kind of
+/* a whole table taken from another path (classes, places, types as in slot_pick; every kind of
  * call) */
 typedef struct table_pick {
     sn_isa from;
-    unsigned classes, calls, types;
+    unsigned classes, places, types;
 } table_pick;
-#define PICK_FOR(kinds, slot, from, classes, calls, types)                                         \
-    { offsetof(sn_kern, slot), from, classes, calls, types, kinds }
-#define PICK(slot, from, classes, calls, types)                                                    \
-    PICK_FOR(ALL_KINDS, slot, from, classes, calls, types)
+#define PICK_FOR(kinds, slot, from, classes, places, types)                                        \
+    { offsetof(sn_kern, slot), from, classes, places, types, kinds }
+#define PICK(slot, from, classes, places, types)                                                   \
+    PICK_FOR(ALL_KINDS, slot, from, classes, places, types)
 /* the slots the norm calls run (sn-auto-calls times the calls, so they decide these together):
  * the forward's (norm_fwd; stats2 and norm_row on row pairs) and the backward's (norm_bwd,
  * norm_bwd2 on pairs, norm_pg for the parameter-gradient chunks) */
-#define NORM_FWD_PICKS(kinds, from, classes, calls, types)                                         \
-    PICK_FOR(kinds, norm_fwd, from, classes, calls, types),                                        \
-        PICK_FOR(kinds, stats2, from, classes, calls, types),                                      \
-        PICK_FOR(kinds, norm_row, from, classes, calls, types)
-#define NORM_BWD_PICKS(kinds, from, classes, calls, types)                                         \
-    PICK_FOR(kinds, norm_bwd, from, classes, calls, types),                                        \
-        PICK_FOR(kinds, norm_bwd2, from, classes, calls, types),                                   \
-        PICK_FOR(kinds, norm_pg, from, classes, calls, types)
+#define NORM_FWD_PICKS(kinds, from, classes, places, types)                                        \
+    PICK_FOR(kinds, norm_fwd, from, classes, places, types),                                       \
+        PICK_FOR(kinds, stats2, from, classes, places, types),                                     \
+        PICK_FOR(kinds, norm_row, from, classes, places, types)
+#define NORM_BWD_PICKS(kinds, from, classes, places, types)                                        \
+    PICK_FOR(kinds, norm_bwd, from, classes, places, types),                                       \
+        PICK_FOR(kinds, norm_bwd2, from, classes, places, types),                                  \
+        PICK_FOR(kinds, norm_pg, from, classes, places, types)
 /* the slots the fuse and merge forward run (fuse_fwd2 on row pairs up to 1024 columns; fuse_s
  * and norm_s on single and wider rows) */
-#define FUSE_FWD_PICKS(kinds, from, classes, calls, types)                                         \
-    PICK_FOR(kinds, fuse_fwd2, from, classes, calls, types),                                       \
-        PICK_FOR(kinds, fuse_s, from, classes, calls, types),                                      \
-        PICK_FOR(kinds, norm_s, from, classes, calls, types)
+#define FUSE_FWD_PICKS(kinds, from, classes, places, types)                                        \
+    PICK_FOR(kinds, fuse_fwd2, from, classes, places, types),                                      \
+        PICK_FOR(kinds, fuse_s, from, classes, places, types),                                     \
+        PICK_FOR(kinds, norm_s, from, classes, places, types)
 _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
                    offsetof(sn_kern, pair_w_bwd) == offsetof(sn_kern16, pair_w_bwd) &&
                    offsetof(sn_kern, single) == offsetof(sn_kern16, single),
@@ -112,13 +115,18 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 #define LONG_HALF_WIDTHS  (CL(14) | CL(5) | CL(16)) /* 56, 72, .., 120 */
 #define HALF_104_120      CL(16)
 #define EIGHT_WIDTHS      CL(6) /* 8 */
+#define WIDTH_40          CL(12)
 #define MID_HALF_WIDTHS   CL(7) /* 136 .. 2040, odd multiples of 8 */
 #define WIDE_HALF_WIDTHS  CL(8) /* 2056 and wider, odd multiples of 8 */
-#define CACHED            1u /* calls without streaming stores (their matrices mostly in the caches) */
-#define ALL_CALLS         3u
-#define F32               1u
-#define BF16              2u
-#define BOTH_TYPES        3u
+/* placements (kernels.h: bit 0 streams, bit 1 beyond the L2, bit 2 rows off 32-byte boundaries) */
+#define ALL_PLACES         0xFFu
+#define UNSTREAMED         0x55u /* the calls without streaming stores (placements 0, 2, 4, 6) */
+#define LINED_BEYOND_L2    0x0Cu /* beyond the L2, every row on a 32-byte boundary (2, 3) */
+#define OFF32              0xF0u /* some row off a 32-byte boundary (4 .. 7) */
+#define OFF32_OR_BEYOND_L2 0xFCu /* either (2 .. 7) */
+#define F32                1u
+#define BF16               2u
+#define BOTH_TYPES         3u
 /* kinds of call (kernels.h, sn_k_call) */
 #define ALL_KINDS ((1u << SN_K_CALLS) - 1u)
 #define LAYERNORM (1u << SN_K_CALL_LAYERNORM)
@@ -155,35 +163,35 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
  * in L1 in most cases). */
 static const slot_pick zen4[] = {
     /* rows of 128 and more; apply and add_div at every width but classes 4 and 10 */
-    PICK(norm_pg, SN_ISA_AVX2, MID_WIDTHS, ALL_CALLS, F32),
-    PICK(axpy, SN_ISA_AVX2, MID_WIDTHS | WIDE_WIDTHS, ALL_CALLS, F32),
-    PICK(apply, SN_ISA_AVX2, ALL_WIDTHS & ~ODD_WIDTHS, CACHED, F32),
-    PICK(add_div, SN_ISA_AVX2, ALL_WIDTHS & ~ODD_WIDTHS, ALL_CALLS, F32),
-    PICK(fold, SN_ISA_AVX2, MID_WIDTHS | SHORT_HALF_WIDTHS, ALL_CALLS, BOTH_TYPES),
+    PICK(norm_pg, SN_ISA_AVX2, MID_WIDTHS, ALL_PLACES, F32),
+    PICK(axpy, SN_ISA_AVX2, MID_WIDTHS | WIDE_WIDTHS, ALL_PLACES, F32),
+    PICK(apply, SN_ISA_AVX2, ALL_WIDTHS & ~ODD_WIDTHS, UNSTREAMED, F32),
+    PICK(add_div, SN_ISA_AVX2, ALL_WIDTHS & ~ODD_WIDTHS, ALL_PLACES, F32),
+    PICK(fold, SN_ISA_AVX2, MID_WIDTHS | SHORT_HALF_WIDTHS, ALL_PLACES, BOTH_TYPES),
     /* fp32 rows of 56 .. 120 (class 5): the norms */
-    NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
-    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_CALLS, F32),
+    NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_PLACES, F32),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, LONG_HALF_WIDTHS, ALL_PLACES, F32),
     /* rows of 24 and 40 (class 3): fp32 runs AVX2's table (zen4_tables) but for these two ... */
-    PICK(hc_dots, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(axpy, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(hc_dots, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_PLACES, F32),
+    PICK(axpy, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_PLACES, F32),
     /* ... and bf16 takes AVX2's reductions */
-    NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(hc_mix, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(hc_wmix, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(hc_wsum, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
+    FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
+    PICK(hc_mix, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
+    PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
+    PICK(hc_wmix, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
+    PICK(hc_wsum, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
     /* the same memmove on every path */
-    PICK(copy, SN_ISA_SCALAR, ALL_WIDTHS, ALL_CALLS, F32),
-    PICK(widen, SN_ISA_SCALAR, ALL_WIDTHS, ALL_CALLS, F32),
-    PICK(round, SN_ISA_SCALAR, ALL_WIDTHS, ALL_CALLS, F32),
+    PICK(copy, SN_ISA_SCALAR, ALL_WIDTHS, ALL_PLACES, F32),
+    PICK(widen, SN_ISA_SCALAR, ALL_WIDTHS, ALL_PLACES, F32),
+    PICK(round, SN_ISA_SCALAR, ALL_WIDTHS, ALL_PLACES, F32),
 };
 /* whole tables, taken before the slots above: fp32 rows of 24 and 40 (class 3), and rows of 8
  * (class 6) of both types, run AVX2's */
 static const table_pick zen4_tables[] = {
-    {SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, F32},
-    {SN_ISA_AVX2, EIGHT_WIDTHS, ALL_CALLS, BOTH_TYPES},
+    {SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, F32},
+    {SN_ISA_AVX2, EIGHT_WIDTHS, ALL_PLACES, BOTH_TYPES},
 };
 
 /* Intel Sapphire Rapids and Emerald Rapids (AVX-512 base; measured on Emerald Rapids, family 6
@@ -232,73 +240,89 @@ static const table_pick zen4_tables[] = {
  * AVX-512 in 47 of 64, worst 1.04 against AVX2's 1.16: stays; the LayerNorm backward on AVX-512
  * in 31 of 64 (AVX2 where the rows start on lines), worst 1.16 against AVX2's 1.13: AVX2, as at
  * 72 and 88. bf16 rows of 24: the merge's backward (without du) 1.02-1.06, the sub-layer's
- * 0.89-0.91: the merge takes AVX2's fuse_bwd and fuse_bwd2. */
+ * 0.89-0.91: the merge takes AVX2's fuse_bwd and fuse_bwd2.
+ * Since 0.6.14 by placement too (kernels.h; sn-auto-calls, two to nine processes of each of the
+ * four layouts; docs/performance.md, "Placements"): the fp32 norm backward at 136 .. 2040
+ * columns, odd multiples of 8 (class 7), beyond the L2 with every row on a 32-byte boundary:
+ * AVX-512 / AVX2 above 1 in 124 cells of 136 at 776 .. 1544 columns (0.97-1.10, median 1.02), in
+ * 39 of 40 at 136 and 264 (median 1.07), in 6 of 20 at 520 (0.99-1.03, median 0.997): AVX2. With
+ * a row 16 bytes off a boundary, below 1 in 111 of 128 at 776 .. 1544 (median 0.98), and in the
+ * L2 (136 and 520 columns) 0.75-0.93 in every layout: stays (beyond the L2 at 136 with rows off,
+ * AVX2 is the faster, 0.91-0.96, and at 264 AVX-512: one class, not split). The fp32 fuse and merge backward at 40 (1024 and 2048 rows,
+ * nine processes per layout) with rows off 32-byte boundaries: AVX2 / AVX-512 at least 1 in 67
+ * cells of 72 (up to 1.10; 0.87 once); beyond the L2 (32768 rows, on boundaries, three
+ * processes): the merge's 1.03-1.12 in 6 of 6, the sub-layer's 0.98-1.03: AVX-512's fuse_bwd and
+ * fuse_bwd2. On boundaries in the L2 the merge's is below 1 in 29 of 36 (up to 1.14 once), the
+ * sub-layer's at least 1 in 28 of 36 (up to 1.05) but 0.83 once, AVX-512's worst: both stay. */
 static const slot_pick spr[] = {
     /* the norms' slots; at 104 and 120 the LayerNorm forward and the RMSNorm backward stay */
     NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
-                   SHORT_ODD_WIDTHS | (LONG_HALF_WIDTHS & ~HALF_104_120) | WIDTH_16, ALL_CALLS,
+                   SHORT_ODD_WIDTHS | (LONG_HALF_WIDTHS & ~HALF_104_120) | WIDTH_16, ALL_PLACES,
                    F32),
-    NORM_FWD_PICKS(ALL_KINDS & ~LAYERNORM, SN_ISA_AVX2, HALF_104_120, ALL_CALLS, F32),
+    NORM_FWD_PICKS(ALL_KINDS & ~LAYERNORM, SN_ISA_AVX2, HALF_104_120, ALL_PLACES, F32),
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
                    SHORT_ODD_WIDTHS | (LONG_HALF_WIDTHS & ~HALF_104_120) | SIXTEEN_WIDTHS,
-                   ALL_CALLS, F32),
-    NORM_BWD_PICKS(ALL_KINDS & ~RMSNORM, SN_ISA_AVX2, HALF_104_120, ALL_CALLS, F32),
-    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_16 | WIDTH_24, ALL_CALLS, BF16),
+                   ALL_PLACES, F32),
+    NORM_BWD_PICKS(ALL_KINDS & ~RMSNORM, SN_ISA_AVX2, HALF_104_120, ALL_PLACES, F32),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_16 | WIDTH_24, ALL_PLACES, BF16),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, MID_HALF_WIDTHS, LINED_BEYOND_L2, F32),
     /* the elementwise slots */
     PICK(add_div, SN_ISA_AVX2,
          (SHORT_ODD_WIDTHS & ~ODD_9_15) | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS,
-         ALL_CALLS, F32),
+         ALL_PLACES, F32),
     /* rows of 8, and fp32 rows of 24 and 40, run AVX2's table (spr_tables) but for apply (fp32
      * 24, 40) and the slots their calls do not run, where checkasm decides (in L1: AVX2 took
      * 1.5-2.8x AVX-512's time in hc_dots, 1.05-1.45x in hc_wmix, 1.1-1.4x in fuse_dx and
      * fuse_pg, 1.2-1.3x in hc_wsum at 40, 1.06-1.10x in fuse_red at 40) */
-    PICK(apply, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(hc_dots, SN_ISA_AVX512, EIGHT_WIDTHS | SHORT_HALF_WIDTHS, ALL_CALLS, BOTH_TYPES),
-    PICK(hc_wmix, SN_ISA_AVX512, EIGHT_WIDTHS | SHORT_HALF_WIDTHS, ALL_CALLS, BOTH_TYPES),
-    PICK(fuse_dx, SN_ISA_AVX512, EIGHT_WIDTHS | SHORT_HALF_WIDTHS, ALL_CALLS, BOTH_TYPES),
-    PICK(fuse_pg, SN_ISA_AVX512, EIGHT_WIDTHS | SHORT_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(hc_wsum, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
-    PICK(fuse_red, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_CALLS, F32),
+    PICK(apply, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_PLACES, F32),
+    PICK(hc_dots, SN_ISA_AVX512, EIGHT_WIDTHS | SHORT_HALF_WIDTHS, ALL_PLACES, BOTH_TYPES),
+    PICK(hc_wmix, SN_ISA_AVX512, EIGHT_WIDTHS | SHORT_HALF_WIDTHS, ALL_PLACES, BOTH_TYPES),
+    PICK(fuse_dx, SN_ISA_AVX512, EIGHT_WIDTHS | SHORT_HALF_WIDTHS, ALL_PLACES, BOTH_TYPES),
+    PICK(fuse_pg, SN_ISA_AVX512, EIGHT_WIDTHS | SHORT_HALF_WIDTHS, ALL_PLACES, F32),
+    PICK(hc_wsum, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_PLACES, F32),
+    PICK(fuse_red, SN_ISA_AVX512, SHORT_HALF_WIDTHS, ALL_PLACES, F32),
     /* bf16 rows of 24 and 40, slots their calls do not run (AVX-512 1.4-1.8x AVX2's time in
      * fold, 1.05-1.24x in hc_proj, 1.06-1.08x in fuse_red, in L1) */
-    PICK(fold, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
-    PICK(fuse_red, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, BF16),
+    PICK(fold, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
+    PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
+    PICK(fuse_red, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
     /* the fuse's: forward at 16, 32 and 56 and below 24 not a multiple of 8 but 9 .. 15,
      * backward below 64 not a multiple of 8, and the merge's bf16 backward at 24 */
     FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SIXTEEN_WIDTHS | (ODD_BELOW_24 & ~ODD_9_15) | WIDTH_56,
-                   ALL_CALLS, F32),
-    FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_24, ALL_CALLS, BF16),
-    PICK(fuse_bwd, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
-    PICK(fuse_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_CALLS, F32),
-    PICK_FOR(MERGE, fuse_bwd, SN_ISA_AVX2, WIDTH_24, ALL_CALLS, BF16),
-    PICK_FOR(MERGE, fuse_bwd2, SN_ISA_AVX2, WIDTH_24, ALL_CALLS, BF16),
+                   ALL_PLACES, F32),
+    FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_24, ALL_PLACES, BF16),
+    PICK(fuse_bwd, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_PLACES, F32),
+    PICK(fuse_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_PLACES, F32),
+    PICK_FOR(MERGE, fuse_bwd, SN_ISA_AVX2, WIDTH_24, ALL_PLACES, BF16),
+    PICK_FOR(MERGE, fuse_bwd2, SN_ISA_AVX2, WIDTH_24, ALL_PLACES, BF16),
+    /* the fuse and merge backward at 40 with rows off 32-byte boundaries or beyond the L2 */
+    PICK(fuse_bwd, SN_ISA_AVX512, WIDTH_40, OFF32_OR_BEYOND_L2, F32),
+    PICK(fuse_bwd2, SN_ISA_AVX512, WIDTH_40, OFF32_OR_BEYOND_L2, F32),
 };
 /* whole tables, taken before the slots above: rows of 8 (class 6) of both types, and fp32 rows
  * of 24 and 40 (class 3), run AVX2's */
 static const table_pick spr_tables[] = {
-    {SN_ISA_AVX2, EIGHT_WIDTHS, ALL_CALLS, BOTH_TYPES},
-    {SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_CALLS, F32},
+    {SN_ISA_AVX2, EIGHT_WIDTHS, ALL_PLACES, BOTH_TYPES},
+    {SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, F32},
 };
 
-/* auto's tables: at32 and at16 [streams][kind of call][width class] name one of the distinct
- * tables of pool32 and pool16. Most of the 170 combinations share a table, so only the distinct
- * ones are written (on Emerald Rapids 35 fp32 and 15 bf16 tables of 288 bytes, 14 KiB, where
- * one table per combination would take 98 KiB; the pools' untouched pages take no memory). */
-enum { AUTO_TABLES = 2 * SN_K_CALLS * SN_K_WIDTH_CLASSES };
-_Static_assert(AUTO_TABLES <= 256, "at32 and at16 hold an unsigned char");
+/* auto's tables: at32 and at16 [placement][kind of call][width class] name one of the distinct
+ * tables of pool32 and pool16. Most of the 680 combinations share a table, so only the distinct
+ * ones are written (POOL_NOTE); the pools' untouched pages take no memory. */
+enum { AUTO_TABLES = SN_K_PLACES * SN_K_CALLS * SN_K_WIDTH_CLASSES };
+_Static_assert(AUTO_TABLES <= 65535, "at32 and at16 hold an unsigned short");
 static sn_kern pool32[AUTO_TABLES];
 static sn_kern16 pool16[AUTO_TABLES];
-static unsigned char at32[2][SN_K_CALLS][SN_K_WIDTH_CLASSES],
-    at16[2][SN_K_CALLS][SN_K_WIDTH_CLASSES];
+static unsigned short at32[SN_K_PLACES][SN_K_CALLS][SN_K_WIDTH_CLASSES],
+    at16[SN_K_PLACES][SN_K_CALLS][SN_K_WIDTH_CLASSES];
 
 /* the index in pool (n tables of `size` bytes so far) of a table bytewise equal to t (tables
  * have no padding: pointers and int64_t), appended if there is none */
-static unsigned char pool_index(void *pool, size_t size, int *n, const void *t) {
+static unsigned short pool_index(void *pool, size_t size, int *n, const void *t) {
     int i = 0;
     while (i < *n && memcmp((const char *)pool + (size_t)i * size, t, size)) i++;
     if (i == *n) memcpy((char *)pool + (size_t)(*n)++ * size, t, size);
-    return (unsigned char)i;
+    return (unsigned short)i;
 }
 
 /* copies the slot at byte offset off of table src into dst (either table type). The table's data
@@ -309,10 +333,10 @@ static void take(void *dst, const void *src, size_t off) {
     memcpy((char *)dst + off, (const char *)src + off, sizeof(void (*)(void)));
 }
 
-/* the path whose whole table auto takes for class c, calls s, tables of type bit `type` */
+/* the path whose whole table auto takes for class c, placement s, tables of type bit `type` */
 static sn_isa table_from(const table_pick *t, size_t n, int c, int s, unsigned type, sn_isa base) {
     for (size_t i = 0; i < n; i++)
-        if (t[i].classes >> c & 1u && t[i].calls >> s & 1u && t[i].types & type &&
+        if (t[i].classes >> c & 1u && t[i].places >> s & 1u && t[i].types & type &&
             sn_cpu_has(t[i].from))
             base = t[i].from;
     return base;
@@ -376,7 +400,7 @@ static void compose(void) {
             single = families[i].single;
         }
     int n32 = 0, n16 = 0;
-    for (int s = 0; s < 2; s++)
+    for (int s = 0; s < SN_K_PLACES; s++)
         for (int k = 0; k < SN_K_CALLS; k++)
             for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
                 sn_kern a32;
@@ -384,7 +408,7 @@ static void compose(void) {
                 memcpy(&a32, path_table(table_from(w, nw, c, s, F32, base)), sizeof a32);
                 memcpy(&a16, path_table16(table_from(w, nw, c, s, BF16, base)), sizeof a16);
                 for (size_t i = 0; i < n; i++) {
-                    if (!(p[i].classes >> c & 1u && p[i].calls >> s & 1u && p[i].kinds >> k & 1u &&
+                    if (!(p[i].classes >> c & 1u && p[i].places >> s & 1u && p[i].kinds >> k & 1u &&
                           sn_cpu_has(p[i].from)))
                         continue;
                     if (p[i].types & F32) take(&a32, path_table(p[i].from), p[i].off);
@@ -406,16 +430,16 @@ static int auto_ready(void) { return pthread_once(&composed, compose) == 0; }
 static int auto_ready(void) { return 0; }
 #endif
 
-const sn_kern *sn_kern_for(sn_isa isa, int64_t width, int streams, sn_k_call call) {
+const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call call) {
     if (isa != SN_ISA_AUTO) return path_table(isa);
-    return auto_ready() && (unsigned)call < SN_K_CALLS
-               ? &pool32[at32[streams != 0][call][sn_k_width_class(width)]]
+    return auto_ready() && (unsigned)call < SN_K_CALLS && place < SN_K_PLACES
+               ? &pool32[at32[place][call][sn_k_width_class(width)]]
                : path_table(sn_cpu_best());
 }
 
-const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, int streams, sn_k_call call) {
+const sn_kern16 *sn_kern16_for(sn_isa isa, int64_t width, unsigned place, sn_k_call call) {
     if (isa != SN_ISA_AUTO) return path_table16(isa);
-    return auto_ready() && (unsigned)call < SN_K_CALLS
-               ? &pool16[at16[streams != 0][call][sn_k_width_class(width)]]
+    return auto_ready() && (unsigned)call < SN_K_CALLS && place < SN_K_PLACES
+               ? &pool16[at16[place][call][sn_k_width_class(width)]]
                : path_table16(sn_cpu_best());
 }

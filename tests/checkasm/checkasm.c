@@ -333,9 +333,9 @@ int main(int argc, char **argv) {
                               sn_kern16_for(best, 0, 0, SN_K_CALL_OTHER)};
         const long c0 = tu_checks;
         int taken = 0, distinct = 0, ns = 0;
-        enum { NTAB = 2 * SN_K_CALLS * SN_K_WIDTH_CLASSES };
-        ca_path seen[NTAB];
-        for (int s = 0; s < 2; s++) /* calls without and with streaming stores */
+        enum { NTAB = SN_K_PLACES * SN_K_CALLS * SN_K_WIDTH_CLASSES };
+        static ca_path seen[NTAB];
+        for (unsigned s = 0; s < SN_K_PLACES; s++) /* every placement (kernels.h) */
             for (int k = 0; k < SN_K_CALLS; k++)
                 for (int c = 0; c < SN_K_WIDTH_CLASSES; c++) {
                     const int64_t w = sn_k_width_class_rep[c]; /* a width of class c */
