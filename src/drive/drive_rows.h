@@ -134,10 +134,12 @@ static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
 }
 
 /* Sets J's placement bit SN_K_PLACE_OFF32 when a row of one of the n row matrices (first rows
- * p[], NULL: none; row strides ld[] in elements) starts off a 32-byte boundary. Before set_mem
- * or set_mem_at, which look the tables up. */
-static void set_rows_place(job *J, const void *const p[], const int64_t ld[], int n) {
-    uintptr_t any = 0;
+ * p[], NULL: none; row strides ld[] in elements) or a vector of the parameter block params (NULL:
+ * none; vectors J->W floats apart) starts off a 32-byte boundary. Before set_mem or set_mem_at,
+ * which look the tables up. */
+static void set_rows_place(job *J, const void *const p[], const int64_t ld[], int n,
+                           const float *params) {
+    uintptr_t any = params ? (uintptr_t)params | (uintptr_t)J->W * sizeof(float) : 0;
     for (int k = 0; k < n; k++)
         if (p[k]) any |= (uintptr_t)p[k] | (uintptr_t)ld[k] * sizeof(SN_T);
     J->place = (J->place & ~(unsigned)SN_K_PLACE_OFF32) | (any % 32 ? SN_K_PLACE_OFF32 : 0u);
@@ -393,7 +395,7 @@ static void d_norm_fwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D
     J.x = (mat_in){x, ldx};
     J.out = (mat_out){out, ldo};
     J.stats_out = stats;
-    set_rows_place(&J.run, (const void *const[]){x, out}, (const int64_t[]){ldx, ldo}, 2);
+    set_rows_place(&J.run, (const void *const[]){x, out}, (const int64_t[]){ldx, ldo}, 2, params);
     set_mem(&J.run, R, D, 2);
     J.pairs = norm_pairs(&J, J.run.K->pair_w_fwd, 2);
     run_rows(ctx, &J.run, norm_fwd_task, &J);
@@ -492,7 +494,7 @@ static void d_norm_bwd(const sn_ctx *ctx, const sn_norm *n, int64_t R, int64_t D
     J.dx = (mat_out){dx, lddx};
     J.acc = acc;
     set_rows_place(&J.run, (const void *const[]){dout, x, dx}, (const int64_t[]){lddo, ldx, lddx},
-                   3);
+                   3, params);
     set_mem(&J.run, R, D, 3 + acc);
     J.pairs = norm_pairs(&J, J.run.K->pair_w_bwd, 3 + acc);
     if (!dparams || n->kind == SN_NORM_IDENTITY || n->affine == SN_AFFINE_NONE) {
@@ -647,7 +649,7 @@ static void d_fuse_fwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D
     memset(&J, 0, sizeof J);
     J.run = job_of_kind(ctx, R, D, D, u ? SN_K_CALL_SUBLAYER : SN_K_CALL_MERGE);
     set_rows_place(&J.run, (const void *const[]){x, y, u, h}, (const int64_t[]){ldx, ldy, ldu, ldh},
-                   4);
+                   4, params);
     set_mem_at(&J.run, R, D, u ? 4 : 3, SN_D_FUSE_NT_MIN_BYTES);
     J.pf_spread = mats_bytes(R, D, u ? 4 : 3) > SN_D_FUSE_PF_SPREAD_MIN_BYTES;
     fuse_job_init(&J, f, params);
@@ -836,7 +838,7 @@ static void d_fuse_bwd(const sn_ctx *ctx, const sn_fuse *f, int64_t R, int64_t D
     J.accx = (flags & SN_ACCUMULATE) != 0;
     J.accy = (flags & SN_ACCUMULATE_Y) != 0;
     set_rows_place(&J.run, (const void *const[]){dh, du, x, y, dx, dy},
-                   (const int64_t[]){lddh, lddu, ldx, ldy, lddx, lddy}, 6);
+                   (const int64_t[]){lddh, lddu, ldx, ldy, lddx, lddy}, 6, params);
     set_mem_at(&J.run, R, D, 5 + (du != NULL) + J.accx + J.accy, SN_D_FUSE_NT_MIN_BYTES);
     fuse_job_init(&J, f, params);
     J.dh = (mat_in){dh, lddh};
@@ -882,7 +884,7 @@ static void d_apply(const sn_ctx *ctx, int64_t R, int64_t D, float c, const void
     apply_job J = {job_of(ctx, R, D), c, {z, ldz}, {u, ldu}, {y, ldy}, {xo, ldxo}, {yo, ldyo}};
     flat_view(&J.run, ctx, (int64_t *const[]){&J.z.ld, &J.u.ld, &J.y.ld, &J.xo.ld, &J.yo.ld}, 5);
     set_rows_place(&J.run, (const void *const[]){z, u, y, xo, yo},
-                   (const int64_t[]){J.z.ld, J.u.ld, J.y.ld, J.xo.ld, J.yo.ld}, 5);
+                   (const int64_t[]){J.z.ld, J.u.ld, J.y.ld, J.xo.ld, J.yo.ld}, 5, NULL);
     set_mem(&J.run, R, D, 5);
     run_rows(ctx, &J.run, apply_task, &J);
 }
@@ -911,7 +913,7 @@ static void d_add_div(const sn_ctx *ctx, int64_t R, int64_t D, const void *a, in
     add_div_job J = {job_of(ctx, R, D), c, {a, lda}, {b, ldb}, {out, ldo}, acc};
     flat_view(&J.run, ctx, (int64_t *const[]){&J.a.ld, &J.b.ld, &J.out.ld}, 3);
     set_rows_place(&J.run, (const void *const[]){a, b, out},
-                   (const int64_t[]){J.a.ld, J.b.ld, J.out.ld}, 3);
+                   (const int64_t[]){J.a.ld, J.b.ld, J.out.ld}, 3, NULL);
     set_mem(&J.run, R, D, 3 + acc);
     run_rows(ctx, &J.run, add_div_task, &J);
 }
@@ -938,7 +940,7 @@ static void d_axpy(const sn_ctx *ctx, int64_t R, int64_t D, float alpha, const v
     axpy_job J = {job_of(ctx, R, D), alpha, {a, lda}, {b, ldb}, {out, ldo}};
     flat_view(&J.run, ctx, (int64_t *const[]){&J.a.ld, &J.b.ld, &J.out.ld}, 3);
     set_rows_place(&J.run, (const void *const[]){a, b, out},
-                   (const int64_t[]){J.a.ld, J.b.ld, J.out.ld}, 3);
+                   (const int64_t[]){J.a.ld, J.b.ld, J.out.ld}, 3, NULL);
     set_mem(&J.run, R, D, 3);
     run_rows(ctx, &J.run, axpy_task, &J);
 }

@@ -113,10 +113,11 @@ typedef enum sn_k_call {
  * set_mem_at and set_rows_place); calls without memory hints count as placement 0. */
 enum {
     SN_K_PLACE_STREAMS = 1,   /* the call writes with streaming stores (the drivers' nt) */
-    SN_K_PLACE_BEYOND_L2 = 2, /* its matrices span more than the L2 (the drivers' pf) */
-    SN_K_PLACE_OFF32 = 4,     /* some row of a row matrix it reads or writes starts off a 32-byte
-                               * boundary (AVX2's vector: the boundary that decided, measured;
-                               * docs/performance.md, "Placements") */
+    SN_K_PLACE_BEYOND_L2 = 2, /* its matrices span more than SN_D_PF_MIN_BYTES (the drivers' pf) */
+    SN_K_PLACE_OFF32 = 4,     /* some row of a row matrix it reads or writes, or a vector of the
+                               * parameters it reads, starts off a 32-byte boundary (AVX2's
+                               * vector: the boundary that decided, measured; docs/performance.md,
+                               * "Elementwise calls as one row, and placements") */
     SN_K_PLACES = 8
 };
 
@@ -180,18 +181,20 @@ const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call 
  *   9  16: one 16-lane vector
  *  11  32: two 16-lane vectors
  *   0  the multiples of 16 from 48 to 112
- * and wider rows that are odd multiples of 8 have their own classes, 7 (136 .. 2040) and 8 (2056
- * and wider): in a matrix of such float rows every other row starts half a 64-byte line in, so
- * that every 16-lane load and store of it spans two lines (classes 1 and 2 keep the other
- * widths). Classes 11 .. 16 were split from 9, 3, 4, 5, 4 and 5 where the faster path
- * differed within those (registry.c). A representative width of each: sn_k_width_class_rep. */
-#define SN_K_WIDTH_CLASSES 17
+ * and wider rows that are odd multiples of 8 have their own classes, 7 (136 .. 1208), 17
+ * (1224 .. 2040) and 8 (2056 and wider): in a matrix of such float rows every other row starts
+ * half a 64-byte line in, so that every 16-lane load and store of it spans two lines (classes 1
+ * and 2 keep the other widths). Classes 11 .. 17 were split from 9, 3, 4, 5, 4, 5 and 7 where the
+ * faster path differed within those (registry.c). A representative width of each:
+ * sn_k_width_class_rep. */
+#define SN_K_WIDTH_CLASSES 18
 static const int64_t sn_k_width_class_rep[SN_K_WIDTH_CLASSES] = {
-    64, 128, 2049, 24, 1, 88, 8, 136, 2056, 16, 100, 32, 40, 60, 56, 12, 120};
+    64, 128, 2049, 24, 1, 88, 8, 136, 2056, 16, 100, 32, 40, 60, 56, 12, 120, 1544};
 static inline int sn_k_width_class(int64_t width) {
     if (width >= 128) {
         const int half = width % 16 == 8; /* an odd multiple of 8 */
-        return width <= 2048 ? (half ? 7 : 1) : (half ? 8 : 2);
+        if (width > 2048) return half ? 8 : 2;
+        return half ? (width < 1224 ? 7 : 17) : 1;
     }
     if (width % 8) return width < 64 ? (width < 24 ? (width > 8 && width < 16 ? 15 : 4) : 13) : 10;
     if (width == 8) return 6;

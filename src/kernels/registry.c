@@ -99,30 +99,32 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
                    offsetof(sn_kern, single) == offsetof(sn_kern16, single),
                "sn_kern and sn_kern16: one layout (table.h)");
 /* width classes (kernels.h, sn_k_width_class) */
-#define CL(c)             (1u << (c))
-#define ALL_WIDTHS        ((1u << SN_K_WIDTH_CLASSES) - 1u)
-#define MID_WIDTHS        (CL(1) | CL(7))                    /* 128 .. 2048 (all of them) */
-#define WIDE_WIDTHS       (CL(2) | CL(8))                    /* 2049 and wider (all of them) */
-#define SHORT_HALF_WIDTHS (CL(3) | CL(12))                   /* 24 and 40 */
-#define ODD_WIDTHS        (CL(4) | CL(15) | CL(13) | CL(10)) /* up to 127, not a multiple of 8 */
-#define SHORT_ODD_WIDTHS  (CL(4) | CL(15) | CL(13))          /* below 64, not a multiple of 8 */
-#define SIXTEEN_WIDTHS    (CL(9) | CL(11))                   /* 16 and 32 */
-#define WIDTH_16          CL(9)
-#define WIDTH_24          CL(3)
-#define ODD_BELOW_24      (CL(4) | CL(15)) /* below 24, not a multiple of 8 */
-#define ODD_9_15          CL(15)
-#define WIDTH_56          CL(14)
-#define LONG_HALF_WIDTHS  (CL(14) | CL(5) | CL(16)) /* 56, 72, .., 120 */
-#define HALF_104_120      CL(16)
-#define EIGHT_WIDTHS      CL(6) /* 8 */
-#define WIDTH_40          CL(12)
-#define MID_HALF_WIDTHS   CL(7) /* 136 .. 2040, odd multiples of 8 */
-#define WIDE_HALF_WIDTHS  CL(8) /* 2056 and wider, odd multiples of 8 */
-/* placements (kernels.h: bit 0 streams, bit 1 beyond the L2, bit 2 rows off 32-byte boundaries) */
+#define CL(c)                (1u << (c))
+#define ALL_WIDTHS           ((1u << SN_K_WIDTH_CLASSES) - 1u)
+#define MID_WIDTHS           (CL(1) | CL(7) | CL(17))           /* 128 .. 2048 (all of them) */
+#define WIDE_WIDTHS          (CL(2) | CL(8))                    /* 2049 and wider (all of them) */
+#define SHORT_HALF_WIDTHS    (CL(3) | CL(12))                   /* 24 and 40 */
+#define ODD_WIDTHS           (CL(4) | CL(15) | CL(13) | CL(10)) /* up to 127, not a multiple of 8 */
+#define SHORT_ODD_WIDTHS     (CL(4) | CL(15) | CL(13))          /* below 64, not a multiple of 8 */
+#define SIXTEEN_WIDTHS       (CL(9) | CL(11))                   /* 16 and 32 */
+#define WIDTH_16             CL(9)
+#define WIDTH_24             CL(3)
+#define ODD_BELOW_24         (CL(4) | CL(15)) /* below 24, not a multiple of 8 */
+#define ODD_9_15             CL(15)
+#define WIDTH_56             CL(14)
+#define LONG_HALF_WIDTHS     (CL(14) | CL(5) | CL(16)) /* 56, 72, .., 120 */
+#define HALF_104_120         CL(16)
+#define EIGHT_WIDTHS         CL(6) /* 8 */
+#define WIDTH_40             CL(12)
+#define MID_HALF_WIDTHS      (CL(7) | CL(17)) /* 136 .. 2040, odd multiples of 8 */
+#define LONG_MID_HALF_WIDTHS CL(17)           /* 1224 .. 2040, odd multiples of 8 */
+#define WIDE_HALF_WIDTHS     CL(8)            /* 2056 and wider, odd multiples of 8 */
+/* placements (kernels.h: bit 0 streams, bit 1 beyond the L2, bit 2 off 32-byte boundaries) */
 #define ALL_PLACES         0xFFu
 #define UNSTREAMED         0x55u /* the calls without streaming stores (placements 0, 2, 4, 6) */
-#define LINED_BEYOND_L2    0x0Cu /* beyond the L2, every row on a 32-byte boundary (2, 3) */
-#define OFF32              0xF0u /* some row off a 32-byte boundary (4 .. 7) */
+#define LINED_UNSTREAMED   0x05u /* on 32-byte boundaries, without streaming stores (0, 2) */
+#define LINED_BEYOND_L2    0x0Cu /* beyond the L2, on 32-byte boundaries (2, 3) */
+#define OFF32              0xF0u /* off 32-byte boundaries (4 .. 7) */
 #define OFF32_OR_BEYOND_L2 0xFCu /* either (2 .. 7) */
 #define F32                1u
 #define BF16               2u
@@ -253,7 +255,13 @@ static const table_pick zen4_tables[] = {
  * cells of 72 (up to 1.10; 0.87 once); beyond the L2 (32768 rows, on boundaries, three
  * processes): the merge's 1.03-1.12 in 6 of 6, the sub-layer's 0.98-1.03: AVX-512's fuse_bwd and
  * fuse_bwd2. On boundaries in the L2 the merge's is below 1 in 29 of 36 (up to 1.14 once), the
- * sub-layer's at least 1 in 28 of 36 (up to 1.05) but 0.83 once, AVX-512's worst: both stay. */
+ * sub-layer's at least 1 in 28 of 36 (up to 1.05) but 0.83 once, AVX-512's worst: both stay.
+ * The fp32 merge forward at odd multiples of 8 (two to three processes): with every row and
+ * parameter vector on a boundary, AVX-512 / AVX2 above 1 in 28 cells of 28 at 1288 .. 2040
+ * (1.01-1.05; rows wider than 1024 run one at a time, s built in h) and 18 of 18 from 2056
+ * (1.03-1.06), below 1 in 40 of 40 at 136 .. 1160 (0.86-1.00): AVX2 from 1224 (class 17, split
+ * from 7) and at class 8, without streaming stores. With every buffer 16 bytes off, AVX2 took
+ * 1.10-1.15x AVX-512's time there (rows alone off: 0.98-1.04): stays. */
 static const slot_pick spr[] = {
     /* the norms' slots; at 104 and 120 the LayerNorm forward and the RMSNorm backward stay */
     NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
@@ -295,6 +303,12 @@ static const slot_pick spr[] = {
     PICK(fuse_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_PLACES, F32),
     PICK_FOR(MERGE, fuse_bwd, SN_ISA_AVX2, WIDTH_24, ALL_PLACES, BF16),
     PICK_FOR(MERGE, fuse_bwd2, SN_ISA_AVX2, WIDTH_24, ALL_PLACES, BF16),
+    /* the merge forward at odd multiples of 8 from 1224 columns on 32-byte boundaries (rows
+     * wider than SN_K_STACK_ROW_MAX run one at a time: stats2, fuse_s, norm_s) */
+    FUSE_FWD_PICKS(MERGE, SN_ISA_AVX2, LONG_MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, LINED_UNSTREAMED,
+                   F32),
+    PICK_FOR(MERGE, stats2, SN_ISA_AVX2, LONG_MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, LINED_UNSTREAMED,
+             F32),
     /* the fuse and merge backward at 40 with rows off 32-byte boundaries or beyond the L2 */
     PICK(fuse_bwd, SN_ISA_AVX512, WIDTH_40, OFF32_OR_BEYOND_L2, F32),
     PICK(fuse_bwd2, SN_ISA_AVX512, WIDTH_40, OFF32_OR_BEYOND_L2, F32),
