@@ -101,12 +101,13 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 /* width classes (kernels.h, sn_k_width_class) */
 #define CL(c)                (1u << (c))
 #define ALL_WIDTHS           ((1u << SN_K_WIDTH_CLASSES) - 1u)
-#define MID_WIDTHS           (CL(1) | CL(7) | CL(17))           /* 128 .. 2048 (all of them) */
-#define WIDE_WIDTHS          (CL(2) | CL(8))                    /* 2049 and wider (all of them) */
-#define SHORT_HALF_WIDTHS    (CL(3) | CL(12))                   /* 24 and 40 */
-#define ODD_WIDTHS           (CL(4) | CL(15) | CL(13) | CL(10)) /* up to 127, not a multiple of 8 */
-#define SHORT_ODD_WIDTHS     (CL(4) | CL(15) | CL(13))          /* below 64, not a multiple of 8 */
-#define SIXTEEN_WIDTHS       (CL(9) | CL(11))                   /* 16 and 32 */
+#define MID_WIDTHS           (CL(1) | CL(7) | CL(17)) /* 128 .. 2048 (all of them) */
+#define WIDE_WIDTHS          (CL(2) | CL(8))          /* 2049 and wider (all of them) */
+#define SHORT_HALF_WIDTHS    (CL(3) | CL(12))         /* 24 and 40 */
+#define ODD_WIDTHS           (CL(4) | CL(15) | CL(13) | CL(18) | CL(10)) /* up to 127, not a multiple of 8 */
+#define SHORT_ODD_WIDTHS     (CL(4) | CL(15) | CL(13) | CL(18)) /* below 64, not a multiple of 8 */
+#define ODD_41_63            CL(18)
+#define SIXTEEN_WIDTHS       (CL(9) | CL(11)) /* 16 and 32 */
 #define WIDTH_16             CL(9)
 #define WIDTH_24             CL(3)
 #define ODD_BELOW_24         (CL(4) | CL(15)) /* below 24, not a multiple of 8 */
@@ -261,13 +262,21 @@ static const table_pick zen4_tables[] = {
  * (1.01-1.05; rows wider than 1024 run one at a time, s built in h) and 18 of 18 from 2056
  * (1.03-1.06), below 1 in 40 of 40 at 136 .. 1160 (0.86-1.00): AVX2 from 1224 (class 17, split
  * from 7) and at class 8, without streaming stores. With every buffer 16 bytes off, AVX2 took
- * 1.10-1.15x AVX-512's time there (rows alone off: 0.98-1.04): stays. */
+ * 1.10-1.15x AVX-512's time there (rows alone off: 0.98-1.04): stays.
+ * Widths 25 .. 63 not a multiple of 8 (2048 rows, the four layouts, two processes): the fp32
+ * fuse and merge backward, AVX2 / AVX-512 1.07-1.40 in 128 cells of 128 at 25, 28, 30, 36, 44,
+ * 52, 60 and 63 (at 4, 12 and 20, 0.77-0.98 in 60 of 60): fuse_bwd and fuse_bwd2 stay AVX-512's
+ * there (0.6.9 measured the class at 12 and 20 only). Class 18 (41 .. 63) is split from 13: the
+ * LayerNorm forward there AVX2 / AVX-512 1.02-1.11 in 32 cells of 32 (at 25 .. 36 0.96-1.04):
+ * stays AVX-512's; the RMSNorm forward 0.97-1.08, and the norm backward 0.91-1.04 at 44 and 52
+ * but 1.02-1.13 at 60 and 63: stay AVX2's. */
 static const slot_pick spr[] = {
-    /* the norms' slots; at 104 and 120 the LayerNorm forward and the RMSNorm backward stay */
+    /* the norms' slots; at 41 .. 63 (not a multiple of 8), 104 and 120 the LayerNorm forward
+     * stays, and at 104 and 120 the RMSNorm backward */
     NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
-                   SHORT_ODD_WIDTHS | (LONG_HALF_WIDTHS & ~HALF_104_120) | WIDTH_16, ALL_PLACES,
-                   F32),
-    NORM_FWD_PICKS(ALL_KINDS & ~LAYERNORM, SN_ISA_AVX2, HALF_104_120, ALL_PLACES, F32),
+                   (SHORT_ODD_WIDTHS & ~ODD_41_63) | (LONG_HALF_WIDTHS & ~HALF_104_120) | WIDTH_16,
+                   ALL_PLACES, F32),
+    NORM_FWD_PICKS(ALL_KINDS & ~LAYERNORM, SN_ISA_AVX2, HALF_104_120 | ODD_41_63, ALL_PLACES, F32),
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
                    SHORT_ODD_WIDTHS | (LONG_HALF_WIDTHS & ~HALF_104_120) | SIXTEEN_WIDTHS,
                    ALL_PLACES, F32),
@@ -299,8 +308,8 @@ static const slot_pick spr[] = {
     FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SIXTEEN_WIDTHS | (ODD_BELOW_24 & ~ODD_9_15) | WIDTH_56,
                    ALL_PLACES, F32),
     FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_24, ALL_PLACES, BF16),
-    PICK(fuse_bwd, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_PLACES, F32),
-    PICK(fuse_bwd2, SN_ISA_AVX2, SHORT_ODD_WIDTHS, ALL_PLACES, F32),
+    PICK(fuse_bwd, SN_ISA_AVX2, ODD_BELOW_24, ALL_PLACES, F32),
+    PICK(fuse_bwd2, SN_ISA_AVX2, ODD_BELOW_24, ALL_PLACES, F32),
     PICK_FOR(MERGE, fuse_bwd, SN_ISA_AVX2, WIDTH_24, ALL_PLACES, BF16),
     PICK_FOR(MERGE, fuse_bwd2, SN_ISA_AVX2, WIDTH_24, ALL_PLACES, BF16),
     /* the merge forward at odd multiples of 8 from 1224 columns on 32-byte boundaries (rows
