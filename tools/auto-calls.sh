@@ -5,8 +5,9 @@
 #   tools/auto-calls.sh [BUILD_DIR [RUNS]]   (defaults: build, 2; about 10 minutes a run on a
 #                                             2-core VM)
 #
-# Runs `sn-auto-calls` (bench/auto_calls.c) on 30 sizes (2048 rows of 8 .. 120 columns, and 128
-# .. 8192 columns at about 64K to 400K elements), fp32 and bf16, in four layouts: matrices on 4
+# Runs `sn-auto-calls` (bench/auto_calls.c) on 32 sizes (2048 rows of 8 .. 120 columns, one or
+# two of every width class below 128 (kernels.h), and 128 .. 8192 columns at about 64K to 400K
+# elements), fp32 and bf16, in four layouts: matrices on 4
 # KiB boundaries, staggered by multiples of 64 bytes, 16 bytes past a boundary (`--offset 16`,
 # where glibc's malloc puts large blocks), and every buffer, parameters too, 16 bytes past one.
 # Each layout runs RUNS times, each a process of its own: a process's placement and the host's
@@ -27,7 +28,7 @@ if [ ! -x "$ac" ] || [ "$n" -lt 1 ] || [ "$n" -gt 20 ]; then
         "BUILD_DIR/bench/sn-auto-calls built (meson setup $build && meson compile -C $build)" >&2
     exit 2
 fi
-narrow=2048x8,2048x12,2048x16,2048x20,2048x24,2048x32,2048x40,2048x48,2048x56,2048x64,2048x72,2048x100,2048x112,2048x120
+narrow=2048x8,2048x12,2048x16,2048x20,2048x24,2048x28,2048x32,2048x40,2048x44,2048x48,2048x56,2048x64,2048x72,2048x100,2048x112,2048x120
 wide=512x128,512x136,512x256,256x520,512x768,512x776,256x1000,256x1024,256x1536,256x1544,128x2048,128x2056,64x3072,64x4096,64x4104,32x8192
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
