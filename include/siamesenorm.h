@@ -210,7 +210,8 @@ typedef enum sn_isa {
                         * kernels from it, per row width, kind of call (a LayerNorm's or an
                         * RMSNorm's, a sub-layer's fuse or a merge) and placement (whether the
                         * call's matrices exceed the L2, are written with streaming stores, and
-                        * start every row on a 32-byte boundary): from another SIMD path
+                        * start every row and parameter vector on a 32-byte boundary): from
+                        * another SIMD path
                         * (they give the same bits in every kernel) or, for plain copies, from
                         * the scalar path; and it
                         * may run rows one at a time that a forced path runs in pairs (the

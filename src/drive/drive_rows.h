@@ -152,7 +152,7 @@ static void set_rows_place(job *J, const void *const p[], const int64_t ld[], in
  * bit for bit, over one row of R * D elements. The elementwise drivers run such calls as rows of
  * FLAT_W elements, the last one shorter: rows narrower than that no longer cost a kernel call
  * each, and auto's table is the one for rows of FLAT_W whatever D (docs/performance.md,
- * "Elementwise calls as one row"). */
+ * "Elementwise calls as one row, and placements"). */
 #define FLAT_W 2048
 
 /* Views J's call (R x D, not yet given its memory hints: set_mem comes after) as rows of FLAT_W
