@@ -99,12 +99,13 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
                    offsetof(sn_kern, single) == offsetof(sn_kern16, single),
                "sn_kern and sn_kern16: one layout (table.h)");
 /* width classes (kernels.h, sn_k_width_class) */
-#define CL(c)                (1u << (c))
-#define ALL_WIDTHS           ((1u << SN_K_WIDTH_CLASSES) - 1u)
-#define MID_WIDTHS           (CL(1) | CL(7) | CL(17)) /* 128 .. 2048 (all of them) */
-#define WIDE_WIDTHS          (CL(2) | CL(8))          /* 2049 and wider (all of them) */
-#define SHORT_HALF_WIDTHS    (CL(3) | CL(12))         /* 24 and 40 */
-#define ODD_WIDTHS           (CL(4) | CL(15) | CL(13) | CL(18) | CL(10)) /* up to 127, not a multiple of 8 */
+#define CL(c)             (1u << (c))
+#define ALL_WIDTHS        ((1u << SN_K_WIDTH_CLASSES) - 1u)
+#define MID_WIDTHS        (CL(1) | CL(7) | CL(17)) /* 128 .. 2048 (all of them) */
+#define WIDE_WIDTHS       (CL(2) | CL(8))          /* 2049 and wider (all of them) */
+#define SHORT_HALF_WIDTHS (CL(3) | CL(12))         /* 24 and 40 */
+/* up to 127, not a multiple of 8 */
+#define ODD_WIDTHS           (CL(4) | CL(15) | CL(13) | CL(18) | CL(10))
 #define SHORT_ODD_WIDTHS     (CL(4) | CL(15) | CL(13) | CL(18)) /* below 64, not a multiple of 8 */
 #define ODD_41_63            CL(18)
 #define SIXTEEN_WIDTHS       (CL(9) | CL(11)) /* 16 and 32 */
@@ -245,14 +246,16 @@ static const table_pick zen4_tables[] = {
  * 72 and 88. bf16 rows of 24: the merge's backward (without du) 1.02-1.06, the sub-layer's
  * 0.89-0.91: the merge takes AVX2's fuse_bwd and fuse_bwd2.
  * Since 0.6.14 by placement too (kernels.h; sn-auto-calls, two to nine processes of each of the
- * four layouts; docs/performance.md, "Placements"): the fp32 norm backward at 136 .. 2040
- * columns, odd multiples of 8 (class 7), beyond the L2 with every row on a 32-byte boundary:
+ * four layouts; docs/performance.md, "Elementwise calls as one row, and placements"): the fp32
+ * norm backward at 136 .. 2040 columns, odd multiples of 8 (classes 7 and 17), beyond the L2
+ * with every row on a 32-byte boundary:
  * AVX-512 / AVX2 above 1 in 124 cells of 136 at 776 .. 1544 columns (0.97-1.10, median 1.02), in
  * 39 of 40 at 136 and 264 (median 1.07), in 6 of 20 at 520 (0.99-1.03, median 0.997): AVX2. With
  * a row 16 bytes off a boundary, below 1 in 111 of 128 at 776 .. 1544 (median 0.98), and in the
  * L2 (136 and 520 columns) 0.75-0.93 in every layout: stays (beyond the L2 at 136 with rows off,
- * AVX2 is the faster, 0.91-0.96, and at 264 AVX-512: one class, not split). The fp32 fuse and merge backward at 40 (1024 and 2048 rows,
- * nine processes per layout) with rows off 32-byte boundaries: AVX2 / AVX-512 at least 1 in 67
+ * AVX2 is the faster, 0.91-0.96, and at 264 AVX-512: one class, not split). The fp32 fuse and
+ * merge backward at 40 (1024 and 2048 rows, nine processes per layout) with rows off 32-byte
+ * boundaries: AVX2 / AVX-512 at least 1 in 67
  * cells of 72 (up to 1.10; 0.87 once); beyond the L2 (32768 rows, on boundaries, three
  * processes): the merge's 1.03-1.12 in 6 of 6, the sub-layer's 0.98-1.03: AVX-512's fuse_bwd and
  * fuse_bwd2. On boundaries in the L2 the merge's is below 1 in 29 of 36 (up to 1.14 once), the
@@ -330,8 +333,10 @@ static const table_pick spr_tables[] = {
 };
 
 /* auto's tables: at32 and at16 [placement][kind of call][width class] name one of the distinct
- * tables of pool32 and pool16. Most of the 680 combinations share a table, so only the distinct
- * ones are written (POOL_NOTE); the pools' untouched pages take no memory. */
+ * tables of pool32 and pool16. Most of the 760 combinations share a table, so only the distinct
+ * ones are written (on Emerald Rapids 39 fp32 and 15 bf16 tables of 288 bytes, 15 KiB, where
+ * one table per combination would take 428 KiB; on Zen 4 11 and 4); the pools' untouched pages
+ * take no memory. */
 enum { AUTO_TABLES = SN_K_PLACES * SN_K_CALLS * SN_K_WIDTH_CLASSES };
 _Static_assert(AUTO_TABLES <= 65535, "at32 and at16 hold an unsigned short");
 static sn_kern pool32[AUTO_TABLES];
