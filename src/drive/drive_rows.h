@@ -53,11 +53,12 @@ static SN_T *out_row(mat_out m, int64_t r) { return m.p + r * m.ld; }
 typedef struct job {
     const SN_KT *K;
     const sn_kern *K32; /* the fp32 table of the same path (parameter-gradient slots) */
-    /* K and K32 are the tables for these four (tables_of): */
+    /* K and K32 are the tables for these three and the placement of nt, pf and off32
+     * (tables_of): */
     sn_isa isa;     /* the context's path setting */
     int64_t W;      /* the row width the kernels see */
     sn_k_call call; /* the kind of call */
-    unsigned place; /* where its rows are: SN_K_PLACE_* bits (set_mem_at, set_rows_place) */
+    int off32;      /* a row or parameter vector starts off a 32-byte boundary (set_rows_place) */
     int64_t R, D;   /* rows of the call; elements per row */
     int64_t Dlast;  /* elements in the last row: D, but in a flat view (flat_view) */
     int64_t pieces; /* tasks of the parallel for under way (row runs, chunk runs or columns) */
@@ -73,11 +74,14 @@ typedef struct job {
     sn_task_fn ctask; /* the chunk task of pg_run */
 } job;
 
-/* J's kernel tables, for its path setting, width, kind of call and placement (auto's tables
- * differ by those only in speed, never in bits) */
+/* J's kernel tables, for its path setting, width, kind of call and placement (kernels.h,
+ * SN_K_PLACE_*: from nt, pf and off32; auto's tables differ by those only in speed, never in
+ * bits) */
 static void tables_of(job *J) {
-    J->K = SN_KERN_FOR(J->isa, J->W, J->place, J->call);
-    J->K32 = sn_kern_for(J->isa, J->W, J->place, J->call);
+    const unsigned place = (J->nt ? SN_K_PLACE_STREAMS : 0u) | (J->pf ? SN_K_PLACE_BEYOND_L2 : 0u) |
+                           (J->off32 ? SN_K_PLACE_OFF32 : 0u);
+    J->K = SN_KERN_FOR(J->isa, J->W, place, J->call);
+    J->K32 = sn_kern_for(J->isa, J->W, place, J->call);
 }
 
 /* The job of a call of kind `call` over R rows of D elements on ctx's kernel tables for rows of
@@ -120,20 +124,18 @@ static double mats_bytes(int64_t R, int64_t D, int nmat) {
 }
 
 /* streaming stores (beyond nt_min bytes) and prefetch for a call over nmat R x D matrices, and
- * the placement bits and tables that follow */
+ * the tables that follow */
 static void set_mem_at(job *J, int64_t R, int64_t D, int nmat, double nt_min) {
     const double bytes = mats_bytes(R, D, nmat);
     J->nt = bytes > nt_min;
     J->pf = bytes > SN_D_PF_MIN_BYTES;
-    J->place = (J->place & ~(unsigned)(SN_K_PLACE_STREAMS | SN_K_PLACE_BEYOND_L2)) |
-               (J->nt ? SN_K_PLACE_STREAMS : 0u) | (J->pf ? SN_K_PLACE_BEYOND_L2 : 0u);
     tables_of(J);
 }
 static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
     set_mem_at(J, R, D, nmat, SN_D_NT_MIN_BYTES);
 }
 
-/* Sets J's placement bit SN_K_PLACE_OFF32 when a row of one of the n row matrices (first rows
+/* Sets J's off32 (placement bit SN_K_PLACE_OFF32) when a row of one of the n row matrices (first rows
  * p[], NULL: none; row strides ld[] in elements) or a vector of the parameter block params (NULL:
  * none; vectors J->W floats apart) starts off a 32-byte boundary. Before set_mem or set_mem_at,
  * which look the tables up. */
@@ -142,7 +144,7 @@ static void set_rows_place(job *J, const void *const p[], const int64_t ld[], in
     uintptr_t any = params ? (uintptr_t)params | (uintptr_t)J->W * sizeof(float) : 0;
     for (int k = 0; k < n; k++)
         if (p[k]) any |= (uintptr_t)p[k] | (uintptr_t)ld[k] * sizeof(SN_T);
-    J->place = (J->place & ~(unsigned)SN_K_PLACE_OFF32) | (any % 32 ? SN_K_PLACE_OFF32 : 0u);
+    J->off32 = any % 32 != 0;
 }
 
 /* ---- elementwise calls on contiguous matrices ----------------------------------------------
