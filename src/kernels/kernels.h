@@ -175,8 +175,10 @@ const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call 
  *  16  104 and 120
  *  15  9 .. 15: one masked 16-lane vector, a whole and a masked 8-lane one
  *   4  the other widths below 24 not a multiple of 8 (1 .. 7, 17 .. 23)
- *  13  not a multiple of 8, 25 .. 39
- *  18  not a multiple of 8, 41 .. 63
+ *  20  not a multiple of 8, 25 .. 31: the last 16-lane vector more than half full
+ *  13  not a multiple of 8, 33 .. 39: the last 16-lane vector at most half full
+ *  19  not a multiple of 8, 41 .. 47 and 57 .. 63: the last 16-lane vector more than half full
+ *  18  not a multiple of 8, 49 .. 55: the last 16-lane vector at most half full
  *  10  not a multiple of 8, 65 .. 127
  *   9  16: one 16-lane vector
  *  11  32: two 16-lane vectors
@@ -184,12 +186,12 @@ const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call 
  * and wider rows that are odd multiples of 8 have their own classes, 7 (136 .. 1208), 17
  * (1224 .. 2040) and 8 (2056 and wider): in a matrix of such float rows every other row starts
  * half a 64-byte line in, so that every 16-lane load and store of it spans two lines (classes 1
- * and 2 keep the other widths). Classes 11 .. 18 were split from 9, 3, 4, 5, 4, 5, 7 and 13 where
- * the faster path differed within those (registry.c). A representative width of each:
+ * and 2 keep the other widths). Classes 11 .. 20 were split from 9, 3, 4, 5, 4, 5, 7, 13, 18 and
+ * 13 where the faster path differed within those (registry.c). A representative width of each:
  * sn_k_width_class_rep. */
-#define SN_K_WIDTH_CLASSES 19
+#define SN_K_WIDTH_CLASSES 21
 static const int64_t sn_k_width_class_rep[SN_K_WIDTH_CLASSES] = {
-    64, 128, 2049, 24, 1, 88, 8, 136, 2056, 16, 100, 32, 40, 36, 56, 12, 120, 1544, 60};
+    64, 128, 2049, 24, 1, 88, 8, 136, 2056, 16, 100, 32, 40, 36, 56, 12, 120, 1544, 52, 60, 28};
 static inline int sn_k_width_class(int64_t width) {
     if (width >= 128) {
         const int half = width % 16 == 8; /* an odd multiple of 8 */
@@ -198,8 +200,8 @@ static inline int sn_k_width_class(int64_t width) {
     }
     if (width % 8)
         return width < 64 ? (width < 24   ? (width > 8 && width < 16 ? 15 : 4)
-                             : width < 40 ? 13
-                                          : 18)
+                             : width < 40 ? (width % 16 > 8 ? 20 : 13)
+                                          : (width % 16 > 8 ? 19 : 18))
                           : 10;
     if (width == 8) return 6;
     if (width % 16 == 8)

@@ -104,10 +104,13 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 #define MID_WIDTHS        (CL(1) | CL(7) | CL(17)) /* 128 .. 2048 (all of them) */
 #define WIDE_WIDTHS       (CL(2) | CL(8))          /* 2049 and wider (all of them) */
 #define SHORT_HALF_WIDTHS (CL(3) | CL(12))         /* 24 and 40 */
-/* up to 127, not a multiple of 8 */
-#define ODD_WIDTHS           (CL(4) | CL(15) | CL(13) | CL(18) | CL(10))
-#define SHORT_ODD_WIDTHS     (CL(4) | CL(15) | CL(13) | CL(18)) /* below 64, not a multiple of 8 */
-#define ODD_41_63            CL(18)
+/* up to 127, not a multiple of 8; below 64; 33 .. 39; 41 .. 63; of those, the widths whose last
+ * 16-lane vector is more than half full (41 .. 47, 57 .. 63) */
+#define ODD_WIDTHS           (CL(4) | CL(15) | CL(20) | CL(13) | CL(19) | CL(18) | CL(10))
+#define SHORT_ODD_WIDTHS     (CL(4) | CL(15) | CL(20) | CL(13) | CL(19) | CL(18))
+#define ODD_33_39            CL(13)
+#define ODD_41_63            (CL(19) | CL(18))
+#define ODD_41_63_OVER_HALF  CL(19)
 #define SIXTEEN_WIDTHS       (CL(9) | CL(11)) /* 16 and 32 */
 #define WIDTH_16             CL(9)
 #define WIDTH_24             CL(3)
@@ -272,16 +275,27 @@ static const table_pick zen4_tables[] = {
  * there (0.6.9 measured the class at 12 and 20 only). Class 18 (41 .. 63) is split from 13: the
  * LayerNorm forward there AVX2 / AVX-512 1.02-1.11 in 32 cells of 32 (at 25 .. 36 0.96-1.04):
  * stays AVX-512's; the RMSNorm forward 0.97-1.08, and the norm backward 0.91-1.04 at 44 and 52
- * but 1.02-1.13 at 60 and 63: stay AVX2's. */
+ * but 1.02-1.13 at 60 and 63: stay AVX2's. Class 19 (41 .. 47 and 57 .. 63, where the last
+ * 16-lane vector is more than half full) is split from 18 (2048 rows, the four layouts, six
+ * processes at 16 widths, three more at 8): the fp32 norm backward's AVX2 / AVX-512 medians
+ * 1.04-1.08 at 57 .. 63 (AVX2 the faster in 1 .. 4 of 24 cells a width, both kinds), the
+ * RMSNorm's 1.01-1.03 at 41 .. 47 (2 .. 8 of 24), the LayerNorm's 1.00-1.01 (9 .. 14 of 24); at
+ * 49 .. 55 0.97-1.01 (AVX2 the faster in 7 .. 23 of 24): AVX-512's norm backward at class 19. The
+ * RMSNorm forward stays AVX2's at both: 0.98-0.99 at 44 .. 55, 1.01-1.03 at 57 .. 63. Class 20
+ * (25 .. 31) is split from 13 (now 33 .. 39) by the same rule (10 widths, three processes): the
+ * fp32 fuse forward AVX2 / AVX-512 below 1 in 58 cells of 60 at 33 .. 39 (0.93-1.00), the merge
+ * forward in 50 of 60 (0.95-1.03), against 1.01 and 1.05 in the medians at 25 .. 30: AVX2's
+ * fuse forward at 33 .. 39. The norms and the backward fuses had the same faster path on both. */
 static const slot_pick spr[] = {
     /* the norms' slots; at 41 .. 63 (not a multiple of 8), 104 and 120 the LayerNorm forward
-     * stays, and at 104 and 120 the RMSNorm backward */
+     * stays, at 104 and 120 the RMSNorm backward, and at class 19 the norm backward */
     NORM_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
                    (SHORT_ODD_WIDTHS & ~ODD_41_63) | (LONG_HALF_WIDTHS & ~HALF_104_120) | WIDTH_16,
                    ALL_PLACES, F32),
     NORM_FWD_PICKS(ALL_KINDS & ~LAYERNORM, SN_ISA_AVX2, HALF_104_120 | ODD_41_63, ALL_PLACES, F32),
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
-                   SHORT_ODD_WIDTHS | (LONG_HALF_WIDTHS & ~HALF_104_120) | SIXTEEN_WIDTHS,
+                   (SHORT_ODD_WIDTHS & ~ODD_41_63_OVER_HALF) | (LONG_HALF_WIDTHS & ~HALF_104_120) |
+                       SIXTEEN_WIDTHS,
                    ALL_PLACES, F32),
     NORM_BWD_PICKS(ALL_KINDS & ~RMSNORM, SN_ISA_AVX2, HALF_104_120, ALL_PLACES, F32),
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_16 | WIDTH_24, ALL_PLACES, BF16),
@@ -306,10 +320,11 @@ static const slot_pick spr[] = {
     PICK(fold, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
     PICK(hc_proj, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
     PICK(fuse_red, SN_ISA_AVX2, SHORT_HALF_WIDTHS, ALL_PLACES, BF16),
-    /* the fuse's: forward at 16, 32 and 56 and below 24 not a multiple of 8 but 9 .. 15,
-     * backward below 64 not a multiple of 8, and the merge's bf16 backward at 24 */
-    FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, SIXTEEN_WIDTHS | (ODD_BELOW_24 & ~ODD_9_15) | WIDTH_56,
-                   ALL_PLACES, F32),
+    /* the fuse's: forward at 16, 32 and 56, below 24 not a multiple of 8 but 9 .. 15, and at
+     * 33 .. 39, backward below 24 not a multiple of 8, and the merge's bf16 backward at 24 */
+    FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2,
+                   SIXTEEN_WIDTHS | (ODD_BELOW_24 & ~ODD_9_15) | WIDTH_56 | ODD_33_39, ALL_PLACES,
+                   F32),
     FUSE_FWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_24, ALL_PLACES, BF16),
     PICK(fuse_bwd, SN_ISA_AVX2, ODD_BELOW_24, ALL_PLACES, F32),
     PICK(fuse_bwd2, SN_ISA_AVX2, ODD_BELOW_24, ALL_PLACES, F32),
