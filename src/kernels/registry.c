@@ -348,9 +348,9 @@ static const table_pick spr_tables[] = {
 };
 
 /* auto's tables: at32 and at16 [placement][kind of call][width class] name one of the distinct
- * tables of pool32 and pool16. Most of the 760 combinations share a table, so only the distinct
- * ones are written (on Emerald Rapids 39 fp32 and 15 bf16 tables of 288 bytes, 15 KiB, where
- * one table per combination would take 428 KiB; on Zen 4 11 and 4); the pools' untouched pages
+ * tables of pool32 and pool16. Most of the 840 combinations share a table, so only the distinct
+ * ones are written (on Emerald Rapids 41 fp32 and 15 bf16 tables of 288 bytes, 16 KiB, where
+ * one table per combination would take 473 KiB; on Zen 4 11 and 4); the pools' untouched pages
  * take no memory. */
 enum { AUTO_TABLES = SN_K_PLACES * SN_K_CALLS * SN_K_WIDTH_CLASSES };
 _Static_assert(AUTO_TABLES <= 65535, "at32 and at16 hold an unsigned short");
