@@ -171,7 +171,8 @@ const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call 
  *   3  24 elements, where the half-empty vector is a third of the row
  *  12  40 elements (a fifth)
  *  14  56
- *   5  72 and 88
+ *  21  72
+ *   5  88
  *  16  104 and 120
  *  15  9 .. 15: one masked 16-lane vector, a whole and a masked 8-lane one
  *   4  the other widths below 24 not a multiple of 8 (1 .. 7, 17 .. 23)
@@ -186,12 +187,12 @@ const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call 
  * and wider rows that are odd multiples of 8 have their own classes, 7 (136 .. 1208), 17
  * (1224 .. 2040) and 8 (2056 and wider): in a matrix of such float rows every other row starts
  * half a 64-byte line in, so that every 16-lane load and store of it spans two lines (classes 1
- * and 2 keep the other widths). Classes 11 .. 20 were split from 9, 3, 4, 5, 4, 5, 7, 13, 18 and
- * 13 where the faster path differed within those (registry.c). A representative width of each:
+ * and 2 keep the other widths). Classes 11 .. 21 were split from 9, 3, 4, 5, 4, 5, 7, 13, 18, 13
+ * and 5 where the faster path differed within those (registry.c). A representative width of each:
  * sn_k_width_class_rep. */
-#define SN_K_WIDTH_CLASSES 21
+#define SN_K_WIDTH_CLASSES 22
 static const int64_t sn_k_width_class_rep[SN_K_WIDTH_CLASSES] = {
-    64, 128, 2049, 24, 1, 88, 8, 136, 2056, 16, 100, 32, 40, 36, 56, 12, 120, 1544, 52, 60, 28};
+    64, 128, 2049, 24, 1, 88, 8, 136, 2056, 16, 100, 32, 40, 36, 56, 12, 120, 1544, 52, 60, 28, 72};
 static inline int sn_k_width_class(int64_t width) {
     if (width >= 128) {
         const int half = width % 16 == 8; /* an odd multiple of 8 */
@@ -205,7 +206,11 @@ static inline int sn_k_width_class(int64_t width) {
                           : 10;
     if (width == 8) return 6;
     if (width % 16 == 8)
-        return width <= 40 ? (width == 24 ? 3 : 12) : width == 56 ? 14 : width < 104 ? 5 : 16;
+        return width <= 40   ? (width == 24 ? 3 : 12)
+               : width == 56 ? 14
+               : width == 72 ? 21
+               : width < 104 ? 5
+                             : 16;
     return width <= 32 ? (width == 16 ? 9 : 11) : 0;
 }
 

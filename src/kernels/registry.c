@@ -117,7 +117,8 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 #define ODD_BELOW_24         (CL(4) | CL(15)) /* below 24, not a multiple of 8 */
 #define ODD_9_15             CL(15)
 #define WIDTH_56             CL(14)
-#define LONG_HALF_WIDTHS     (CL(14) | CL(5) | CL(16)) /* 56, 72, .., 120 */
+#define LONG_HALF_WIDTHS     (CL(14) | CL(21) | CL(5) | CL(16)) /* 56, 72, .., 120 */
+#define WIDTH_72             CL(21)
 #define HALF_104_120         CL(16)
 #define EIGHT_WIDTHS         CL(6) /* 8 */
 #define WIDTH_40             CL(12)
@@ -336,6 +337,8 @@ static const slot_pick spr[] = {
                    F32),
     PICK_FOR(MERGE, stats2, SN_ISA_AVX2, LONG_MID_HALF_WIDTHS | WIDE_HALF_WIDTHS, LINED_UNSTREAMED,
              F32),
+    /* the merge forward at 72 off 32-byte boundaries (its stats2 is AVX2's at 56 .. 88 already) */
+    FUSE_FWD_PICKS(MERGE, SN_ISA_AVX2, WIDTH_72, OFF32, F32),
     /* the fuse and merge backward at 40 with rows off 32-byte boundaries or beyond the L2 */
     PICK(fuse_bwd, SN_ISA_AVX512, WIDTH_40, OFF32_OR_BEYOND_L2, F32),
     PICK(fuse_bwd2, SN_ISA_AVX512, WIDTH_40, OFF32_OR_BEYOND_L2, F32),
@@ -348,9 +351,9 @@ static const table_pick spr_tables[] = {
 };
 
 /* auto's tables: at32 and at16 [placement][kind of call][width class] name one of the distinct
- * tables of pool32 and pool16. Most of the 840 combinations share a table, so only the distinct
+ * tables of pool32 and pool16. Most of the 880 combinations share a table, so only the distinct
  * ones are written (on Emerald Rapids 41 fp32 and 15 bf16 tables of 288 bytes, 16 KiB, where
- * one table per combination would take 473 KiB; on Zen 4 11 and 4); the pools' untouched pages
+ * one table per combination would take 495 KiB; on Zen 4 11 and 4); the pools' untouched pages
  * take no memory. */
 enum { AUTO_TABLES = SN_K_PLACES * SN_K_CALLS * SN_K_WIDTH_CLASSES };
 _Static_assert(AUTO_TABLES <= 65535, "at32 and at16 hold an unsigned short");
