@@ -286,7 +286,10 @@ static const table_pick zen4_tables[] = {
  * (25 .. 31) is split from 13 (now 33 .. 39) by the same rule (10 widths, three processes): the
  * fp32 fuse forward AVX2 / AVX-512 below 1 in 58 cells of 60 at 33 .. 39 (0.93-1.00), the merge
  * forward in 50 of 60 (0.95-1.03), against 1.01 and 1.05 in the medians at 25 .. 30: AVX2's
- * fuse forward at 33 .. 39. The norms and the backward fuses had the same faster path on both. */
+ * fuse forward at 33 .. 39. The norms and the backward fuses had the same faster path on both.
+ * Class 21 (72) is split from 5 (now 88): the fp32 merge forward with every buffer 16 bytes off
+ * a boundary AVX2 / AVX-512 0.96-0.98 in 5 of 6 processes at 72 (with the matrices alone off
+ * 0.996-1.005; at 88 0.97-1.03): AVX2's fuse forward slots for the merge at 72 off boundaries. */
 static const slot_pick spr[] = {
     /* the norms' slots; at 41 .. 63 (not a multiple of 8), 104 and 120 the LayerNorm forward
      * stays, at 104 and 120 the RMSNorm backward, and at class 19 the norm backward */
