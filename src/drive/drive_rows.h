@@ -135,10 +135,10 @@ static void set_mem(job *J, int64_t R, int64_t D, int nmat) {
     set_mem_at(J, R, D, nmat, SN_D_NT_MIN_BYTES);
 }
 
-/* Sets J's off32 (placement bit SN_K_PLACE_OFF32) when a row of one of the n row matrices (first rows
- * p[], NULL: none; row strides ld[] in elements) or a vector of the parameter block params (NULL:
- * none; vectors J->W floats apart) starts off a 32-byte boundary. Before set_mem or set_mem_at,
- * which look the tables up. */
+/* Sets J's off32 (placement bit SN_K_PLACE_OFF32) when a row of one of the n row matrices
+ * (first rows p[], NULL: none; row strides ld[] in elements) or a vector of the parameter block
+ * params (NULL: none; vectors J->W floats apart) starts off a 32-byte boundary. Before set_mem or
+ * set_mem_at, which look the tables up. */
 static void set_rows_place(job *J, const void *const p[], const int64_t ld[], int n,
                            const float *params) {
     uintptr_t any = params ? (uintptr_t)params | (uintptr_t)J->W * sizeof(float) : 0;

@@ -199,11 +199,12 @@ static inline int sn_k_width_class(int64_t width) {
         if (width > 2048) return half ? 8 : 2;
         return half ? (width < 1224 ? 7 : 17) : 1;
     }
-    if (width % 8)
-        return width < 64 ? (width < 24   ? (width > 8 && width < 16 ? 15 : 4)
-                             : width < 40 ? (width % 16 > 8 ? 20 : 13)
-                                          : (width % 16 > 8 ? 19 : 18))
-                          : 10;
+    if (width % 8) {
+        const int over = width % 16 > 8; /* the last 16-lane vector more than half full */
+        if (width >= 64) return 10;
+        if (width < 24) return width > 8 && width < 16 ? 15 : 4;
+        return width < 40 ? (over ? 20 : 13) : (over ? 19 : 18);
+    }
     if (width == 8) return 6;
     if (width % 16 == 8)
         return width <= 40   ? (width == 24 ? 3 : 12)

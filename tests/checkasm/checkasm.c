@@ -328,6 +328,13 @@ int main(int argc, char **argv) {
      * class): every slot taken from another path gives the best path's bits. The check covers
      * every width, so a function already checked for one table is not checked again. */
     if (checks) {
+        /* the check below reaches each class through its representative width: each must fall
+         * in its own class, or that class's tables go unchecked */
+        for (int c = 0; c < SN_K_WIDTH_CLASSES; c++)
+            CHECK_MSG(sn_k_width_class(sn_k_width_class_rep[c]) == c,
+                      "sn_k_width_class_rep[%d] = %lld is of class %d", c,
+                      (long long)sn_k_width_class_rep[c],
+                      sn_k_width_class(sn_k_width_class_rep[c]));
         const sn_isa best = sn_cpu_best();
         const ca_path base = {sn_isa_name(best), sn_kern_for(best, 0, 0, SN_K_CALL_OTHER),
                               sn_kern16_for(best, 0, 0, SN_K_CALL_OTHER)};
