@@ -77,7 +77,7 @@
  * parameter-gradient chunk are now even: 768 columns, 21 -> 20 rows); 0.6.6 and 0.6.7 changed
  * no call and no bit; 0.6.8 changed no call and no bit, and runs SN_ISA_AVX512 only where the CPU
  * also has AVX512BW (every AVX-512 CPU but Xeon Phi, which now runs SN_ISA_AVX2); 0.6.9,
- * 0.6.10, 0.6.11, 0.6.12, 0.6.13, 0.6.14 and 0.6.15 changed no call and no bit.
+ * 0.6.10, 0.6.11, 0.6.12, 0.6.13, 0.6.14, 0.6.15 and 0.6.16 changed no call and no bit.
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -93,10 +93,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 6
-#define SN_VERSION_PATCH 15
+#define SN_VERSION_PATCH 16
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.6.15"
+#define SN_VERSION_STRING "0.6.16"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
@@ -208,10 +208,10 @@ typedef enum sn_isa {
                         * tests/checkasm's --bench on rows in L1 and bench/sn-auto-calls
                         * through the public calls, docs/performance.md), auto takes those
                         * kernels from it, per row width, kind of call (a LayerNorm's or an
-                        * RMSNorm's, a sub-layer's fuse or a merge) and placement (whether the
-                        * call's matrices exceed the L2, are written with streaming stores, and
-                        * start every row and parameter vector on a 32-byte boundary): from
-                        * another SIMD path
+                        * RMSNorm's, a sub-layer's fuse or a merge) and placement (the size
+                        * of the call's matrices: within the L2, past it, beyond 8 MiB, or
+                        * written with streaming stores; and whether every row and parameter
+                        * vector starts on a 32-byte boundary): from another SIMD path
                         * (they give the same bits in every kernel) or, for plain copies, from
                         * the scalar path; and it
                         * may run rows one at a time that a forced path runs in pairs (the

@@ -53,7 +53,7 @@ static SN_T *out_row(mat_out m, int64_t r) { return m.p + r * m.ld; }
 typedef struct job {
     const SN_KT *K;
     const sn_kern *K32; /* the fp32 table of the same path (parameter-gradient slots) */
-    /* K and K32 are the tables for these three and the placement of nt, pf and off32
+    /* K and K32 are the tables for these three and the placement of tier and off32
      * (tables_of): */
     sn_isa isa;     /* the context's path setting */
     int64_t W;      /* the row width the kernels see */
@@ -64,6 +64,7 @@ typedef struct job {
     int64_t pieces; /* tasks of the parallel for under way (row runs, chunk runs or columns) */
     int nt;         /* streaming stores (see SN_D_NT_MIN_BYTES) */
     int pf;         /* software prefetch of the rows ahead (see SN_D_PF_MIN_BYTES) */
+    unsigned tier;  /* auto's size tier, kernels.h SN_K_PLACE_TIER (set_mem_at) */
     /* backward passes with parameter gradients (see pg_run) */
     float *dparams;   /* the call's parameter gradients (accumulated) */
     int64_t npg;      /* floats of the parameter block */
@@ -75,11 +76,9 @@ typedef struct job {
 } job;
 
 /* J's kernel tables, for its path setting, width, kind of call and placement (kernels.h,
- * SN_K_PLACE_*: from nt, pf and off32; auto's tables differ by those only in speed, never in
- * bits) */
+ * SN_K_PLACE_*: tier and off32; auto's tables differ by those only in speed, never in bits) */
 static void tables_of(job *J) {
-    const unsigned place = (J->nt ? SN_K_PLACE_STREAMS : 0u) | (J->pf ? SN_K_PLACE_BEYOND_L2 : 0u) |
-                           (J->off32 ? SN_K_PLACE_OFF32 : 0u);
+    const unsigned place = J->tier | (J->off32 ? SN_K_PLACE_OFF32 : 0u);
     J->K = SN_KERN_FOR(J->isa, J->W, place, J->call);
     J->K32 = sn_kern_for(J->isa, J->W, place, J->call);
 }
@@ -123,12 +122,16 @@ static double mats_bytes(int64_t R, int64_t D, int nmat) {
     return (double)R * (double)D * (double)nmat * sizeof(SN_T);
 }
 
-/* streaming stores (beyond nt_min bytes) and prefetch for a call over nmat R x D matrices, and
- * the tables that follow */
+/* streaming stores (beyond nt_min bytes), prefetch and the size tier (drive.h) for a call over
+ * nmat R x D matrices, and the tables that follow */
 static void set_mem_at(job *J, int64_t R, int64_t D, int nmat, double nt_min) {
     const double bytes = mats_bytes(R, D, nmat);
     J->nt = bytes > nt_min;
     J->pf = bytes > SN_D_PF_MIN_BYTES;
+    J->tier = J->nt                            ? SN_K_PLACE_STREAMS
+              : bytes > SN_D_FAR_MIN_BYTES     ? SN_K_PLACE_FAR
+              : bytes > SN_D_PAST_L2_MIN_BYTES ? SN_K_PLACE_PAST_L2
+                                               : 0u;
     tables_of(J);
 }
 static void set_mem(job *J, int64_t R, int64_t D, int nmat) {

@@ -108,16 +108,20 @@ typedef enum sn_k_call {
     SN_K_CALLS
 } sn_k_call;
 
-/* Where a call's rows are, as SN_ISA_AUTO's tables tell calls apart (registry.c): a placement
- * is a combination of these bits, 0 .. SN_K_PLACES - 1. A call's driver sets them (drive_rows.h,
- * set_mem_at and set_rows_place); calls without memory hints count as placement 0. */
+/* Where a call's rows are, as SN_ISA_AUTO's tables tell calls apart (registry.c): a placement,
+ * 0 .. SN_K_PLACES - 1, is a size tier (bits 0 and 1, SN_K_PLACE_TIER) with the bit
+ * SN_K_PLACE_OFF32. A call's driver sets them (drive_rows.h, set_mem_at and set_rows_place);
+ * calls without memory hints count as placement 0 (tier 0: within the L2). */
 enum {
-    SN_K_PLACE_STREAMS = 1,   /* the call writes with streaming stores (the drivers' nt) */
-    SN_K_PLACE_BEYOND_L2 = 2, /* its matrices span more than SN_D_PF_MIN_BYTES (the drivers' pf) */
-    SN_K_PLACE_OFF32 = 4,     /* some row of a row matrix it reads or writes, or a vector of the
-                               * parameters it reads, starts off a 32-byte boundary (AVX2's
-                               * vector: the boundary that decided, measured; docs/performance.md,
-                               * "Elementwise calls as one row, and placements") */
+    SN_K_PLACE_PAST_L2 = 1, /* tier 1: the call's matrices span more than SN_D_PAST_L2_MIN_BYTES,
+                             * up to SN_D_FAR_MIN_BYTES (past one core's L2) */
+    SN_K_PLACE_FAR = 2,     /* tier 2: more than SN_D_FAR_MIN_BYTES, without streaming stores */
+    SN_K_PLACE_STREAMS = 3, /* tier 3: the call writes with streaming stores (the drivers' nt) */
+    SN_K_PLACE_TIER = 3,    /* the tier's bits (docs/performance.md, "Size tiers") */
+    SN_K_PLACE_OFF32 = 4,   /* some row of a row matrix it reads or writes, or a vector of the
+                             * parameters it reads, starts off a 32-byte boundary (AVX2's vector:
+                             * the boundary that decided, measured; docs/performance.md,
+                             * "Elementwise calls as one row, and placements") */
     SN_K_PLACES = 8
 };
 
@@ -163,10 +167,10 @@ extern const sn_kern sn_kern_avx512;
 const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call call);
 
 /* The width classes of SN_ISA_AUTO's tables. By the rows' length: 0, up to 127 elements (the
- * loops' own cost counts); 1, 128 .. 2048 (rows in L1 and L2); 2, wider (the rows stream from L2
- * and beyond). Rows of up to 127 elements are further told apart by how vectors of 8 and of 16
- * lanes end on them (the 8-lane vectors cover the odd multiples of 8 whole, the 16-lane ones
- * only with a half-empty last vector):
+ * loops' own cost counts); 1, 128 .. 2048 (rows in L1 and L2; see 22 below); 2, wider (the
+ * rows stream from L2 and beyond). Rows of up to 127 elements are further told apart by how
+ * vectors of 8 and of 16 lanes end on them (the 8-lane vectors cover the odd multiples of 8
+ * whole, the 16-lane ones only with a half-empty last vector):
  *   6  8 elements: one 8-lane vector, one half-empty 16-lane vector
  *   3  24 elements, where the half-empty vector is a third of the row
  *  12  40 elements (a fifth)
@@ -184,20 +188,22 @@ const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call 
  *   9  16: one 16-lane vector
  *  11  32: two 16-lane vectors
  *   0  the multiples of 16 from 48 to 112
- * and wider rows that are odd multiples of 8 have their own classes, 7 (136 .. 1208), 17
- * (1224 .. 2040) and 8 (2056 and wider): in a matrix of such float rows every other row starts
- * half a 64-byte line in, so that every 16-lane load and store of it spans two lines (classes 1
- * and 2 keep the other widths). Classes 11 .. 21 were split from 9, 3, 4, 5, 4, 5, 7, 13, 18, 13
- * and 5 where the faster path differed within those (registry.c). A representative width of each:
- * sn_k_width_class_rep. */
-#define SN_K_WIDTH_CLASSES 22
+ * and wider rows that are odd multiples of 8 have their own classes, 23 (136 .. 504), 7
+ * (520 .. 1208), 17 (1224 .. 2040) and 8 (2056 and wider): in a matrix of such float rows every
+ * other row starts half a 64-byte line in, so that every 16-lane load and store of it spans two
+ * lines. Classes 22 (128 .. 240), 1 (256 .. 2048) and 2 keep the other widths. Classes 11 .. 23
+ * were split from 9, 3, 4, 5, 4, 5, 7, 13, 18, 13, 5, 1 and 7 where the faster path differed
+ * within those (registry.c). A representative width of each: sn_k_width_class_rep. */
+#define SN_K_WIDTH_CLASSES 24
 static const int64_t sn_k_width_class_rep[SN_K_WIDTH_CLASSES] = {
-    64, 128, 2049, 24, 1, 88, 8, 136, 2056, 16, 100, 32, 40, 36, 56, 12, 120, 1544, 52, 60, 28, 72};
+    64, 1024, 2049, 24, 1,   88,   8,  776, 2056, 16, 100, 32,
+    40, 36,   56,   12, 120, 1544, 52, 60,  28,   72, 128, 136};
 static inline int sn_k_width_class(int64_t width) {
     if (width >= 128) {
         const int half = width % 16 == 8; /* an odd multiple of 8 */
         if (width > 2048) return half ? 8 : 2;
-        return half ? (width < 1224 ? 7 : 17) : 1;
+        if (half) return width < 512 ? 23 : width < 1224 ? 7 : 17;
+        return width < 256 ? 22 : 1;
     }
     if (width % 8) {
         const int over = width % 16 > 8; /* the last 16-lane vector more than half full */

@@ -95,15 +95,19 @@ typedef struct table_pick {
         PICK_FOR(kinds, fuse_s, from, classes, places, types),                                     \
         PICK_FOR(kinds, norm_s, from, classes, places, types)
 _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
+                   offsetof(sn_kern, stats2) == offsetof(sn_kern16, stats2) &&
+                   offsetof(sn_kern, norm_bwd2) == offsetof(sn_kern16, norm_bwd2) &&
+                   offsetof(sn_kern, pair_w_fwd) == offsetof(sn_kern16, pair_w_fwd) &&
                    offsetof(sn_kern, pair_w_bwd) == offsetof(sn_kern16, pair_w_bwd) &&
                    offsetof(sn_kern, single) == offsetof(sn_kern16, single),
                "sn_kern and sn_kern16: one layout (table.h)");
 /* width classes (kernels.h, sn_k_width_class) */
 #define CL(c)             (1u << (c))
 #define ALL_WIDTHS        ((1u << SN_K_WIDTH_CLASSES) - 1u)
-#define MID_WIDTHS        (CL(1) | CL(7) | CL(17)) /* 128 .. 2048 (all of them) */
-#define WIDE_WIDTHS       (CL(2) | CL(8))          /* 2049 and wider (all of them) */
-#define SHORT_HALF_WIDTHS (CL(3) | CL(12))         /* 24 and 40 */
+#define WIDE_WIDTHS       (CL(2) | CL(8))  /* 2049 and wider (all of them) */
+#define SHORT_HALF_WIDTHS (CL(3) | CL(12)) /* 24 and 40 */
+/* 128 .. 2048 (all of them) */
+#define MID_WIDTHS (CL(22) | CL(1) | CL(23) | CL(7) | CL(17))
 /* up to 127, not a multiple of 8; below 64; 33 .. 39; 41 .. 63; of those, the widths whose last
  * 16-lane vector is more than half full (41 .. 47, 57 .. 63) */
 #define ODD_WIDTHS           (CL(4) | CL(15) | CL(20) | CL(13) | CL(19) | CL(18) | CL(10))
@@ -122,19 +126,24 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 #define HALF_104_120         CL(16)
 #define EIGHT_WIDTHS         CL(6) /* 8 */
 #define WIDTH_40             CL(12)
-#define MID_HALF_WIDTHS      (CL(7) | CL(17)) /* 136 .. 2040, odd multiples of 8 */
-#define LONG_MID_HALF_WIDTHS CL(17)           /* 1224 .. 2040, odd multiples of 8 */
-#define WIDE_HALF_WIDTHS     CL(8)            /* 2056 and wider, odd multiples of 8 */
-/* placements (kernels.h: bit 0 streams, bit 1 beyond the L2, bit 2 off 32-byte boundaries) */
-#define ALL_PLACES         0xFFu
-#define UNSTREAMED         0x55u /* the calls without streaming stores (placements 0, 2, 4, 6) */
-#define LINED_UNSTREAMED   0x05u /* on 32-byte boundaries, without streaming stores (0, 2) */
-#define LINED_BEYOND_L2    0x0Cu /* beyond the L2, on 32-byte boundaries (2, 3) */
-#define OFF32              0xF0u /* off 32-byte boundaries (4 .. 7) */
-#define OFF32_OR_BEYOND_L2 0xFCu /* either (2 .. 7) */
-#define F32                1u
-#define BF16               2u
-#define BOTH_TYPES         3u
+#define WIDTHS_256_2048      CL(1)                     /* but the odd multiples of 8 */
+#define MID_HALF_WIDTHS      (CL(23) | CL(7) | CL(17)) /* 136 .. 2040, odd multiples of 8 */
+#define MID_HALF_136_504     CL(23)                    /* 136 .. 504, odd multiples of 8 */
+#define LONG_MID_HALF_WIDTHS CL(17)                    /* 1224 .. 2040, odd multiples of 8 */
+#define WIDE_HALF_WIDTHS     CL(8)                     /* 2056 and wider, odd multiples of 8 */
+/* placements (kernels.h: bits 0 and 1 the size tier, 0 within the L2, 1 past it, 2 far beyond
+ * it, 3 streamed; bit 2 off 32-byte boundaries) */
+#define ALL_PLACES       0xFFu
+#define UNSTREAMED       0x77u /* the calls without streaming stores (tiers 0 .. 2) */
+#define LINED_UNSTREAMED 0x07u /* on 32-byte boundaries, without streaming stores (0 .. 2) */
+#define LINED_PAST_L2    0x0Eu /* past the L2 (tiers 1 .. 3), on 32-byte boundaries */
+#define LINED_TIERS_1_2  0x06u /* ... without streaming stores (tiers 1, 2) */
+#define LINED_FAR        0x0Cu /* tiers 2 and 3, on 32-byte boundaries */
+#define OFF32            0xF0u /* off 32-byte boundaries (4 .. 7) */
+#define OFF32_OR_PAST_L2 0xFEu /* either (1 .. 7) */
+#define F32              1u
+#define BF16             2u
+#define BOTH_TYPES       3u
 /* kinds of call (kernels.h, sn_k_call) */
 #define ALL_KINDS ((1u << SN_K_CALLS) - 1u)
 #define LAYERNORM (1u << SN_K_CALL_LAYERNORM)
@@ -289,7 +298,21 @@ static const table_pick zen4_tables[] = {
  * fuse forward at 33 .. 39. The norms and the backward fuses had the same faster path on both.
  * Class 21 (72) is split from 5 (now 88): the fp32 merge forward with every buffer 16 bytes off
  * a boundary AVX2 / AVX-512 0.96-0.98 in 5 of 6 processes at 72 (with the matrices alone off
- * 0.996-1.005; at 88 0.97-1.03): AVX2's fuse forward slots for the merge at 72 off boundaries. */
+ * 0.996-1.005; at 88 0.97-1.03): AVX2's fuse forward slots for the merge at 72 off boundaries.
+ * Since 0.6.16 by size tier (kernels.h: past 3 MiB, past 8 MiB, streamed), with classes 22
+ * (128 .. 240, from 1) and 23 (136 .. 504, from 7). The fp32 norm backward on 32-byte
+ * boundaries (4 KiB and staggered, 1.5 .. 38 MB of matrices, 31 widths, three or four
+ * processes; medians of AVX2 / AVX-512 per cell, cells below 1 of all): the RMSNorm's at
+ * 256 .. 2048 not an odd multiple of 8, 56 of 60 in tier 1 (median 0.980), 29 of 36 in tier 2
+ * (0.982), 7 of 48 in tier 0: AVX2 in tiers 1 and 2 (at 128 .. 240 8 of 80 and 11 of 20: stays;
+ * the LayerNorm's 18 of 60 and 5 of 36: stays). At 136 .. 504 (odd multiples of 8) the
+ * RMSNorm's 48 of 120 in tier 1 (up to 1.16 at 136 .. 232), the LayerNorm's 0 of 120 (median
+ * 1.049): AVX-512 in tier 1, where 0.6.14 took AVX2 from 4 MiB; in tier 2 35 and 32 of 36: AVX2
+ * from there. At 520 .. 2040 29 and 27 of 30 (class 7), 29 and 30 of 30 (class 17) in tier 1:
+ * AVX2 from tier 1. The fp32 fuse and merge backward at 40 (2048 .. 16384 rows, on boundaries,
+ * three processes): the merge's 0.96-1.00 up to 4 MiB of matrices, 1.05-1.09 from 4.7 MiB, the
+ * sub-layer's 0.97-1.01: AVX-512's fuse_bwd and fuse_bwd2 from tier 1 (where 0.6.14 took them
+ * from 4 MiB). */
 static const slot_pick spr[] = {
     /* the norms' slots; at 41 .. 63 (not a multiple of 8), 104 and 120 the LayerNorm forward
      * stays, at 104 and 120 the RMSNorm backward, and at class 19 the norm backward */
@@ -303,7 +326,9 @@ static const slot_pick spr[] = {
                    ALL_PLACES, F32),
     NORM_BWD_PICKS(ALL_KINDS & ~RMSNORM, SN_ISA_AVX2, HALF_104_120, ALL_PLACES, F32),
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_16 | WIDTH_24, ALL_PLACES, BF16),
-    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, MID_HALF_WIDTHS, LINED_BEYOND_L2, F32),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, MID_HALF_WIDTHS & ~MID_HALF_136_504, LINED_PAST_L2, F32),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, MID_HALF_136_504, LINED_FAR, F32),
+    NORM_BWD_PICKS(RMSNORM, SN_ISA_AVX2, WIDTHS_256_2048, LINED_TIERS_1_2, F32),
     /* the elementwise slots */
     PICK(add_div, SN_ISA_AVX2,
          (SHORT_ODD_WIDTHS & ~ODD_9_15) | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS,
@@ -342,9 +367,9 @@ static const slot_pick spr[] = {
              F32),
     /* the merge forward at 72 off 32-byte boundaries (its stats2 is AVX2's at 56 .. 88 already) */
     FUSE_FWD_PICKS(MERGE, SN_ISA_AVX2, WIDTH_72, OFF32, F32),
-    /* the fuse and merge backward at 40 with rows off 32-byte boundaries or beyond the L2 */
-    PICK(fuse_bwd, SN_ISA_AVX512, WIDTH_40, OFF32_OR_BEYOND_L2, F32),
-    PICK(fuse_bwd2, SN_ISA_AVX512, WIDTH_40, OFF32_OR_BEYOND_L2, F32),
+    /* the fuse and merge backward at 40 with rows off 32-byte boundaries or past the L2 */
+    PICK(fuse_bwd, SN_ISA_AVX512, WIDTH_40, OFF32_OR_PAST_L2, F32),
+    PICK(fuse_bwd2, SN_ISA_AVX512, WIDTH_40, OFF32_OR_PAST_L2, F32),
 };
 /* whole tables, taken before the slots above: rows of 8 (class 6) of both types, and fp32 rows
  * of 24 and 40 (class 3), run AVX2's */
@@ -354,9 +379,9 @@ static const table_pick spr_tables[] = {
 };
 
 /* auto's tables: at32 and at16 [placement][kind of call][width class] name one of the distinct
- * tables of pool32 and pool16. Most of the 880 combinations share a table, so only the distinct
- * ones are written (on Emerald Rapids 41 fp32 and 15 bf16 tables of 288 bytes, 16 KiB, where
- * one table per combination would take 495 KiB; on Zen 4 11 and 4); the pools' untouched pages
+ * tables of pool32 and pool16. Most of the 960 combinations share a table, so only the distinct
+ * ones are written (on Emerald Rapids 42 fp32 and 15 bf16 tables of 288 bytes, 16 KiB, where
+ * one table per combination would take 540 KiB; on Zen 4 11 and 4); the pools' untouched pages
  * take no memory. */
 enum { AUTO_TABLES = SN_K_PLACES * SN_K_CALLS * SN_K_WIDTH_CLASSES };
 _Static_assert(AUTO_TABLES <= 65535, "at32 and at16 hold an unsigned short");
@@ -374,12 +399,17 @@ static unsigned short pool_index(void *pool, size_t size, int *n, const void *t)
     return (unsigned short)i;
 }
 
-/* copies the slot at byte offset off of table src into dst (either table type). The table's data
- * fields stay dst's: pair_w_fwd and pair_w_bwd because the slots they describe, stats2 and
- * norm_bwd2, are taken from another path only below 128 columns, where the drivers pair rows
- * whatever they say; `single` is the family's (family_picks). */
+/* copies the slot at byte offset off of table src into dst (either table type, one layout), with
+ * the data field that describes it: pair_w_fwd goes with stats2 and pair_w_bwd with norm_bwd2,
+ * so that the drivers pair rows as the path that slot comes from does (docs/performance.md,
+ * "Size tiers": a slot run on pairs its own path never pairs was slower than either path).
+ * `single` is the family's (family_picks). */
 static void take(void *dst, const void *src, size_t off) {
     memcpy((char *)dst + off, (const char *)src + off, sizeof(void (*)(void)));
+    size_t data = 0;
+    if (off == offsetof(sn_kern, stats2)) data = offsetof(sn_kern, pair_w_fwd);
+    if (off == offsetof(sn_kern, norm_bwd2)) data = offsetof(sn_kern, pair_w_bwd);
+    if (data) memcpy((char *)dst + data, (const char *)src + data, sizeof(int64_t));
 }
 
 /* the path whose whole table auto takes for class c, placement s, tables of type bit `type` */

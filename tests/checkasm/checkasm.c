@@ -217,6 +217,31 @@ const char *const ca_type_names[CA_NTYPES] = {"f32", "bf16"};
 
 /* ---- bits across tables ------------------------------------------------------------------- */
 
+/* auto's table au (placement s, kind k, class c) pairs rows as the path its stats2 and
+ * norm_bwd2 come from does: each pair width equals that path's (registry.c, take) */
+static void check_pair_width(int from_path, int64_t w, int64_t want, const char *what,
+                             const char *path, unsigned s, int k, int c) {
+    if (from_path)
+        CHECK_MSG(w == want, "auto (place %u, kind %d, class %d): %s %lld, %s's %lld", s, k, c,
+                  what, (long long)w, path, (long long)want);
+}
+static void check_pair_widths(const ca_path *au, unsigned s, int k, int c) {
+    for (int isa = SN_ISA_SCALAR; isa <= SN_ISA_AVX512; isa++) {
+        if (!sn_cpu_has((sn_isa)isa)) continue;
+        const sn_kern *p = sn_kern_for((sn_isa)isa, 0, 0, SN_K_CALL_OTHER);
+        const sn_kern16 *q = sn_kern16_for((sn_isa)isa, 0, 0, SN_K_CALL_OTHER);
+        const char *n = sn_isa_name((sn_isa)isa);
+        check_pair_width(au->K->stats2 == p->stats2, au->K->pair_w_fwd, p->pair_w_fwd,
+                         "fp32 pair_w_fwd", n, s, k, c);
+        check_pair_width(au->K->norm_bwd2 == p->norm_bwd2, au->K->pair_w_bwd, p->pair_w_bwd,
+                         "fp32 pair_w_bwd", n, s, k, c);
+        check_pair_width(au->K16->stats2 == q->stats2, au->K16->pair_w_fwd, q->pair_w_fwd,
+                         "bf16 pair_w_fwd", n, s, k, c);
+        check_pair_width(au->K16->norm_bwd2 == q->norm_bwd2, au->K16->pair_w_bwd, q->pair_w_bwd,
+                         "bf16 pair_w_bwd", n, s, k, c);
+    }
+}
+
 /* one check: slot sl of element type t on table a gives table b's bits on every output
  * (ca_bench_same_bits); W names the width class checked, 0 for all */
 static void check_same_bits(const ca_path *a, const ca_path *b, ca_type t, int sl, int64_t W) {
@@ -348,6 +373,7 @@ int main(int argc, char **argv) {
                     const int64_t w = sn_k_width_class_rep[c]; /* a width of class c */
                     const ca_path au = {"auto", sn_kern_for(SN_ISA_AUTO, w, s, (sn_k_call)k),
                                         sn_kern16_for(SN_ISA_AUTO, w, s, (sn_k_call)k)};
+                    check_pair_widths(&au, s, k, c);
                     for (int t = 0; t < CA_NTYPES; t++)
                         for (int sl = 0; sl < ca_bench_nslots(); sl++) {
                             if (ca_bench_same_fn(&au, &base, (ca_type)t, sl))
