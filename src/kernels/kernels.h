@@ -158,12 +158,13 @@ extern const sn_kern sn_kern_avx512;
 #endif
 
 /* The table of a path for rows of `width` elements in a call of kind `call` at placement `place`
- * (SN_K_PLACE_* bits; never NULL: paths not compiled in give the scalar table). A forced path's
- * table ignores all three. The rows are those the kernels see: an elementwise call on contiguous
- * matrices narrower than 2048 columns runs as rows of 2048 elements and looks up that width
- * (drive_rows.h, flat_view). SN_ISA_AUTO: the best path's table with some slots (table.h) taken
- * from another path, per CPU family, width class, kind of call and placement (registry.c): the
- * same bits as the best path's own table, whatever the choice. */
+ * (SN_K_PLACE_*: a size tier and a bit; never NULL: paths not compiled in give the scalar
+ * table). A forced path's table ignores all three. The rows are those the kernels see: an
+ * elementwise call on contiguous matrices narrower than 2048 columns runs as rows of 2048
+ * elements and looks up that width (drive_rows.h, flat_view). SN_ISA_AUTO: the best path's
+ * table with some slots (table.h) taken from another path, per CPU family, width class, kind of
+ * call and placement (registry.c): the same bits as the best path's own table, whatever the
+ * choice. */
 const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call call);
 
 /* The width classes of SN_ISA_AUTO's tables. By the rows' length: 0, up to 127 elements (the
