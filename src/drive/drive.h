@@ -140,7 +140,7 @@ static inline const sn_drive *sn_drive_of(sn_dtype dt) { return sn_drives[dt]; }
  * lets compute and memory take turns. */
 #define SN_D_PF_MIN_BYTES (4.0 * 1024 * 1024)
 #define SN_D_PF_AHEAD     2
-/* The size tiers of auto's tables (kernels.h, SN_K_PLACE_TIER): calls whose matrices span more
+/* The size tiers of auto's tables (kernels.h, SN_K_PLACE_*): calls whose matrices span more
  * than SN_D_PAST_L2_MIN_BYTES (past one core's L2, 2 MiB on Sapphire and Emerald Rapids) are of
  * tier 1, those beyond SN_D_FAR_MIN_BYTES of tier 2, and streamed calls (nt) of tier 3. Where
  * the faster path of the norm backward changes with the size (docs/performance.md, "Size

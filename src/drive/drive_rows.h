@@ -64,7 +64,7 @@ typedef struct job {
     int64_t pieces; /* tasks of the parallel for under way (row runs, chunk runs or columns) */
     int nt;         /* streaming stores (see SN_D_NT_MIN_BYTES) */
     int pf;         /* software prefetch of the rows ahead (see SN_D_PF_MIN_BYTES) */
-    unsigned tier;  /* auto's size tier, kernels.h SN_K_PLACE_TIER (set_mem_at) */
+    unsigned tier;  /* auto's size tier, 0 .. 3 (kernels.h, SN_K_PLACE_*; set_mem_at) */
     /* backward passes with parameter gradients (see pg_run) */
     float *dparams;   /* the call's parameter gradients (accumulated) */
     int64_t npg;      /* floats of the parameter block */

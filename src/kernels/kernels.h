@@ -109,15 +109,14 @@ typedef enum sn_k_call {
 } sn_k_call;
 
 /* Where a call's rows are, as SN_ISA_AUTO's tables tell calls apart (registry.c): a placement,
- * 0 .. SN_K_PLACES - 1, is a size tier (bits 0 and 1, SN_K_PLACE_TIER) with the bit
- * SN_K_PLACE_OFF32. A call's driver sets them (drive_rows.h, set_mem_at and set_rows_place);
- * calls without memory hints count as placement 0 (tier 0: within the L2). */
+ * 0 .. SN_K_PLACES - 1, is a size tier (bits 0 and 1: 0 .. 3, docs/performance.md, "Size
+ * tiers") with the bit SN_K_PLACE_OFF32. A call's driver sets them (drive_rows.h, set_mem_at and
+ * set_rows_place); calls without memory hints count as placement 0 (tier 0: within the L2). */
 enum {
     SN_K_PLACE_PAST_L2 = 1, /* tier 1: the call's matrices span more than SN_D_PAST_L2_MIN_BYTES,
                              * up to SN_D_FAR_MIN_BYTES (past one core's L2) */
     SN_K_PLACE_FAR = 2,     /* tier 2: more than SN_D_FAR_MIN_BYTES, without streaming stores */
     SN_K_PLACE_STREAMS = 3, /* tier 3: the call writes with streaming stores (the drivers' nt) */
-    SN_K_PLACE_TIER = 3,    /* the tier's bits (docs/performance.md, "Size tiers") */
     SN_K_PLACE_OFF32 = 4,   /* some row of a row matrix it reads or writes, or a vector of the
                              * parameters it reads, starts off a 32-byte boundary (AVX2's vector:
                              * the boundary that decided, measured; docs/performance.md,

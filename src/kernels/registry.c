@@ -129,6 +129,7 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 #define WIDTHS_256_2048      CL(1)                     /* but the odd multiples of 8 */
 #define MID_HALF_WIDTHS      (CL(23) | CL(7) | CL(17)) /* 136 .. 2040, odd multiples of 8 */
 #define MID_HALF_136_504     CL(23)                    /* 136 .. 504, odd multiples of 8 */
+#define MID_HALF_520_2040    (CL(7) | CL(17))          /* 520 .. 2040, odd multiples of 8 */
 #define LONG_MID_HALF_WIDTHS CL(17)                    /* 1224 .. 2040, odd multiples of 8 */
 #define WIDE_HALF_WIDTHS     CL(8)                     /* 2056 and wider, odd multiples of 8 */
 /* placements (kernels.h: bits 0 and 1 the size tier, 0 within the L2, 1 past it, 2 far beyond
@@ -326,7 +327,7 @@ static const slot_pick spr[] = {
                    ALL_PLACES, F32),
     NORM_BWD_PICKS(ALL_KINDS & ~RMSNORM, SN_ISA_AVX2, HALF_104_120, ALL_PLACES, F32),
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_16 | WIDTH_24, ALL_PLACES, BF16),
-    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, MID_HALF_WIDTHS & ~MID_HALF_136_504, LINED_PAST_L2, F32),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, MID_HALF_520_2040, LINED_PAST_L2, F32),
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, MID_HALF_136_504, LINED_FAR, F32),
     NORM_BWD_PICKS(RMSNORM, SN_ISA_AVX2, WIDTHS_256_2048, LINED_TIERS_1_2, F32),
     /* the elementwise slots */
