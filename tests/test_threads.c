@@ -82,15 +82,44 @@ static void run_prims(const sn_ctx *ctx, outs *o) {
     CHECK_OK(sn_split_backward(ctx, R, D, W, D, W2, D, de, D, 0));
 }
 
+/* The network pass's block (block.h: z = tanh(h W_i), 256 x 256 per sub-layer) and its
+ * backward are the test's own arithmetic, the same in every run: each is computed once per
+ * distinct input and replayed when a run hands it bitwise the same input (the library's outputs
+ * are still compared in full). Without this they took 85% of the test's time in sanitizer
+ * builds. */
+enum { NET_S = 4, NET_DN = 256, NET_RN = 128, NET_N = NET_RN * NET_DN };
+static blk net_blk;
+static float *memo_fin[NET_S], *memo_fout[NET_S], *memo_bz[NET_S], *memo_bdz[NET_S],
+    *memo_bout[NET_S];
+
+static void blk_fwd_memo(int i, int64_t n, const float *h, float *z) {
+    if (!memo_fin[i] || memcmp(memo_fin[i], h, (size_t)n * sizeof(float)) != 0) {
+        if (!memo_fin[i]) memo_fin[i] = tu_falloc(n), memo_fout[i] = tu_falloc(n);
+        blk_fwd_f(&net_blk, i, NET_RN, h, NET_DN, memo_fout[i], NET_DN);
+        memcpy(memo_fin[i], h, (size_t)n * sizeof(float));
+    }
+    memcpy(z, memo_fout[i], (size_t)n * sizeof(float));
+}
+
+static void blk_bwd_memo(int i, int64_t n, const float *z, const float *dz, float *dh) {
+    if (!memo_bz[i] || memcmp(memo_bz[i], z, (size_t)n * sizeof(float)) != 0 ||
+        memcmp(memo_bdz[i], dz, (size_t)n * sizeof(float)) != 0) {
+        if (!memo_bz[i])
+            memo_bz[i] = tu_falloc(n), memo_bdz[i] = tu_falloc(n), memo_bout[i] = tu_falloc(n);
+        blk_bwd_f(&net_blk, i, NET_RN, z, NET_DN, dz, NET_DN, memo_bout[i], NET_DN);
+        memcpy(memo_bz[i], z, (size_t)n * sizeof(float));
+        memcpy(memo_bdz[i], dz, (size_t)n * sizeof(float));
+    }
+    memcpy(dh, memo_bout[i], (size_t)n * sizeof(float));
+}
+
 /* a SiameseNorm network pass: out, de and grads */
 static void run_net(const sn_ctx *ctx, outs *o) {
-    enum { S = 4, DN = 256, RN = 128 };
+    enum { S = NET_S, DN = NET_DN, RN = NET_RN };
     sn_net net;
     CHECK_OK(sn_net_init(&net, SN_PLACEMENT_SIAMESE, S, DN, SN_NORM_LAYERNORM, 1e-5f));
     int64_t np, apr, wpr;
     CHECK_OK(sn_net_sizes(&net, &np, &apr, &wpr));
-    blk b;
-    blk_init(&b, S, DN, 9);
     float *params = tu_falloc(np), *acts = tu_falloc(RN * apr), *work = tu_falloc(RN * wpr);
     float *h[S], *z[S], *dz = tu_falloc(RN * DN), *dh = tu_falloc(RN * DN);
     CHECK_OK(sn_net_init_params(&net, params));
@@ -103,19 +132,19 @@ static void run_net(const sn_ctx *ctx, outs *o) {
     for (int i = 0; i < S; i++) {
         h[i] = out_new(o, RN * DN), z[i] = tu_falloc(RN * DN);
         CHECK_OK(sn_net_enter(ctx, &net, &pass, i, h[i], DN));
-        blk_fwd_f(&b, i, RN, h[i], DN, z[i], DN);
+        blk_fwd_memo(i, RN * DN, h[i], z[i]);
         CHECK_OK(sn_net_exit(ctx, &net, &pass, i, z[i], DN));
     }
     CHECK_OK(sn_net_merge(ctx, &net, &pass, out, DN));
     CHECK_OK(sn_net_merge_backward(ctx, &net, &pass, W, DN));
     for (int i = S - 1; i >= 0; i--) {
         CHECK_OK(sn_net_exit_backward(ctx, &net, &pass, i, dz, DN, 0));
-        blk_bwd_f(&b, i, RN, z[i], DN, dz, DN, dh, DN);
+        blk_bwd_memo(i, RN * DN, z[i], dz, dh);
         CHECK_OK(sn_net_enter_backward(ctx, &net, &pass, i, dh, DN));
     }
     CHECK_OK(sn_net_split_backward(ctx, &net, &pass, de, DN, 0));
     for (int i = 0; i < S; i++) free(z[i]);
-    free(params), free(acts), free(work), free(dz), free(dh), free(b.Wf), free(b.Wd);
+    free(params), free(acts), free(work), free(dz), free(dh);
 }
 
 static void outs_free(outs *o) {
@@ -216,11 +245,15 @@ int main(void) {
     X = tu_falloc(N), Y = tu_falloc(N), W = tu_falloc(N), W2 = tu_falloc(N), P = tu_falloc(6 * D);
     tu_fill(&g, X, N, -2, 3), tu_fill(&g, Y, N, -3, 2), tu_fill(&g, W, N, -1, 1);
     tu_fill(&g, W2, N, -1, 1), tu_fill(&g, P, 6 * D, 0.5, 1.5);
+    blk_init(&net_blk, NET_S, NET_DN, 9);
     check_paths();
     plant_nans(X, 0), plant_nans(Y, 1), plant_nans(W, 2), plant_nans(W2, 3);
     const char *strict = getenv("SN_TEST_NAN_BITS");
     nan_any_bits = !(strict && strcmp(strict, "1") == 0);
     check_paths();
-    free(X), free(Y), free(W), free(W2), free(P);
+    free(X), free(Y), free(W), free(W2), free(P), free(net_blk.Wf), free(net_blk.Wd);
+    for (int i = 0; i < NET_S; i++)
+        free(memo_fin[i]), free(memo_fout[i]), free(memo_bz[i]), free(memo_bdz[i]),
+            free(memo_bout[i]);
     return tu_finish("test_threads");
 }
