@@ -87,7 +87,7 @@ static void run_prims(const sn_ctx *ctx, outs *o) {
  * distinct input and replayed when a run hands it bitwise the same input (the library's outputs
  * are still compared in full). Without this they took 85% of the test's time in sanitizer
  * builds. */
-enum { NET_S = 4, NET_DN = 256, NET_RN = 128, NET_N = NET_RN * NET_DN };
+enum { NET_S = 4, NET_DN = 256, NET_RN = 128 };
 static blk net_blk;
 static float *memo_fin[NET_S], *memo_fout[NET_S], *memo_bz[NET_S], *memo_bdz[NET_S],
     *memo_bout[NET_S];
