@@ -167,7 +167,7 @@ extern const sn_kern sn_kern_avx512;
 const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call call);
 
 /* The width classes of SN_ISA_AUTO's tables. By the rows' length: 0, up to 127 elements (the
- * loops' own cost counts); 1, 128 .. 2048 (rows in L1 and L2; see 22 below); 2, wider (the
+ * loops' own cost counts); 1, 128 .. 2048 (rows in L1 and L2; see 22 and 24); 2, wider (the
  * rows stream from L2 and beyond). Rows of up to 127 elements are further told apart by how
  * vectors of 8 and of 16 lanes end on them (the 8-lane vectors cover the odd multiples of 8
  * whole, the 16-lane ones only with a half-empty last vector):
@@ -191,19 +191,20 @@ const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call 
  * and wider rows that are odd multiples of 8 have their own classes, 23 (136 .. 504), 7
  * (520 .. 1208), 17 (1224 .. 2040) and 8 (2056 and wider): in a matrix of such float rows every
  * other row starts half a 64-byte line in, so that every 16-lane load and store of it spans two
- * lines. Classes 22 (128 .. 240), 1 (256 .. 2048) and 2 keep the other widths. Classes 11 .. 23
- * were split from 9, 3, 4, 5, 4, 5, 7, 13, 18, 13, 5, 1 and 7 where the faster path differed
- * within those (registry.c). A representative width of each: sn_k_width_class_rep. */
-#define SN_K_WIDTH_CLASSES 24
+ * lines. Classes 22 (128 .. 175), 24 (176 .. 255), 1 (256 .. 2048) and 2 keep the other
+ * widths. Classes 11 .. 24 were split from 9, 3, 4, 5, 4, 5, 7, 13, 18, 13, 5, 1, 7 and 22 where
+ * the faster path differed within those (registry.c). A representative width of each:
+ * sn_k_width_class_rep. */
+#define SN_K_WIDTH_CLASSES 25
 static const int64_t sn_k_width_class_rep[SN_K_WIDTH_CLASSES] = {
-    64, 1024, 2049, 24, 1,   88,   8,  776, 2056, 16, 100, 32,
-    40, 36,   56,   12, 120, 1544, 52, 60,  28,   72, 128, 136};
+    64, 1024, 2049, 24,  1,    88, 8,  776, 2056, 16,  100, 32, 40,
+    36, 56,   12,   120, 1544, 52, 60, 28,  72,   128, 136, 192};
 static inline int sn_k_width_class(int64_t width) {
     if (width >= 128) {
         const int half = width % 16 == 8; /* an odd multiple of 8 */
         if (width > 2048) return half ? 8 : 2;
         if (half) return width < 512 ? 23 : width < 1224 ? 7 : 17;
-        return width < 256 ? 22 : 1;
+        return width < 176 ? 22 : width < 256 ? 24 : 1;
     }
     if (width % 8) {
         const int over = width % 16 > 8; /* the last 16-lane vector more than half full */
