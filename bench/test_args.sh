@@ -1,10 +1,13 @@
 #!/bin/sh
 # Test 'bench-args' (meson test, suite bench): the bench tools refuse a malformed argument with
 # their usage and exit status 2, rather than running no case or part of them (a typo in --dtype
-# used to run nothing; --isa foo ran auto). Usage: test_args.sh SN_BENCH SN_AUTO_CALLS
+# used to run nothing; --isa foo ran auto), and so does tools/auto-tiers.sh (before its first
+# run). Usage: test_args.sh SN_BENCH SN_AUTO_CALLS AUTO_TIERS_SH BUILD_ROOT
 set -u
 bench=$1
 calls=$2
+tiers=$3
+root=$4
 fail=0
 expect() { # expect STATUS TOOL ARGS...
     want=$1
@@ -27,6 +30,11 @@ for a in "--dtype fp32" "--dtype f32,bf16," "--sizes 8x64," "--sizes 8x64x" "--s
     # shellcheck disable=SC2086
     expect 2 "$calls" $a
 done
+for a in "0" "21" "2x" "1 nosuchop"; do
+    # shellcheck disable=SC2086
+    expect 2 sh "$tiers" "$root" $a
+done
+expect 2 sh "$tiers" "$root/no-such-build" 1
 # well-formed lists still run
 expect 0 "$bench" --quick --sizes 4x32,3x17 --threads 1 --dtype bf16,f32 --isa auto --ops "rmsnorm fwd"
 expect 0 "$calls" --sizes 2x17 --rounds 5 --dtype bf16,f32 --ops "split fwd"

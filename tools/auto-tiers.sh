@@ -29,6 +29,12 @@ if [ ! -x "$ac" ] || [ "$n" -lt 1 ] || [ "$n" -gt 20 ]; then
         "BUILD_DIR/bench/sn-auto-calls built (meson setup $build && meson compile -C $build)" >&2
     exit 2
 fi
+# OPS must name at least one operation (sn-auto-calls --ops: a substring of its names)
+if [ "$("$ac" --sizes 64x128 --ops "$ops" --dtype f32 --rounds 5 2>/dev/null |
+    awk '$5 == "auto"' | wc -l)" -eq 0 ]; then
+    echo "auto-tiers: no operation of sn-auto-calls matches '$ops' (e.g. 'norm bwd', 'fuse')" >&2
+    exit 2
+fi
 widths="128 136 192 200 240 256 264 392 512 520 768 776 1000 1024 1544 2048"
 mbs="1.5 2 2.5 3 3.5 4.1 5 6 8 12 20 38"
 tmp=$(mktemp -d)
