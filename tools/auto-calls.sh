@@ -18,23 +18,11 @@
 # src/kernels/registry.c), and the count of flagged cases per run. Nothing here is part of the
 # pass/fail suite: timings are not tests.
 set -eu
-build=${1:-build}
-runs=${2:-2}
-ac="$build/bench/sn-auto-calls"
-n=$runs
-case $n in '' | *[!0-9]*) n=0 ;; esac # not a number: refused below
-if [ ! -x "$ac" ] || [ "$n" -lt 1 ] || [ "$n" -gt 20 ]; then
-    echo "usage: tools/auto-calls.sh [BUILD_DIR [RUNS]]: RUNS 1 .. 20 (here '$runs'), and" \
-        "BUILD_DIR/bench/sn-auto-calls built (meson setup $build && meson compile -C $build)" >&2
-    exit 2
-fi
+# shellcheck source=SCRIPTDIR/auto-lib.sh # (sets ac, runs, tmp)
+. "$(dirname "$0")/auto-lib.sh"
+auto_setup auto-calls "[BUILD_DIR [RUNS]]" "${1:-build}" "${2:-2}" 8 # four layouts, two size lists
 narrow=2048x8,2048x12,2048x16,2048x20,2048x24,2048x28,2048x32,2048x40,2048x44,2048x48,2048x52,2048x56,2048x64,2048x72,2048x100,2048x120
 wide=512x128,512x136,512x256,256x520,512x768,512x776,256x1000,256x1024,256x1536,256x1544,128x2048,128x2056,64x3072,64x4096,64x4104,32x8192
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-start=$(date +%s)
-total=$((runs * 8)) # four layouts, two size lists
-done_=0
 i=1
 while [ "$i" -le "$runs" ]; do
     for layout in plain stagger off16 all16; do
@@ -48,15 +36,8 @@ while [ "$i" -le "$runs" ]; do
             sizes=$narrow
             [ "$set" = wide ] && sizes=$wide
             # shellcheck disable=SC2086 # the layout's options, word by word
-            "$ac" --sizes "$sizes" --dtype f32,bf16 $opts >"$tmp/$layout.$set.$i" 2>"$tmp/err" || {
-                echo "auto-calls: sn-auto-calls failed ($layout, $set sizes, run $i):" >&2
-                tail -5 "$tmp/err" >&2
-                exit 1
-            }
-            done_=$((done_ + 1))
-            el=$(($(date +%s) - start))
-            printf 'auto-calls: %d of %d processes done, %ds elapsed, eta %ds\n' "$done_" \
-                "$total" "$el" $((el * (total - done_) / done_)) >&2
+            auto_run "$tmp/$layout.$set.$i" "$layout, $set sizes, run $i" \
+                --sizes "$sizes" --dtype f32,bf16 $opts
         done
     done
     i=$((i + 1))

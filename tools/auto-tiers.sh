@@ -18,17 +18,10 @@
 # AVX2 / AVX-512 ratio tells which path `auto` should take. Nothing here is part of the
 # pass/fail suite: timings are not tests.
 set -eu
-build=${1:-build}
-runs=${2:-2}
+# shellcheck source=SCRIPTDIR/auto-lib.sh # (sets ac, runs, tmp)
+. "$(dirname "$0")/auto-lib.sh"
+auto_setup auto-tiers "[BUILD_DIR [RUNS [OPS]]]" "${1:-build}" "${2:-2}" 32 # two layouts, 16 widths
 ops=${3:-norm bwd}
-ac="$build/bench/sn-auto-calls"
-n=$runs
-case $n in '' | *[!0-9]*) n=0 ;; esac # not a number: refused below
-if [ ! -x "$ac" ] || [ "$n" -lt 1 ] || [ "$n" -gt 20 ]; then
-    echo "usage: tools/auto-tiers.sh [BUILD_DIR [RUNS [OPS]]]: RUNS 1 .. 20 (here '$runs'), and" \
-        "BUILD_DIR/bench/sn-auto-calls built (meson setup $build && meson compile -C $build)" >&2
-    exit 2
-fi
 # OPS must name at least one operation (sn-auto-calls --ops: a substring of its names)
 if [ "$("$ac" --sizes 64x128 --ops "$ops" --dtype f32 --rounds 5 2>/dev/null |
     awk '$5 == "auto"' | wc -l)" -eq 0 ]; then
@@ -37,11 +30,6 @@ if [ "$("$ac" --sizes 64x128 --ops "$ops" --dtype f32 --rounds 5 2>/dev/null |
 fi
 widths="128 136 192 200 240 256 264 392 512 520 768 776 1000 1024 1544 2048"
 mbs="1.5 2 2.5 3 3.5 4.1 5 6 8 12 20 38"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-start=$(date +%s)
-total=$((runs * 2 * 16))
-done_=0
 i=1
 while [ "$i" -le "$runs" ]; do
     for layout in plain stagger; do
@@ -55,16 +43,8 @@ while [ "$i" -le "$runs" ]; do
                     printf "%s%dx%d", (k > 1 ? "," : ""), r, d
                 } }')
             # shellcheck disable=SC2086 # the layout's option
-            "$ac" --sizes "$sizes" --ops "$ops" --dtype f32 $opts \
-                >"$tmp/$layout.$d.$i" 2>"$tmp/err" || {
-                echo "auto-tiers: sn-auto-calls failed ($layout, width $d, run $i):" >&2
-                tail -5 "$tmp/err" >&2
-                exit 1
-            }
-            done_=$((done_ + 1))
-            el=$(($(date +%s) - start))
-            printf 'auto-tiers: %d of %d processes done, %ds elapsed, eta %ds\n' "$done_" \
-                "$total" "$el" $((el * (total - done_) / done_)) >&2
+            auto_run "$tmp/$layout.$d.$i" "$layout, width $d, run $i" \
+                --sizes "$sizes" --ops "$ops" --dtype f32 $opts
         done
     done
     i=$((i + 1))
