@@ -188,22 +188,22 @@ const sn_kern *sn_kern_for(sn_isa isa, int64_t width, unsigned place, sn_k_call 
  *   9  16: one 16-lane vector
  *  11  32: two 16-lane vectors
  *   0  the multiples of 16 from 48 to 112
- * and wider rows that are odd multiples of 8 have their own classes, 23 (136 .. 504), 7
- * (520 .. 1208), 17 (1224 .. 2040) and 8 (2056 and wider): in a matrix of such float rows every
- * other row starts half a 64-byte line in, so that every 16-lane load and store of it spans two
- * lines. Classes 22 (128 .. 175), 24 (176 .. 255), 1 (256 .. 2048) and 2 keep the other
- * widths. Classes 11 .. 24 were split from 9, 3, 4, 5, 4, 5, 7, 13, 18, 13, 5, 1, 7 and 22 where
- * the faster path differed within those (registry.c). A representative width of each:
- * sn_k_width_class_rep. */
-#define SN_K_WIDTH_CLASSES 25
+ * and wider rows that are odd multiples of 8 have their own classes, 23 (136 .. 232), 25
+ * (248 .. 504), 7 (520 .. 1208), 17 (1224 .. 2040) and 8 (2056 and wider): in a matrix of such
+ * float rows every other row starts half a 64-byte line in, so that every 16-lane load and store
+ * of it spans two lines. Classes 22 (128 .. 175), 24 (176 .. 255), 1 (256 .. 2048) and 2 keep
+ * the other widths. Classes 11 .. 25 were split from 9, 3, 4, 5, 4, 5, 7, 13, 18, 13, 5, 1, 7,
+ * 22 and 23 where the faster path differed within those (registry.c). A representative width
+ * of each: sn_k_width_class_rep. */
+#define SN_K_WIDTH_CLASSES 26
 static const int64_t sn_k_width_class_rep[SN_K_WIDTH_CLASSES] = {
-    64, 1024, 2049, 24,  1,    88, 8,  776, 2056, 16,  100, 32, 40,
-    36, 56,   12,   120, 1544, 52, 60, 28,  72,   128, 136, 192};
+    64, 1024, 2049, 24,  1,    88, 8,  776, 2056, 16,  100, 32,  40,
+    36, 56,   12,   120, 1544, 52, 60, 28,  72,   128, 136, 192, 392};
 static inline int sn_k_width_class(int64_t width) {
     if (width >= 128) {
         const int half = width % 16 == 8; /* an odd multiple of 8 */
         if (width > 2048) return half ? 8 : 2;
-        if (half) return width < 512 ? 23 : width < 1224 ? 7 : 17;
+        if (half) return width < 248 ? 23 : width < 512 ? 25 : width < 1224 ? 7 : 17;
         return width < 176 ? 22 : width < 256 ? 24 : 1;
     }
     if (width % 8) {

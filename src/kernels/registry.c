@@ -107,32 +107,34 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 #define WIDE_WIDTHS       (CL(2) | CL(8))  /* 2049 and wider (all of them) */
 #define SHORT_HALF_WIDTHS (CL(3) | CL(12)) /* 24 and 40 */
 /* 128 .. 2048 (all of them) */
-#define MID_WIDTHS (CL(22) | CL(24) | CL(1) | CL(23) | CL(7) | CL(17))
+#define MID_WIDTHS (CL(22) | CL(24) | CL(1) | CL(23) | CL(25) | CL(7) | CL(17))
 /* up to 127, not a multiple of 8; below 64; 33 .. 39; 41 .. 63; of those, the widths whose last
  * 16-lane vector is more than half full (41 .. 47, 57 .. 63) */
-#define ODD_WIDTHS           (CL(4) | CL(15) | CL(20) | CL(13) | CL(19) | CL(18) | CL(10))
-#define SHORT_ODD_WIDTHS     (CL(4) | CL(15) | CL(20) | CL(13) | CL(19) | CL(18))
-#define ODD_33_39            CL(13)
-#define ODD_41_63            (CL(19) | CL(18))
-#define ODD_41_63_OVER_HALF  CL(19)
-#define SIXTEEN_WIDTHS       (CL(9) | CL(11)) /* 16 and 32 */
-#define WIDTH_16             CL(9)
-#define WIDTH_24             CL(3)
-#define ODD_BELOW_24         (CL(4) | CL(15)) /* below 24, not a multiple of 8 */
-#define ODD_9_15             CL(15)
-#define WIDTH_56             CL(14)
-#define LONG_HALF_WIDTHS     (CL(14) | CL(21) | CL(5) | CL(16)) /* 56, 72, .., 120 */
-#define WIDTH_72             CL(21)
-#define HALF_104_120         CL(16)
-#define EIGHT_WIDTHS         CL(6) /* 8 */
-#define WIDTH_40             CL(12)
-#define WIDTHS_176_255       CL(24)                    /* but the odd multiples of 8 */
-#define WIDTHS_256_2048      CL(1)                     /* but the odd multiples of 8 */
-#define MID_HALF_WIDTHS      (CL(23) | CL(7) | CL(17)) /* 136 .. 2040, odd multiples of 8 */
-#define MID_HALF_136_504     CL(23)                    /* 136 .. 504, odd multiples of 8 */
-#define MID_HALF_520_2040    (CL(7) | CL(17))          /* 520 .. 2040, odd multiples of 8 */
-#define LONG_MID_HALF_WIDTHS CL(17)                    /* 1224 .. 2040, odd multiples of 8 */
-#define WIDE_HALF_WIDTHS     CL(8)                     /* 2056 and wider, odd multiples of 8 */
+#define ODD_WIDTHS          (CL(4) | CL(15) | CL(20) | CL(13) | CL(19) | CL(18) | CL(10))
+#define SHORT_ODD_WIDTHS    (CL(4) | CL(15) | CL(20) | CL(13) | CL(19) | CL(18))
+#define ODD_33_39           CL(13)
+#define ODD_41_63           (CL(19) | CL(18))
+#define ODD_41_63_OVER_HALF CL(19)
+#define SIXTEEN_WIDTHS      (CL(9) | CL(11)) /* 16 and 32 */
+#define WIDTH_16            CL(9)
+#define WIDTH_24            CL(3)
+#define ODD_BELOW_24        (CL(4) | CL(15)) /* below 24, not a multiple of 8 */
+#define ODD_9_15            CL(15)
+#define WIDTH_56            CL(14)
+#define LONG_HALF_WIDTHS    (CL(14) | CL(21) | CL(5) | CL(16)) /* 56, 72, .., 120 */
+#define WIDTH_72            CL(21)
+#define HALF_104_120        CL(16)
+#define EIGHT_WIDTHS        CL(6) /* 8 */
+#define WIDTH_40            CL(12)
+#define WIDTHS_176_255      CL(24) /* but the odd multiples of 8 */
+#define WIDTHS_256_2048     CL(1)  /* but the odd multiples of 8 */
+/* 136 .. 2040, odd multiples of 8 */
+#define MID_HALF_WIDTHS      (CL(23) | CL(25) | CL(7) | CL(17))
+#define MID_HALF_136_504     (CL(23) | CL(25)) /* 136 .. 504, odd multiples of 8 */
+#define MID_HALF_248_504     CL(25)            /* 248 .. 504, odd multiples of 8 */
+#define MID_HALF_520_2040    (CL(7) | CL(17))  /* 520 .. 2040, odd multiples of 8 */
+#define LONG_MID_HALF_WIDTHS CL(17)            /* 1224 .. 2040, odd multiples of 8 */
+#define WIDE_HALF_WIDTHS     CL(8)             /* 2056 and wider, odd multiples of 8 */
 /* placements (kernels.h: bits 0 and 1 the size tier, 0 within the L2, 1 past it, 2 far beyond
  * it, 3 streamed; bit 2 off 32-byte boundaries) */
 #define ALL_PLACES       0xFFu
@@ -140,6 +142,7 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 #define LINED_UNSTREAMED 0x07u /* on 32-byte boundaries, without streaming stores (0 .. 2) */
 #define LINED_PAST_L2    0x0Eu /* past the L2 (tiers 1 .. 3), on 32-byte boundaries */
 #define LINED_TIERS_1_2  0x06u /* ... without streaming stores (tiers 1, 2) */
+#define LINED_TIER_1     0x02u /* tier 1 (3 .. 8 MiB), on 32-byte boundaries */
 #define LINED_TIER_2     0x04u /* tier 2 (8 .. 40 MiB), on 32-byte boundaries */
 #define LINED_FAR        0x0Cu /* tiers 2 and 3, on 32-byte boundaries */
 #define OFF32            0xF0u /* off 32-byte boundaries (4 .. 7) */
@@ -320,7 +323,11 @@ static const table_pick zen4_tables[] = {
  * three processes, on boundaries and staggered) AVX2 / AVX-512 0.98 at 176 .. 208, 0.95-0.97 at
  * 224 and 240 (auto/best 1.022-1.046, 19 of 180 cells flagged), against 0.99-1.06 at 128 .. 160
  * and 1.07-1.12 in tier 3 at every width: AVX2's in tier 2 only (the LayerNorm's 1.01-1.04
- * there: stays). */
+ * there: stays). And class 25 (248 .. 504, odd multiples of 8, from 23): the fp32 RMSNorm
+ * backward in tier 1 (3.4 .. 8 MB, three processes, both layouts) AVX2 / AVX-512 0.95-0.99 at
+ * every width (29-36 cells of 36 below 1; auto/best 1.022-1.065, 49 of 360 cells flagged),
+ * against 1.00-1.01 at 216 and 232: AVX2's in tier 1 (tiers 2 and 3 take it already, with class
+ * 23's). The LayerNorm's 1.02-1.05 at 216 .. 472: stays. */
 static const slot_pick spr[] = {
     /* the norms' slots; at 41 .. 63 (not a multiple of 8), 104 and 120 the LayerNorm forward
      * stays, at 104 and 120 the RMSNorm backward, and at class 19 the norm backward */
@@ -338,6 +345,7 @@ static const slot_pick spr[] = {
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, MID_HALF_136_504, LINED_FAR, F32),
     NORM_BWD_PICKS(RMSNORM, SN_ISA_AVX2, WIDTHS_256_2048, LINED_TIERS_1_2, F32),
     NORM_BWD_PICKS(RMSNORM, SN_ISA_AVX2, WIDTHS_176_255, LINED_TIER_2, F32),
+    NORM_BWD_PICKS(RMSNORM, SN_ISA_AVX2, MID_HALF_248_504, LINED_TIER_1, F32),
     /* the elementwise slots */
     PICK(add_div, SN_ISA_AVX2,
          (SHORT_ODD_WIDTHS & ~ODD_9_15) | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS,
@@ -388,9 +396,9 @@ static const table_pick spr_tables[] = {
 };
 
 /* auto's tables: at32 and at16 [placement][kind of call][width class] name one of the distinct
- * tables of pool32 and pool16. Most of the 1000 combinations share a table, so only the distinct
+ * tables of pool32 and pool16. Most of the 1040 combinations share a table, so only the distinct
  * ones are written (on Emerald Rapids 42 fp32 and 15 bf16 tables of 288 bytes, 16 KiB, where
- * one table per combination would take 562 KiB; on Zen 4 11 and 4); the pools' untouched pages
+ * one table per combination would take 585 KiB; on Zen 4 11 and 4); the pools' untouched pages
  * take no memory. */
 enum { AUTO_TABLES = SN_K_PLACES * SN_K_CALLS * SN_K_WIDTH_CLASSES };
 _Static_assert(AUTO_TABLES <= 65535, "at32 and at16 hold an unsigned short");
