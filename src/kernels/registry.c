@@ -135,18 +135,17 @@ _Static_assert(sizeof(sn_kern) == sizeof(sn_kern16) &&
 #define MID_HALF_520_2040    (CL(7) | CL(17))  /* 520 .. 2040, odd multiples of 8 */
 #define LONG_MID_HALF_WIDTHS CL(17)            /* 1224 .. 2040, odd multiples of 8 */
 #define WIDE_HALF_WIDTHS     CL(8)             /* 2056 and wider, odd multiples of 8 */
-/* placements (kernels.h: bits 0 and 1 the size tier, 0 within the L2, 1 past it, 2 far beyond
- * it, 3 streamed; bit 2 off 32-byte boundaries) */
-#define ALL_PLACES       0xFFu
-#define UNSTREAMED       0x77u /* the calls without streaming stores (tiers 0 .. 2) */
-#define LINED_UNSTREAMED 0x07u /* on 32-byte boundaries, without streaming stores (0 .. 2) */
-#define LINED_PAST_L2    0x0Eu /* past the L2 (tiers 1 .. 3), on 32-byte boundaries */
-#define LINED_TIERS_1_2  0x06u /* ... without streaming stores (tiers 1, 2) */
-#define LINED_TIER_1     0x02u /* tier 1 (3 .. 8 MiB), on 32-byte boundaries */
-#define LINED_TIER_2     0x04u /* tier 2 (8 .. 40 MiB), on 32-byte boundaries */
-#define LINED_FAR        0x0Cu /* tiers 2 and 3, on 32-byte boundaries */
-#define OFF32            0xF0u /* off 32-byte boundaries (4 .. 7) */
-#define OFF32_OR_PAST_L2 0xFEu /* either (1 .. 7) */
+/* placements (kernels.h: a size tier, 0 within the L2, 1 past it, 2 far beyond it, 3 streamed,
+ * plus SN_K_PLACE_OFF32): the placement bit of tier t with every row on a 32-byte boundary, and
+ * off one */
+#define LINED(t)         (1u << (t))
+#define OFF(t)           (1u << (SN_K_PLACE_OFF32 + (t)))
+#define ALL_PLACES       ((1u << SN_K_PLACES) - 1u)
+#define LINED_UNSTREAMED (LINED(0) | LINED(1) | LINED(2))
+#define LINED_PAST_L2    (LINED(1) | LINED(2) | LINED(3))
+#define OFF32            (OFF(0) | OFF(1) | OFF(2) | OFF(3))
+#define UNSTREAMED       (LINED_UNSTREAMED | OFF(0) | OFF(1) | OFF(2))
+#define OFF32_OR_PAST_L2 (OFF32 | LINED_PAST_L2)
 #define F32              1u
 #define BF16             2u
 #define BOTH_TYPES       3u
@@ -306,7 +305,8 @@ static const table_pick zen4_tables[] = {
  * a boundary AVX2 / AVX-512 0.96-0.98 in 5 of 6 processes at 72 (with the matrices alone off
  * 0.996-1.005; at 88 0.97-1.03): AVX2's fuse forward slots for the merge at 72 off boundaries.
  * Since 0.6.16 by size tier (kernels.h: past 3 MiB, past 8 MiB, streamed), with classes 22
- * (128 .. 240, from 1) and 23 (136 .. 504, from 7). The fp32 norm backward on 32-byte
+ * (128 .. 240, from 1; since 0.6.17 128 .. 175) and 23 (136 .. 504, from 7; since 0.6.17
+ * 136 .. 232). The fp32 norm backward on 32-byte
  * boundaries (4 KiB and staggered, 1.5 .. 38 MB of matrices, 31 widths, three or four
  * processes; medians of AVX2 / AVX-512 per cell, cells below 1 of all): the RMSNorm's at
  * 256 .. 2048 not an odd multiple of 8, 56 of 60 in tier 1 (median 0.980), 29 of 36 in tier 2
@@ -342,10 +342,10 @@ static const slot_pick spr[] = {
     NORM_BWD_PICKS(ALL_KINDS & ~RMSNORM, SN_ISA_AVX2, HALF_104_120, ALL_PLACES, F32),
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, WIDTH_16 | WIDTH_24, ALL_PLACES, BF16),
     NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, MID_HALF_520_2040, LINED_PAST_L2, F32),
-    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, MID_HALF_136_504, LINED_FAR, F32),
-    NORM_BWD_PICKS(RMSNORM, SN_ISA_AVX2, WIDTHS_256_2048, LINED_TIERS_1_2, F32),
-    NORM_BWD_PICKS(RMSNORM, SN_ISA_AVX2, WIDTHS_176_255, LINED_TIER_2, F32),
-    NORM_BWD_PICKS(RMSNORM, SN_ISA_AVX2, MID_HALF_248_504, LINED_TIER_1, F32),
+    NORM_BWD_PICKS(ALL_KINDS, SN_ISA_AVX2, MID_HALF_136_504, LINED(2) | LINED(3), F32),
+    NORM_BWD_PICKS(RMSNORM, SN_ISA_AVX2, WIDTHS_256_2048, LINED(1) | LINED(2), F32),
+    NORM_BWD_PICKS(RMSNORM, SN_ISA_AVX2, WIDTHS_176_255, LINED(2), F32),
+    NORM_BWD_PICKS(RMSNORM, SN_ISA_AVX2, MID_HALF_248_504, LINED(1), F32),
     /* the elementwise slots */
     PICK(add_div, SN_ISA_AVX2,
          (SHORT_ODD_WIDTHS & ~ODD_9_15) | LONG_HALF_WIDTHS | MID_HALF_WIDTHS | WIDE_HALF_WIDTHS,
