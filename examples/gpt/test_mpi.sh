@@ -28,9 +28,9 @@ export SN_THREADS=1
 # is on by default), and harmless without ASan.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
-tales="--layers 2 --width 32 --heads 2 --batch 8 --steps 40 --val-size 32 --eval-every 20 --json"
-add="--task addition --digits 2 --layers 2 --width 32 --heads 2 --batch 6 --steps 40
-     --val-size 100 --eval-every 20 --samples 0 --json"
+tales="--layers 2 --width 32 --heads 2 --batch 8 --steps 20 --val-size 32 --eval-every 10 --json"
+add="--task addition --digits 2 --layers 2 --width 32 --heads 2 --batch 6 --steps 20
+     --val-size 100 --eval-every 10 --samples 0 --json"
 
 field() { # the value of "key" in the final JSON line of a file
     grep '"final":true' "$1" | sed -e "s/.*\"$2\":\"*\([^,\"}]*\).*/\1/"
@@ -51,7 +51,7 @@ for np in 2 3; do
     check "tales, $np ranks: exits 0 (got $rc)" [ $rc -eq 0 ]
     [ $rc -eq 0 ] || cat "$tmp.np$np.err"
     check "tales, $np ranks: identical weights on every rank after every step" \
-        grep -q "data parallel | $np ranks .* weights identical on every rank after each of 40 steps" \
+        grep -q "data parallel | $np ranks .* weights identical on every rank after each of 20 steps" \
         "$tmp.np$np.err"
     check "tales, $np ranks: only rank 0 writes (one final JSON line)" \
         [ "$(grep -c '"final":true' "$tmp.np$np.json")" -eq 1 ]

@@ -21,7 +21,12 @@ int main(void) {
     fail |= fnv1a64((const unsigned char *)"a", 1) != 0xAF63DC4C8601EC8Cull;
     fail |= memcmp(b, "Once upon a time, there was ", 28) != 0;
     size_t stories = 0, bytes = 0;
-    for (const char *p = (const char *)b; (p = strstr(p, "The end.\n\n")) != NULL; p++) stories++;
+    /* one pass over the bytes (strstr from each match on: under AddressSanitizer's strict string
+     * checks each call measures the whole rest of the text, 26 s instead of 0.1) */
+    static const char story_end[] = "The end.\n\n";
+    const size_t end_len = sizeof story_end - 1;
+    for (size_t i = 0; i + end_len <= TALES_BYTES; i++)
+        stories += b[i] == 'T' && !memcmp(b + i, story_end, end_len);
     for (size_t i = 0; i < TALES_BYTES; i++) bytes += b[i] >= 32 || b[i] == '\n';
     printf("stories %zu, printable or newline bytes %zu of %zu\n", stories, bytes, TALES_BYTES);
     fail |= stories < 10000 || bytes != TALES_BYTES;
