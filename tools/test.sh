@@ -82,7 +82,7 @@ if has_stage 2 || has_stage 3; then
     paths=$(cpu_paths)
     echo "kernel units instrumented: the paths this CPU runs, $paths"
     CC=clang CXX=clang++ setup "$san" -Dwerror=true -Dbuildtype=debugoptimized \
-        -Db_sanitize=address,undefined -Db_lundef=false -Dpython=false -Dfuzz=true \
+        -Db_sanitize=address,undefined -Db_lundef=false -Dpython=false -Dbench=false -Dfuzz=true \
         "-Dsanitized_paths=$paths" \
         "-Dc_args=-fno-sanitize-recover=all -fsanitize=fuzzer-no-link -fno-omit-frame-pointer" \
         "-Dcpp_args=-fno-sanitize-recover=all -fno-omit-frame-pointer"
