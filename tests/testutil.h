@@ -316,17 +316,24 @@ static inline double tu_stats_err(int kind, int64_t G, int64_t R, const float *l
 }
 
 /* How many elements a check probes by finite differences, given the count it probes in a normal
- * build: in sanitizer builds (SN_TEST_SMALL) at most TU_FD_SMALL_MAX, drawn at random by the
- * caller as when its own count is below the whole. There the float64 reference behind the probes
- * took most of test_norm's, test_fuse's and test_net's time while the library calls are the same; the
- * first stage of tools/test.sh runs the full counts. */
+ * build: in sanitizer builds (SN_TEST_SMALL) at most TU_FD_SMALL_MAX, and at most
+ * $SN_TEST_FD_MAX (a positive count) where that is set, as tools/test.sh does for its valgrind
+ * stage; drawn at random by the caller as when its own count is below the whole. Under the
+ * sanitizers and valgrind the float64 reference behind the probes took most of test_norm's,
+ * test_fuse's and test_net's time while the library calls are the same; the first stage of
+ * tools/test.sh runs the full counts. */
 #define TU_FD_SMALL_MAX 48
 static inline int64_t tu_fd_count(int64_t n) {
 #ifdef SN_TEST_SMALL
-    return n < TU_FD_SMALL_MAX ? n : TU_FD_SMALL_MAX;
+    int64_t cap = TU_FD_SMALL_MAX;
 #else
-    return n;
+    int64_t cap = INT64_MAX;
 #endif
+    const char *e = getenv("SN_TEST_FD_MAX");
+    char *end = NULL;
+    const long long v = e ? strtoll(e, &end, 10) : 0;
+    if (e && end != e && *end == '\0' && v > 0 && v < cap) cap = (int64_t)v;
+    return n < cap ? n : cap;
 }
 
 /* Central finite difference of loss() with respect to *v: (L(v+h) - L(v-h)) / 2h. */
