@@ -77,7 +77,8 @@
  * parameter-gradient chunk are now even: 768 columns, 21 -> 20 rows); 0.6.6 and 0.6.7 changed
  * no call and no bit; 0.6.8 changed no call and no bit, and runs SN_ISA_AVX512 only where the CPU
  * also has AVX512BW (every AVX-512 CPU but Xeon Phi, which now runs SN_ISA_AVX2); 0.6.9,
- * 0.6.10, 0.6.11, 0.6.12, 0.6.13, 0.6.14, 0.6.15, 0.6.16 and 0.6.17 changed no call and no bit.
+ * 0.6.10, 0.6.11, 0.6.12, 0.6.13, 0.6.14, 0.6.15, 0.6.16, 0.6.17 and 0.6.18 changed no call and no
+ * bit.
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -93,10 +94,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 6
-#define SN_VERSION_PATCH 17
+#define SN_VERSION_PATCH 18
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.6.17"
+#define SN_VERSION_STRING "0.6.18"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 

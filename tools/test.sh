@@ -71,7 +71,8 @@ cpu_paths() {
     [ -r /proc/cpuinfo ] || { echo avx2,avx512,avx512bf16; return; }
     flags=" $(grep -m 1 '^flags' /proc/cpuinfo | sed 's/^[^:]*://') "
     p=
-    for want in "avx2:avx2 fma" "avx512:avx512f avx512bw" "avx512bf16:avx512f avx512bw avx512dq avx512_bf16"; do
+    for want in "avx2:avx2 fma" "avx512:avx512f avx512bw" \
+        "avx512bf16:avx512f avx512bw avx512dq avx512_bf16"; do
         ok=1
         for f in ${want#*:}; do case $flags in *" $f "*) ;; *) ok=0 ;; esac; done
         [ $ok = 1 ] && p=${p:+$p,}${want%%:*}
@@ -99,7 +100,8 @@ fi
 if has_stage 3; then
     stage "3. fuzzing: each harness ${SN_FUZZ_SECONDS:=10} s, as many at once as there are cores"
     export SN_FUZZ_SECONDS
-    if ! meson test -C "$san" --no-rebuild --print-errorlogs --suite fuzz >"$san/fuzz.log" 2>&1; then
+    if ! meson test -C "$san" --no-rebuild --print-errorlogs --suite fuzz \
+        >"$san/fuzz.log" 2>&1; then
         cat "$san/fuzz.log"
         exit 1
     fi
