@@ -316,24 +316,21 @@ static inline double tu_stats_err(int kind, int64_t G, int64_t R, const float *l
 }
 
 /* How many elements a check probes by finite differences, given the count it probes in a normal
- * build: in sanitizer builds (SN_TEST_SMALL) at most TU_FD_SMALL_MAX, and at most
- * $SN_TEST_FD_MAX (a positive count) where that is set, as tools/test.sh does for its valgrind
- * stage; drawn at random by the caller as when its own count is below the whole. Under the
- * sanitizers and valgrind the float64 reference behind the probes took most of test_norm's,
+ * build: at most TU_FD_SMALL_MAX in sanitizer builds (SN_TEST_SMALL) and wherever the
+ * environment sets SN_TEST_FD_SMALL (to anything but "" or "0"), as tools/test.sh does for its
+ * valgrind stage; drawn at random by the caller as when its own count is below the whole. Under
+ * the sanitizers and valgrind the float64 reference behind the probes took most of test_norm's,
  * test_fuse's and test_net's time while the library calls are the same; the first stage of
  * tools/test.sh runs the full counts. */
 #define TU_FD_SMALL_MAX 48
 static inline int64_t tu_fd_count(int64_t n) {
 #ifdef SN_TEST_SMALL
-    int64_t cap = TU_FD_SMALL_MAX;
+    const int small = 1;
 #else
-    int64_t cap = INT64_MAX;
+    const char *e = getenv("SN_TEST_FD_SMALL");
+    const int small = e && *e && strcmp(e, "0");
 #endif
-    const char *e = getenv("SN_TEST_FD_MAX");
-    char *end = NULL;
-    const long long v = e ? strtoll(e, &end, 10) : 0;
-    if (e && end != e && *end == '\0' && v > 0 && v < cap) cap = (int64_t)v;
-    return n < cap ? n : cap;
+    return small && n > TU_FD_SMALL_MAX ? TU_FD_SMALL_MAX : n;
 }
 
 /* Central finite difference of loss() with respect to *v: (L(v+h) - L(v-h)) / 2h. */
