@@ -94,10 +94,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 6
-#define SN_VERSION_PATCH 18
+#define SN_VERSION_PATCH 19
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.6.18"
+#define SN_VERSION_STRING "0.6.19"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
@@ -261,8 +261,9 @@ SN_API sn_status sn_ctx_set_threads(sn_ctx *ctx, int n);
  * [0, n_tasks), in any order and on any threads, concurrently or not, and return only when
  * all have returned. The tasks never block on each other, so running them one after another
  * on the calling thread is valid. A task called with an index outside [0, n_tasks) does
- * nothing (a faulty hook cannot make the library touch memory outside the call's buffers;
- * the work of indices it skipped is simply not done). */
+ * nothing (a faulty hook cannot make the library touch memory outside the call's buffers and
+ * scratch; but the outputs of a call whose hook skipped indices are unspecified: a backward
+ * call's parameter gradients may then take in stale scratch). */
 typedef void (*sn_task_fn)(void *task_arg, int64_t i);
 typedef void (*sn_parallel_for_fn)(void *user, int64_t n_tasks, sn_task_fn task, void *task_arg);
 
@@ -577,8 +578,9 @@ SN_API float sn_bf16_to_f32(sn_bf16 v);
  * ctx like every call; no allocation).
  *   sn_to_bf16    reads src [R x D, lds] (float), writes dst [R x D, ldd] (sn_bf16), rounded.
  *   sn_from_bf16  reads src [R x D, lds] (sn_bf16), writes dst [R x D, ldd] (float), exact.
- * No overlap between src and dst. Errors: SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE,
- * SN_ERR_ALIAS, SN_ERR_ALIGN. */
+ * No overlap between src and dst. In checked mode both scan src (since 0.6.19; before, they
+ * neither scanned nor updated the record). Errors: SN_ERR_NULL, SN_ERR_SHAPE, SN_ERR_STRIDE,
+ * SN_ERR_ALIAS, SN_ERR_ALIGN, SN_ERR_NONFINITE (checked mode). */
 SN_API sn_status sn_to_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const float *src, int64_t lds,
                             sn_bf16 *dst, int64_t ldd);
 SN_API sn_status sn_from_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *src,
@@ -787,9 +789,9 @@ typedef struct sn_net {
 SN_API sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, int64_t D,
                              sn_norm_kind kind, float eps);
 
-/* Validates a description. S is at most 2^10 (1024 sub-layers, 512 transformer layers): each
- * call's bookkeeping is O(S), so a whole pass costs O(S^2) of it (about 0.2 s at 2^10), and
- * 2^10 is the deepest network the tests run (tests/test_net_deep.c).
+/* Validates a description. S is at most 2^10 (1024 sub-layers, 512 transformer layers), the
+ * deepest network the tests run (tests/test_net_deep.c). A call's bookkeeping does not grow
+ * with S: it finds its sub-layer's place in O(1) (with explicit scales, it checks all S).
  * Errors: SN_ERR_NULL, SN_ERR_PLACEMENT, SN_ERR_SHAPE (S < 1 or > 2^10, D < 1), SN_ERR_NORM,
  * SN_ERR_GROUP, SN_ERR_EPS, SN_ERR_SCALE (explicit scales NULL or invalid), SN_ERR_ALIGN
  * (explicit scales not aligned to 4 bytes), SN_ERR_CONFIG (unknown scale rule, scales given

@@ -92,10 +92,11 @@ static inline sn_status sn_llmc_offset(const sn_net *net, int t, int32_t l, int6
 }
 
 /* 0 when net can take llm.c's six tensors (dir SN_LLMC_FROM) or is llm.c's model, norm for
- * norm (SN_LLMC_TO); else -1 with the first reason found in why[n] (why may be NULL). */
+ * norm (SN_LLMC_TO); else -1 with the first reason found in why[n] (why may be NULL, and n 0:
+ * nothing is written to it then). */
 static inline int sn_llmc_check(const sn_net *net, int dir, char *why, size_t n) {
-    char local[512]; /* why == NULL: the reason is formatted and dropped */
-    if (!why) why = local, n = sizeof local;
+    char local[512]; /* why == NULL or n == 0: the reason is formatted and dropped */
+    if (!why || n == 0) why = local, n = sizeof local;
     why[0] = '\0';
     if (!net) {
         snprintf(why, n, "no net");

@@ -1,6 +1,7 @@
 /* Checked mode and sn_find_nonfinite: with a context in checked mode, a NaN or an infinity in
  * any input matrix or parameter block makes the call return SN_ERR_NONFINITE, write nothing,
- * and record the first row holding one; without checked mode the same inputs propagate. */
+ * and record the first row holding one; without checked mode the same inputs propagate. The
+ * bf16 conversions scan their source the same way. */
 #include "testutil.h"
 
 #define R 9
@@ -133,6 +134,36 @@ static void test_net(sn_ctx *ctx) {
     free(params), free(acts), free(e), free(h), free(z), free(snap);
 }
 
+/* The conversions: in checked mode each scans its source (fp32 for sn_to_bf16, bf16 for
+ * sn_from_bf16), returns SN_ERR_NONFINITE with dst untouched and records the row; a finite
+ * source clears the record. */
+static void test_convert(sn_ctx *ctx) {
+    tu_rng g = {17};
+    float f[R * D], out[R * D], snapf[R * D];
+    sn_bf16 b[R * D], snapb[R * D];
+    const int bad[] = {5, 7};
+    fill(&g, f, D, NULL, 0, 0.0f);
+    CHECK_OK(sn_ctx_set_check_finite(ctx, 1));
+    CHECK_OK(sn_to_bf16(ctx, R, D, f, D, b, D));
+    CHECK(sn_ctx_nonfinite_row(ctx) == SN_NONFINITE_NONE);
+    memcpy(snapb, b, sizeof b);
+    f[2 * D + 3] = nan_f();
+    CHECK_STATUS(sn_to_bf16(ctx, R, D, f, D, b, D), SN_ERR_NONFINITE);
+    CHECK(sn_ctx_nonfinite_row(ctx) == 2);
+    CHECK(memcmp(snapb, b, sizeof b) == 0);
+    CHECK_OK(sn_from_bf16(ctx, R, D, b, D, out, D)); /* b is still finite: the record clears */
+    CHECK(sn_ctx_nonfinite_row(ctx) == SN_NONFINITE_NONE);
+    fill(&g, f, D, bad, 2, (float)INFINITY);
+    CHECK_OK(sn_ctx_set_check_finite(ctx, 0)); /* unchecked: the infinity converts */
+    CHECK_OK(sn_to_bf16(ctx, R, D, f, D, b, D));
+    CHECK_OK(sn_ctx_set_check_finite(ctx, 1));
+    memcpy(snapf, out, sizeof out);
+    CHECK_STATUS(sn_from_bf16(ctx, R, D, b, D, out, D), SN_ERR_NONFINITE);
+    CHECK(sn_ctx_nonfinite_row(ctx) == 5);
+    CHECK(memcmp(snapf, out, sizeof out) == 0);
+    CHECK_OK(sn_ctx_set_check_finite(ctx, 0));
+}
+
 int main(void) {
     sn_ctx *ctx = NULL;
     CHECK_OK(sn_ctx_create(&ctx));
@@ -142,6 +173,7 @@ int main(void) {
     test_find();
     test_norm_and_fuse(ctx);
     test_net(ctx);
+    test_convert(ctx);
     sn_ctx_destroy(ctx);
     return tu_finish("test_finite");
 }

@@ -42,6 +42,9 @@ static void one(int p, int L) {
               name, L, to, why);
     CHECK_MSG(!to || from, "%s: llm.c's model but cannot take its norms", name);
     if (!to) CHECK_MSG(why[0] != '\0', "%s: refused without a reason", name);
+    char none = 'x'; /* n = 0: nothing is written, not even the terminator */
+    CHECK_MSG(sn_llmc_check(&net, SN_LLMC_TO, &none, 0) == (to ? 0 : -1) && none == 'x',
+              "%s: why[0] written with n = 0", name);
 
     /* every row: an offset exactly when the check passes */
     int all = 1;

@@ -316,6 +316,30 @@ static void doc_table(const char *doc) {
               doc, want);
 }
 
+/* Mix-LN's Post-Norm layers, counted by role: floor(fraction * L) with the fraction the decimal
+ * its float stands for (0.7f * 10 layers is 6.99999988 in float arithmetic: 7 layers). */
+static void mix_counts(void) {
+    static const struct {
+        float f;
+        int32_t layers, post;
+    } cases[] = {{0.7f, 10, 7},   {0.9f, 10, 9}, {0.35f, 20, 7}, {0.3f, 10, 3}, {0.69f, 10, 6},
+                 {0.1f, 512, 51}, {0.25f, 6, 1}, {0.5f, 7, 3},   {0.6f, 5, 3},  {1.0f, 3, 3}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        sn_net net;
+        CHECK_OK(sn_net_init(&net, SN_PLACEMENT_MIX_LN, 2 * cases[c].layers, D, SN_NORM_LAYERNORM,
+                             1e-5f));
+        net.mix_fraction = cases[c].f;
+        int32_t post = 0;
+        for (int32_t i = 0; i < net.n_sublayers; i += 2) {
+            sn_norm_role r;
+            CHECK_OK(sn_net_norm_role(&net, i, 0, &r, NULL));
+            post += r == SN_ROLE_POST;
+        }
+        CHECK_MSG(post == cases[c].post, "mix_ln fraction %g of %d layers: %d Post-Norm, want %d",
+                  (double)cases[c].f, cases[c].layers, post, cases[c].post);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "--markdown") == 0) {
         markdown(stdout);
@@ -341,6 +365,7 @@ int main(int argc, char **argv) {
             net.input_norm = net.norm;
             structure(&net);
         }
+    mix_counts();
     bad_arguments();
     if (argc == 2) doc_table(argv[1]);
     return tu_finish("roles");

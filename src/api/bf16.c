@@ -4,6 +4,7 @@
 
 #include "check.h"
 #include "drive.h"
+#include "finite.h"
 #include "kernels.h"
 
 const char *sn_dtype_name(sn_dtype dtype) {
@@ -43,6 +44,8 @@ static sn_status check_convert(int64_t R, int64_t D, const void *src, int64_t ld
 sn_status sn_to_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const float *src, int64_t lds,
                      sn_bf16 *dst, int64_t ldd) {
     sn_status st = check_convert(R, D, src, lds, SN_DTYPE_F32, dst, ldd, SN_DTYPE_BF16);
+    const void *in = src;
+    if (st == SN_OK) st = sn_check_inputs_dt(ctx, SN_DTYPE_F32, R, D, &in, &lds, 1, NULL, 0);
     if (st == SN_OK) sn_drive_of(SN_DTYPE_BF16)->from_f32(ctx, R, D, src, lds, dst, ldd);
     return st;
 }
@@ -50,6 +53,8 @@ sn_status sn_to_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const float *src, 
 sn_status sn_from_bf16(const sn_ctx *ctx, int64_t R, int64_t D, const sn_bf16 *src, int64_t lds,
                        float *dst, int64_t ldd) {
     sn_status st = check_convert(R, D, src, lds, SN_DTYPE_BF16, dst, ldd, SN_DTYPE_F32);
+    const void *in = src;
+    if (st == SN_OK) st = sn_check_inputs_dt(ctx, SN_DTYPE_BF16, R, D, &in, &lds, 1, NULL, 0);
     if (st == SN_OK) sn_drive_of(SN_DTYPE_BF16)->to_f32(ctx, R, D, src, lds, dst, ldd);
     return st;
 }

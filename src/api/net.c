@@ -1,25 +1,9 @@
 /* The placement layer: one description of a network's norm placement, and the same
  * split / enter / exit / merge calls (and their backwards) for every placement.
  *
- * Every placement is a choice, per sub-layer, of one of a few "ops", plus a split and a merge:
- *   OP_PRE    h = N(x),                      x' = x + z                 (Pre-Norm)
- *   OP_POST   h = x,                         x' = N(alpha * x + z)      (Post-Norm, DeepNorm)
- *   OP_PERI   h = N_in(x),                   x' = x + N_out(z)          (Peri-LN)
- *   OP_HMLP   u = N(x), h = u,               x' = u + z                 (HybridNorm FFN)
- *   OP_SIAM   u = N_post(x), h = N_in(u + N_pre(y)),  x' = u + z/c,  y' = y + z
- *   OP_SIAMX  h = N_x(x) + N_pre(y),                  x' = x + z/c,  y' = y + z  (hybrid_pre attn)
- *   OP_SIAMP  h = N_in(x + N_pre(y)),   x' = N_post(x + z/c),       y' = y + z  (paper form)
- *   OP_SPAN   h = v,  t = v + z,  x' = N(t), or where the sub-layer closes its layer
- *             x' = y' = y + N(t)/c  (SpanNorm: v = x inside a layer, v = y = x when the
- *             sub-layer opens it; y, the layer's input, is the clean residual spanning it)
- *   OP_HC     h = N(sum_k A_m[k] H_k),  H'_j = sum_k A_r[k][j] H_k + B[j] z  (Hyper-Connections)
- * A network has ns residual streams: 1, 2 (the SiameseNorm family: x = stream 0, y = stream 1)
- * or Hyper-Connections' n. A stage's streams are in[k] (entering) and out[k] (leaving). The
- * streams are kept in acts as R x D "slots" (row stride D): slot 0 holds e, which every stream
- * of the split shares (Peri-LN's x_0 = N_emb(e) has slot 1); every stream a sub-layer produces
- * has its own slot; OP_POST/OP_SIAMP also keep their pre-norm sum t and OP_PERI and OP_HC
- * their block output z (their backward needs them). Each norm's (or fuse's) saved statistics
- * form a "plane" of R x stats_per_row floats after the slots.
+ * Each placement is a choice of ops per sub-layer, and each stage's place in params, acts and
+ * the statistics planes follows from the stages before it: both in net_layout.h, which a
+ * call resolves its stage through (sn_net_stage).
  * work holds the stream gradients, one slot per stream (dx, then dy; SpanNorm two; OP_HC n and
  * two rows for h0 and its gradient). The SiameseNorm family's sub-layers are the two-stream
  * case with fixed connections (x and y mixed only through their norms), Hyper-Connections' the
@@ -27,79 +11,14 @@
 #include <math.h>
 #include <string.h>
 
-#include "check.h"
 #include "drive.h"
 #include "finite.h"
+#include "net_layout.h"
 
 #define SN_MAX_SUBLAYERS (1 << 10) /* the largest S tested (tests/test_net_deep.c) */
 /* every placement the header names is handled here (a new one: SN_PLACEMENT_COUNT + 1) */
 _Static_assert(SN_PLACEMENT_HYPER_CONN + 1 == SN_PLACEMENT_COUNT,
                "SN_PLACEMENT_COUNT ends at the last placement of the header");
-
-enum { OP_PRE, OP_POST, OP_PERI, OP_HMLP, OP_SIAM, OP_SIAMX, OP_SIAMP, OP_SPAN, OP_HC, OP_COUNT };
-enum { MERGE_NONE, MERGE_NORM, MERGE_FUSE, MERGE_SUM }; /* MERGE_SUM: N_f(sum of the streams) */
-
-/* One sub-layer (or the merge, or the split) resolved: its norms in parameter order, where its
- * parameters start, and its slots and statistics planes (in floats per row: the caller's R
- * multiplies them). */
-typedef struct stage {
-    int op;
-    int nn;                      /* number of norms */
-    sn_norm n[3];                /* in parameter (and norm_at) order */
-    int64_t p;                   /* parameter offset */
-    int64_t np;                  /* parameter count */
-    int64_t in[SN_HC_MAX_RATE];  /* the slots of the streams entering (x_i, y_i, ...) */
-    int64_t out[SN_HC_MAX_RATE]; /* ... and leaving; -1 past the streams it has */
-    int64_t aux; /* t (OP_POST, OP_SIAMP, OP_SPAN) or z (OP_PERI, OP_HC) slot, -1 if none */
-    int64_t st;  /* first stats plane, in floats per row from the start of the planes */
-    float c;     /* z scale c_i (SiameseNorm), alpha (OP_POST) or the span's c (OP_SPAN) */
-    int open;    /* OP_SPAN: the sub-layer opens its layer (v = y = x, the layer's input), */
-    int close;   /* ... and/or closes it (x' = y' = y + N(t)/c) */
-} stage;
-
-/* A validated description with its global sizes. */
-typedef struct netl {
-    const sn_net *net;
-    int placement;
-    int64_t S, D;
-    int merge;      /* MERGE_* */
-    int split_norm; /* 1: x_0 = N_emb(e) (Peri-LN) */
-    int ns;         /* residual streams: 1, 2 (the SiameseNorm family) or n (Hyper-Connections) */
-    int dyn;        /* dynamic Hyper-Connections */
-    int64_t np;     /* total parameters */
-    int64_t nslots;
-    int64_t spr;     /* statistics floats per row, all planes */
-    int64_t wslots;  /* stream gradients (dx, and dy for two streams and SpanNorm; OP_HC's n and
-                        two rows) */
-    int64_t max_spr; /* the most statistics floats per row of any one stage (inference) */
-    int any_aux;     /* some stage's forward needs a temporary slot (t of OP_POST, _SIAMP, _SPAN) */
-    sn_dtype dt;     /* the element type of the streams (net->act_dtype) */
-    int64_t esz;     /* ... its size in bytes */
-} netl;
-
-static int two_streams(int placement) {
-    return placement == SN_PLACEMENT_SIAMESE || placement == SN_PLACEMENT_SIAMESE_PAPER ||
-           placement == SN_PLACEMENT_SIAMESE_HYBRID_PRE;
-}
-static int n_streams(const sn_net *net) {
-    return net->placement == SN_PLACEMENT_HYPER_CONN ? net->hc_rate
-           : two_streams(net->placement)             ? 2
-                                                     : 1;
-}
-/* Floats of Hyper-Connections' connection weights per sub-layer (docs/SPEC.md): alpha
- * n x (n + 1), beta n; dynamic also Wa (n + 1) x D, Wb D, s_a, s_b. */
-static int64_t hc_conn_floats(const sn_net *net) {
-    const int64_t n = net->hc_rate;
-    return n * (n + 2) + (net->hc_dynamic ? (n + 2) * net->d + 2 : 0);
-}
-/* A_m[k] and A_r[k][j] in alpha (n x (n + 1)), B[j] after it */
-#define HC_AM(al, n, k)    ((al)[(k) * ((n) + 1)])
-#define HC_AR(al, n, k, j) ((al)[(k) * ((n) + 1) + 1 + (j)])
-#define HC_B(al, n, j)     ((al)[(n) * ((n) + 1) + (j)])
-static int64_t n_layers(int64_t S) { return (S + 1) / 2; }
-/* Whether an op's forward needs its aux slot (the pre-norm sum t): OP_PERI keeps z there only
- * for the backward, so the inference state has no slot for it. */
-static int forward_temp(int op) { return op == OP_POST || op == OP_SIAMP || op == OP_SPAN; }
 
 sn_status sn_net_check(const sn_net *net) {
     if (!net) return SN_ERR_NULL;
@@ -176,215 +95,6 @@ sn_status sn_net_init(sn_net *net, sn_placement placement, int32_t n_sublayers, 
     return st;
 }
 
-/* c_i of the SiameseNorm family and SpanNorm, alpha of DeepNorm, 1 otherwise. */
-static float scale_of(const sn_net *net, int64_t i) {
-    const int p = net->placement;
-    if (!two_streams(p) && p != SN_PLACEMENT_DEEPNORM && p != SN_PLACEMENT_SPAN_NORM) return 1.0f;
-    if (net->scale_rule == SN_SCALE_NONE) return 1.0f;
-    if (net->scale_rule == SN_SCALE_EXPLICIT) return net->scales[i];
-    if (p == SN_PLACEMENT_DEEPNORM)
-        return (float)pow(2.0 * (double)n_layers(net->n_sublayers), 0.25);
-    if (p == SN_PLACEMENT_SPAN_NORM) return (float)sqrt((double)n_layers(net->n_sublayers));
-    return sqrtf((float)(2 * (i / 2 + 1)));
-}
-
-/* The op and norms of sub-layer i (parameters and slots are filled by layout()). */
-static void sublayer_kind(const sn_net *net, int64_t i, stage *s) {
-    const sn_norm N = net->norm, IN = net->input_norm;
-    const sn_norm ID = {SN_NORM_IDENTITY, SN_AFFINE_NONE, 0, 0.0f};
-    const sn_norm C1 = {SN_NORM_SCALE, SN_AFFINE_SCALE, 0, 0.0f};
-    const int64_t layer = i / 2, attn = (i % 2) == 0;
-    s->nn = 1;
-    s->n[0] = N;
-    switch (net->placement) {
-    case SN_PLACEMENT_PRE_NORM: s->op = OP_PRE; break;
-    case SN_PLACEMENT_POST_NORM:
-    case SN_PLACEMENT_DEEPNORM: s->op = OP_POST; break;
-    case SN_PLACEMENT_PERI_LN:
-        s->op = OP_PERI;
-        s->nn = 2;
-        s->n[1] = N;
-        break;
-    case SN_PLACEMENT_MIX_LN: {
-        int64_t n_post =
-            (int64_t)floor((double)net->mix_fraction * (double)n_layers(net->n_sublayers));
-        s->op = layer < n_post ? OP_POST : OP_PRE;
-        break;
-    }
-    case SN_PLACEMENT_HYBRIDNORM:
-    case SN_PLACEMENT_HYBRIDNORM_STAR:
-        if (net->placement == SN_PLACEMENT_HYBRIDNORM_STAR && layer == 0) {
-            s->op = OP_PRE;
-        } else if (attn) {
-            s->op = OP_PRE; /* no norm before attention: h = x (q/k/v norms are the block's) */
-            s->n[0] = ID;
-        } else {
-            s->op = OP_HMLP;
-        }
-        break;
-    case SN_PLACEMENT_HYPER_CONN: /* [N_i] (dynamic: [N_i, N_hc]), then the connections */
-        s->op = OP_HC;
-        s->nn = net->hc_dynamic ? 2 : 1;
-        s->n[1] = N;
-        break;
-    case SN_PLACEMENT_SPAN_NORM: /* [N_i]: the attention's post-norm, the MLP's span norm */
-        s->op = OP_SPAN;
-        s->open = attn;
-        s->close = !attn || i == net->n_sublayers - 1;
-        break;
-    case SN_PLACEMENT_SIAMESE_HYBRID_PRE:
-        if (attn) {
-            s->op = OP_SIAMX;
-            s->nn = 2;
-            s->n[0] = C1;
-            s->n[1] = N;
-            break;
-        }
-        /* the MLP sub-layer is the default SiameseNorm sub-layer */
-        s->op = OP_SIAM;
-        s->nn = 3;
-        s->n[1] = N;
-        s->n[2] = IN;
-        break;
-    default: /* SN_PLACEMENT_SIAMESE, SN_PLACEMENT_SIAMESE_PAPER: [N_post, N_pre, N_in] */
-        s->op = net->placement == SN_PLACEMENT_SIAMESE ? OP_SIAM : OP_SIAMP;
-        s->nn = 3;
-        s->n[1] = N;
-        s->n[2] = IN;
-        break;
-    }
-}
-
-static int64_t norms_params(const stage *s, int64_t D) {
-    int64_t np = 0;
-    for (int k = 0; k < s->nn; k++) np += sn_norm_nparams(&s->n[k], D);
-    return np;
-}
-/* a stage's parameters: its norms', then (OP_HC) its connection weights */
-static int64_t stage_params(const sn_net *net, const stage *s) {
-    return norms_params(s, net->d) + (s->op == OP_HC ? hc_conn_floats(net) : 0);
-}
-static int64_t norms_spr(const stage *s, int64_t D) {
-    int64_t spr = 0;
-    for (int k = 0; k < s->nn; k++) spr += sn_norm_spr(&s->n[k], D);
-    return spr;
-}
-/* a stage's saved floats per row: its norms' statistics; dynamic OP_HC: N_hc's of every stream
- * (n planes of its statistics after N_i's), then the per-row tanh values (n(n + 2) a row: for
- * stream k, tanh of its projections onto Wa_0 .. Wa_n, then onto Wb) */
-static int64_t stage_spr(const sn_net *net, const stage *s) {
-    const int64_t n = net->hc_rate;
-    if (s->op != OP_HC || !net->hc_dynamic) return norms_spr(s, net->d);
-    return norms_spr(s, net->d) + (n - 1) * sn_norm_spr(&s->n[1], net->d) + n * (n + 2);
-}
-
-/* The merge (i == S) or split (i == -1) stage's norms. */
-static void end_kind(const netl *L, int64_t i, stage *s) {
-    const sn_norm N = L->net->norm, ID = {SN_NORM_IDENTITY, SN_AFFINE_NONE, 0, 0.0f};
-    memset(s, 0, sizeof *s);
-    s->aux = -1;
-    if (i < 0) {
-        s->nn = L->split_norm;
-        s->n[0] = N;
-    } else if (L->merge == MERGE_NORM || L->merge == MERGE_SUM) {
-        s->nn = 1;
-        s->n[0] = N;
-    } else if (L->merge == MERGE_FUSE) {
-        s->nn = 3;
-        s->n[0] = s->n[1] = s->n[2] = N;
-        if (L->placement == SN_PLACEMENT_SIAMESE_PAPER) s->n[0] = s->n[2] = ID; /* x + N_f(y) */
-    }
-}
-
-/* Walks the sub-layers up to `want` (S: all), filling *out with stage `want` (-1: the split,
- * S: the merge), and L's totals when want == S. Cost O(want): trivial beside any R x D pass. */
-static void layout(netl *L, int64_t want, stage *out) {
-    const int64_t S = L->S, D = L->D;
-    int64_t p = 0, spr = 0, slot = L->split_norm ? 2 : 1; /* slot 0: e; slot 1: x_0 if normed */
-    int64_t cur[SN_HC_MAX_RATE]; /* the streams' slots: the split's share e's */
-    for (int k = 0; k < SN_HC_MAX_RATE; k++) cur[k] = k < L->ns ? 0 : -1;
-    if (L->split_norm) cur[0] = 1;
-    stage s;
-    for (int64_t i = 0; i < S; i++) {
-        memset(&s, 0, sizeof s);
-        sublayer_kind(L->net, i, &s);
-        s.p = p;
-        s.np = stage_params(L->net, &s);
-        s.st = spr;
-        for (int k = 0; k < SN_HC_MAX_RATE; k++) {
-            s.in[k] = cur[k];
-            s.out[k] = k < L->ns ? slot++ : -1;
-        }
-        s.aux = (forward_temp(s.op) || s.op == OP_PERI || s.op == OP_HC) ? slot++ : -1;
-        if (s.op == OP_SPAN) { /* y is the layer's input x; the closing sub-layer's x' is y' */
-            if (s.open) s.in[1] = s.in[0];
-            s.out[1] = s.close ? s.out[0] : s.in[1];
-        }
-        if (i == want) {
-            s.c = scale_of(L->net, i);
-            *out = s;
-            return;
-        }
-        p += s.np;
-        spr += stage_spr(L->net, &s);
-        if (stage_spr(L->net, &s) > L->max_spr) L->max_spr = stage_spr(L->net, &s);
-        if (forward_temp(s.op)) L->any_aux = 1;
-        for (int k = 0; k < SN_HC_MAX_RATE; k++) cur[k] = s.out[k];
-    }
-    end_kind(L, want < 0 ? -1 : S, &s);
-    for (int k = 0; k < SN_HC_MAX_RATE; k++) s.in[k] = cur[k];
-    s.st = spr;
-    s.np = norms_params(&s, D);
-    if (want < 0) { /* the split's parameters and statistics come after the merge's */
-        stage m;
-        end_kind(L, S, &m);
-        s.p = p + norms_params(&m, D);
-        s.st = spr + norms_spr(&m, D);
-        s.in[0] = 0;
-        for (int k = 0; k < SN_HC_MAX_RATE; k++) s.out[k] = k < L->ns ? 0 : -1;
-        s.out[0] = L->split_norm ? 1 : 0;
-    } else {
-        s.p = p;
-    }
-    if (want == S) {
-        stage sp;
-        end_kind(L, -1, &sp);
-        L->np = p + s.np + norms_params(&sp, D);
-        L->spr = spr + norms_spr(&s, D) + norms_spr(&sp, D);
-        L->nslots = slot;
-        const int64_t ends =
-            norms_spr(&s, D) > norms_spr(&sp, D) ? norms_spr(&s, D) : norms_spr(&sp, D);
-        if (ends > L->max_spr) L->max_spr = ends;
-    }
-    *out = s;
-}
-
-static sn_status resolve(const sn_net *net, netl *L) {
-    sn_status st = sn_net_check(net);
-    if (st != SN_OK) return st;
-    memset(L, 0, sizeof *L);
-    L->net = net;
-    L->placement = net->placement;
-    L->S = net->n_sublayers;
-    L->D = net->d;
-    L->ns = n_streams(net);
-    L->dyn = L->placement == SN_PLACEMENT_HYPER_CONN && net->hc_dynamic;
-    L->split_norm = L->placement == SN_PLACEMENT_PERI_LN;
-    L->merge = L->placement == SN_PLACEMENT_HYPER_CONN ? MERGE_SUM
-               : two_streams(L->placement)             ? MERGE_FUSE
-               : (L->placement == SN_PLACEMENT_POST_NORM || L->placement == SN_PLACEMENT_DEEPNORM)
-                   ? MERGE_NONE
-                   : MERGE_NORM;
-    L->wslots = L->placement == SN_PLACEMENT_HYPER_CONN ? L->ns + 2 /* dH_k, then h0 and dh0 */
-                : L->ns == 2 || L->placement == SN_PLACEMENT_SPAN_NORM ? 2
-                                                                       : 1; /* dx (, dy) */
-    L->dt = (sn_dtype)net->act_dtype;
-    L->esz = sn_dtype_size(L->dt);
-    stage m;
-    layout(L, L->S, &m);
-    return SN_OK;
-}
-
 /* Floats that n slots of `rows` rows take (bf16 slots: two elements a float, rounded up). */
 static int64_t slot_floats(const netl *L, int64_t n, int64_t rows) {
     return (n * rows * L->D * L->esz + 3) / 4;
@@ -410,7 +120,7 @@ static int64_t state_per_row(const netl *L) {
 
 sn_status sn_net_infer_sizes(const sn_net *net, int64_t *spr) {
     netl L;
-    sn_status st = resolve(net, &L);
+    sn_status st = sn_net_resolve(net, &L);
     if (st != SN_OK) return st;
     if (!spr) return SN_ERR_NULL;
     *spr = state_per_row(&L);
@@ -452,7 +162,7 @@ sn_status sn_placement_from_name(const char *name, sn_placement *placement) {
 
 sn_status sn_net_sizes(const sn_net *net, int64_t *np, int64_t *apr, int64_t *wpr) {
     netl L;
-    sn_status st = resolve(net, &L);
+    sn_status st = sn_net_resolve(net, &L);
     if (st != SN_OK) return st;
     if (np) *np = L.np;
     if (apr) *apr = acts_per_row(&L);
@@ -462,17 +172,17 @@ sn_status sn_net_sizes(const sn_net *net, int64_t *np, int64_t *apr, int64_t *wp
 
 sn_status sn_net_scale(const sn_net *net, int32_t i, float *c) {
     netl L;
-    sn_status st = resolve(net, &L);
+    sn_status st = sn_net_resolve(net, &L);
     if (st != SN_OK) return st;
     if (!c) return SN_ERR_NULL;
     if (i < 0 || i >= L.S) return SN_ERR_INDEX;
-    *c = scale_of(net, i);
+    *c = sn_net_scale_of(net, i);
     return SN_OK;
 }
 
 sn_status sn_net_init_gain(const sn_net *net, float *gain) {
     netl L;
-    sn_status st = resolve(net, &L);
+    sn_status st = sn_net_resolve(net, &L);
     if (st != SN_OK) return st;
     if (!gain) return SN_ERR_NULL;
     *gain = L.placement == SN_PLACEMENT_DEEPNORM ? (float)pow(8.0 * (double)n_layers(L.S), -0.25)
@@ -482,10 +192,10 @@ sn_status sn_net_init_gain(const sn_net *net, float *gain) {
 
 /* Stage i of a validated net, which must have a norm j (sn_net_norm_at, sn_net_norm_role). */
 static sn_status stage_with_norm(const sn_net *net, int32_t i, int32_t j, netl *L, stage *s) {
-    sn_status st = resolve(net, L);
+    sn_status st = sn_net_resolve(net, L);
     if (st != SN_OK) return st;
     if (i < -1 || i > L->S || j < 0) return SN_ERR_INDEX;
-    layout(L, i, s);
+    sn_net_stage(L, i, s);
     return j < s->nn ? SN_OK : SN_ERR_INDEX;
 }
 
@@ -503,17 +213,18 @@ sn_status sn_net_norm_at(const sn_net *net, int32_t i, int32_t j, sn_norm *norm,
 
 sn_status sn_net_init_params(const sn_net *net, float *params) {
     netl L;
-    sn_status st = resolve(net, &L);
+    sn_status st = sn_net_resolve(net, &L);
     if (st != SN_OK) return st;
     if (L.np > 0 && !params) return SN_ERR_NULL;
     if ((uintptr_t)params % sizeof(float)) return SN_ERR_ALIGN;
-    /* the sub-layers in one walk (the offsets layout() gives: each stage's block follows the
-     * previous one's), so O(S) in all; then the merge and the split through sn_net_norm_at */
-    int64_t p = 0;
+    /* the sub-layers in one walk, O(S) in all; then the merge and the split through
+     * sn_net_norm_at */
+    sn_walk w;
+    sn_walk_start(&L, &w);
     for (int64_t i = 0; i < L.S; i++) {
         stage s;
-        memset(&s, 0, sizeof s);
-        sublayer_kind(net, i, &s);
+        sn_walk_step(&L, &w, &s);
+        int64_t p = s.p;
         for (int k = 0; k < s.nn; k++) {
             const int64_t n = sn_norm_nparams(&s.n[k], L.D);
             if (n > 0) sn_norm_init_params(&s.n[k], L.D, params + p);
@@ -526,7 +237,6 @@ sn_status sn_net_init_params(const sn_net *net, float *params) {
             HC_AM(al, n, i % n) = 1.0f;
             for (int k = 0; k < n; k++) HC_AR(al, n, k, k) = 1.0f, HC_B(al, n, k) = 1.0f;
             if (L.dyn) al[hc_conn_floats(net) - 2] = al[hc_conn_floats(net) - 1] = 0.01f;
-            p += hc_conn_floats(net);
         }
     }
     const int32_t ends[2] = {-1, L.S}; /* the split (i = -1) and the merge (i = S) */
@@ -546,8 +256,8 @@ sn_status sn_net_conn_at(const sn_net *net, int32_t i, int64_t *offset, int64_t 
         return SN_ERR_INDEX;
     netl L;
     stage s;
-    resolve(net, &L);
-    layout(&L, i, &s);
+    sn_net_resolve(net, &L);
+    sn_net_stage(&L, i, &s);
     if (offset) *offset = s.p + norms_params(&s, L.D);
     if (count) *count = hc_conn_floats(net);
     return SN_OK;
@@ -583,7 +293,7 @@ typedef struct call {
     uint32_t allowed; /* the flags this call knows */
 } call;
 
-/* The inference state's slots for stage s (layout() gave those of acts): x_k in slot k % 2,
+/* The inference state's slots for stage s (sn_net_stage gave those of acts): x_k in slot k % 2,
  * y in slot 2, the temporary after them; statistics from the start of the planes. */
 static void infer_slots(const netl *L, int at, int64_t i, stage *s) {
     const int64_t tmp = 2 + (L->ns == 2);
@@ -616,7 +326,7 @@ static void infer_slots(const netl *L, int at, int64_t i, stage *s) {
  * between them; then resolves the stage into P. */
 static sn_status begin(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *p, const call *c,
                        pass *P) {
-    sn_status st = resolve(net, &P->L);
+    sn_status st = sn_net_resolve(net, &P->L);
     if (st != SN_OK) return st;
     if (!p) return SN_ERR_NULL;
     const netl *L = &P->L;
@@ -647,7 +357,7 @@ static sn_status begin(const sn_ctx *ctx, const sn_net *net, const sn_net_pass *
     st = sn_check_inputs_dt(ctx, L->dt, R, L->D, &c->in, &c->ld, 1, p->params, L->np); /* checked */
     if (st != SN_OK) return st;
     const int64_t i = c->at == AT_SPLIT ? -1 : c->at == AT_MERGE ? L->S : c->i;
-    layout(&P->L, i, &P->s);
+    sn_net_stage(&P->L, i, &P->s);
     if (c->dir == INFER) infer_slots(L, c->at, i, &P->s);
     P->R = R;
     P->params = p->params;
