@@ -4,13 +4,14 @@
 # the plots.
 #
 # usage: examples/gpt/reproduce.sh [BUILD_DIR [OUT [EXPERIMENT...]]]
-#   EXPERIMENT, on the fortunes corpus (the default): main budgets budget16 lr ablations depth
-#   hc hc4x
+#   EXPERIMENT, on the fortunes corpus (the default): main budgets budget16 lr lr-fine ablations
+#   depth hc hc4x
 #   on the generated tales corpus (the history section): tales-main tales-isa tales-first
 #   tales-init tales-ablations tales-lr tales-depth addition, and tales-span (SpanNorm at the
 #   tales LR sweep's and main job's settings: 28 runs, measured 1h47m under a load of about 30)
 #   default: the fortunes experiments. Each one says its own ETA; on an idle 2-core machine
-#   main takes about 1.5 minutes, budgets 5, budget16 about 9, lr 6.5, ablations 1.5, depth 2,
+#   main takes about 1.5 minutes, budgets 5, budget16 about 9, lr 6.5, lr-fine about 8 (11
+#   under a load of 2, 0.6.19, Zen 3 VM), ablations 1.5, depth 2,
 #   hc (Pre-Norm, SiameseNorm, Hyper-Connections n = 4 dynamic) about 2 (3 under a load of 3),
 #   hc4x about 4 (6 under that load) (0.6.4, Zen 4 VM).
 # The tales experiments ran before the fortunes corpus existed: they pin the corpus and the
@@ -20,7 +21,7 @@ build=${1:-build}
 out=${2:-repro-out}
 [ $# -gt 0 ] && shift
 [ $# -gt 0 ] && shift
-which=${*:-main budgets budget16 lr ablations depth hc hc4x}
+which=${*:-main budgets budget16 lr lr-fine ablations depth hc hc4x}
 cmp=$build/examples/gpt/sn-gpt-compare
 if [ ! -x "$cmp" ]; then
     echo "reproduce.sh: $cmp not found; build first: meson setup $build && meson compile -C $build" >&2
@@ -46,6 +47,8 @@ for e in $which; do
         run budget16 --seeds 4 --budgets 4800 ;;
     lr) # the learning-rate sweep on the main job's cell, SpanNorm included, 4 seeds per cell
         run lr --seeds 4 --arms pre_norm,post_norm,hybridnorm,siamese,span_norm --lrs 3e-3,1e-2,3e-2 ;;
+    lr-fine) # Pre-Norm and SiameseNorm on a finer LR grid around both arms' best, 6 seeds a cell
+        run lr-fine --arms pre_norm,siamese --lrs 3e-3,4e-3,5e-3,7e-3,1e-2,1.4e-2 ;;
     ablations) # the paper's two ablations on the main job's cell: c = 1, and no input norm
         run ablations --seeds 4 \
             --arm 'siamese=--norm siamese' --arm 'siamese-c1=--norm siamese --scales none' \
