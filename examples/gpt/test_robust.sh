@@ -144,6 +144,19 @@ check "--log onto a file that is not a log: refused ($rc), the file unchanged" \
 rc=$?
 check "--log the --load file: refused ($rc), the file unchanged" \
     sh -c "[ $rc -eq 1 ] && cmp -s '$d/keep.ckpt' '$d/orig.ckpt' && grep -q 'same file' '$d/out'"
+# --log X --save X, X not there yet: refused before the run (the checkpoint used to be renamed
+# over the log, exit 0), also spelt differently (DIR/./X) and through a dangling link
+rm -f "$d/new-link"
+ln -s new.out "$d/new-link"
+for spell in "$d/new.out" "$d/./new.out" "$d/new-link"; do
+    rm -f "$d/new.out"
+    # shellcheck disable=SC2086 # the flags, word by word
+    "$exe" $tiny --steps 3 --log "$d/new.out" --save "$spell" > "$d/out" 2>&1
+    rc=$?
+    check "--log X --save $spell, X not there yet: refused ($rc), nothing written" \
+        sh -c "[ $rc -eq 1 ] && [ ! -e '$d/new.out' ] && grep -q 'same file' '$d/out' && ! grep -q '^step' '$d/out'"
+done
+rm -f "$d/new-link"
 
 # ---- interrupts (N10) ------------------------------------------------------------------------
 interrupt() { # SIGNAL: a long run stopped by SIGNAL once its log has 3 rows; sets rc
