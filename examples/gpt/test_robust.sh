@@ -157,6 +157,32 @@ for spell in "$d/new.out" "$d/./new.out" "$d/new-link"; do
         sh -c "[ $rc -eq 1 ] && [ ! -e '$d/new.out' ] && grep -q 'same file' '$d/out' && ! grep -q '^step' '$d/out'"
 done
 rm -f "$d/new-link"
+rows_whole() { # CSV: every line ends with a newline and has the header's 8 fields
+    [ "$(tail -c 1 "$1" | od -An -c | tr -d ' ')" = '\n' ] &&
+        awk -F, 'NF != 8 { bad = 1 } END { exit bad }' "$1"
+}
+# --log's write errors: a log cut short by ulimit -f (512-byte blocks in sh) stops the run with
+# exit 1 and a message, whole rows only (it used to go on, leave a half row, exit 0)
+rm -f "$d/lim.csv"
+# shellcheck disable=SC2086 # the flags, word by word
+(ulimit -f 2 && exec "$exe" $tiny --steps 200 --eval-every 0 --print-every 0 --log "$d/lim.csv") \
+    > "$d/out" 2>&1
+rc=$?
+check "--log cut short by ulimit -f 2: exit 1 ($rc), says so" \
+    sh -c "[ $rc -eq 1 ] && grep -q 'lim.csv: write failed at step' '$d/out'"
+check "... whole rows" rows_whole "$d/lim.csv"
+# standard output that is not written: > /dev/full, with --json and without
+if [ -w /dev/full ]; then
+    for mode in --json ""; do
+        # shellcheck disable=SC2086 # the flags, word by word
+        "$exe" $tiny --steps 3 $mode > /dev/full 2> "$d/out"
+        rc=$?
+        check "sn-gpt-train $mode > /dev/full: exit 1 ($rc) with a message" \
+            sh -c "[ $rc -eq 1 ] && grep -q 'writing standard output failed' '$d/out'"
+    done
+    "$exe" --help > /dev/full 2> /dev/null
+    check "sn-gpt-train --help > /dev/full: exit 1" [ $? -eq 1 ]
+fi
 
 # ---- interrupts (N10) ------------------------------------------------------------------------
 interrupt() { # SIGNAL: a long run stopped by SIGNAL once its log has 3 rows; sets rc
@@ -178,10 +204,6 @@ interrupt() { # SIGNAL: a long run stopped by SIGNAL once its log has 3 rows; se
     kill -9 $pid 2>/dev/null
     wait $pid
     rc=$?
-}
-rows_whole() { # CSV: every line ends with a newline and has the header's 8 fields
-    [ "$(tail -c 1 "$1" | od -An -c | tr -d ' ')" = '\n' ] &&
-        awk -F, 'NF != 8 { bad = 1 } END { exit bad }' "$1"
 }
 rows_in_order() { # CSV N: rows 1..N, once each, in order
     [ "$(wc -l < "$1")" -eq $(($2 + 1)) ] &&
