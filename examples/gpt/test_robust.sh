@@ -59,6 +59,31 @@ check "sn-gpt-compare reads a trainer's huge and NaN step counts safely (exit $r
 check "... and its tables are whole files (no temporary left)" \
     sh -c "[ -z \"\$(ls -A '$d/cmpf' | grep tmp-)\" ]"
 
+# ---- files: --data FILE ----------------------------------------------------------------------
+# only a regular file of at most 2 GiB: a directory used to say "too short", a FIFO waited for
+# a writer forever, a device (/dev/zero) was read until memory ran out, a file over the limit
+# was read whole. Each is refused at once (exit 1) with a message naming it.
+# shellcheck disable=SC2317 # called through check
+data_refused() { # FILE PATTERN
+    # shellcheck disable=SC2086 # the flags, word by word
+    timeout -k 5 20 "$exe" $tiny --steps 2 --data "$1" > "$d/out" 2>&1
+    rc=$?
+    [ "$rc" -eq 1 ] && grep -q -- "$2" "$d/out"
+}
+rm -f "$d/fifo"
+mkdir -p "$d/datadir"
+check "--data DIR: refused, not a regular file" data_refused "$d/datadir" "not a regular file"
+check "--data /dev/null: refused, not a regular file" data_refused /dev/null "not a regular file"
+if mkfifo "$d/fifo" 2>/dev/null; then
+    check "--data FIFO: refused at once, not a regular file" data_refused "$d/fifo" "not a regular file"
+fi
+# a sparse file one byte over 2 GiB (no disk space used): refused before it is read
+if dd if=/dev/null of="$d/big" bs=1 seek=2147483649 2>/dev/null; then
+    check "--data of 2 GiB + 1 byte: refused (the limit)" data_refused "$d/big" "more than the limit"
+fi
+check "--data MISSING: refused with the reason" data_refused "$d/missing.txt" "No such file"
+rm -rf "$d/fifo" "$d/datadir" "$d/big"
+
 # ---- files: checkpoints (N1, N6, N7) ---------------------------------------------------------
 put_i32() { # FILE OFFSET VALUE: a little-endian int32 written in place
     v=$3
