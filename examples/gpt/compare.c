@@ -92,7 +92,8 @@ static void usage(FILE *f) {
                "  --jobs N          runs at a time (default: the number of online cores)\n"
                "  --evals N         held-out evaluations per run, for the curves (default 12)\n"
                "  --out DIR         output directory (default sn-compare-out)\n"
-               "  --trainer PATH    sn-gpt-train (default: the one beside this program)\n"
+               "  --trainer PATH    sn-gpt-train (default: the one beside this program); a\n"
+               "                    name without '/' is in the current directory, not on PATH\n"
                "  --launcher CMD    run each as CMD sn-gpt-train ..., e.g. 'mpirun -np 2' for\n"
                "                    data-parallel runs (then --jobs 1 on a 2-core machine)\n"
                "  --no-plot         skip gnuplot\n"
@@ -240,15 +241,59 @@ static int parse(int argc, char **argv, options *o) {
     return 0;
 }
 
-/* sn-gpt-train beside this executable (from /proc/self/exe, else argv[0]). */
-static void default_trainer(const char *argv0, char *buf, size_t n) {
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len > 0) self[len] = '\0';
-    else snprintf(self, sizeof self, "%s", argv0);
-    char *slash = strrchr(self, '/');
-    if (slash) snprintf(buf, n, "%.*s/sn-gpt-train", (int)(slash - self), self);
-    else snprintf(buf, n, "sn-gpt-train");
+/* Whether PATH names an executable regular file. */
+static int is_executable(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* The trainer to run, as a path with a '/' (so that neither execv nor a launcher looks it up on
+ * PATH: what is checked here is what runs). --trainer NAME without a '/' is ./NAME. The default
+ * is sn-gpt-train beside this executable (from /proc/self/exe, else argv[0]); when argv[0] has
+ * no '/' either (this program was found on PATH), the first sn-gpt-train on PATH. 0, or -1 with
+ * a message. */
+static int resolve_trainer(const char *given, const char *argv0, char *buf, size_t n) {
+    int len;
+    if (given) {
+        len = snprintf(buf, n, "%s%s", strchr(given, '/') ? "" : "./", given);
+    } else {
+        char self[4096];
+        ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (sl > 0) self[sl] = '\0';
+        else snprintf(self, sizeof self, "%s", argv0);
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            len = snprintf(buf, n, "%.*s/sn-gpt-train", (int)(slash - self), self);
+        } else { /* on PATH, as this program was; an empty entry is the current directory */
+            const char *path = getenv("PATH");
+            len = -1;
+            for (const char *p = path ? path : ""; path;) {
+                const char *end = strchr(p, ':');
+                size_t dl = end ? (size_t)(end - p) : strlen(p);
+                int k = snprintf(buf, n, "%.*s/sn-gpt-train", dl ? (int)dl : 1, dl ? p : ".");
+                if (k > 0 && (size_t)k < n && is_executable(buf)) {
+                    len = k;
+                    break;
+                }
+                if (!end) break;
+                p = end + 1;
+            }
+            if (len < 0) {
+                fprintf(stderr, "sn-gpt-train: not found on PATH (--trainer PATH)\n");
+                return -1;
+            }
+        }
+    }
+    if (len < 0 || (size_t)len >= n) {
+        fprintf(stderr, "--trainer: path too long\n");
+        return -1;
+    }
+    if (!is_executable(buf)) {
+        fprintf(stderr, "%s: not found, not a regular file or not executable (--trainer PATH)\n",
+                buf);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- the runs' JSON lines ----------------------------------------------------------------- */
@@ -380,7 +425,10 @@ static int start(const options *o, const char *trainer, const group *g, run *r) 
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
-        execvp(args[0], args); /* the trainer's path, or the launcher's name on PATH */
+        /* the trainer's path (with a '/': exactly the file checked), or the launcher's name,
+         * looked up on PATH */
+        if (o->launcher.argc > 0) execvp(args[0], args);
+        else execv(args[0], args);
         fprintf(stderr, "%s: %s\n", args[0], strerror(errno));
         _exit(127);
     }
@@ -913,12 +961,7 @@ int main(int argc, char **argv) {
     static options o;
     if (parse(argc, argv, &o) != 0) return 1;
     char trainer[4096];
-    if (o.trainer) snprintf(trainer, sizeof trainer, "%s", o.trainer);
-    else default_trainer(argv[0], trainer, sizeof trainer);
-    if (access(trainer, X_OK) != 0) {
-        fprintf(stderr, "%s: not found or not executable (--trainer PATH)\n", trainer);
-        return 1;
-    }
+    if (resolve_trainer(o.trainer, argv[0], trainer, sizeof trainer) != 0) return 1;
     char dir[600];
     snprintf(dir, sizeof dir, "%s", o.out);
     mkdir(dir, 0755);

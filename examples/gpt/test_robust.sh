@@ -58,6 +58,23 @@ check "sn-gpt-compare reads a trainer's huge and NaN step counts safely (exit $r
     sh -c "[ $rc -eq 0 ] && [ -s '$d/cmpf/runs.csv' ] && [ -s '$d/cmpf/summary.csv' ]"
 check "... and its tables are whole files (no temporary left)" \
     sh -c "[ -z \"\$(ls -A '$d/cmpf' | grep tmp-)\" ]"
+# --trainer NAME (no '/'): the ./NAME that was checked is what runs, not a NAME found on PATH
+# (access() used to check ./NAME and execvp() to run the first NAME on PATH)
+cmp_abs=$(cd "$(dirname "$cmp_exe")" && pwd)/$(basename "$cmp_exe")
+mkdir -p "$d/pathbin"
+printf '#!/bin/sh\ntouch "%s"\nexit 1\n' "$d/wrong-trainer-ran" > "$d/pathbin/fake-trainer"
+chmod +x "$d/pathbin/fake-trainer"
+rm -f "$d/wrong-trainer-ran"
+(cd "$d" && PATH="$d/pathbin:$PATH" "$cmp_abs" --trainer fake-trainer --seeds 2 --jobs 1 \
+    --no-plot --out "$d/cmpp") > "$d/out" 2>&1
+rc=$?
+check "--trainer NAME runs ./NAME, the file checked, not NAME on PATH (exit $rc)" \
+    sh -c "[ $rc -eq 0 ] && [ ! -e '$d/wrong-trainer-ran' ]"
+"$cmp_exe" --trainer "$d/pathbin" --seeds 2 --no-plot --out "$d/cmpp" > "$d/out" 2>&1
+rc=$?
+check "--trainer DIR: refused before any run (exit $rc)" \
+    sh -c "[ $rc -eq 1 ] && grep -q 'not a regular file' '$d/out'"
+rm -rf "$d/pathbin" "$d/cmpp"
 
 # ---- files: --data FILE ----------------------------------------------------------------------
 # only a regular file of at most 2 GiB: a directory used to say "too short", a FIFO waited for
