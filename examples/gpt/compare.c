@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,27 @@ static int split_list(char *list, const char **out, int max, const char *flag) {
     return n;
 }
 
+/* Whether an arm's label can name its files (OUT/logs/..._LABEL_sN.csv, OUT/plot/gG_LABEL.dat)
+ * and fill a CSV field and a quoted gnuplot title as it is. */
+static int label_ok(const char *label) {
+    if (!label[0]) return 0;
+    for (const unsigned char *c = (const unsigned char *)label; *c; c++)
+        if (*c < 32 || *c == 127 || strchr("/,\"'\\`", *c)) return 0;
+    return 1;
+}
+
+/* snprintf into buf[n], with a message and -1 when the text would be cut short (so that two
+ * paths never become one). */
+static int fmt_path(char *buf, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+    if (k >= 0 && (size_t)k < n) return 0;
+    fprintf(stderr, "sn-gpt-compare: a path under --out is too long (%.60s...)\n", buf);
+    return -1;
+}
+
 /* An arm from "LABEL=FLAGS" (FLAGS split on spaces) or from a placement name. */
 static int make_arm(arm *a, const char *spec, int is_placement) {
     memset(a, 0, sizeof *a);
@@ -232,6 +254,21 @@ static int parse(int argc, char **argv, options *o) {
                 "most %d sweep cells\n",
                 MAX_SEEDS, MAX_JOBS, MAX_POINTS - 2, MAX_GROUPS);
         return -1;
+    }
+    for (int a = 0; a < o->n_arms; a++) {
+        if (!label_ok(o->arms[a].label)) {
+            fprintf(stderr,
+                    "arm label '%s': expected 1..%d characters, none of them '/', ',', quotes, "
+                    "a backslash or a control character (it names files and CSV fields)\n",
+                    o->arms[a].label, (int)sizeof o->arms[a].label - 1);
+            return -1;
+        }
+        for (int b = 0; b < a; b++)
+            if (strcmp(o->arms[a].label, o->arms[b].label) == 0) {
+                fprintf(stderr, "arm label '%s' given twice: each arm needs its own (its files)\n",
+                        o->arms[a].label);
+                return -1;
+            }
     }
     if (o->first_seed > INT_MAX - (o->seeds - 1)) { /* the last seed, S + K - 1, is an int */
         fprintf(stderr, "--first-seed %d with --seeds %d: the last seed is past %d\n",
@@ -377,19 +414,25 @@ static int pump(run *r) {
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-static void run_name(const options *o, const group *g, const run *r, char *buf, size_t n) {
-    char cell[96] = "";
-    if (g->lr) snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "lr%s_", g->lr);
-    if (g->layers) snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "L%s_", g->layers);
-    if (g->steps) snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "n%s_", g->steps);
-    snprintf(buf, n, "%s%s_s%d", cell, o->arms[r->arm].label, r->seed);
+/* A run's name, [lrLR_][LLAYERS_][nSTEPS_]LABEL_sSEED, and its two log files; 0, or -1 with a
+ * message when a name would be cut short. */
+static int run_paths(const options *o, const group *g, const run *r, char name[PATH_MAX],
+                     char log_csv[PATH_MAX], char log_err[PATH_MAX]) {
+    if (fmt_path(name, PATH_MAX, "%s%s%s%s%s%s%s%s%s%s_s%d", g->lr ? "lr" : "", g->lr ? g->lr : "",
+                 g->lr ? "_" : "", g->layers ? "L" : "", g->layers ? g->layers : "",
+                 g->layers ? "_" : "", g->steps ? "n" : "", g->steps ? g->steps : "",
+                 g->steps ? "_" : "", o->arms[r->arm].label, r->seed) != 0)
+        return -1;
+    if (!log_csv) return 0;
+    return fmt_path(log_csv, PATH_MAX, "%s/logs/%s.csv", o->out, name) != 0 ||
+                   fmt_path(log_err, PATH_MAX, "%s/logs/%s.log", o->out, name) != 0
+               ? -1
+               : 0;
 }
 
 static int start(const options *o, const char *trainer, const group *g, run *r) {
-    char name[160], log_csv[512], log_err[512], seed[32], evals[32];
-    run_name(o, g, r, name, sizeof name);
-    snprintf(log_csv, sizeof log_csv, "%s/logs/%s.csv", o->out, name);
-    snprintf(log_err, sizeof log_err, "%s/logs/%s.log", o->out, name);
+    char name[PATH_MAX], log_csv[PATH_MAX], log_err[PATH_MAX], seed[32], evals[32];
+    if (run_paths(o, g, r, name, log_csv, log_err) != 0) return -1;
     snprintf(seed, sizeof seed, "%d", r->seed);
     snprintf(evals, sizeof evals, "%d", o->evals);
     const arm *a = &o->arms[r->arm];
@@ -495,8 +538,8 @@ static int run_all(const options *o, const char *trainer, const group *groups, r
                 running--;
                 finished++;
                 if (r->failed) {
-                    char name[160];
-                    run_name(o, &groups[r->group], r, name, sizeof name);
+                    char name[PATH_MAX];
+                    run_paths(o, &groups[r->group], r, name, NULL, NULL);
                     fprintf(stderr, "%srun %s failed: see %s/logs/%s.log\n", tty ? "\n" : "", name,
                             o->out, name);
                 }
@@ -590,7 +633,7 @@ static paired paired_stat(const options *o, const run *runs, int n, int g, int a
 }
 
 static void write_csvs(const options *o, const group *groups, const run *runs, int n) {
-    char path[512];
+    char path[PATH_MAX];
     af_file fa, ca; /* whole files or none (atomic_file.h) */
     snprintf(path, sizeof path, "%s/runs.csv", o->out);
     if (af_open(&fa, path) != 0) return;
@@ -621,7 +664,7 @@ static void write_csvs(const options *o, const group *groups, const run *runs, i
 /* Per group and arm, the mean held-out loss at each evaluation and a +-1 sd band, over the
  * seeds that reached it: OUT/plot/gG_ARM.dat for gnuplot. */
 static void write_curve_data(const options *o, const run *runs, int n, int g, int a) {
-    char path[512];
+    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/g%d_%s.dat", o->out, g, o->arms[a].label);
     af_file af;
     if (af_open(&af, path) != 0) return;
@@ -655,7 +698,7 @@ static int write_sweep_data(const options *o, const group *groups, int n_groups,
     int by_lr = o->n_lrs > 1 && o->n_depths <= 1 && o->n_budgets <= 1;
     int by_depth = o->n_depths > 1 && o->n_lrs <= 1 && o->n_budgets <= 1;
     if (!by_lr && !by_depth) return 0;
-    char path[512];
+    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/sweep.dat", o->out);
     af_file af;
     if (af_open(&af, path) != 0) return 0;
@@ -679,7 +722,7 @@ static int write_sweep_data(const options *o, const group *groups, int n_groups,
  * interval), into OUT/plot/budget.dat; returns 1 when written. */
 static int write_budget_data(const options *o, int n_groups, const run *runs, int n) {
     if (o->n_budgets < 2 || o->n_lrs > 1 || o->n_depths > 1) return 0;
-    char path[512];
+    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/budget.dat", o->out);
     af_file af;
     if (af_open(&af, path) != 0) return 0;
@@ -702,7 +745,7 @@ static int write_budget_data(const options *o, int n_groups, const run *runs, in
 
 static void plot(const options *o, const group *groups, int n_groups, int sweep_cells,
                  int budget_plot) {
-    char path[512];
+    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/curves.gp", o->out);
     af_file af;
     if (af_open(&af, path) != 0) return;
@@ -776,7 +819,7 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
         fprintf(f, "\n");
     }
     if (af_commit(&af) != 0) return;
-    char cmd[1200];
+    char cmd[PATH_MAX + 64];
     snprintf(cmd, sizeof cmd, "cd '%s/plot' && gnuplot curves.gp 2>/dev/null", o->out);
     if (system("command -v gnuplot >/dev/null 2>&1") != 0)
         printf("gnuplot not found: the plot script is %s/plot/curves.gp\n", o->out);
@@ -829,7 +872,7 @@ static void report_curve(const options *o, const group *g, const run *runs, int 
 
 /* OUT/name opened for an atomic write (atomic_file.h) with its header line; NULL on error. */
 static FILE *open_table(af_file *af, const options *o, const char *name, const char *header) {
-    char path[512];
+    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", o->out, name);
     if (af_open(af, path) != 0) return NULL;
     fprintf(af->f, "%s\n", header);
@@ -962,7 +1005,12 @@ int main(int argc, char **argv) {
     if (parse(argc, argv, &o) != 0) return 1;
     char trainer[4096];
     if (resolve_trainer(o.trainer, argv[0], trainer, sizeof trainer) != 0) return 1;
-    char dir[600];
+    /* every path under OUT fits (the longest: plot/gG_LABEL.dat and the logs, checked below) */
+    if (strlen(o.out) + 128 >= PATH_MAX) {
+        fprintf(stderr, "--out %.60s...: too long\n", o.out);
+        return 1;
+    }
+    char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", o.out);
     mkdir(dir, 0755);
     snprintf(dir, sizeof dir, "%s/logs", o.out);
@@ -994,6 +1042,14 @@ int main(int argc, char **argv) {
         for (int s = 0; s < o.seeds; s++)
             for (int a = 0; a < o.n_arms; a++)
                 runs[k++] = (run){.group = g, .arm = a, .seed = o.first_seed + s};
+    /* every run's log paths fit, before any run starts */
+    for (int i = 0; i < n; i++) {
+        char name[PATH_MAX], log_csv[PATH_MAX], log_err[PATH_MAX];
+        if (run_paths(&o, &groups[runs[i].group], &runs[i], name, log_csv, log_err) != 0) {
+            free(runs);
+            return 1;
+        }
+    }
 
     printf("sn-gpt-compare: %d arm%s x %d seeds%s = %d runs of %s, %d at a time\n", o.n_arms,
            o.n_arms > 1 ? "s" : "", o.seeds, n_groups > 1 ? " x sweep cells" : "", n, trainer,

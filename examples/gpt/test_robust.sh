@@ -75,6 +75,34 @@ rc=$?
 check "--trainer DIR: refused before any run (exit $rc)" \
     sh -c "[ $rc -eq 1 ] && grep -q 'not a regular file' '$d/out'"
 rm -rf "$d/pathbin" "$d/cmpp"
+# arm labels name files: empty, duplicate, or with '/', ',', a quote or a control character
+# refused before any run (two arms used to share their logs; '../../notes' wrote outside --out)
+# shellcheck disable=SC2317 # called through check
+lab_refused() { # ARM-FLAGS...
+    "$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --no-plot --out "$d/cmpl/o" "$@" \
+        > "$d/out" 2>&1
+    rc=$?
+    [ "$rc" -eq 1 ] && grep -q "arm label" "$d/out" && ! grep -q "runs finished" "$d/out"
+}
+mkdir -p "$d/cmpl"
+check "--arm a=... twice: refused" lab_refused --arm "a=--norm pre_norm" --arm "a=--norm siamese"
+check "--arms pre_norm,pre_norm: refused" lab_refused --arms pre_norm,pre_norm
+check "--arm ../../notes=...: refused, nothing written outside --out" \
+    lab_refused --arm "a=--norm pre_norm" --arm "../../notes=--norm siamese"
+check "... nothing written outside --out" sh -c "[ -z \"\$(ls '$d/cmpl' | grep notes)\" ]"
+check "--arm \"q'=...\": refused" lab_refused --arm "a=--norm pre_norm" --arm "q'=--norm siamese"
+check "--arm a,b=...: refused" lab_refused --arm "a=--norm pre_norm" --arm "a,b=--norm siamese"
+# a long --out (the paths used to be cut at 512 bytes, so that runs shared one log): 2 arms x
+# 2 seeds, 4 log files
+long=$d/cmpl/$(printf '%0200d' 0)
+mkdir -p "$long"
+long=$long/$(printf '%0*d' $((500 - ${#long})) 0)
+"$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --no-plot --out "$long" > "$d/out" 2>&1
+rc=$?
+logs=$(find "$long/logs" -name '*.log' 2>/dev/null | wc -l)
+check "--out of 500 bytes: exit 0 ($rc), one log file per run (4: $logs)" \
+    sh -c "[ $rc -eq 0 ] && [ $logs -eq 4 ]"
+rm -rf "$d/cmpl"
 
 # ---- files: --data FILE ----------------------------------------------------------------------
 # only a regular file of at most 2 GiB: a directory used to say "too short", a FIFO waited for
