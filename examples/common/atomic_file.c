@@ -123,8 +123,30 @@ int af_check_writable(const char *path) {
     return 0;
 }
 
+/* Where a write to PATH, which does not exist, would create its file: the target (through a
+ * dangling link) with its directory resolved by realpath, "/RESOLVED-DIR/BASE". 0, or -1 when
+ * the directory does not exist or a name is too long. */
+static int future_name(const char *path, char out[PATH_MAX]) {
+    char dst[PATH_MAX], dir[PATH_MAX], real[PATH_MAX];
+    if (resolve_target(path, dst) != 0) return -1;
+    const char *slash = strrchr(dst, '/');
+    const char *base = slash ? slash + 1 : dst;
+    if (!*base) return -1;
+    if (!slash) strcpy(dir, ".");
+    else if (slash == dst) strcpy(dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - dst), dst);
+    if (!realpath(dir, real)) return -1;
+    int n = snprintf(out, PATH_MAX, "%s/%s", strcmp(real, "/") == 0 ? "" : real, base);
+    return n > 0 && n < PATH_MAX ? 0 : -1;
+}
+
 int af_same_file(const char *a, const char *b) {
     struct stat sa, sb;
-    if (stat(a, &sa) != 0 || stat(b, &sb) != 0) return 0;
-    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea || eb) return 0; /* one exists: the other, once written, is a new file */
+    /* neither exists yet: the same file once written if they name the same entry of the same
+     * directory */
+    char na[PATH_MAX], nb[PATH_MAX];
+    return future_name(a, na) == 0 && future_name(b, nb) == 0 && strcmp(na, nb) == 0;
 }

@@ -45,7 +45,9 @@ void af_abort(af_file *a);
 int af_check_writable(const char *path);
 
 /* Whether paths A and B name the same file (the same device and inode, through links and
- * ./ spellings): 1 if so, 0 if not or if either does not exist. */
+ * ./ spellings): 1 if so, 0 if not. When neither exists yet, whether writing each would create
+ * the same file: the same entry of the same directory (realpath of the directory, through a
+ * dangling link); 0 when only one exists or a directory is missing. */
 int af_same_file(const char *a, const char *b);
 
 #endif

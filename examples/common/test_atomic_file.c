@@ -102,6 +102,16 @@ int main(int argc, char **argv) {
     CHECK(af_same_file(p(0, "a"), p(1, "sym")) == 1);
     CHECK(af_same_file(p(0, "a"), dot) == 1);
     CHECK(af_same_file(p(0, "a"), p(1, "nothing")) == 0);
+    /* two paths to a file not written yet: the same when they name one directory entry */
+    char dotnew[PATH_MAX];
+    snprintf(dotnew, sizeof dotnew, "%s/./new", dir);
+    CHECK(af_same_file(p(0, "new"), p(1, "new")) == 1);
+    CHECK(af_same_file(p(0, "new"), dotnew) == 1);
+    CHECK(symlink("new", p(0, "to-new")) == 0);
+    CHECK(af_same_file(p(0, "to-new"), p(1, "new")) == 1);
+    CHECK(af_same_file(p(0, "new"), p(1, "new2")) == 0);
+    CHECK(af_same_file(p(0, "missing/x"), p(1, "missing/x")) == 0);
+    CHECK(unlink(p(0, "to-new")) == 0);
     CHECK(put(p(0, "target"), "t") == 0);
     CHECK(af_same_file(p(0, "a"), p(1, "target")) == 0);
 

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +93,8 @@ static void usage(FILE *f) {
                "  --jobs N          runs at a time (default: the number of online cores)\n"
                "  --evals N         held-out evaluations per run, for the curves (default 12)\n"
                "  --out DIR         output directory (default sn-compare-out)\n"
-               "  --trainer PATH    sn-gpt-train (default: the one beside this program)\n"
+               "  --trainer PATH    sn-gpt-train (default: the one beside this program); a\n"
+               "                    name without '/' is in the current directory, not on PATH\n"
                "  --launcher CMD    run each as CMD sn-gpt-train ..., e.g. 'mpirun -np 2' for\n"
                "                    data-parallel runs (then --jobs 1 on a 2-core machine)\n"
                "  --no-plot         skip gnuplot\n"
@@ -126,6 +128,27 @@ static int split_list(char *list, const char **out, int max, const char *flag) {
         out[n++] = tok;
     }
     return n;
+}
+
+/* Whether an arm's label can name its files (OUT/logs/..._LABEL_sN.csv, OUT/plot/gG_LABEL.dat)
+ * and fill a CSV field and a quoted gnuplot title as it is. */
+static int label_ok(const char *label) {
+    if (!label[0]) return 0;
+    for (const unsigned char *c = (const unsigned char *)label; *c; c++)
+        if (*c < 32 || *c == 127 || strchr("/,\"'\\`", *c)) return 0;
+    return 1;
+}
+
+/* snprintf into buf[n], with a message and -1 when the text would be cut short (so that two
+ * paths never become one). */
+static int fmt_path(char *buf, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+    if (k >= 0 && (size_t)k < n) return 0;
+    fprintf(stderr, "sn-gpt-compare: a path under --out is too long (%.60s...)\n", buf);
+    return -1;
 }
 
 /* An arm from "LABEL=FLAGS" (FLAGS split on spaces) or from a placement name. */
@@ -232,6 +255,21 @@ static int parse(int argc, char **argv, options *o) {
                 MAX_SEEDS, MAX_JOBS, MAX_POINTS - 2, MAX_GROUPS);
         return -1;
     }
+    for (int a = 0; a < o->n_arms; a++) {
+        if (!label_ok(o->arms[a].label)) {
+            fprintf(stderr,
+                    "arm label '%s': expected 1..%d characters, none of them '/', ',', quotes, "
+                    "a backslash or a control character (it names files and CSV fields)\n",
+                    o->arms[a].label, (int)sizeof o->arms[a].label - 1);
+            return -1;
+        }
+        for (int b = 0; b < a; b++)
+            if (strcmp(o->arms[a].label, o->arms[b].label) == 0) {
+                fprintf(stderr, "arm label '%s' given twice: each arm needs its own (its files)\n",
+                        o->arms[a].label);
+                return -1;
+            }
+    }
     if (o->first_seed > INT_MAX - (o->seeds - 1)) { /* the last seed, S + K - 1, is an int */
         fprintf(stderr, "--first-seed %d with --seeds %d: the last seed is past %d\n",
                 o->first_seed, o->seeds, INT_MAX);
@@ -240,15 +278,59 @@ static int parse(int argc, char **argv, options *o) {
     return 0;
 }
 
-/* sn-gpt-train beside this executable (from /proc/self/exe, else argv[0]). */
-static void default_trainer(const char *argv0, char *buf, size_t n) {
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len > 0) self[len] = '\0';
-    else snprintf(self, sizeof self, "%s", argv0);
-    char *slash = strrchr(self, '/');
-    if (slash) snprintf(buf, n, "%.*s/sn-gpt-train", (int)(slash - self), self);
-    else snprintf(buf, n, "sn-gpt-train");
+/* Whether PATH names an executable regular file. */
+static int is_executable(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* The trainer to run, as a path with a '/' (so that neither execv nor a launcher looks it up on
+ * PATH: what is checked here is what runs). --trainer NAME without a '/' is ./NAME. The default
+ * is sn-gpt-train beside this executable (from /proc/self/exe, else argv[0]); when argv[0] has
+ * no '/' either (this program was found on PATH), the first sn-gpt-train on PATH. 0, or -1 with
+ * a message. */
+static int resolve_trainer(const char *given, const char *argv0, char *buf, size_t n) {
+    int len;
+    if (given) {
+        len = snprintf(buf, n, "%s%s", strchr(given, '/') ? "" : "./", given);
+    } else {
+        char self[4096];
+        ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (sl > 0) self[sl] = '\0';
+        else snprintf(self, sizeof self, "%s", argv0);
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            len = snprintf(buf, n, "%.*s/sn-gpt-train", (int)(slash - self), self);
+        } else { /* on PATH, as this program was; an empty entry is the current directory */
+            const char *path = getenv("PATH");
+            len = -1;
+            for (const char *p = path ? path : ""; path;) {
+                const char *end = strchr(p, ':');
+                size_t dl = end ? (size_t)(end - p) : strlen(p);
+                int k = snprintf(buf, n, "%.*s/sn-gpt-train", dl ? (int)dl : 1, dl ? p : ".");
+                if (k > 0 && (size_t)k < n && is_executable(buf)) {
+                    len = k;
+                    break;
+                }
+                if (!end) break;
+                p = end + 1;
+            }
+            if (len < 0) {
+                fprintf(stderr, "sn-gpt-train: not found on PATH (--trainer PATH)\n");
+                return -1;
+            }
+        }
+    }
+    if (len < 0 || (size_t)len >= n) {
+        fprintf(stderr, "--trainer: path too long\n");
+        return -1;
+    }
+    if (!is_executable(buf)) {
+        fprintf(stderr, "%s: not found, not a regular file or not executable (--trainer PATH)\n",
+                buf);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- the runs' JSON lines ----------------------------------------------------------------- */
@@ -332,19 +414,25 @@ static int pump(run *r) {
 
 /* ---- running ------------------------------------------------------------------------------ */
 
-static void run_name(const options *o, const group *g, const run *r, char *buf, size_t n) {
-    char cell[96] = "";
-    if (g->lr) snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "lr%s_", g->lr);
-    if (g->layers) snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "L%s_", g->layers);
-    if (g->steps) snprintf(cell + strlen(cell), sizeof cell - strlen(cell), "n%s_", g->steps);
-    snprintf(buf, n, "%s%s_s%d", cell, o->arms[r->arm].label, r->seed);
+/* A run's name, [lrLR_][LLAYERS_][nSTEPS_]LABEL_sSEED, and its two log files; 0, or -1 with a
+ * message when a name would be cut short. */
+static int run_paths(const options *o, const group *g, const run *r, char name[PATH_MAX],
+                     char log_csv[PATH_MAX], char log_err[PATH_MAX]) {
+    if (fmt_path(name, PATH_MAX, "%s%s%s%s%s%s%s%s%s%s_s%d", g->lr ? "lr" : "", g->lr ? g->lr : "",
+                 g->lr ? "_" : "", g->layers ? "L" : "", g->layers ? g->layers : "",
+                 g->layers ? "_" : "", g->steps ? "n" : "", g->steps ? g->steps : "",
+                 g->steps ? "_" : "", o->arms[r->arm].label, r->seed) != 0)
+        return -1;
+    if (!log_csv) return 0;
+    return fmt_path(log_csv, PATH_MAX, "%s/logs/%s.csv", o->out, name) != 0 ||
+                   fmt_path(log_err, PATH_MAX, "%s/logs/%s.log", o->out, name) != 0
+               ? -1
+               : 0;
 }
 
 static int start(const options *o, const char *trainer, const group *g, run *r) {
-    char name[160], log_csv[512], log_err[512], seed[32], evals[32];
-    run_name(o, g, r, name, sizeof name);
-    snprintf(log_csv, sizeof log_csv, "%s/logs/%s.csv", o->out, name);
-    snprintf(log_err, sizeof log_err, "%s/logs/%s.log", o->out, name);
+    char name[PATH_MAX], log_csv[PATH_MAX], log_err[PATH_MAX], seed[32], evals[32];
+    if (run_paths(o, g, r, name, log_csv, log_err) != 0) return -1;
     snprintf(seed, sizeof seed, "%d", r->seed);
     snprintf(evals, sizeof evals, "%d", o->evals);
     const arm *a = &o->arms[r->arm];
@@ -380,7 +468,10 @@ static int start(const options *o, const char *trainer, const group *g, run *r) 
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
-        execvp(args[0], args); /* the trainer's path, or the launcher's name on PATH */
+        /* the trainer's path (with a '/': exactly the file checked), or the launcher's name,
+         * looked up on PATH */
+        if (o->launcher.argc > 0) execvp(args[0], args);
+        else execv(args[0], args);
         fprintf(stderr, "%s: %s\n", args[0], strerror(errno));
         _exit(127);
     }
@@ -447,8 +538,8 @@ static int run_all(const options *o, const char *trainer, const group *groups, r
                 running--;
                 finished++;
                 if (r->failed) {
-                    char name[160];
-                    run_name(o, &groups[r->group], r, name, sizeof name);
+                    char name[PATH_MAX];
+                    run_paths(o, &groups[r->group], r, name, NULL, NULL);
                     fprintf(stderr, "%srun %s failed: see %s/logs/%s.log\n", tty ? "\n" : "", name,
                             o->out, name);
                 }
@@ -542,7 +633,7 @@ static paired paired_stat(const options *o, const run *runs, int n, int g, int a
 }
 
 static void write_csvs(const options *o, const group *groups, const run *runs, int n) {
-    char path[512];
+    char path[PATH_MAX];
     af_file fa, ca; /* whole files or none (atomic_file.h) */
     snprintf(path, sizeof path, "%s/runs.csv", o->out);
     if (af_open(&fa, path) != 0) return;
@@ -573,7 +664,7 @@ static void write_csvs(const options *o, const group *groups, const run *runs, i
 /* Per group and arm, the mean held-out loss at each evaluation and a +-1 sd band, over the
  * seeds that reached it: OUT/plot/gG_ARM.dat for gnuplot. */
 static void write_curve_data(const options *o, const run *runs, int n, int g, int a) {
-    char path[512];
+    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/g%d_%s.dat", o->out, g, o->arms[a].label);
     af_file af;
     if (af_open(&af, path) != 0) return;
@@ -607,7 +698,7 @@ static int write_sweep_data(const options *o, const group *groups, int n_groups,
     int by_lr = o->n_lrs > 1 && o->n_depths <= 1 && o->n_budgets <= 1;
     int by_depth = o->n_depths > 1 && o->n_lrs <= 1 && o->n_budgets <= 1;
     if (!by_lr && !by_depth) return 0;
-    char path[512];
+    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/sweep.dat", o->out);
     af_file af;
     if (af_open(&af, path) != 0) return 0;
@@ -631,7 +722,7 @@ static int write_sweep_data(const options *o, const group *groups, int n_groups,
  * interval), into OUT/plot/budget.dat; returns 1 when written. */
 static int write_budget_data(const options *o, int n_groups, const run *runs, int n) {
     if (o->n_budgets < 2 || o->n_lrs > 1 || o->n_depths > 1) return 0;
-    char path[512];
+    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/budget.dat", o->out);
     af_file af;
     if (af_open(&af, path) != 0) return 0;
@@ -654,7 +745,7 @@ static int write_budget_data(const options *o, int n_groups, const run *runs, in
 
 static void plot(const options *o, const group *groups, int n_groups, int sweep_cells,
                  int budget_plot) {
-    char path[512];
+    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/curves.gp", o->out);
     af_file af;
     if (af_open(&af, path) != 0) return;
@@ -728,7 +819,7 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
         fprintf(f, "\n");
     }
     if (af_commit(&af) != 0) return;
-    char cmd[1200];
+    char cmd[PATH_MAX + 64];
     snprintf(cmd, sizeof cmd, "cd '%s/plot' && gnuplot curves.gp 2>/dev/null", o->out);
     if (system("command -v gnuplot >/dev/null 2>&1") != 0)
         printf("gnuplot not found: the plot script is %s/plot/curves.gp\n", o->out);
@@ -781,7 +872,7 @@ static void report_curve(const options *o, const group *g, const run *runs, int 
 
 /* OUT/name opened for an atomic write (atomic_file.h) with its header line; NULL on error. */
 static FILE *open_table(af_file *af, const options *o, const char *name, const char *header) {
-    char path[512];
+    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", o->out, name);
     if (af_open(af, path) != 0) return NULL;
     fprintf(af->f, "%s\n", header);
@@ -913,13 +1004,13 @@ int main(int argc, char **argv) {
     static options o;
     if (parse(argc, argv, &o) != 0) return 1;
     char trainer[4096];
-    if (o.trainer) snprintf(trainer, sizeof trainer, "%s", o.trainer);
-    else default_trainer(argv[0], trainer, sizeof trainer);
-    if (access(trainer, X_OK) != 0) {
-        fprintf(stderr, "%s: not found or not executable (--trainer PATH)\n", trainer);
+    if (resolve_trainer(o.trainer, argv[0], trainer, sizeof trainer) != 0) return 1;
+    /* every path under OUT fits (the longest: plot/gG_LABEL.dat and the logs, checked below) */
+    if (strlen(o.out) + 128 >= PATH_MAX) {
+        fprintf(stderr, "--out %.60s...: too long\n", o.out);
         return 1;
     }
-    char dir[600];
+    char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", o.out);
     mkdir(dir, 0755);
     snprintf(dir, sizeof dir, "%s/logs", o.out);
@@ -951,6 +1042,14 @@ int main(int argc, char **argv) {
         for (int s = 0; s < o.seeds; s++)
             for (int a = 0; a < o.n_arms; a++)
                 runs[k++] = (run){.group = g, .arm = a, .seed = o.first_seed + s};
+    /* every run's log paths fit, before any run starts */
+    for (int i = 0; i < n; i++) {
+        char name[PATH_MAX], log_csv[PATH_MAX], log_err[PATH_MAX];
+        if (run_paths(&o, &groups[runs[i].group], &runs[i], name, log_csv, log_err) != 0) {
+            free(runs);
+            return 1;
+        }
+    }
 
     printf("sn-gpt-compare: %d arm%s x %d seeds%s = %d runs of %s, %d at a time\n", o.n_arms,
            o.n_arms > 1 ? "s" : "", o.seeds, n_groups > 1 ? " x sweep cells" : "", n, trainer,

@@ -2,9 +2,14 @@
  * addition task, both made in-program, and byte-level text from any file (the default corpus,
  * corpus.c, is text from a Debian package), each with a held-out part. Also the trainer's
  * random number generator. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gpt.h"
 
@@ -132,32 +137,50 @@ int data_text(dataset *d, const char *path, int T, double val_frac, int n_val) {
     memset(d, 0, sizeof *d);
     d->kind = DATA_TEXT;
     d->T = T;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
+    /* O_NONBLOCK: a FIFO is refused below instead of waiting for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
+        fprintf(stderr, "--data %s: %s\n", path, strerror(errno));
         return -1;
     }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            unsigned char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        fprintf(stderr, "--data %s: %s\n", path, strerror(errno));
+        close(fd);
+        return -1;
     }
-    fclose(f);
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "--data %s: not a regular file (a directory, device or pipe)\n", path);
+        close(fd);
+        return -1;
+    }
+    if ((uintmax_t)st.st_size > (uintmax_t)GPT_MAX_TEXT_BYTES) {
+        fprintf(stderr, "--data %s: %jd bytes, more than the limit of %lld (2 GiB)\n", path,
+                (intmax_t)st.st_size, (long long)GPT_MAX_TEXT_BYTES);
+        close(fd);
+        return -1;
+    }
+    size_t size = (size_t)st.st_size, n = 0;
+    unsigned char *buf = malloc(size ? size : 1);
     if (!buf) {
-        fprintf(stderr, "%s: out of memory\n", path);
+        fprintf(stderr, "--data %s: out of memory for %zu bytes\n", path, size);
+        close(fd);
         return -1;
     }
+    /* the size fstat gave (a file that grows meanwhile is read to that size) */
+    while (n < size) {
+        ssize_t got = read(fd, buf + n, size - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            fprintf(stderr, "--data %s: read error (%s)\n", path, strerror(errno));
+            free(buf);
+            close(fd);
+            return -1;
+        }
+        if (got == 0) break; /* shrunk meanwhile: what is there */
+        n += (size_t)got;
+    }
+    close(fd);
     d->text = buf;
     d->n_text = n;
     return text_split(d, path, n - tail_of(n, val_frac), n_val);

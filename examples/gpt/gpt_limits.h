@@ -7,13 +7,14 @@
 #ifndef SN_GPT_GPT_LIMITS_H
 #define SN_GPT_GPT_LIMITS_H
 
-#define GPT_VOCAB      256         /* byte-level: every task's tokens are bytes 0..255 */
-#define GPT_MAX_LAYERS 1024        /* sn_net gets 2 * layers sub-layers */
-#define GPT_MAX_WIDTH  8192        /* D; heads divide it */
-#define GPT_MAX_CTX    8192        /* T */
-#define GPT_MAX_BATCH  65536       /* B */
-#define GPT_MAX_TOKENS (1L << 24)  /* B * T: the rows of one step */
-#define GPT_MAX_STEPS  1000000000L /* --steps, --warmup, --eval-every, a checkpoint's step */
-#define GPT_MAX_LR     1e6         /* --lr, and --lrs of sn-gpt-compare */
+#define GPT_VOCAB          256         /* byte-level: every task's tokens are bytes 0..255 */
+#define GPT_MAX_LAYERS     1024        /* sn_net gets 2 * layers sub-layers */
+#define GPT_MAX_WIDTH      8192        /* D; heads divide it */
+#define GPT_MAX_CTX        8192        /* T */
+#define GPT_MAX_BATCH      65536       /* B */
+#define GPT_MAX_TOKENS     (1L << 24)  /* B * T: the rows of one step */
+#define GPT_MAX_STEPS      1000000000L /* --steps, --warmup, --eval-every, a checkpoint's step */
+#define GPT_MAX_LR         1e6         /* --lr, and --lrs of sn-gpt-compare */
+#define GPT_MAX_TEXT_BYTES (1LL << 31) /* --data FILE: a regular file of at most 2 GiB */
 
 #endif

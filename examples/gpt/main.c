@@ -1,10 +1,12 @@
 /* sn-gpt-train: command line, progress, logs, interrupts. See `sn-gpt-train --help`. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "atomic_file.h"
 #include "clock.h"
@@ -142,7 +144,8 @@ static void usage(FILE *f) {
         "                      a+b=c problems\n"
         "  --corpus-dir DIR    where the fortunes files are (default " FORTUNES_DIR ")\n"
         "  --digits N          addition operands of 1..N digits (default 3)\n"
-        "  --data FILE         train on FILE at byte level instead\n"
+        "  --data FILE         train on FILE at byte level instead (a regular file of at\n"
+        "                      most 2 GiB)\n"
         "  --val-frac F        text: held-out tail fraction (default 0.1; fortunes: of each\n"
         "                      file)\n"
         "  --val-size N        held-out windows / problems evaluated\n"
@@ -210,7 +213,7 @@ static int parse(int argc, char **argv, options *o) {
 #define OPT(name) (strcmp(a, name) == 0)
         if (OPT("--help") || OPT("-h")) {
             usage(stdout);
-            exit(0);
+            exit(fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1);
         } else if (OPT("--json")) {
             o->json = 1, takes = 0;
         } else if (OPT("--untied")) {
@@ -516,6 +519,15 @@ static int run_on(const options *op, dist *dd, FILE *info) {
     double reduce_t0 = dd->t_reduce, wait_t0 = dd->t_wait;
     eval_result last = {NAN, -1.0};
     step_result r = {NAN, NAN, 0.0f};
+    int log_failed = 0;  /* a row of --log could not be written: the run stops, exit 1 */
+    off_t log_whole = 0; /* the log's length after its last whole row */
+    if (csv && (fseeko(csv, 0, SEEK_END) != 0 || (log_whole = ftello(csv)) < 0)) {
+        fprintf(stderr, "%s: %s\n", o.log, strerror(errno));
+        fclose(csv);
+        trainer_free(&t);
+        data_free(&data);
+        return 1;
+    }
     while (t.step <= steps) {
         int s = t.step;
         int is_eval = (o.eval_every > 0 && s % o.eval_every == 0) || s == steps;
@@ -562,12 +574,25 @@ static int run_on(const options *op, dist *dd, FILE *info) {
             else fprintf(csv, ",,");
             fprintf(csv, "%.6g,%.6g,%.1f,%.3f\n", (double)r.lr, (double)r.grad_norm, tok_s,
                     now_s() - t_start);
-            fflush(csv); /* whole rows only, whenever the run stops */
+            /* whole rows only, whenever the run stops; a write error (a full disk, ulimit -f)
+             * stops the run */
+            errno = 0;
+            if (fflush(csv) != 0 || ferror(csv)) {
+                fprintf(stderr, "%s: write failed at step %d (%s): stopping\n", o.log, s,
+                        errno ? strerror(errno) : "a write error");
+                log_failed = 1; /* rank 0 alone: the others are ended by dist_abort */
+                /* drop the part of the row that was written */
+                if (ftruncate(fileno(csv), log_whole) != 0)
+                    fprintf(stderr, "%s: the last row may be cut short (%s)\n", o.log,
+                            strerror(errno));
+            } else {
+                log_whole = ftello(csv);
+            }
         }
         /* every rank stops at the same step: rank 0's signal decides */
         interrupted = stop_signal != 0;
         if (dd->size > 1) dist_bcast_int(dd, &interrupted);
-        if (diverged || s == steps || interrupted) break;
+        if (diverged || s == steps || interrupted || log_failed) break;
         double t0 = now_s();
         r = trainer_step(&t);
         double t1 = now_s();
@@ -585,9 +610,18 @@ static int run_on(const options *op, dist *dd, FILE *info) {
         }
     }
     double elapsed = now_s() - t_start;
-    if (csv) fclose(csv);
+    errno = 0;
+    if (csv && fclose(csv) != 0 && !log_failed) {
+        fprintf(stderr, "%s: write failed (%s)\n", o.log,
+                errno ? strerror(errno) : "a write error");
+        log_failed = 1;
+    }
     int status = 0;
-    if (diverged) {
+    if (log_failed) {
+        fprintf(info, "stopped at step %d of %d: the log %s is incomplete%s%s\n", t.step, steps,
+                o.log, o.save ? "; saving " : "", o.save ? o.save : "");
+        status = 1;
+    } else if (diverged) {
         fprintf(info, "diverged at step %d (train loss %g, grad norm %g): stopping\n", t.step,
                 (double)r.loss, (double)r.grad_norm);
         status = EXIT_DIVERGED;
@@ -633,8 +667,9 @@ static int run_on(const options *op, dist *dd, FILE *info) {
                diverged ? "true" : "false", interrupted ? "true" : "false", dd->size, step_ms,
                wait_ms, reduce_ms, (unsigned long long)digest);
     }
-    if (o.save && !diverged && checkpoint_save(&t, o.save) != 0) status = 1;
-    if (o.save && interrupted && status == EXIT_INTERRUPTED) fprintf(info, "saved %s\n", o.save);
+    int saved = o.save && !diverged && checkpoint_save(&t, o.save) == 0;
+    if (o.save && !diverged && !saved) status = 1;
+    if (saved && (interrupted || log_failed)) fprintf(info, "saved %s\n", o.save);
     trainer_free(&t);
     data_free(&data);
     return status;
@@ -664,6 +699,13 @@ int main(int argc, char **argv) {
     if (dist_init(&dd, &argc, &argv) != 0) return 1;
     dd.reduce = o.reduce;
     int status = run(o, &dd);
+    /* stdout (progress, or --json's lines) not written whole (> /dev/full, a full disk): exit 1 */
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "sn-gpt-train: writing standard output failed (%s)\n",
+                errno ? strerror(errno) : "a write error");
+        if (status == 0) status = 1;
+    }
     /* a rank that fails alone (an I/O error on rank 0) must not leave the others waiting */
     /* (diverging and interrupts stop every rank at the same step: no abort, which could kill
      * rank 0 while it saves) */

@@ -58,6 +58,76 @@ check "sn-gpt-compare reads a trainer's huge and NaN step counts safely (exit $r
     sh -c "[ $rc -eq 0 ] && [ -s '$d/cmpf/runs.csv' ] && [ -s '$d/cmpf/summary.csv' ]"
 check "... and its tables are whole files (no temporary left)" \
     sh -c "[ -z \"\$(ls -A '$d/cmpf' | grep tmp-)\" ]"
+# --trainer NAME (no '/'): the ./NAME that was checked is what runs, not a NAME found on PATH
+# (access() used to check ./NAME and execvp() to run the first NAME on PATH)
+cmp_abs=$(cd "$(dirname "$cmp_exe")" && pwd)/$(basename "$cmp_exe")
+mkdir -p "$d/pathbin"
+printf '#!/bin/sh\ntouch "%s"\nexit 1\n' "$d/wrong-trainer-ran" > "$d/pathbin/fake-trainer"
+chmod +x "$d/pathbin/fake-trainer"
+rm -f "$d/wrong-trainer-ran"
+(cd "$d" && PATH="$d/pathbin:$PATH" "$cmp_abs" --trainer fake-trainer --seeds 2 --jobs 1 \
+    --no-plot --out "$d/cmpp") > "$d/out" 2>&1
+rc=$?
+check "--trainer NAME runs ./NAME, the file checked, not NAME on PATH (exit $rc)" \
+    sh -c "[ $rc -eq 0 ] && [ ! -e '$d/wrong-trainer-ran' ]"
+"$cmp_exe" --trainer "$d/pathbin" --seeds 2 --no-plot --out "$d/cmpp" > "$d/out" 2>&1
+rc=$?
+check "--trainer DIR: refused before any run (exit $rc)" \
+    sh -c "[ $rc -eq 1 ] && grep -q 'not a regular file' '$d/out'"
+rm -rf "$d/pathbin" "$d/cmpp"
+# arm labels name files: empty, duplicate, or with '/', ',', a quote or a control character
+# refused before any run (two arms used to share their logs; '../../notes' wrote outside --out)
+# shellcheck disable=SC2317 # called through check
+lab_refused() { # ARM-FLAGS...
+    "$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --no-plot --out "$d/cmpl/o" "$@" \
+        > "$d/out" 2>&1
+    rc=$?
+    [ "$rc" -eq 1 ] && grep -q "arm label" "$d/out" && ! grep -q "runs finished" "$d/out"
+}
+mkdir -p "$d/cmpl"
+check "--arm a=... twice: refused" lab_refused --arm "a=--norm pre_norm" --arm "a=--norm siamese"
+check "--arms pre_norm,pre_norm: refused" lab_refused --arms pre_norm,pre_norm
+check "--arm ../../notes=...: refused, nothing written outside --out" \
+    lab_refused --arm "a=--norm pre_norm" --arm "../../notes=--norm siamese"
+check "... nothing written outside --out" sh -c "[ -z \"\$(ls '$d/cmpl' | grep notes)\" ]"
+check "--arm \"q'=...\": refused" lab_refused --arm "a=--norm pre_norm" --arm "q'=--norm siamese"
+check "--arm a,b=...: refused" lab_refused --arm "a=--norm pre_norm" --arm "a,b=--norm siamese"
+# a long --out (the paths used to be cut at 512 bytes, so that runs shared one log): 2 arms x
+# 2 seeds, 4 log files
+long=$d/cmpl/$(printf '%0200d' 0)
+mkdir -p "$long"
+long=$long/$(printf '%0*d' $((500 - ${#long})) 0)
+"$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --no-plot --out "$long" > "$d/out" 2>&1
+rc=$?
+logs=$(find "$long/logs" -name '*.log' 2>/dev/null | wc -l)
+check "--out of 500 bytes: exit 0 ($rc), one log file per run (4: $logs)" \
+    sh -c "[ $rc -eq 0 ] && [ $logs -eq 4 ]"
+rm -rf "$d/cmpl"
+
+# ---- files: --data FILE ----------------------------------------------------------------------
+# only a regular file of at most 2 GiB: a directory used to say "too short", a FIFO waited for
+# a writer forever, a device (/dev/zero) was read until memory ran out, a file over the limit
+# was read whole. Each is refused at once (exit 1) with a message naming it.
+# shellcheck disable=SC2317 # called through check
+data_refused() { # FILE PATTERN
+    # shellcheck disable=SC2086 # the flags, word by word
+    timeout -k 5 20 "$exe" $tiny --steps 2 --data "$1" > "$d/out" 2>&1
+    rc=$?
+    [ "$rc" -eq 1 ] && grep -q -- "$2" "$d/out"
+}
+rm -f "$d/fifo"
+mkdir -p "$d/datadir"
+check "--data DIR: refused, not a regular file" data_refused "$d/datadir" "not a regular file"
+check "--data /dev/null: refused, not a regular file" data_refused /dev/null "not a regular file"
+if mkfifo "$d/fifo" 2>/dev/null; then
+    check "--data FIFO: refused at once, not a regular file" data_refused "$d/fifo" "not a regular file"
+fi
+# a sparse file one byte over 2 GiB (no disk space used): refused before it is read
+if dd if=/dev/null of="$d/big" bs=1 seek=2147483649 2>/dev/null; then
+    check "--data of 2 GiB + 1 byte: refused (the limit)" data_refused "$d/big" "more than the limit"
+fi
+check "--data MISSING: refused with the reason" data_refused "$d/missing.txt" "No such file"
+rm -rf "$d/fifo" "$d/datadir" "$d/big"
 
 # ---- files: checkpoints (N1, N6, N7) ---------------------------------------------------------
 put_i32() { # FILE OFFSET VALUE: a little-endian int32 written in place
@@ -144,6 +214,45 @@ check "--log onto a file that is not a log: refused ($rc), the file unchanged" \
 rc=$?
 check "--log the --load file: refused ($rc), the file unchanged" \
     sh -c "[ $rc -eq 1 ] && cmp -s '$d/keep.ckpt' '$d/orig.ckpt' && grep -q 'same file' '$d/out'"
+# --log X --save X, X not there yet: refused before the run (the checkpoint used to be renamed
+# over the log, exit 0), also spelt differently (DIR/./X) and through a dangling link
+rm -f "$d/new-link"
+ln -s new.out "$d/new-link"
+for spell in "$d/new.out" "$d/./new.out" "$d/new-link"; do
+    rm -f "$d/new.out"
+    # shellcheck disable=SC2086 # the flags, word by word
+    "$exe" $tiny --steps 3 --log "$d/new.out" --save "$spell" > "$d/out" 2>&1
+    rc=$?
+    check "--log X --save $spell, X not there yet: refused ($rc), nothing written" \
+        sh -c "[ $rc -eq 1 ] && [ ! -e '$d/new.out' ] && grep -q 'same file' '$d/out' && ! grep -q '^step' '$d/out'"
+done
+rm -f "$d/new-link"
+rows_whole() { # CSV: every line ends with a newline and has the header's 8 fields
+    [ "$(tail -c 1 "$1" | od -An -c | tr -d ' ')" = '\n' ] &&
+        awk -F, 'NF != 8 { bad = 1 } END { exit bad }' "$1"
+}
+# --log's write errors: a log cut short by ulimit -f (512-byte blocks in sh) stops the run with
+# exit 1 and a message, whole rows only (it used to go on, leave a half row, exit 0)
+rm -f "$d/lim.csv"
+# shellcheck disable=SC2086 # the flags, word by word
+(ulimit -f 2 && exec "$exe" $tiny --steps 200 --eval-every 0 --print-every 0 --log "$d/lim.csv") \
+    > "$d/out" 2>&1
+rc=$?
+check "--log cut short by ulimit -f 2: exit 1 ($rc), says so" \
+    sh -c "[ $rc -eq 1 ] && grep -q 'lim.csv: write failed at step' '$d/out'"
+check "... whole rows" rows_whole "$d/lim.csv"
+# standard output that is not written: > /dev/full, with --json and without
+if [ -w /dev/full ]; then
+    for mode in --json ""; do
+        # shellcheck disable=SC2086 # the flags, word by word
+        "$exe" $tiny --steps 3 $mode > /dev/full 2> "$d/out"
+        rc=$?
+        check "sn-gpt-train $mode > /dev/full: exit 1 ($rc) with a message" \
+            sh -c "[ $rc -eq 1 ] && grep -q 'writing standard output failed' '$d/out'"
+    done
+    "$exe" --help > /dev/full 2> /dev/null
+    check "sn-gpt-train --help > /dev/full: exit 1" [ $? -eq 1 ]
+fi
 
 # ---- interrupts (N10) ------------------------------------------------------------------------
 interrupt() { # SIGNAL: a long run stopped by SIGNAL once its log has 3 rows; sets rc
@@ -165,10 +274,6 @@ interrupt() { # SIGNAL: a long run stopped by SIGNAL once its log has 3 rows; se
     kill -9 $pid 2>/dev/null
     wait $pid
     rc=$?
-}
-rows_whole() { # CSV: every line ends with a newline and has the header's 8 fields
-    [ "$(tail -c 1 "$1" | od -An -c | tr -d ' ')" = '\n' ] &&
-        awk -F, 'NF != 8 { bad = 1 } END { exit bad }' "$1"
 }
 rows_in_order() { # CSV N: rows 1..N, once each, in order
     [ "$(wc -l < "$1")" -eq $(($2 + 1)) ] &&

@@ -473,6 +473,12 @@ int main(int argc, char **argv) {
                run("to-sn --placement") != 0,
            "bad command lines accepted");
     EXPECT(run("--help >/dev/null") == 0 && run("--version") == 0, "--help or --version failed");
+    /* output that does not reach stdout is a failure (the full device: ENOSPC on the flush) */
+    if (access("/dev/full", W_OK) == 0)
+        EXPECT(run("--placements >/dev/full 2>/dev/null") != 0 &&
+                   run("--help >/dev/full 2>/dev/null") != 0 &&
+                   run("--version >/dev/full 2>/dev/null") != 0,
+               "output to /dev/full reported as success");
 
     /* 5 */
     docs(argv[3]);
