@@ -104,7 +104,8 @@ static void usage(FILE *f) {
                "there are several budgets).\n"
                "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
                "the fortunes corpus, 4 layers, width 64, 300 steps of 8 x 64 tokens.\n"
-               "exit status: 0 done (whatever the verdict), 1 usage error or a run failed\n");
+               "exit status: 0 done (whatever the verdict), 1 usage error, a run failed or an\n"
+               "output file could not be written\n");
 }
 
 /* Splits `list` (comma-separated, modified in place) into out[]; returns the count or -1.
@@ -632,42 +633,51 @@ static paired paired_stat(const options *o, const run *runs, int n, int g, int a
     return paired_t(base, mine, o->seeds, LEVEL);
 }
 
-static void write_csvs(const options *o, const group *groups, const run *runs, int n) {
+/* The tables under OUT, as bits of what was written (main lists only those). */
+enum { T_SUMMARY = 1, T_PAIRED = 2, T_RUNS = 4, T_CURVES = 8 };
+
+/* runs.csv and curves.csv, each whole or not at all; sets their bits in *written and returns
+ * the number of them that could not be written (each with a message). */
+static int write_csvs(const options *o, const group *groups, const run *runs, int n,
+                      unsigned *written) {
     char path[PATH_MAX];
     af_file fa, ca; /* whole files or none (atomic_file.h) */
     snprintf(path, sizeof path, "%s/runs.csv", o->out);
-    if (af_open(&fa, path) != 0) return;
+    int f_ok = af_open(&fa, path) == 0;
     snprintf(path, sizeof path, "%s/curves.csv", o->out);
-    if (af_open(&ca, path) != 0) {
-        af_abort(&fa);
-        return;
-    }
-    FILE *f = fa.f, *c = ca.f;
-    fprintf(f, "lr,layers,budget,arm,seed,val_loss,train_loss,diverged,steps,elapsed_s,isa,"
-               "version,config_hash\n");
-    fprintf(c, "lr,layers,budget,arm,seed,step,val_loss,train_loss\n");
+    int c_ok = af_open(&ca, path) == 0;
+    FILE *f = f_ok ? fa.f : NULL, *c = c_ok ? ca.f : NULL;
+    if (f)
+        fprintf(f, "lr,layers,budget,arm,seed,val_loss,train_loss,diverged,steps,elapsed_s,isa,"
+                   "version,config_hash\n");
+    if (c) fprintf(c, "lr,layers,budget,arm,seed,step,val_loss,train_loss\n");
     for (int i = 0; i < n; i++) {
         const run *r = &runs[i];
         const group *g = &groups[r->group];
-        fprintf(f, "%s,%s,%d,%s,%d,%.9g,%.9g,%d,%d,%.2f,%s,%s,%s\n", g->lr ? g->lr : "",
-                g->layers ? g->layers : "", r->steps, o->arms[r->arm].label, r->seed, r->val_loss,
-                r->train_loss, r->diverged, r->step, r->elapsed, r->isa, r->version, r->hash);
-        for (int k = 0; k < r->n_points; k++)
+        if (f)
+            fprintf(f, "%s,%s,%d,%s,%d,%.9g,%.9g,%d,%d,%.2f,%s,%s,%s\n", g->lr ? g->lr : "",
+                    g->layers ? g->layers : "", r->steps, o->arms[r->arm].label, r->seed,
+                    r->val_loss, r->train_loss, r->diverged, r->step, r->elapsed, r->isa,
+                    r->version, r->hash);
+        for (int k = 0; c && k < r->n_points; k++)
             fprintf(c, "%s,%s,%d,%s,%d,%d,%.9g,%.9g\n", g->lr ? g->lr : "",
                     g->layers ? g->layers : "", r->steps, o->arms[r->arm].label, r->seed,
                     r->pt_step[k], r->pt_val[k], r->pt_train[k]);
     }
-    af_commit(&fa);
-    af_commit(&ca);
+    if (f_ok && af_commit(&fa) == 0) *written |= T_RUNS;
+    else f_ok = 0;
+    if (c_ok && af_commit(&ca) == 0) *written |= T_CURVES;
+    else c_ok = 0;
+    return !f_ok + !c_ok;
 }
 
 /* Per group and arm, the mean held-out loss at each evaluation and a +-1 sd band, over the
- * seeds that reached it: OUT/plot/gG_ARM.dat for gnuplot. */
-static void write_curve_data(const options *o, const run *runs, int n, int g, int a) {
+ * seeds that reached it: OUT/plot/gG_ARM.dat for gnuplot. 0, or -1 with a message. */
+static int write_curve_data(const options *o, const run *runs, int n, int g, int a) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/g%d_%s.dat", o->out, g, o->arms[a].label);
     af_file af;
-    if (af_open(&af, path) != 0) return;
+    if (af_open(&af, path) != 0) return -1;
     FILE *f = af.f;
     fprintf(f, "# step mean sd-low sd-high seeds\n");
     const run *first = NULL; /* the seed with the most evaluations gives the steps */
@@ -687,21 +697,24 @@ static void write_curve_data(const options *o, const run *runs, int n, int g, in
         fprintf(f, "%d %.6g %.6g %.6g %d\n", first->pt_step[k], s.mean, s.mean - s.sd,
                 s.mean + s.sd, m);
     }
-    af_commit(&af);
+    return af_commit(&af);
 }
 
 /* A one-variable sweep (--lrs, or --depths): per cell, each arm's mean final loss, sd and how
  * many seeds finished, into OUT/plot/sweep.dat; returns the number of cells, 0 when there is
- * no one-variable sweep. */
+ * no one-variable sweep or when it could not be written (then ++*failed, with a message). */
 static int write_sweep_data(const options *o, const group *groups, int n_groups, const run *runs,
-                            int n) {
+                            int n, int *failed) {
     int by_lr = o->n_lrs > 1 && o->n_depths <= 1 && o->n_budgets <= 1;
     int by_depth = o->n_depths > 1 && o->n_lrs <= 1 && o->n_budgets <= 1;
     if (!by_lr && !by_depth) return 0;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/sweep.dat", o->out);
     af_file af;
-    if (af_open(&af, path) != 0) return 0;
+    if (af_open(&af, path) != 0) {
+        (*failed)++;
+        return 0;
+    }
     FILE *f = af.f;
     fprintf(f, "# %s, then per arm: mean sd finished\n", by_lr ? "lr" : "layers");
     for (int g = 0; g < n_groups; g++) {
@@ -714,18 +727,26 @@ static int write_sweep_data(const options *o, const group *groups, int n_groups,
         }
         fprintf(f, "\n");
     }
-    return af_commit(&af) == 0 ? n_groups : 0;
+    if (af_commit(&af) != 0) {
+        (*failed)++;
+        return 0;
+    }
+    return n_groups;
 }
 
 /* A budget sweep (--budgets only): per budget, its steps and tokens, then per arm after the
  * first the paired difference of the final loss and of the mean over the run (mean, 95%
- * interval), into OUT/plot/budget.dat; returns 1 when written. */
-static int write_budget_data(const options *o, int n_groups, const run *runs, int n) {
+ * interval), into OUT/plot/budget.dat; returns 1 when written (0 when there is no budget
+ * sweep, or when it could not be written: then ++*failed, with a message). */
+static int write_budget_data(const options *o, int n_groups, const run *runs, int n, int *failed) {
     if (o->n_budgets < 2 || o->n_lrs > 1 || o->n_depths > 1) return 0;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/budget.dat", o->out);
     af_file af;
-    if (af_open(&af, path) != 0) return 0;
+    if (af_open(&af, path) != 0) {
+        (*failed)++;
+        return 0;
+    }
     FILE *f = af.f;
     fprintf(f, "# steps tokens, then per arm after the first: final diff lo hi, mean diff lo hi\n");
     for (int g = 0; g < n_groups; g++) {
@@ -740,15 +761,21 @@ static int write_budget_data(const options *o, int n_groups, const run *runs, in
             }
         fprintf(f, "\n");
     }
-    return af_commit(&af) == 0;
+    if (af_commit(&af) != 0) {
+        (*failed)++;
+        return 0;
+    }
+    return 1;
 }
 
-static void plot(const options *o, const group *groups, int n_groups, int sweep_cells,
-                 int budget_plot) {
+/* Writes OUT/plot/curves.gp and runs gnuplot on it when gnuplot is installed. 0, or -1 when
+ * the script could not be written (with a message); gnuplot's own failure is only reported. */
+static int plot(const options *o, const group *groups, int n_groups, int sweep_cells,
+                int budget_plot) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/curves.gp", o->out);
     af_file af;
-    if (af_open(&af, path) != 0) return;
+    if (af_open(&af, path) != 0) return -1;
     FILE *f = af.f;
     static const char *colours[] = {"#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -818,7 +845,7 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
         }
         fprintf(f, "\n");
     }
-    if (af_commit(&af) != 0) return;
+    if (af_commit(&af) != 0) return -1;
     char cmd[PATH_MAX + 64];
     snprintf(cmd, sizeof cmd, "cd '%s/plot' && gnuplot curves.gp 2>/dev/null", o->out);
     if (system("command -v gnuplot >/dev/null 2>&1") != 0)
@@ -829,6 +856,7 @@ static void plot(const options *o, const group *groups, int n_groups, int sweep_
                sweep_cells ? o->out : "", sweep_cells ? "/plot/sweep.png" : "",
                budget_plot ? ", " : "", budget_plot ? o->out : "",
                budget_plot ? "/plot/budget.png" : "");
+    return 0;
 }
 
 static const char *verdict_word(const paired *p) {
@@ -879,9 +907,12 @@ static FILE *open_table(af_file *af, const options *o, const char *name, const c
     return af->f;
 }
 
-/* Prints the tables and every verdict; leaves each group's last verdict in verdicts[g]. */
-static void report(const options *o, const group *groups, int n_groups, const run *runs, int n,
-                   char (*verdicts)[400]) {
+/* Prints the tables and every verdict; leaves each group's last verdict in verdicts[g]. Writes
+ * summary.csv, paired.csv (their bits in *written) and the curves' plot data; returns the
+ * number of those files that could not be written (each with a message). */
+static int report(const options *o, const group *groups, int n_groups, const run *runs, int n,
+                  char (*verdicts)[400], unsigned *written) {
+    int failed = 0;
     af_file sa, pa;
     FILE *sum = open_table(&sa, o, "summary.csv",
                            "lr,layers,budget,arm,seeds,diverged,mean,sd,min,max,baseline,"
@@ -889,6 +920,7 @@ static void report(const options *o, const group *groups, int n_groups, const ru
     FILE *pcsv = open_table(&pa, o, "paired.csv",
                             "lr,layers,budget,tokens,arm,baseline,statistic,diff_mean,diff_sd,"
                             "diff_lo95,diff_hi95,pairs,verdict");
+    failed += !sum + !pcsv;
     char last_verdict[400] = "";
     for (int g = 0; g < n_groups; g++) {
         char title[96], budget[96];
@@ -945,10 +977,16 @@ static void report(const options *o, const group *groups, int n_groups, const ru
             printf("  verdict%s%s: %s\n", title[0] ? " at " : "", title, last_verdict);
         }
         snprintf(verdicts[g], 400, "%s", last_verdict);
-        for (int a = 0; a < o->n_arms; a++) write_curve_data(o, runs, n, g, a);
+        for (int a = 0; a < o->n_arms; a++) failed += write_curve_data(o, runs, n, g, a) != 0;
     }
-    if (sum) af_commit(&sa);
-    if (pcsv) af_commit(&pa);
+    if (sum) {
+        if (af_commit(&sa) == 0) *written |= T_SUMMARY;
+        else failed++;
+    }
+    if (pcsv) {
+        if (af_commit(&pa) == 0) *written |= T_PAIRED;
+        else failed++;
+    }
     /* what the runs ran on: one kernel path and library version for all, one config per arm */
     printf("\nruns: libsiamesenorm %s, kernels %s; config hash per arm:", runs[0].version,
            runs[0].isa);
@@ -963,6 +1001,7 @@ static void report(const options *o, const group *groups, int n_groups, const ru
         if (strcmp(runs[i].isa, runs[0].isa) != 0)
             printf("warning: runs used different kernel paths (%s, %s)\n", runs[0].isa,
                    runs[i].isa);
+    return failed;
 }
 
 /* Cells measured at a longer budget for docs/reproduction.md, known by their runs' config
@@ -1075,14 +1114,25 @@ int main(int argc, char **argv) {
     char el[32];
     fmt_duration(now_s() - t0, el, sizeof el);
     printf("all %d runs finished in %s\n", n, el);
-    write_csvs(&o, groups, runs, n);
+    /* every file is written whole or not at all; one that is not makes the exit status 1 */
+    unsigned written = 0;
+    int write_failed = write_csvs(&o, groups, runs, n, &written);
     static char verdicts[MAX_GROUPS][400];
-    report(&o, groups, n_groups, runs, n, verdicts);
-    int sweep_cells = write_sweep_data(&o, groups, n_groups, runs, n);
-    int budget_plot = write_budget_data(&o, n_groups, runs, n);
-    if (o.plot) plot(&o, groups, n_groups, sweep_cells, budget_plot);
-    printf("tables: %s/summary.csv, %s/paired.csv, %s/runs.csv, %s/curves.csv\n", o.out, o.out,
-           o.out, o.out);
+    write_failed += report(&o, groups, n_groups, runs, n, verdicts, &written);
+    int sweep_cells = write_sweep_data(&o, groups, n_groups, runs, n, &write_failed);
+    int budget_plot = write_budget_data(&o, n_groups, runs, n, &write_failed);
+    if (o.plot) write_failed += plot(&o, groups, n_groups, sweep_cells, budget_plot) != 0;
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } tables[] = {{T_SUMMARY, "summary.csv"},
+                  {T_PAIRED, "paired.csv"},
+                  {T_RUNS, "runs.csv"},
+                  {T_CURVES, "curves.csv"}};
+    printf("tables:");
+    for (size_t t = 0, k = 0; t < sizeof tables / sizeof tables[0]; t++)
+        if (written & tables[t].bit) printf("%s %s/%s", k++ ? "," : "", o.out, tables[t].name);
+    printf("%s\n", written ? "" : " none written");
     /* two arms over one cell, or over budgets only: a verdict line per budget, the last last */
     if (o.n_arms == 2 && o.n_lrs <= 1 && o.n_depths <= 1) {
         printf("\n");
@@ -1090,5 +1140,11 @@ int main(int argc, char **argv) {
         if (n_groups == 1) longer_budget_note(&o, runs, n);
     }
     free(runs);
+    if (write_failed) {
+        fflush(stdout);
+        fprintf(stderr, "sn-gpt-compare: %d output file%s could not be written (see above)\n",
+                write_failed, write_failed == 1 ? "" : "s");
+        return 1;
+    }
     return 0;
 }

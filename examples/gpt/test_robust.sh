@@ -58,6 +58,24 @@ check "sn-gpt-compare reads a trainer's huge and NaN step counts safely (exit $r
     sh -c "[ $rc -eq 0 ] && [ -s '$d/cmpf/runs.csv' ] && [ -s '$d/cmpf/summary.csv' ]"
 check "... and its tables are whole files (no temporary left)" \
     sh -c "[ -z \"\$(ls -A '$d/cmpf' | grep tmp-)\" ]"
+# a table or plot file that cannot be written makes the exit status 1, and the "tables:" line
+# names only those written (the failures used to be printed, the tables listed, exit 0).
+# SN_AF_FAIL_BEFORE_RENAME=1 fails every atomic write (the fake trainer writes no file itself).
+SN_AF_FAIL_BEFORE_RENAME=1 "$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 \
+    --out "$d/cmpw" > "$d/out" 2>&1
+rc=$?
+check "sn-gpt-compare, every output write failing: exit 1 ($rc), says so, lists no table" \
+    sh -c "[ $rc -eq 1 ] && grep -q 'could not be written' '$d/out' &&
+        grep -q '^tables: none written' '$d/out' && [ ! -e '$d/cmpw/runs.csv' ]"
+rm -rf "$d/cmpw"
+mkdir -p "$d/cmpw/summary.csv" # a directory in its way: only summary.csv fails
+"$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --no-plot --out "$d/cmpw" \
+    > "$d/out" 2>&1
+rc=$?
+check "sn-gpt-compare, summary.csv not writable: exit 1 ($rc), the other tables listed, not it" \
+    sh -c "[ $rc -eq 1 ] && grep '^tables:' '$d/out' | grep -q 'runs.csv' &&
+        ! grep '^tables:' '$d/out' | grep -q 'summary.csv' && [ -s '$d/cmpw/paired.csv' ]"
+rm -rf "$d/cmpw"
 # --trainer NAME (no '/'): the ./NAME that was checked is what runs, not a NAME found on PATH
 # (access() used to check ./NAME and execvp() to run the first NAME on PATH)
 cmp_abs=$(cd "$(dirname "$cmp_exe")" && pwd)/$(basename "$cmp_exe")
