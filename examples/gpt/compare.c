@@ -216,8 +216,18 @@ static int parse(int argc, char **argv, options *o) {
             if (na_int(a, v, 1, MAX_JOBS, &o->jobs) != 0) return -1;
         } else if (strcmp(a, "--evals") == 0) {
             if (na_int(a, v, 1, MAX_POINTS - 2, &o->evals) != 0) return -1;
-        } else if (strcmp(a, "--out") == 0) o->out = v;
-        else if (strcmp(a, "--trainer") == 0) o->trainer = v;
+        } else if (strcmp(a, "--out") == 0) {
+            for (const unsigned char *c = (const unsigned char *)v; *c; c++)
+                if (*c < 32 || *c == 127) {
+                    fprintf(stderr, "--out: a newline or other control character in the path\n");
+                    return -1;
+                }
+            if (!v[0]) {
+                fprintf(stderr, "--out: an empty path\n");
+                return -1;
+            }
+            o->out = v;
+        } else if (strcmp(a, "--trainer") == 0) o->trainer = v;
         else if (strcmp(a, "--launcher") == 0) {
             char spec[600];
             snprintf(spec, sizeof spec, "launcher=%s", v);
@@ -768,6 +778,48 @@ static int write_budget_data(const options *o, int n_groups, const run *runs, in
     return 1;
 }
 
+/* Runs "gnuplot SCRIPT" in DIR, found on PATH, with its messages dropped; no shell between (DIR
+ * is --out's, any text). 0 when it succeeded, 1 when gnuplot is not installed, -1 when it
+ * failed or could not be started. */
+static int run_gnuplot(const char *dir, const char *script) {
+    int pfd[2]; /* the child's errno when chdir or exec fails; closed by a successful exec */
+    fflush(stdout);
+    if (pipe(pfd) != 0) return -1;
+    fcntl(pfd[0], F_SETFD, FD_CLOEXEC);
+    fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        int why[2] = {0, 0}; /* 0 chdir, 1 exec; errno */
+        if (chdir(dir) != 0) why[1] = errno;
+        else {
+            int null = open("/dev/null", O_WRONLY);
+            if (null >= 0) dup2(null, 2);
+            char *args[] = {"gnuplot", (char *)script, NULL};
+            execvp(args[0], args);
+            why[0] = 1, why[1] = errno;
+        }
+        ssize_t w = write(pfd[1], why, sizeof why);
+        (void)w;
+        _exit(127);
+    }
+    close(pfd[1]);
+    int why[2];
+    ssize_t got;
+    do got = read(pfd[0], why, sizeof why);
+    while (got < 0 && errno == EINTR);
+    close(pfd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    if (got == (ssize_t)sizeof why) return why[0] == 1 && why[1] == ENOENT ? 1 : -1;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
 /* Writes OUT/plot/curves.gp and runs gnuplot on it when gnuplot is installed. 0, or -1 when
  * the script could not be written (with a message); gnuplot's own failure is only reported. */
 static int plot(const options *o, const group *groups, int n_groups, int sweep_cells,
@@ -780,14 +832,14 @@ static int plot(const options *o, const group *groups, int n_groups, int sweep_c
     static const char *colours[] = {"#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
     fprintf(f,
-            "# gnuplot script written by sn-gpt-compare; run from %s/plot\n"
+            "# gnuplot script written by sn-gpt-compare; run it in its own directory\n"
             "set terminal pngcairo noenhanced size 900,%d font ',10'\nset output 'curves.png'\n"
             "set multiplot layout %d,%d\nset logscale y\nset autoscale yfix\nset grid\n"
             "set ytics add (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.5, 2, 3, 4, 6)\n"
             "set key top right\n"
             "set xlabel 'step'\nset ylabel 'held-out loss (nats/byte)'\n"
             "set style fill transparent solid 0.2 noborder\n",
-            o->out, 120 + 400 * ((n_groups + 1) / 2), (n_groups + 1) / 2, n_groups > 1 ? 2 : 1);
+            120 + 400 * ((n_groups + 1) / 2), (n_groups + 1) / 2, n_groups > 1 ? 2 : 1);
     for (int g = 0; g < n_groups; g++) {
         char title[96];
         group_title(&groups[g], title, sizeof title);
@@ -846,11 +898,10 @@ static int plot(const options *o, const group *groups, int n_groups, int sweep_c
         fprintf(f, "\n");
     }
     if (af_commit(&af) != 0) return -1;
-    char cmd[PATH_MAX + 64];
-    snprintf(cmd, sizeof cmd, "cd '%s/plot' && gnuplot curves.gp 2>/dev/null", o->out);
-    if (system("command -v gnuplot >/dev/null 2>&1") != 0)
-        printf("gnuplot not found: the plot script is %s/plot/curves.gp\n", o->out);
-    else if (system(cmd) != 0) printf("gnuplot failed on %s/plot/curves.gp\n", o->out);
+    snprintf(path, sizeof path, "%s/plot", o->out);
+    int gp = run_gnuplot(path, "curves.gp");
+    if (gp == 1) printf("gnuplot not found: the plot script is %s/plot/curves.gp\n", o->out);
+    else if (gp != 0) printf("gnuplot failed on %s/plot/curves.gp\n", o->out);
     else
         printf("plots: %s/plot/curves.png%s%s%s%s%s%s\n", o->out, sweep_cells ? ", " : "",
                sweep_cells ? o->out : "", sweep_cells ? "/plot/sweep.png" : "",

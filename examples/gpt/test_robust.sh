@@ -76,9 +76,35 @@ check "sn-gpt-compare, summary.csv not writable: exit 1 ($rc), the other tables 
     sh -c "[ $rc -eq 1 ] && grep '^tables:' '$d/out' | grep -q 'runs.csv' &&
         ! grep '^tables:' '$d/out' | grep -q 'summary.csv' && [ -s '$d/cmpw/paired.csv' ]"
 rm -rf "$d/cmpw"
+cmp_abs=$(cd "$(dirname "$cmp_exe")" && pwd)/$(basename "$cmp_exe")
+# --out reaches gnuplot without a shell (it used to be pasted into system("cd '%s/plot' &&
+# gnuplot ..."): a quote ended the string and what followed ran) and stays out of the gnuplot
+# script. A stand-in gnuplot on PATH, so that the check does not depend on gnuplot being
+# installed; it records where it ran and with what.
+mkdir -p "$d/gpbin" "$d/inj"
+printf '#!/bin/sh\npwd > "%s"\necho "$*" >> "%s"\n' "$d/gp-ran" "$d/gp-ran" > "$d/gpbin/gnuplot"
+chmod +x "$d/gpbin/gnuplot"
+rm -f "$d/inj/pwned" "$d/gp-ran"
+(cd "$d/inj" && PATH="$d/gpbin:$PATH" "$cmp_abs" --trainer "$d/fake-trainer" --seeds 2 \
+    --jobs 1 --out "q'x;touch pwned;'") > "$d/out" 2>&1
+rc=$?
+check "--out \"q'x;touch pwned;'\": exit 0 ($rc), no command run from it" \
+    sh -c "[ $rc -eq 0 ] && [ ! -e '$d/inj/pwned' ]"
+check "... gnuplot run in OUT/plot on curves.gp" \
+    sh -c "[ \"\$(cat '$d/gp-ran')\" = \"\$(printf '%s\n%s' \"$d/inj/q'x;touch pwned;'/plot\" curves.gp)\" ]"
+check "... and the script does not name --out" sh -c "! grep -q pwned \"$d/inj/q'x;touch pwned;'/plot/curves.gp\""
+nl='
+'
+# (--out '' is refused too, but not tested here: a regressed build would write to /logs, /plot)
+for bad in "$d/inj/a${nl}set output '/tmp/x'" "$d/inj/tab	x"; do
+    "$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --out "$bad" > "$d/out" 2>&1
+    rc=$?
+    check "--out with a control character: refused ($rc) before any run" \
+        sh -c "[ $rc -eq 1 ] && grep -q -- '--out: ' '$d/out' && ! grep -q 'runs finished' '$d/out'"
+done
+rm -rf "$d/gpbin" "$d/inj" "$d/gp-ran"
 # --trainer NAME (no '/'): the ./NAME that was checked is what runs, not a NAME found on PATH
 # (access() used to check ./NAME and execvp() to run the first NAME on PATH)
-cmp_abs=$(cd "$(dirname "$cmp_exe")" && pwd)/$(basename "$cmp_exe")
 mkdir -p "$d/pathbin"
 printf '#!/bin/sh\ntouch "%s"\nexit 1\n' "$d/wrong-trainer-ran" > "$d/pathbin/fake-trainer"
 chmod +x "$d/pathbin/fake-trainer"
