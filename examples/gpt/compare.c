@@ -31,7 +31,11 @@
 #define MAX_GROUPS 32
 #define MAX_SEEDS  256
 #define MAX_JOBS   64
-#define MAX_POINTS 128
+#define MAX_EVALS  126
+/* the evaluations a run reports: sn-gpt-train --evals E evaluates every floor(steps / E) steps
+ * and at the end, at most 2E + 1 times (steps = 2E - 1: every step); a run reporting more is
+ * cut with a warning */
+#define MAX_POINTS (2 * MAX_EVALS + 4)
 #define LEVEL      0.95
 
 typedef struct arm {
@@ -58,7 +62,7 @@ typedef struct run {
     long tok_per_step;
     double val_loss, train_loss, elapsed;
     char isa[16], version[32], hash[24];
-    int n_points;
+    int n_points, n_dropped; /* evaluations kept, and those past MAX_POINTS */
     int pt_step[MAX_POINTS];
     double pt_val[MAX_POINTS], pt_train[MAX_POINTS];
 } run;
@@ -215,7 +219,7 @@ static int parse(int argc, char **argv, options *o) {
         } else if (strcmp(a, "--jobs") == 0) {
             if (na_int(a, v, 1, MAX_JOBS, &o->jobs) != 0) return -1;
         } else if (strcmp(a, "--evals") == 0) {
-            if (na_int(a, v, 1, MAX_POINTS - 2, &o->evals) != 0) return -1;
+            if (na_int(a, v, 1, MAX_EVALS, &o->evals) != 0) return -1;
         } else if (strcmp(a, "--out") == 0) {
             for (const unsigned char *c = (const unsigned char *)v; *c; c++)
                 if (*c < 32 || *c == 127) {
@@ -255,7 +259,7 @@ static int parse(int argc, char **argv, options *o) {
         for (int k = 0; k < n; k++) make_arm(&o->arms[o->n_arms++], names[k], 1);
     }
     if (o->n_arms < 2 || o->seeds < 2 || o->seeds > MAX_SEEDS || o->first_seed < 0 || o->jobs < 1 ||
-        o->jobs > MAX_JOBS || o->evals < 1 || o->evals >= MAX_POINTS - 1 || o->n_lrs < 0 ||
+        o->jobs > MAX_JOBS || o->evals < 1 || o->evals > MAX_EVALS || o->n_lrs < 0 ||
         o->n_depths < 0 || o->n_budgets < 0 ||
         (o->n_lrs ? o->n_lrs : 1) * (o->n_depths ? o->n_depths : 1) *
                 (o->n_budgets ? o->n_budgets : 1) >
@@ -263,7 +267,7 @@ static int parse(int argc, char **argv, options *o) {
         fprintf(stderr,
                 "need at least 2 arms, 2..%d seeds, --jobs 1..%d, --evals 1..%d, at "
                 "most %d sweep cells\n",
-                MAX_SEEDS, MAX_JOBS, MAX_POINTS - 2, MAX_GROUPS);
+                MAX_SEEDS, MAX_JOBS, MAX_EVALS, MAX_GROUPS);
         return -1;
     }
     for (int a = 0; a < o->n_arms; a++) {
@@ -396,12 +400,15 @@ static void take_line(run *r, const char *line) {
         r->diverged = json_has(line, "\"diverged\":true");
     } else if (json_has(line, "\"step\":")) {
         r->step = json_count(line, "step");
-        if (r->n_points < MAX_POINTS && !json_has(line, "\"diverged\":true")) {
-            r->pt_step[r->n_points] = r->step;
-            r->pt_val[r->n_points] = json_num(line, "val_loss");
-            r->pt_train[r->n_points] = json_num(line, "train_loss");
-            r->n_points++;
+        if (json_has(line, "\"diverged\":true")) return;
+        if (r->n_points == MAX_POINTS) {
+            r->n_dropped++;
+            return;
         }
+        r->pt_step[r->n_points] = r->step;
+        r->pt_val[r->n_points] = json_num(line, "val_loss");
+        r->pt_train[r->n_points] = json_num(line, "train_loss");
+        r->n_points++;
     }
 }
 
@@ -1165,6 +1172,16 @@ int main(int argc, char **argv) {
     char el[32];
     fmt_duration(now_s() - t0, el, sizeof el);
     printf("all %d runs finished in %s\n", n, el);
+    for (int i = 0; i < n; i++)
+        if (runs[i].n_dropped) {
+            char name[PATH_MAX];
+            run_paths(&o, &groups[runs[i].group], &runs[i], name, NULL, NULL);
+            fflush(stdout);
+            fprintf(stderr,
+                    "warning: run %s reported %d evaluations; the %d after the first %d are left "
+                    "out of its curve and of the statistics along the run\n",
+                    name, runs[i].n_points + runs[i].n_dropped, runs[i].n_dropped, MAX_POINTS);
+        }
     /* every file is written whole or not at all; one that is not makes the exit status 1 */
     unsigned written = 0;
     int write_failed = write_csvs(&o, groups, runs, n, &written);

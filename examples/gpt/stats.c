@@ -83,7 +83,7 @@ paired paired_t(const double *a, const double *b, int n, double level) {
     for (int i = 0; i < n && i < STATS_MAX_N; i++)
         if (isfinite(a[i]) && isfinite(b[i])) d[m++] = b[i] - a[i];
     summary s = summarize(d, m);
-    paired p = {m, s.mean, s.sd, NAN, NAN};
+    paired p = {m, m > 0 ? s.mean : NAN, m > 1 ? s.sd : NAN, NAN, NAN};
     if (m >= 2) {
         double half = t_quantile(0.5 + 0.5 * level, m - 1) * s.sd / sqrt((double)m);
         p.lo = s.mean - half;

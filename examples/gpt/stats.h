@@ -21,7 +21,8 @@ double t_quantile(double p, int df);
 
 /* The paired comparison of arm b against arm a over n seeds: d_i = b_i - a_i, their mean and
  * sd, and the two-sided `level` (e.g. 0.95) t interval of the mean difference. Pairs with a
- * non-finite value on either side (a diverged run) are left out; `n` counts those used. */
+ * non-finite value on either side (a diverged run) are left out; `n` counts those used. With
+ * no pair the mean is NaN, with fewer than 2 the sd, lo and hi are NaN. */
 #define STATS_MAX_N 1024 /* paired_t reads at most this many pairs */
 
 typedef struct paired {

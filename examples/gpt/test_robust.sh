@@ -103,6 +103,33 @@ for bad in "$d/inj/a${nl}set output '/tmp/x'" "$d/inj/tab	x"; do
         sh -c "[ $rc -eq 1 ] && grep -q -- '--out: ' '$d/out' && ! grep -q 'runs finished' '$d/out'"
 done
 rm -rf "$d/gpbin" "$d/inj" "$d/gp-ran"
+# --evals at its maximum (126): sn-gpt-train evaluates every floor(steps / 126) steps, here
+# every step of 251, 252 evaluations; they used to be cut at 128 without a word, and the
+# statistics past them (at 75%, mean over the run) had 0 pairs and a difference of 0
+# shellcheck disable=SC2086 # the flags, word by word
+"$cmp_exe" --trainer "$exe" --seeds 2 --jobs 2 --no-plot --evals 126 --out "$d/cmpe" -- \
+    $tiny --steps 251 > "$d/out" 2>&1
+rc=$?
+at75=$(grep ',siamese,pre_norm,at75,' "$d/cmpe/paired.csv" 2>/dev/null | cut -d, -f12)
+check "--evals 126 over 251 steps: exit 0 ($rc), 252 evaluations a run, at 75% over 2 pairs ($at75)" \
+    sh -c "[ $rc -eq 0 ] && [ \"\$(grep -c ',siamese,1,' '$d/cmpe/curves.csv')\" -eq 252 ] &&
+        [ '$at75' = 2 ] && ! grep -q 'left out' '$d/out'"
+# a trainer that reports more evaluations than are kept: a warning, and a statistic without
+# pairs is NaN in paired.csv, not 0
+cat > "$d/many-evals" <<'EOF2'
+#!/bin/sh
+echo '{"start":true,"steps":299,"isa":"x","version":"0","config_hash":"h","tokens_per_step":1}'
+awk 'BEGIN { for (k = 0; k < 300; k++) printf "{\"step\":%d,\"val_loss\":%g}\n", k, 3 - k / 300 }'
+echo '{"final":true,"step":299,"val_loss":2,"train_loss":2,"elapsed_s":1,"diverged":false}'
+EOF2
+chmod +x "$d/many-evals"
+"$cmp_exe" --trainer "$d/many-evals" --seeds 2 --jobs 1 --no-plot --out "$d/cmpe" > "$d/out" 2>&1
+rc=$?
+check "a run reporting 300 evaluations: exit 0 ($rc), a warning that some are left out" \
+    sh -c "[ $rc -eq 0 ] && grep -q 'warning: run .*reported 300 evaluations.* left out' '$d/out'"
+check "... the mean over the run, without pairs: NaN in paired.csv, not 0" \
+    grep -q ',siamese,pre_norm,mean,nan,nan,nan,nan,0,' "$d/cmpe/paired.csv"
+rm -rf "$d/cmpe" "$d/many-evals"
 # --trainer NAME (no '/'): the ./NAME that was checked is what runs, not a NAME found on PATH
 # (access() used to check ./NAME and execvp() to run the first NAME on PATH)
 mkdir -p "$d/pathbin"

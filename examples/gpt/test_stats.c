@@ -75,6 +75,9 @@ int main(void) {
     expect("diverged pairs left out (2 of 4 used)", t.n == 2);
     paired u = paired_t(f, g, 2, 0.95);
     expect("fewer than 2 pairs: too few", verdict_of(&u) == VERDICT_TOO_FEW && isnan(u.lo));
+    expect("one pair: its sd NaN, not 0", u.n == 1 && isnan(u.sd) && isfinite(u.mean));
+    paired none = paired_t(f + 1, g + 1, 2, 0.95); /* NaN and inf: no pair */
+    expect("no pair: mean and sd NaN, not 0", none.n == 0 && isnan(none.mean) && isnan(none.sd));
 
     /* Reading curves. Two crafted held-out curves over a budget of 100 steps, evaluated every
      * 10: "fast" falls to 2.0 by step 40 and stays; "slow" falls linearly from 3.0 at step 10
