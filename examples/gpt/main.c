@@ -144,8 +144,8 @@ static void usage(FILE *f) {
         "                      a+b=c problems\n"
         "  --corpus-dir DIR    where the fortunes files are (default " FORTUNES_DIR ")\n"
         "  --digits N          addition operands of 1..N digits (default 3)\n"
-        "  --data FILE         train on FILE at byte level instead (a regular file of at\n"
-        "                      most 2 GiB)\n"
+        "  --data FILE         train on FILE at byte level instead of a --task (a regular\n"
+        "                      file of at most 2 GiB; not with --task)\n"
         "  --val-frac F        text: held-out tail fraction (default 0.1; fortunes: of each\n"
         "                      file)\n"
         "  --val-size N        held-out windows / problems evaluated\n"
@@ -206,6 +206,7 @@ static int parse(int argc, char **argv, options *o) {
     o->task = DATA_FORTUNES;
     o->digits = 3, o->val_size = 0, o->batch = 8, o->eval_every = 100, o->print_every = 50;
     o->samples = 4, o->blas_threads = 1, o->val_frac = 0.1, o->seed = 1;
+    const char *task_given = NULL; /* --task's value: not with --data */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -265,6 +266,7 @@ static int parse(int argc, char **argv, options *o) {
                 return -1;
             }
         } else if (OPT("--task")) {
+            task_given = v;
             if (strcmp(v, "fortunes") == 0) o->task = DATA_FORTUNES;
             else if (strcmp(v, "tales") == 0) o->task = DATA_TALES;
             else if (strcmp(v, "addition") == 0) o->task = DATA_ADDITION;
@@ -324,6 +326,13 @@ static int parse(int argc, char **argv, options *o) {
 #undef OPT
         if (bad) return -1;
         i += takes;
+    }
+    if (task_given && o->data) { /* the last of the two used to win, the other ignored */
+        fprintf(stderr,
+                "--data %s and --task %s: --data FILE is the training text in place of a task; "
+                "give one of them\n",
+                o->data, task_given);
+        return -1;
     }
     if (o->opt.warmup < 0) o->opt.warmup = o->opt.steps / 20;
     if (o->evals > 0) o->eval_every = o->opt.steps / o->evals > 0 ? o->opt.steps / o->evals : 1;
@@ -513,7 +522,8 @@ static int run_on(const options *op, dist *dd, FILE *info) {
                 dd->reduce == DIST_ALLREDUCE ? "MPI_Allreduce" : "ordered (fixed summation order)");
 
     double t_start = now_s(), train_time = 0.0, digest_time = 0.0;
-    int start_step = t.step, diverged = 0, interrupted = 0;
+    double eval_time = 0.0; /* wall time in evaluations (the ranks wait for rank 0's) */
+    int start_step = t.step, diverged = 0, interrupted = 0, n_evals = 0;
     /* the weights' digest: the same on every rank after every step, or the run stops */
     uint64_t digest = dist_digest(t.model.params, t.model.n_params);
     double reduce_t0 = dd->t_reduce, wait_t0 = dd->t_wait;
@@ -534,17 +544,27 @@ static int run_on(const options *op, dist *dd, FILE *info) {
         double tok_s = train_time > 0 ? (double)(s - start_step) * tok_per_step / train_time : 0;
         if (s > start_step && !(isfinite(r.loss) && isfinite(r.grad_norm))) diverged = 1;
         if (is_eval && !diverged) {
+            double te = now_s();
             if (root) {
                 last = trainer_eval(&t);
                 if (!isfinite(last.loss)) diverged = 1;
             }
             dist_bcast_int(dd, &diverged); /* only rank 0 evaluated: the ranks stop together */
+            eval_time += now_s() - te;
+            n_evals++;
         }
         int printed = is_eval || diverged || (o.print_every > 0 && s % o.print_every == 0);
         if (printed) {
             char eta[32], val[64] = "", acc[32] = "", trn[32] = "";
-            double per_step = s > start_step ? train_time / (s - start_step) : 0.0;
-            fmt_duration(per_step * (steps - s), eta, sizeof eta);
+            /* the time left at the wall time so far: each step left at the steps' (training,
+             * digest, logging), each evaluation left at the evaluations' */
+            double per_step =
+                s > start_step ? (now_s() - t_start - eval_time) / (s - start_step) : 0.0;
+            double per_eval = n_evals ? eval_time / n_evals : 0.0;
+            int evals_left = o.eval_every > 0 ? steps / o.eval_every - s / o.eval_every +
+                                                    (steps % o.eval_every != 0)
+                                              : s < steps;
+            fmt_duration(per_step * (steps - s) + per_eval * evals_left, eta, sizeof eta);
             if (s > start_step) snprintf(trn, sizeof trn, " | loss %.4f", (double)r.loss);
             if (is_eval) snprintf(val, sizeof val, " | val %.4f", last.loss);
             if (is_eval && last.accuracy >= 0)

@@ -8,6 +8,7 @@ cmp_exe=$2
 tmp=$3
 . "$(dirname "$0")/testlib.sh"
 tiny="--task addition --layers 1 --width 32 --heads 2 --digits 2 --batch 8 --val-size 50 --samples 0"
+tiny_text="--layers 1 --width 32 --heads 2 --batch 8 --val-size 50 --samples 0" # --data, no --task
 rm -rf "$tmp.d"
 mkdir -p "$tmp.d"
 d=$tmp.d
@@ -182,7 +183,7 @@ rm -rf "$d/cmpl"
 # shellcheck disable=SC2317 # called through check
 data_refused() { # FILE PATTERN
     # shellcheck disable=SC2086 # the flags, word by word
-    timeout -k 5 20 "$exe" $tiny --steps 2 --data "$1" > "$d/out" 2>&1
+    timeout -k 5 20 "$exe" $tiny_text --steps 2 --data "$1" > "$d/out" 2>&1
     rc=$?
     [ "$rc" -eq 1 ] && grep -q -- "$2" "$d/out"
 }
