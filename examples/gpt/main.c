@@ -561,10 +561,7 @@ static int run_on(const options *op, dist *dd, FILE *info) {
             double per_step =
                 s > start_step ? (now_s() - t_start - eval_time) / (s - start_step) : 0.0;
             double per_eval = n_evals ? eval_time / n_evals : 0.0;
-            int evals_left = o.eval_every > 0 ? steps / o.eval_every - s / o.eval_every +
-                                                    (steps % o.eval_every != 0)
-                                              : s < steps;
-            fmt_duration(per_step * (steps - s) + per_eval * evals_left, eta, sizeof eta);
+            fmt_duration(eta_left(s, steps, o.eval_every, per_step, per_eval), eta, sizeof eta);
             if (s > start_step) snprintf(trn, sizeof trn, " | loss %.4f", (double)r.loss);
             if (is_eval) snprintf(val, sizeof val, " | val %.4f", last.loss);
             if (is_eval && last.accuracy >= 0)

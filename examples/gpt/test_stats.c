@@ -2,11 +2,13 @@
  * tables, the paired interval against a hand computation, and the verdict on crafted per-seed
  * results: clearly lower, clearly higher, overlapping, and diverged seeds left out; reading a
  * loss curve (the loss at a step, the mean over the run) on crafted curves with known answers,
- * and the mean telling "learns faster" from "ends lower". */
+ * and the mean telling "learns faster" from "ends lower". Also sn-gpt-train's time left
+ * (clock.h, eta_left) on known step and evaluation counts. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "stats.h"
 
 static int failures;
@@ -119,6 +121,14 @@ int main(void) {
     expect("crafted: no difference at the end", verdict_of(&pe) == VERDICT_NONE);
     expect("crafted: lower along the run", verdict_of(&pm) == VERDICT_LOWER);
     near("crafted: mean-over-run difference", pm.mean, (2.5 * 30 + 2.0 * 60) / 90.0 - 2.5, 2e-3);
+
+    /* sn-gpt-train's time left counts the evaluations left (0.6.18 counted the steps only and
+     * said 0s where evaluations took the time): after step 2 of 8, every 2 steps: 4, 6, 8 */
+    near("eta: evaluations every 2 of 8, after 2", eta_left(2, 8, 2, 0.0, 1.0), 3.0, 0.0);
+    near("eta: ... of 9, the last one too", eta_left(2, 9, 2, 0.0, 1.0), 4.0, 0.0);
+    near("eta: steps and evaluations", eta_left(3, 8, 2, 0.5, 2.0), 2.5 + 6.0, 0.0);
+    near("eta: no eval interval, the last only", eta_left(0, 8, 0, 0.5, 1.0), 5.0, 0.0);
+    near("eta: at the end", eta_left(8, 8, 2, 1.0, 1.0), 0.0, 0.0);
     printf("%d failures\n", failures);
     return failures ? 1 : 0;
 }
