@@ -19,7 +19,8 @@ float sn_net_scale_of(const sn_net *net, int64_t i) {
 /* Mix-LN: the layers that are Post-Norm, the first floor(fraction * L), the fraction read as
  * the decimal its float stands for. That float is within 2^-24 of it (relative), so the
  * factor 1 + 2^-23 lifts a product such as 0.7f * 10 = 6.99999988 to 7, as the reference's
- * double arithmetic gives, and changes no other floor. */
+ * double arithmetic gives; it moves only products within 2^-23 (relative) below an integer,
+ * where no float can tell the decimal k / L from one just below it. */
 static int64_t mix_post_layers(const sn_net *net) {
     const double L = (double)n_layers(net->n_sublayers);
     return (int64_t)floor((double)net->mix_fraction * L * (1.0 + 0x1p-23));
