@@ -109,7 +109,7 @@ rm -rf "$d/gpbin" "$d/inj" "$d/gp-ran"
 # statistics past them (at 75%, mean over the run) had 0 pairs and a difference of 0
 # shellcheck disable=SC2086 # the flags, word by word
 "$cmp_exe" --trainer "$exe" --seeds 2 --jobs 2 --no-plot --evals 126 --out "$d/cmpe" -- \
-    $tiny --steps 251 > "$d/out" 2>&1
+    $tiny --val-size 8 --steps 251 > "$d/out" 2>&1
 rc=$?
 at75=$(grep ',siamese,pre_norm,at75,' "$d/cmpe/paired.csv" 2>/dev/null | cut -d, -f12)
 check "--evals 126 over 251 steps: exit 0 ($rc), 252 evaluations a run, at 75% over 2 pairs ($at75)" \
