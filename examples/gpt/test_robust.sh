@@ -44,6 +44,14 @@ for bad in "--seeds 1" "--seeds 257" "--jobs 0" "--evals 999" "--first-seed -1" 
     check "sn-gpt-compare refuses $bad" [ $? -eq 1 ]
 done
 
+# compare_with TRAINER OUT [FLAGS...]: sn-gpt-compare over 2 seeds of TRAINER into OUT, one run
+# at a time, without plots; its output in $d/out, its exit status in rc
+compare_with() {
+    trainer=$1 out=$2
+    shift 2
+    "$cmp_exe" --trainer "$trainer" --seeds 2 --jobs 1 --no-plot --out "$out" "$@" > "$d/out" 2>&1
+    rc=$?
+}
 # the numbers sn-gpt-compare reads from a run's JSON lines: a --trainer that prints huge or NaN
 # step counts (an int conversion of them is undefined behaviour: UBSan in the sanitizer build)
 cat > "$d/fake-trainer" <<'EOF'
@@ -53,8 +61,7 @@ echo '{"step":-1e300,"val_loss":1,"train_loss":1}'
 echo '{"final":true,"step":nan,"val_loss":1.5,"train_loss":1,"elapsed_s":1,"diverged":false}'
 EOF
 chmod +x "$d/fake-trainer"
-"$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --no-plot --out "$d/cmpf" > "$d/out" 2>&1
-rc=$?
+compare_with "$d/fake-trainer" "$d/cmpf"
 check "sn-gpt-compare reads a trainer's huge and NaN step counts safely (exit $rc)" \
     sh -c "[ $rc -eq 0 ] && [ -s '$d/cmpf/runs.csv' ] && [ -s '$d/cmpf/summary.csv' ]"
 check "... and its tables are whole files (no temporary left)" \
@@ -70,9 +77,7 @@ check "sn-gpt-compare, every output write failing: exit 1 ($rc), says so, lists 
         grep -q '^tables: none written' '$d/out' && [ ! -e '$d/cmpw/runs.csv' ]"
 rm -rf "$d/cmpw"
 mkdir -p "$d/cmpw/summary.csv" # a directory in its way: only summary.csv fails
-"$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --no-plot --out "$d/cmpw" \
-    > "$d/out" 2>&1
-rc=$?
+compare_with "$d/fake-trainer" "$d/cmpw"
 check "sn-gpt-compare, summary.csv not writable: exit 1 ($rc), the other tables listed, not it" \
     sh -c "[ $rc -eq 1 ] && grep '^tables:' '$d/out' | grep -q 'runs.csv' &&
         ! grep '^tables:' '$d/out' | grep -q 'summary.csv' && [ -s '$d/cmpw/paired.csv' ]"
@@ -124,8 +129,7 @@ awk 'BEGIN { for (k = 0; k < 300; k++) printf "{\"step\":%d,\"val_loss\":%g}\n",
 echo '{"final":true,"step":299,"val_loss":2,"train_loss":2,"elapsed_s":1,"diverged":false}'
 EOF2
 chmod +x "$d/many-evals"
-"$cmp_exe" --trainer "$d/many-evals" --seeds 2 --jobs 1 --no-plot --out "$d/cmpe" > "$d/out" 2>&1
-rc=$?
+compare_with "$d/many-evals" "$d/cmpe"
 check "a run reporting 300 evaluations: exit 0 ($rc), a warning that some are left out" \
     sh -c "[ $rc -eq 0 ] && grep -q 'warning: run .*reported 300 evaluations.* left out' '$d/out'"
 check "... the mean over the run, without pairs: NaN in paired.csv, not 0" \
@@ -151,9 +155,7 @@ rm -rf "$d/pathbin" "$d/cmpp"
 # refused before any run (two arms used to share their logs; '../../notes' wrote outside --out)
 # shellcheck disable=SC2317 # called through check
 lab_refused() { # ARM-FLAGS...
-    "$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --no-plot --out "$d/cmpl/o" "$@" \
-        > "$d/out" 2>&1
-    rc=$?
+    compare_with "$d/fake-trainer" "$d/cmpl/o" "$@"
     [ "$rc" -eq 1 ] && grep -q "arm label" "$d/out" && ! grep -q "runs finished" "$d/out"
 }
 mkdir -p "$d/cmpl"
@@ -169,8 +171,7 @@ check "--arm a,b=...: refused" lab_refused --arm "a=--norm pre_norm" --arm "a,b=
 long=$d/cmpl/$(printf '%0200d' 0)
 mkdir -p "$long"
 long=$long/$(printf '%0*d' $((500 - ${#long})) 0)
-"$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --no-plot --out "$long" > "$d/out" 2>&1
-rc=$?
+compare_with "$d/fake-trainer" "$long"
 logs=$(find "$long/logs" -name '*.log' 2>/dev/null | wc -l)
 check "--out of 500 bytes: exit 0 ($rc), one log file per run (4: $logs)" \
     sh -c "[ $rc -eq 0 ] && [ $logs -eq 4 ]"
