@@ -150,3 +150,11 @@ int af_same_file(const char *a, const char *b) {
     char na[PATH_MAX], nb[PATH_MAX];
     return future_name(a, na) == 0 && future_name(b, nb) == 0 && strcmp(na, nb) == 0;
 }
+
+int af_stdout_status(const char *prog) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    fprintf(stderr, "%s: writing standard output failed (%s)\n", prog,
+            errno ? strerror(errno) : "a write error");
+    return 1;
+}

@@ -50,4 +50,9 @@ int af_check_writable(const char *path);
  * dangling link); 0 when only one exists or a directory is missing. */
 int af_same_file(const char *a, const char *b);
 
+/* Whether everything the program printed on stdout reached it (flushed, no write error, as
+ * with > /dev/full or a full disk): 0 if so, 1 with a message naming PROG otherwise, to be
+ * the exit status of a program that would otherwise succeed. */
+int af_stdout_status(const char *prog);
+
 #endif

@@ -135,14 +135,17 @@ static int split_list(char *list, const char **out, int max, const char *flag) {
     return n;
 }
 
+/* Whether text holds one of the characters in `also` or a control character (a newline, a tab,
+ * ...). */
+static int has_char(const char *text, const char *also) {
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        if (*c < 32 || *c == 127 || strchr(also, *c)) return 1;
+    return 0;
+}
+
 /* Whether an arm's label can name its files (OUT/logs/..._LABEL_sN.csv, OUT/plot/gG_LABEL.dat)
  * and fill a CSV field and a quoted gnuplot title as it is. */
-static int label_ok(const char *label) {
-    if (!label[0]) return 0;
-    for (const unsigned char *c = (const unsigned char *)label; *c; c++)
-        if (*c < 32 || *c == 127 || strchr("/,\"'\\`", *c)) return 0;
-    return 1;
-}
+static int label_ok(const char *label) { return label[0] && !has_char(label, "/,\"'\\`"); }
 
 /* snprintf into buf[n], with a message and -1 when the text would be cut short (so that two
  * paths never become one). */
@@ -194,7 +197,7 @@ static int parse(int argc, char **argv, options *o) {
         }
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
-            exit(0);
+            exit(af_stdout_status("sn-gpt-compare"));
         }
         if (strcmp(a, "--no-plot") == 0) {
             o->plot = 0;
@@ -221,13 +224,9 @@ static int parse(int argc, char **argv, options *o) {
         } else if (strcmp(a, "--evals") == 0) {
             if (na_int(a, v, 1, MAX_EVALS, &o->evals) != 0) return -1;
         } else if (strcmp(a, "--out") == 0) {
-            for (const unsigned char *c = (const unsigned char *)v; *c; c++)
-                if (*c < 32 || *c == 127) {
-                    fprintf(stderr, "--out: a newline or other control character in the path\n");
-                    return -1;
-                }
-            if (!v[0]) {
-                fprintf(stderr, "--out: an empty path\n");
+            if (!v[0] || has_char(v, "")) {
+                fprintf(stderr, "--out: an empty path, or a newline or other control character "
+                                "in it\n");
                 return -1;
             }
             o->out = v;
@@ -301,9 +300,8 @@ static int is_executable(const char *path) {
 
 /* The trainer to run, as a path with a '/' (so that neither execv nor a launcher looks it up on
  * PATH: what is checked here is what runs). --trainer NAME without a '/' is ./NAME. The default
- * is sn-gpt-train beside this executable (from /proc/self/exe, else argv[0]); when argv[0] has
- * no '/' either (this program was found on PATH), the first sn-gpt-train on PATH. 0, or -1 with
- * a message. */
+ * is sn-gpt-train beside this executable (from /proc/self/exe, else argv[0]; when neither names
+ * a directory, --trainer is needed). 0, or -1 with a message. */
 static int resolve_trainer(const char *given, const char *argv0, char *buf, size_t n) {
     int len;
     if (given) {
@@ -314,27 +312,12 @@ static int resolve_trainer(const char *given, const char *argv0, char *buf, size
         if (sl > 0) self[sl] = '\0';
         else snprintf(self, sizeof self, "%s", argv0);
         char *slash = strrchr(self, '/');
-        if (slash) {
-            len = snprintf(buf, n, "%.*s/sn-gpt-train", (int)(slash - self), self);
-        } else { /* on PATH, as this program was; an empty entry is the current directory */
-            const char *path = getenv("PATH");
-            len = -1;
-            for (const char *p = path ? path : ""; path;) {
-                const char *end = strchr(p, ':');
-                size_t dl = end ? (size_t)(end - p) : strlen(p);
-                int k = snprintf(buf, n, "%.*s/sn-gpt-train", dl ? (int)dl : 1, dl ? p : ".");
-                if (k > 0 && (size_t)k < n && is_executable(buf)) {
-                    len = k;
-                    break;
-                }
-                if (!end) break;
-                p = end + 1;
-            }
-            if (len < 0) {
-                fprintf(stderr, "sn-gpt-train: not found on PATH (--trainer PATH)\n");
-                return -1;
-            }
+        if (!slash) {
+            fprintf(stderr, "cannot tell where sn-gpt-compare is: name the trainer with "
+                            "--trainer PATH\n");
+            return -1;
         }
+        len = snprintf(buf, n, "%.*s/sn-gpt-train", (int)(slash - self), self);
     }
     if (len < 0 || (size_t)len >= n) {
         fprintf(stderr, "--trainer: path too long\n");
@@ -1221,5 +1204,5 @@ int main(int argc, char **argv) {
                 write_failed, write_failed == 1 ? "" : "s");
         return 1;
     }
-    return 0;
+    return af_stdout_status("sn-gpt-compare");
 }

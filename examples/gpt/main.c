@@ -214,7 +214,7 @@ static int parse(int argc, char **argv, options *o) {
 #define OPT(name) (strcmp(a, name) == 0)
         if (OPT("--help") || OPT("-h")) {
             usage(stdout);
-            exit(fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1);
+            exit(af_stdout_status("sn-gpt-train"));
         } else if (OPT("--json")) {
             o->json = 1, takes = 0;
         } else if (OPT("--untied")) {
@@ -717,12 +717,7 @@ int main(int argc, char **argv) {
     dd.reduce = o.reduce;
     int status = run(o, &dd);
     /* stdout (progress, or --json's lines) not written whole (> /dev/full, a full disk): exit 1 */
-    errno = 0;
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "sn-gpt-train: writing standard output failed (%s)\n",
-                errno ? strerror(errno) : "a write error");
-        if (status == 0) status = 1;
-    }
+    if (af_stdout_status("sn-gpt-train") && status == 0) status = 1;
     /* a rank that fails alone (an I/O error on rank 0) must not leave the others waiting */
     /* (diverging and interrupts stop every rank at the same step: no abort, which could kill
      * rank 0 while it saves) */

@@ -325,6 +325,14 @@ if [ -w /dev/full ]; then
     done
     "$exe" --help > /dev/full 2> /dev/null
     check "sn-gpt-train --help > /dev/full: exit 1" [ $? -eq 1 ]
+    "$cmp_exe" --help > /dev/full 2> /dev/null
+    check "sn-gpt-compare --help > /dev/full: exit 1" [ $? -eq 1 ]
+    "$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --no-plot --out "$d/cmpfull" \
+        > /dev/full 2> "$d/out"
+    rc=$?
+    check "sn-gpt-compare > /dev/full: exit 1 ($rc) with a message" \
+        sh -c "[ $rc -eq 1 ] && grep -q 'writing standard output failed' '$d/out'"
+    rm -rf "$d/cmpfull"
 fi
 
 # ---- interrupts (N10) ------------------------------------------------------------------------

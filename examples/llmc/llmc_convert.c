@@ -88,25 +88,18 @@ static void placements(void) {
     }
 }
 
-/* 0 when everything printed on stdout reached it, else 1 with a message (> /dev/full) */
-static int stdout_status(void) {
-    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
-    fprintf(stderr, ME ": writing standard output failed\n");
-    return 1;
-}
-
 int main(int argc, char **argv) {
     if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         usage(stdout);
-        return stdout_status();
+        return af_stdout_status(ME);
     }
     if (argc == 2 && !strcmp(argv[1], "--version")) {
         printf(ME " (libsiamesenorm %s, SNC1 version %d)\n", sn_version_string(), SNC_VERSION);
-        return stdout_status();
+        return af_stdout_status(ME);
     }
     if (argc == 2 && !strcmp(argv[1], "--placements")) {
         placements();
-        return stdout_status();
+        return af_stdout_status(ME);
     }
     int to_sn = argc > 1 && !strcmp(argv[1], "to-sn"), placement = SN_PLACEMENT_PRE_NORM, a = 2;
     if (to_sn && argc > 2 && !strcmp(argv[2], "--siamese")) {
@@ -165,5 +158,5 @@ int main(int argc, char **argv) {
     printf("%s: llm.c v%d L=%d C=%d NH=%d maxT=%d V=%d Vp=%d -> %s (%s)\n", in_path, m.llmc_version,
            m.L, m.C, m.NH, m.maxT, m.V, m.Vp, out_path,
            to_sn ? sn_placement_name((sn_placement)placement) : "llm.c checkpoint");
-    return stdout_status();
+    return af_stdout_status(ME);
 }
