@@ -27,10 +27,10 @@ case $runs in
     exit 2
     ;;
 esac
-[ "$runs" -ge 2 ] && [ "$runs" -le 100 ] || {
+if [ "$runs" -lt 2 ] || [ "$runs" -gt 100 ]; then
     echo "bench-auto: RUNS must be 2 .. 100" >&2
     exit 2
-}
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 start=$(date +%s)

@@ -21,6 +21,6 @@ for f in $files; do
         bad=$((bad + 1))
     fi
 done
-n=$(printf '%s\n' $files | wc -l)
+n=$(printf '%s\n' "$files" | wc -l) # one path a line (none has a space)
 [ "$bad" -eq 0 ] || { echo "check-format: FAIL: $bad of $n files"; exit 1; }
 echo "check-format: OK ($n files, $(clang-format --version | sed 's/.*version //'))"

@@ -97,8 +97,9 @@ fi
 ./consumer-static >static.out || fail "the static consumer failed"
 cmp -s shared.out static.out || fail "static and shared consumers disagree"
 # ... and through siamesenorm-static.pc alone (the archive by name), run with no library path
+static_pc=$(pkg-config --libs siamesenorm-static)
 # shellcheck disable=SC2086
-$cc -std=c11 -O2 consumer.c $cflags $(pkg-config --libs siamesenorm-static) -o consumer-static-pc ||
+$cc -std=c11 -O2 consumer.c $cflags $static_pc -o consumer-static-pc ||
     fail "the consumer does not link with pkg-config --libs siamesenorm-static"
 if env -u LD_LIBRARY_PATH ldd ./consumer-static-pc 2>/dev/null | grep -q libsiamesenorm; then
     fail "the siamesenorm-static consumer loads libsiamesenorm.so"
@@ -110,18 +111,21 @@ echo "static consumer (pkg-config --libs siamesenorm-static): runs with no libra
 # The installed tool and header: sn-llmc-convert runs with no library path; siamesenorm_llmc.h
 # compiles as C and C++.
 conv=$(find "$tmp/root" -name sn-llmc-convert -type f | head -n 1)
-[ -n "$conv" ] && [ -x "$conv" ] || fail "sn-llmc-convert was not installed"
+if [ -z "$conv" ] || [ ! -x "$conv" ]; then fail "sn-llmc-convert was not installed"; fi
 env -u LD_LIBRARY_PATH "$conv" --version | grep -q "libsiamesenorm $version" ||
     fail "the installed sn-llmc-convert does not run or report $version"
 printf '#include <siamesenorm_llmc.h>\nint main(void) { sn_net n; return sn_net_init(&n, SN_PLACEMENT_PRE_NORM, 2, 4, SN_NORM_LAYERNORM, 1e-5f) || sn_llmc_check(&n, SN_LLMC_TO, 0, 0); }\n' >llmc.c
 # shellcheck disable=SC2086
-$cc -std=c99 -Wall -Wextra -Werror llmc.c $cflags $(pkg-config --libs siamesenorm-static) -o llmc-c &&
-    ./llmc-c || fail "siamesenorm_llmc.h does not compile or check as C"
+if ! { $cc -std=c99 -Wall -Wextra -Werror llmc.c $cflags $static_pc -o llmc-c && ./llmc-c; }; then
+    fail "siamesenorm_llmc.h does not compile or check as C"
+fi
 cp llmc.c llmc.cpp
 if command -v "${cxx%% *}" >/dev/null 2>&1; then
     # shellcheck disable=SC2086
-    $cxx -std=c++11 -Wall -Wextra -Werror llmc.cpp $cflags $(pkg-config --libs siamesenorm-static) \
-        -o llmc-cpp && ./llmc-cpp || fail "siamesenorm_llmc.h does not compile or check as C++"
+    if ! { $cxx -std=c++11 -Wall -Wextra -Werror llmc.cpp $cflags $static_pc -o llmc-cpp &&
+        ./llmc-cpp; }; then
+        fail "siamesenorm_llmc.h does not compile or check as C++"
+    fi
 fi
 echo "installed: sn-llmc-convert runs; siamesenorm_llmc.h compiles"
 
