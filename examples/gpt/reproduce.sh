@@ -9,6 +9,9 @@
 #   on the generated tales corpus (the history section): tales-main tales-isa tales-first
 #   tales-init tales-ablations tales-lr tales-depth addition, and tales-span (SpanNorm at the
 #   tales LR sweep's and main job's settings: 28 runs, measured 1h47m under a load of about 30)
+#   not in the default list: lr-heldout (each arm's best LRs of lr-fine on new seeds, about
+#   5 minutes idle), other-data (the main job on two other texts; needs the Debian packages
+#   jargon-text and bible-kjv; about 8 minutes idle)
 #   default: the fortunes experiments. Each one says its own ETA; on an idle 2-core machine
 #   main takes about 1.5 minutes, budgets 5, budget16 about 9, lr 6.5, lr-fine about 8 (11
 #   under a load of 2, 0.6.19, Zen 3 VM), ablations 1.5, depth 2,
@@ -37,6 +40,26 @@ run() { # name, sn-gpt-compare arguments...
 }
 
 tales="--task tales --layers 16 --batch 16 --steps 300"
+# The other corpora: the texts as the packages ship them (the Bible without its verse labels),
+# checked against the digests the documented runs used.
+other_data() {
+    if [ ! -r /usr/share/doc/jargon-text/jargon.txt.gz ] || ! command -v bible >/dev/null 2>&1; then
+        echo "reproduce.sh other-data: needs the Debian packages jargon-text and bible-kjv" \
+            "(apt-get install jargon-text bible-kjv)" >&2
+        return 1
+    fi
+    mkdir -p "$out/corpora"
+    gzip -dc /usr/share/doc/jargon-text/jargon.txt.gz >"$out/corpora/jargon.txt"
+    bible -f "Gen1:1-Rev22:21" | sed 's/^[^ ]* //' >"$out/corpora/kjv.txt"
+    for f in "jargon 40dfb4b98191a670a09a183d5798d50f243d23fdbd1495dcc0aca2ce5895ba97" \
+        "kjv b5c4940bcfeee072c0935b5200d0f9d88a00a0199cb0961d16133458fcdfae5d"; do
+        got=$(sha256sum "$out/corpora/${f% *}.txt" | cut -d ' ' -f 1)
+        [ "$got" = "${f#* }" ] ||
+            echo "reproduce.sh other-data: ${f% *}.txt differs from the documented runs' text" >&2
+        run "data-${f% *}" --lrs 5e-3,1e-2 -- --data "$out/corpora/${f% *}.txt"
+    done
+}
+
 for e in $which; do
     case $e in
     main) # the README's main job: Pre-Norm vs SiameseNorm, 6 seeds, the trainer's defaults
@@ -49,6 +72,11 @@ for e in $which; do
         run lr --seeds 4 --arms pre_norm,post_norm,hybridnorm,siamese,span_norm --lrs 3e-3,1e-2,3e-2 ;;
     lr-fine) # Pre-Norm and SiameseNorm on a finer LR grid around both arms' best, 6 seeds a cell
         run lr-fine --arms pre_norm,siamese --lrs 3e-3,4e-3,5e-3,7e-3,1e-2,1.4e-2 ;;
+    lr-heldout) # each arm's best LRs of lr-fine (chosen on seeds 1..6) on seeds 7..12
+        run lr-heldout --arms pre_norm,siamese --lrs 4e-3,5e-3,7e-3 --first-seed 7 ;;
+    other-data) # the main job at LR 5e-3 and 1e-2 on two other English texts from Debian
+        # packages (jargon-text: the Jargon File 4.4.7; bible-kjv: the King James Bible), 6 seeds
+        other_data ;;
     ablations) # the paper's two ablations on the main job's cell: c = 1, and no input norm
         run ablations --seeds 4 \
             --arm 'siamese=--norm siamese' --arm 'siamese-c1=--norm siamese --scales none' \
