@@ -2,8 +2,9 @@
  * Pre-Norm and SiameseNorm) with sn-gpt-train, the same data, budget and seeds on every arm,
  * as many runs at once as the machine has cores, then reports per arm the final held-out loss
  * (mean, sd, spread) and, seed by seed, the difference to the first arm with a 95% t interval
- * and a one-line verdict read off that interval. Writes runs.csv, curves.csv, summary.csv and,
- * with gnuplot, the loss curves (mean and a +-1 sd band per arm). See --help. */
+ * and a one-line verdict read off that interval, with its p and, when the run prints several
+ * verdicts, Holm's adjusted p over them (the family). Writes runs.csv, curves.csv, summary.csv,
+ * paired.csv and, with gnuplot, the loss curves (mean and a +-1 sd band per arm). See --help. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
@@ -35,8 +36,9 @@
 /* the evaluations a run reports: sn-gpt-train --evals E evaluates every floor(steps / E) steps
  * and at the end, at most 2E + 1 times (steps = 2E - 1: every step); a run reporting more is
  * cut with a warning */
-#define MAX_POINTS (2 * MAX_EVALS + 4)
-#define LEVEL      0.95
+#define MAX_POINTS  (2 * MAX_EVALS + 4)
+#define LEVEL       0.95
+#define VERDICT_MAX 768 /* a verdict line with its budget and diverged runs */
 
 typedef struct arm {
     char label[64];
@@ -79,37 +81,41 @@ typedef struct options {
 } options;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: sn-gpt-compare [options] [-- sn-gpt-train flags for every run]\n"
-               "Trains K seeds per arm with sn-gpt-train (same data, budget and seeds on every\n"
-               "arm) and compares each arm's final held-out loss with the first arm's, seed by\n"
-               "seed, with a 95%% t interval and a verdict.\n"
-               "  --arms LIST       placements to compare, first is the baseline (default\n"
-               "                    pre_norm,siamese); each becomes --norm NAME\n"
-               "  --arm 'LABEL=FLAGS'  an arm with any sn-gpt-train flags, e.g.\n"
-               "                    --arm 'siamese-c1=--norm siamese --scales none' (repeatable;\n"
-               "                    replaces --arms)\n"
-               "  --seeds K         seeds per arm (default 6), seeds 1..K\n"
-               "  --first-seed S    seeds S..S+K-1 instead\n"
-               "  --lrs LIST        a sweep: compare the arms at each of these peak LRs\n"
-               "  --depths LIST     a sweep: ... at each of these layer counts\n"
-               "  --budgets LIST    ... at each of these budgets in steps, e.g. 300,1200,4800:\n"
-               "                    each its own run with warmup and cosine decay to its end\n"
-               "  --jobs N          runs at a time (default: the number of online cores)\n"
-               "  --evals N         held-out evaluations per run, for the curves (default 12)\n"
-               "  --out DIR         output directory (default sn-compare-out)\n"
-               "  --trainer PATH    sn-gpt-train (default: the one beside this program); a\n"
-               "                    name without '/' is in the current directory, not on PATH\n"
-               "  --launcher CMD    run each as CMD sn-gpt-train ..., e.g. 'mpirun -np 2' for\n"
-               "                    data-parallel runs (then --jobs 1 on a 2-core machine)\n"
-               "  --no-plot         skip gnuplot\n"
-               "Besides the final loss, the paired difference of the held-out loss at 25, 50 and\n"
-               "75%% of the budget and of its mean over the run (area under the curve / budget)\n"
-               "tells \"learns faster\" from \"ends lower\" (paired.csv; plot/budget.png when\n"
-               "there are several budgets).\n"
-               "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
-               "the fortunes corpus, 4 layers, width 64, 300 steps of 8 x 64 tokens.\n"
-               "exit status: 0 done (whatever the verdict), 1 usage error, a run failed or an\n"
-               "output file could not be written\n");
+    fprintf(f,
+            "usage: sn-gpt-compare [options] [-- sn-gpt-train flags for every run]\n"
+            "Trains K seeds per arm with sn-gpt-train (same data, budget and seeds on every\n"
+            "arm) and compares each arm's final held-out loss with the first arm's, seed by\n"
+            "seed, with a 95%% t interval and a verdict, its two-sided p and, when a run prints\n"
+            "several verdicts (arms, sweep cells), Holm's adjusted p over all of them: a\n"
+            "verdict whose interval excludes 0 but whose Holm p is 0.05 or more says it holds\n"
+            "only uncorrected (a lead, not a finding).\n"
+            "  --arms LIST       placements to compare, first is the baseline (default\n"
+            "                    pre_norm,siamese); each becomes --norm NAME\n"
+            "  --arm 'LABEL=FLAGS'  an arm with any sn-gpt-train flags, e.g.\n"
+            "                    --arm 'siamese-c1=--norm siamese --scales none' (repeatable;\n"
+            "                    replaces --arms)\n"
+            "  --seeds K         seeds per arm (default 6), seeds 1..K\n"
+            "  --first-seed S    seeds S..S+K-1 instead\n"
+            "  --lrs LIST        a sweep: compare the arms at each of these peak LRs\n"
+            "  --depths LIST     a sweep: ... at each of these layer counts\n"
+            "  --budgets LIST    ... at each of these budgets in steps, e.g. 300,1200,4800:\n"
+            "                    each its own run with warmup and cosine decay to its end\n"
+            "  --jobs N          runs at a time (default: the number of online cores)\n"
+            "  --evals N         held-out evaluations per run, for the curves (default 12)\n"
+            "  --out DIR         output directory (default sn-compare-out)\n"
+            "  --trainer PATH    sn-gpt-train (default: the one beside this program); a\n"
+            "                    name without '/' is in the current directory, not on PATH\n"
+            "  --launcher CMD    run each as CMD sn-gpt-train ..., e.g. 'mpirun -np 2' for\n"
+            "                    data-parallel runs (then --jobs 1 on a 2-core machine)\n"
+            "  --no-plot         skip gnuplot\n"
+            "Besides the final loss, the paired difference of the held-out loss at 25, 50 and\n"
+            "75%% of the budget and of its mean over the run (area under the curve / budget)\n"
+            "tells \"learns faster\" from \"ends lower\" (paired.csv; plot/budget.png when\n"
+            "there are several budgets).\n"
+            "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
+            "the fortunes corpus, 4 layers, width 64, 300 steps of 8 x 64 tokens.\n"
+            "exit status: 0 done (whatever the verdict), 1 usage error, a run failed or an\n"
+            "output file could not be written\n");
 }
 
 /* Splits `list` (comma-separated, modified in place) into out[]; returns the count or -1.
@@ -917,10 +923,10 @@ static void report_curve(const options *o, const group *g, const run *runs, int 
     for (int st = 0; st < ST_COUNT; st++) {
         p[st] = paired_stat(o, runs, n, gi, a, st);
         if (csv)
-            fprintf(csv, "%s,%s,%d,%ld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%d,%s\n", g->lr ? g->lr : "",
-                    g->layers ? g->layers : "", steps, tokens, o->arms[a].label, o->arms[0].label,
-                    stat_names[st], p[st].mean, p[st].sd, p[st].lo, p[st].hi, p[st].n,
-                    verdict_word(&p[st]));
+            fprintf(csv, "%s,%s,%d,%ld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%d,%s,%.6g\n",
+                    g->lr ? g->lr : "", g->layers ? g->layers : "", steps, tokens, o->arms[a].label,
+                    o->arms[0].label, stat_names[st], p[st].mean, p[st].sd, p[st].lo, p[st].hi,
+                    p[st].n, verdict_word(&p[st]), paired_p(&p[st]));
     }
     if (p[ST_MEAN].n < 2) return;
     printf("  %s - %s along the run:", o->arms[a].label, o->arms[0].label);
@@ -948,21 +954,65 @@ static FILE *open_table(af_file *af, const options *o, const char *name, const c
     return af->f;
 }
 
+/* The family of comparisons whose p-values are adjusted together (Holm): every comparison
+ * printed as a verdict, that is the final held-out loss of each arm after the first against the
+ * first, in every cell of the sweep, (arms - 1) x cells of them, in the order printed (cell by
+ * cell, arm by arm). One without a p (fewer than 2 pairs) counts as p = 1. The statistics along
+ * the run (at 25/50/75% of the budget, the mean over the run) are not in it: exploratory. */
+typedef struct family {
+    int m, untested;                   /* comparisons; those without a p */
+    paired pair[MAX_GROUPS][MAX_ARMS]; /* [g][a], a >= 1 */
+    double p[MAX_GROUPS * MAX_ARMS], holm[MAX_GROUPS * MAX_ARMS]; /* [g * (arms - 1) + a - 1] */
+} family;
+
+static void make_family(const options *o, const run *runs, int n, int n_groups, family *f) {
+    double base[MAX_SEEDS], mine[MAX_SEEDS];
+    f->m = f->untested = 0;
+    for (int g = 0; g < n_groups; g++) {
+        finals(o, runs, n, g, 0, base);
+        for (int a = 1; a < o->n_arms; a++) {
+            finals(o, runs, n, g, a, mine);
+            f->pair[g][a] = paired_t(base, mine, o->seeds, LEVEL);
+            f->p[f->m] = paired_p(&f->pair[g][a]);
+            f->untested += isnan(f->p[f->m]);
+            f->m++;
+        }
+    }
+    holm_adjust(f->p, f->m, f->holm); /* m <= MAX_GROUPS * (MAX_ARMS - 1) < STATS_MAX_N */
+}
+
+/* The family, once: what the p-values are and what Holm's correction is over. */
+static void print_family(const options *o, int n_groups, const family *f) {
+    char cells[48] = "";
+    if (n_groups > 1) snprintf(cells, sizeof cells, ", in each of %d cells", n_groups);
+    if (f->m == 1)
+        printf("multiple comparisons: one comparison printed as a verdict, so no correction; p "
+               "two-sided, paired t;");
+    else
+        printf("multiple comparisons: Holm over the %d comparisons printed as verdicts (the "
+               "final held-out loss of each arm against %s%s%s); p two-sided, paired t;",
+               f->m, o->arms[0].label, cells,
+               f->untested ? ", one without a p counting as p = 1" : "");
+    printf(" the differences along the run are uncorrected\n");
+}
+
 /* Prints the tables and every verdict; leaves each group's last verdict in verdicts[g]. Writes
  * summary.csv, paired.csv (their bits in *written) and the curves' plot data; returns the
  * number of those files that could not be written (each with a message). */
 static int report(const options *o, const group *groups, int n_groups, const run *runs, int n,
-                  char (*verdicts)[400], unsigned *written) {
+                  char (*verdicts)[VERDICT_MAX], unsigned *written) {
     int failed = 0;
+    family fam = {0}; /* about 28 KB */
+    make_family(o, runs, n, n_groups, &fam);
     af_file sa, pa;
     FILE *sum = open_table(&sa, o, "summary.csv",
                            "lr,layers,budget,arm,seeds,diverged,mean,sd,min,max,baseline,"
-                           "diff_mean,diff_sd,diff_lo95,diff_hi95,pairs,verdict");
+                           "diff_mean,diff_sd,diff_lo95,diff_hi95,pairs,verdict,p,p_holm");
     FILE *pcsv = open_table(&pa, o, "paired.csv",
                             "lr,layers,budget,tokens,arm,baseline,statistic,diff_mean,diff_sd,"
-                            "diff_lo95,diff_hi95,pairs,verdict");
+                            "diff_lo95,diff_hi95,pairs,verdict,p");
     failed += !sum + !pcsv;
-    char last_verdict[400] = "";
+    char last_verdict[VERDICT_MAX] = "";
     for (int g = 0; g < n_groups; g++) {
         char title[96], budget[96];
         group_title(&groups[g], title, sizeof title);
@@ -974,7 +1024,7 @@ static int report(const options *o, const group *groups, int n_groups, const run
                o->first_seed + o->seeds - 1);
         printf("  %-22s %9s %-22s %-17s\n", "arm", "diverged", "mean +- sd", "spread min..max");
         double base[MAX_SEEDS], mine[MAX_SEEDS];
-        paired pairs[MAX_ARMS]; /* each arm against the first */
+        const int k0 = g * (o->n_arms - 1) - 1; /* arm a's p in the family: k0 + a */
         finals(o, runs, n, g, 0, base);
         for (int a = 0; a < o->n_arms; a++) {
             summary s = finals(o, runs, n, g, a, mine);
@@ -987,18 +1037,20 @@ static int report(const options *o, const group *groups, int n_groups, const run
             printf("  %-22s %5d/%-3d %-22s %-17s\n", o->arms[a].label, o->seeds - m, o->seeds, ms,
                    sp);
             paired p = {0, NAN, NAN, NAN, NAN};
-            if (a > 0) p = paired_t(base, mine, o->seeds, LEVEL);
-            pairs[a] = p;
+            if (a > 0) p = fam.pair[g][a];
             if (sum)
-                fprintf(sum, "%s,%s,%d,%s,%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.6g,%.6g,%.6g,%d,%s\n",
+                fprintf(sum,
+                        "%s,%s,%d,%s,%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.6g,%.6g,%.6g,%d,%s,%.6g,"
+                        "%.6g\n",
                         groups[g].lr ? groups[g].lr : "", groups[g].layers ? groups[g].layers : "",
                         steps, o->arms[a].label, o->seeds, o->seeds - m, m ? s.mean : NAN,
                         m ? s.sd : NAN, m ? s.min : NAN, m ? s.max : NAN, o->arms[0].label, p.mean,
-                        p.sd, p.lo, p.hi, p.n, a == 0 ? "" : verdict_word(&p));
+                        p.sd, p.lo, p.hi, p.n, a == 0 ? "" : verdict_word(&p),
+                        a == 0 ? NAN : fam.p[k0 + a], a == 0 ? NAN : fam.holm[k0 + a]);
         }
         for (int a = 1; a < o->n_arms; a++) {
             finals(o, runs, n, g, a, mine);
-            const paired p = pairs[a];
+            const paired p = fam.pair[g][a];
             if (p.n >= 2)
                 printf("  %s - %s, seed by seed: %+.4f +- %.4f (sd), 95%% t interval "
                        "%+.4f..%+.4f\n",
@@ -1007,8 +1059,9 @@ static int report(const options *o, const group *groups, int n_groups, const run
             for (int s = 0; s < o->seeds; s++)
                 div_a += !isfinite(base[s]), div_b += !isfinite(mine[s]);
             report_curve(o, &groups[g], runs, n, g, a, steps, tokens, pcsv);
-            char line[300];
-            verdict_line(&p, LEVEL, o->arms[a].label, o->arms[0].label, line, sizeof line);
+            char line[512];
+            verdict_line(&p, LEVEL, fam.holm[k0 + a], fam.m, o->arms[a].label, o->arms[0].label,
+                         line, sizeof line);
             snprintf(last_verdict, sizeof last_verdict, "%s: %s", budget, line);
             if (div_a || div_b)
                 snprintf(last_verdict + strlen(last_verdict),
@@ -1017,7 +1070,7 @@ static int report(const options *o, const group *groups, int n_groups, const run
                          o->seeds, o->arms[a].label, div_b, o->seeds);
             printf("  verdict%s%s: %s\n", title[0] ? " at " : "", title, last_verdict);
         }
-        snprintf(verdicts[g], 400, "%s", last_verdict);
+        snprintf(verdicts[g], VERDICT_MAX, "%s", last_verdict);
         for (int a = 0; a < o->n_arms; a++) failed += write_curve_data(o, runs, n, g, a) != 0;
     }
     if (sum) {
@@ -1028,8 +1081,10 @@ static int report(const options *o, const group *groups, int n_groups, const run
         if (af_commit(&pa) == 0) *written |= T_PAIRED;
         else failed++;
     }
+    printf("\n");
+    print_family(o, n_groups, &fam);
     /* what the runs ran on: one kernel path and library version for all, one config per arm */
-    printf("\nruns: libsiamesenorm %s, kernels %s; config hash per arm:", runs[0].version,
+    printf("runs: libsiamesenorm %s, kernels %s; config hash per arm:", runs[0].version,
            runs[0].isa);
     for (int a = 0; a < o->n_arms; a++)
         for (int i = 0; i < n; i++)
@@ -1175,7 +1230,7 @@ int main(int argc, char **argv) {
     /* every file is written whole or not at all; one that is not makes the exit status 1 */
     unsigned written = 0;
     int write_failed = write_csvs(&o, groups, runs, n, &written);
-    static char verdicts[MAX_GROUPS][400];
+    static char verdicts[MAX_GROUPS][VERDICT_MAX];
     write_failed += report(&o, groups, n_groups, runs, n, verdicts, &written);
     int sweep_cells = write_sweep_data(&o, groups, n_groups, runs, n, &write_failed);
     int budget_plot = write_budget_data(&o, n_groups, runs, n, &write_failed);
