@@ -639,11 +639,17 @@ static paired paired_stat(const options *o, const run *runs, int n, int g, int a
     return paired_t(base, mine, o->seeds, LEVEL);
 }
 
+/* The output files under OUT. Each is written whole or not at all (atomic_file.h), and every
+ * function below that writes them returns the number of them it could not write (0: all
+ * written), each failure with its message on stderr; what else it tells the caller (which
+ * tables, which plots) goes through an out-parameter. main adds the counts up: any file not
+ * written makes the exit status 1. */
+
 /* The tables under OUT, as bits of what was written (main lists only those). */
 enum { T_SUMMARY = 1, T_PAIRED = 2, T_RUNS = 4, T_CURVES = 8 };
 
-/* runs.csv and curves.csv, each whole or not at all; sets their bits in *written and returns
- * the number of them that could not be written (each with a message). */
+/* runs.csv and curves.csv; sets the bits of those written in *written; returns the number not
+ * written. */
 static int write_csvs(const options *o, const group *groups, const run *runs, int n,
                       unsigned *written) {
     char path[PATH_MAX];
@@ -678,12 +684,13 @@ static int write_csvs(const options *o, const group *groups, const run *runs, in
 }
 
 /* Per group and arm, the mean held-out loss at each evaluation and a +-1 sd band, over the
- * seeds that reached it: OUT/plot/gG_ARM.dat for gnuplot. 0, or -1 with a message. */
+ * seeds that reached it: OUT/plot/gG_ARM.dat for gnuplot; returns the number not written (0 or
+ * 1). */
 static int write_curve_data(const options *o, const run *runs, int n, int g, int a) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/g%d_%s.dat", o->out, g, o->arms[a].label);
     af_file af;
-    if (af_open(&af, path) != 0) return -1;
+    if (af_open(&af, path) != 0) return 1;
     FILE *f = af.f;
     fprintf(f, "# step mean sd-low sd-high seeds\n");
     const run *first = NULL; /* the seed with the most evaluations gives the steps */
@@ -703,24 +710,23 @@ static int write_curve_data(const options *o, const run *runs, int n, int g, int
         fprintf(f, "%d %.6g %.6g %.6g %d\n", first->pt_step[k], s.mean, s.mean - s.sd,
                 s.mean + s.sd, m);
     }
-    return af_commit(&af);
+    return af_commit(&af) != 0;
 }
 
 /* A one-variable sweep (--lrs, or --depths): per cell, each arm's mean final loss, sd and how
- * many seeds finished, into OUT/plot/sweep.dat; returns the number of cells, 0 when there is
- * no one-variable sweep or when it could not be written (then ++*failed, with a message). */
+ * many seeds finished, into OUT/plot/sweep.dat; *cells: the number of cells when written, 0
+ * when there is no one-variable sweep or it was not written. Returns the number not written
+ * (0 or 1). */
 static int write_sweep_data(const options *o, const group *groups, int n_groups, const run *runs,
-                            int n, int *failed) {
+                            int n, int *cells) {
     int by_lr = o->n_lrs > 1 && o->n_depths <= 1 && o->n_budgets <= 1;
     int by_depth = o->n_depths > 1 && o->n_lrs <= 1 && o->n_budgets <= 1;
+    *cells = 0;
     if (!by_lr && !by_depth) return 0;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/sweep.dat", o->out);
     af_file af;
-    if (af_open(&af, path) != 0) {
-        (*failed)++;
-        return 0;
-    }
+    if (af_open(&af, path) != 0) return 1;
     FILE *f = af.f;
     fprintf(f, "# %s, then per arm: mean sd finished\n", by_lr ? "lr" : "layers");
     for (int g = 0; g < n_groups; g++) {
@@ -733,26 +739,22 @@ static int write_sweep_data(const options *o, const group *groups, int n_groups,
         }
         fprintf(f, "\n");
     }
-    if (af_commit(&af) != 0) {
-        (*failed)++;
-        return 0;
-    }
-    return n_groups;
+    if (af_commit(&af) != 0) return 1;
+    *cells = n_groups;
+    return 0;
 }
 
 /* A budget sweep (--budgets only): per budget, its steps and tokens, then per arm after the
  * first the paired difference of the final loss and of the mean over the run (mean, 95%
- * interval), into OUT/plot/budget.dat; returns 1 when written (0 when there is no budget
- * sweep, or when it could not be written: then ++*failed, with a message). */
-static int write_budget_data(const options *o, int n_groups, const run *runs, int n, int *failed) {
+ * interval), into OUT/plot/budget.dat; *plotted: 1 when written, 0 when there is no budget
+ * sweep or it was not written. Returns the number not written (0 or 1). */
+static int write_budget_data(const options *o, int n_groups, const run *runs, int n, int *plotted) {
+    *plotted = 0;
     if (o->n_budgets < 2 || o->n_lrs > 1 || o->n_depths > 1) return 0;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/budget.dat", o->out);
     af_file af;
-    if (af_open(&af, path) != 0) {
-        (*failed)++;
-        return 0;
-    }
+    if (af_open(&af, path) != 0) return 1;
     FILE *f = af.f;
     fprintf(f, "# steps tokens, then per arm after the first: final diff lo hi, mean diff lo hi\n");
     for (int g = 0; g < n_groups; g++) {
@@ -767,11 +769,9 @@ static int write_budget_data(const options *o, int n_groups, const run *runs, in
             }
         fprintf(f, "\n");
     }
-    if (af_commit(&af) != 0) {
-        (*failed)++;
-        return 0;
-    }
-    return 1;
+    if (af_commit(&af) != 0) return 1;
+    *plotted = 1;
+    return 0;
 }
 
 /* Runs "gnuplot SCRIPT" in DIR, found on PATH, with its messages dropped; no shell between (DIR
@@ -816,14 +816,14 @@ static int run_gnuplot(const char *dir, const char *script) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-/* Writes OUT/plot/curves.gp and runs gnuplot on it when gnuplot is installed. 0, or -1 when
- * the script could not be written (with a message); gnuplot's own failure is only reported. */
+/* Writes OUT/plot/curves.gp and runs gnuplot on it when gnuplot is installed; returns the
+ * number of files not written (0, or 1: the script). gnuplot's own failure is only reported. */
 static int plot(const options *o, const group *groups, int n_groups, int sweep_cells,
                 int budget_plot) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/curves.gp", o->out);
     af_file af;
-    if (af_open(&af, path) != 0) return -1;
+    if (af_open(&af, path) != 0) return 1;
     FILE *f = af.f;
     static const char *colours[] = {"#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -893,7 +893,7 @@ static int plot(const options *o, const group *groups, int n_groups, int sweep_c
         }
         fprintf(f, "\n");
     }
-    if (af_commit(&af) != 0) return -1;
+    if (af_commit(&af) != 0) return 1;
     snprintf(path, sizeof path, "%s/plot", o->out);
     int gp = run_gnuplot(path, "curves.gp");
     if (gp == 1) printf("gnuplot not found: the plot script is %s/plot/curves.gp\n", o->out);
@@ -945,13 +945,17 @@ static void report_curve(const options *o, const group *g, const run *runs, int 
                                    : "no difference at the end");
 }
 
-/* OUT/name opened for an atomic write (atomic_file.h) with its header line; NULL on error. */
-static FILE *open_table(af_file *af, const options *o, const char *name, const char *header) {
+/* OUT/name opened for an atomic write (atomic_file.h) into af->f, with its header line;
+ * returns the number of files not written: 0, or 1 (af->f NULL, nothing to commit). */
+static int open_table(af_file *af, const options *o, const char *name, const char *header) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", o->out, name);
-    if (af_open(af, path) != 0) return NULL;
+    if (af_open(af, path) != 0) {
+        af->f = NULL;
+        return 1;
+    }
     fprintf(af->f, "%s\n", header);
-    return af->f;
+    return 0;
 }
 
 /* The family of comparisons whose p-values are adjusted together (Holm): every comparison
@@ -1005,13 +1009,13 @@ static int report(const options *o, const group *groups, int n_groups, const run
     family fam = {0}; /* about 28 KB */
     make_family(o, runs, n, n_groups, &fam);
     af_file sa, pa;
-    FILE *sum = open_table(&sa, o, "summary.csv",
-                           "lr,layers,budget,arm,seeds,diverged,mean,sd,min,max,baseline,"
-                           "diff_mean,diff_sd,diff_lo95,diff_hi95,pairs,verdict,p,p_holm");
-    FILE *pcsv = open_table(&pa, o, "paired.csv",
-                            "lr,layers,budget,tokens,arm,baseline,statistic,diff_mean,diff_sd,"
-                            "diff_lo95,diff_hi95,pairs,verdict,p");
-    failed += !sum + !pcsv;
+    failed += open_table(&sa, o, "summary.csv",
+                         "lr,layers,budget,arm,seeds,diverged,mean,sd,min,max,baseline,"
+                         "diff_mean,diff_sd,diff_lo95,diff_hi95,pairs,verdict,p,p_holm");
+    failed += open_table(&pa, o, "paired.csv",
+                         "lr,layers,budget,tokens,arm,baseline,statistic,diff_mean,diff_sd,"
+                         "diff_lo95,diff_hi95,pairs,verdict,p");
+    FILE *sum = sa.f, *pcsv = pa.f;
     char last_verdict[VERDICT_MAX] = "";
     for (int g = 0; g < n_groups; g++) {
         char title[96], budget[96];
@@ -1071,7 +1075,7 @@ static int report(const options *o, const group *groups, int n_groups, const run
             printf("  verdict%s%s: %s\n", title[0] ? " at " : "", title, last_verdict);
         }
         snprintf(verdicts[g], VERDICT_MAX, "%s", last_verdict);
-        for (int a = 0; a < o->n_arms; a++) failed += write_curve_data(o, runs, n, g, a) != 0;
+        for (int a = 0; a < o->n_arms; a++) failed += write_curve_data(o, runs, n, g, a);
     }
     if (sum) {
         if (af_commit(&sa) == 0) *written |= T_SUMMARY;
@@ -1229,12 +1233,12 @@ int main(int argc, char **argv) {
         }
     /* every file is written whole or not at all; one that is not makes the exit status 1 */
     unsigned written = 0;
-    int write_failed = write_csvs(&o, groups, runs, n, &written);
+    int write_failed = write_csvs(&o, groups, runs, n, &written), sweep_cells, budget_plot;
     static char verdicts[MAX_GROUPS][VERDICT_MAX];
     write_failed += report(&o, groups, n_groups, runs, n, verdicts, &written);
-    int sweep_cells = write_sweep_data(&o, groups, n_groups, runs, n, &write_failed);
-    int budget_plot = write_budget_data(&o, n_groups, runs, n, &write_failed);
-    if (o.plot) write_failed += plot(&o, groups, n_groups, sweep_cells, budget_plot) != 0;
+    write_failed += write_sweep_data(&o, groups, n_groups, runs, n, &sweep_cells);
+    write_failed += write_budget_data(&o, n_groups, runs, n, &budget_plot);
+    if (o.plot) write_failed += plot(&o, groups, n_groups, sweep_cells, budget_plot);
     static const struct {
         unsigned bit;
         const char *name;

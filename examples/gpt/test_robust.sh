@@ -82,6 +82,21 @@ check "sn-gpt-compare, summary.csv not writable: exit 1 ($rc), the other tables 
     sh -c "[ $rc -eq 1 ] && grep '^tables:' '$d/out' | grep -q 'runs.csv' &&
         ! grep '^tables:' '$d/out' | grep -q 'summary.csv' && [ -s '$d/cmpw/paired.csv' ]"
 rm -rf "$d/cmpw"
+# OUT/plot a file, not a directory: every plot file fails at its opening (the tables do not),
+# each counted once: 2 cells x 2 arms of curve data, sweep.dat or budget.dat, curves.gp
+for sweep in "--lrs 1e-3,2e-3" "--budgets 8,16"; do
+    rm -rf "$d/cmpw"
+    mkdir -p "$d/cmpw"
+    : > "$d/cmpw/plot"
+    # shellcheck disable=SC2086 # the flag and its value
+    "$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --out "$d/cmpw" $sweep \
+        > "$d/out" 2>&1
+    rc=$?
+    check "OUT/plot a file, $sweep: exit 1 ($rc), 6 files not written, the 4 tables listed" \
+        sh -c "[ $rc -eq 1 ] && grep -q '^sn-gpt-compare: 6 output files could not be written' '$d/out' &&
+            grep '^tables:' '$d/out' | grep -q 'summary.csv.*paired.csv.*runs.csv.*curves.csv'"
+done
+rm -rf "$d/cmpw"
 cmp_abs=$(cd "$(dirname "$cmp_exe")" && pwd)/$(basename "$cmp_exe")
 # --out reaches gnuplot without a shell (it used to be pasted into system("cd '%s/plot' &&
 # gnuplot ..."): a quote ended the string and what followed ran) and stays out of the gnuplot
