@@ -114,8 +114,9 @@ static void usage(FILE *f) {
             "there are several budgets).\n"
             "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
             "the fortunes corpus, 4 layers, width 64, 300 steps of 8 x 64 tokens.\n"
-            "exit status: 0 done (whatever the verdict), 1 usage error, a run failed or an\n"
-            "output file could not be written\n");
+            "exit status: 0 done (whatever the verdict), 1 usage error, a run failed, an\n"
+            "output file could not be written or gnuplot failed on the plot script (gnuplot\n"
+            "not installed: a note, the script is kept, exit 0)\n");
 }
 
 /* Splits `list` (comma-separated, modified in place) into out[]; returns the count or -1.
@@ -774,17 +775,22 @@ static int write_budget_data(const options *o, int n_groups, const run *runs, in
     return 0;
 }
 
-/* Runs "gnuplot SCRIPT" in DIR, found on PATH, with its messages dropped; no shell between (DIR
- * is --out's, any text). 0 when it succeeded, 1 when gnuplot is not installed, -1 when it
- * failed or could not be started. */
-static int run_gnuplot(const char *dir, const char *script) {
+/* Runs "gnuplot SCRIPT" in DIR, found on PATH, its messages into DIR/gnuplot.log; no shell
+ * between (DIR is --out's, any text). 0 when it succeeded, 1 when gnuplot is not installed (not
+ * on PATH), -1 when it failed or could not be started: then why_text says how ("exit status
+ * 1", "killed by signal 11", "could not be started: Permission denied", ...). */
+static int run_gnuplot(const char *dir, const char *script, char *why_text, size_t n) {
     int pfd[2]; /* the child's errno when chdir or exec fails; closed by a successful exec */
     fflush(stdout);
-    if (pipe(pfd) != 0) return -1;
+    if (pipe(pfd) != 0) {
+        snprintf(why_text, n, "could not be started: %s", strerror(errno));
+        return -1;
+    }
     fcntl(pfd[0], F_SETFD, FD_CLOEXEC);
     fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
     pid_t pid = fork();
     if (pid < 0) {
+        snprintf(why_text, n, "could not be started: %s", strerror(errno));
         close(pfd[0]);
         close(pfd[1]);
         return -1;
@@ -793,8 +799,9 @@ static int run_gnuplot(const char *dir, const char *script) {
         int why[2] = {0, 0}; /* 0 chdir, 1 exec; errno */
         if (chdir(dir) != 0) why[1] = errno;
         else {
-            int null = open("/dev/null", O_WRONLY);
-            if (null >= 0) dup2(null, 2);
+            int err = open("gnuplot.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (err < 0) err = open("/dev/null", O_WRONLY);
+            if (err >= 0) dup2(err, 2);
             char *args[] = {"gnuplot", (char *)script, NULL};
             execvp(args[0], args);
             why[0] = 1, why[1] = errno;
@@ -811,13 +818,28 @@ static int run_gnuplot(const char *dir, const char *script) {
     close(pfd[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
-    if (got == (ssize_t)sizeof why) return why[0] == 1 && why[1] == ENOENT ? 1 : -1;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+        if (errno != EINTR) {
+            snprintf(why_text, n, "could not be waited for: %s", strerror(errno));
+            return -1;
+        }
+    if (got == (ssize_t)sizeof why) {
+        if (why[0] == 1 && why[1] == ENOENT) return 1;
+        snprintf(why_text, n, "%s: %s",
+                 why[0] ? "could not be started" : "could not enter its directory",
+                 strerror(why[1]));
+        return -1;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    if (WIFEXITED(status)) snprintf(why_text, n, "exit status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status)) snprintf(why_text, n, "killed by signal %d", WTERMSIG(status));
+    else snprintf(why_text, n, "status %d", status);
+    return -1;
 }
 
 /* Writes OUT/plot/curves.gp and runs gnuplot on it when gnuplot is installed; returns the
- * number of files not written (0, or 1: the script). gnuplot's own failure is only reported. */
+ * number of files not written: 0; 1 when the script could not be written (gnuplot is not run)
+ * or when gnuplot failed on it (the plots: a message on stderr, gnuplot's own in
+ * OUT/plot/gnuplot.log). gnuplot not installed is a note on stdout, not a failure. */
 static int plot(const options *o, const group *groups, int n_groups, int sweep_cells,
                 int budget_plot) {
     char path[PATH_MAX];
@@ -895,10 +917,17 @@ static int plot(const options *o, const group *groups, int n_groups, int sweep_c
     }
     if (af_commit(&af) != 0) return 1;
     snprintf(path, sizeof path, "%s/plot", o->out);
-    int gp = run_gnuplot(path, "curves.gp");
+    char why[128] = "";
+    int gp = run_gnuplot(path, "curves.gp", why, sizeof why);
     if (gp == 1) printf("gnuplot not found: the plot script is %s/plot/curves.gp\n", o->out);
-    else if (gp != 0) printf("gnuplot failed on %s/plot/curves.gp\n", o->out);
-    else
+    else if (gp != 0) {
+        fflush(stdout);
+        fprintf(stderr,
+                "sn-gpt-compare: gnuplot failed on %s/plot/curves.gp (%s): no plots; its "
+                "messages are in %s/plot/gnuplot.log\n",
+                o->out, why, o->out);
+        return 1;
+    } else
         printf("plots: %s/plot/curves.png%s%s%s%s%s%s\n", o->out, sweep_cells ? ", " : "",
                sweep_cells ? o->out : "", sweep_cells ? "/plot/sweep.png" : "",
                budget_plot ? ", " : "", budget_plot ? o->out : "",
