@@ -1007,7 +1007,7 @@ static void make_family(const options *o, const run *runs, int n, int n_groups, 
             finals(o, runs, n, g, a, mine);
             f->pair[g][a] = paired_t(base, mine, o->seeds, LEVEL);
             f->p[f->m] = paired_p(&f->pair[g][a]);
-            f->untested += isnan(f->p[f->m]);
+            f->untested += isnan(f->p[f->m]) != 0;
             f->m++;
         }
     }
@@ -1025,7 +1025,7 @@ static void print_family(const options *o, int n_groups, const family *f) {
         printf("multiple comparisons: Holm over the %d comparisons printed as verdicts (the "
                "final held-out loss of each arm against %s%s%s); p two-sided, paired t;",
                f->m, o->arms[0].label, cells,
-               f->untested ? ", one without a p counting as p = 1" : "");
+               f->untested ? "; those with fewer than 2 pairs count as p = 1" : "");
     printf(" the differences along the run are uncorrected\n");
 }
 

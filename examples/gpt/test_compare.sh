@@ -102,6 +102,13 @@ check "family of 3: summary.csv's p and p_holm" sh -c "head -n 1 '$out/summary.c
     grep -q '^,,300,weak,6,0,.*,6,lower,0.0266926,0.0533852\$' '$out/summary.csv'"
 check "family of 3: paired.csv's p (uncorrected)" \
     grep -q '^,,300,153600,flat,pre_norm,final,.*,6,none,0.827635$' "$out/paired.csv"
+# an arm whose every run diverges: no p, in the family as p = 1 (Holm over 2, not 1)
+"$exe" --trainer "$fake" --no-plot --arms pre_norm,siamese,diverges --out "$out" > "$out.txt" 2>&1
+rc=$?
+check "a comparison without a p: exit 0 ($rc), in the family as p = 1" sh -c "[ $rc -eq 0 ] &&
+    grep -q '^multiple comparisons: Holm over the 2 comparisons printed as verdicts (.*; those with fewer than 2 pairs count as p = 1)' '$out.txt' &&
+    grep -q 'siamese: held-out loss lower than pre_norm by 0.0500 (.*, p < 0.0001, Holm p < 0.0001)\$' '$out.txt' &&
+    grep -q '^,,300,diverges,6,6,.*,0,too-few,nan,1\$' '$out/summary.csv'"
 # ... only for the documented comparison, seeds 1..6: on other seeds the note does not apply
 # (it used to be printed whatever the seeds)
 for seeds in "--seeds 2 --first-seed 50" "--seeds 6 --first-seed 2" "--seeds 5"; do
