@@ -2,8 +2,9 @@
  * Pre-Norm and SiameseNorm) with sn-gpt-train, the same data, budget and seeds on every arm,
  * as many runs at once as the machine has cores, then reports per arm the final held-out loss
  * (mean, sd, spread) and, seed by seed, the difference to the first arm with a 95% t interval
- * and a one-line verdict read off that interval. Writes runs.csv, curves.csv, summary.csv and,
- * with gnuplot, the loss curves (mean and a +-1 sd band per arm). See --help. */
+ * and a one-line verdict read off that interval, with its p and, when the run prints several
+ * verdicts, Holm's adjusted p over them (the family). Writes runs.csv, curves.csv, summary.csv,
+ * paired.csv and, with gnuplot, the loss curves (mean and a +-1 sd band per arm). See --help. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
@@ -35,8 +36,9 @@
 /* the evaluations a run reports: sn-gpt-train --evals E evaluates every floor(steps / E) steps
  * and at the end, at most 2E + 1 times (steps = 2E - 1: every step); a run reporting more is
  * cut with a warning */
-#define MAX_POINTS (2 * MAX_EVALS + 4)
-#define LEVEL      0.95
+#define MAX_POINTS  (2 * MAX_EVALS + 4)
+#define LEVEL       0.95
+#define VERDICT_MAX 768 /* a verdict line with its budget and diverged runs */
 
 typedef struct arm {
     char label[64];
@@ -79,37 +81,42 @@ typedef struct options {
 } options;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: sn-gpt-compare [options] [-- sn-gpt-train flags for every run]\n"
-               "Trains K seeds per arm with sn-gpt-train (same data, budget and seeds on every\n"
-               "arm) and compares each arm's final held-out loss with the first arm's, seed by\n"
-               "seed, with a 95%% t interval and a verdict.\n"
-               "  --arms LIST       placements to compare, first is the baseline (default\n"
-               "                    pre_norm,siamese); each becomes --norm NAME\n"
-               "  --arm 'LABEL=FLAGS'  an arm with any sn-gpt-train flags, e.g.\n"
-               "                    --arm 'siamese-c1=--norm siamese --scales none' (repeatable;\n"
-               "                    replaces --arms)\n"
-               "  --seeds K         seeds per arm (default 6), seeds 1..K\n"
-               "  --first-seed S    seeds S..S+K-1 instead\n"
-               "  --lrs LIST        a sweep: compare the arms at each of these peak LRs\n"
-               "  --depths LIST     a sweep: ... at each of these layer counts\n"
-               "  --budgets LIST    ... at each of these budgets in steps, e.g. 300,1200,4800:\n"
-               "                    each its own run with warmup and cosine decay to its end\n"
-               "  --jobs N          runs at a time (default: the number of online cores)\n"
-               "  --evals N         held-out evaluations per run, for the curves (default 12)\n"
-               "  --out DIR         output directory (default sn-compare-out)\n"
-               "  --trainer PATH    sn-gpt-train (default: the one beside this program); a\n"
-               "                    name without '/' is in the current directory, not on PATH\n"
-               "  --launcher CMD    run each as CMD sn-gpt-train ..., e.g. 'mpirun -np 2' for\n"
-               "                    data-parallel runs (then --jobs 1 on a 2-core machine)\n"
-               "  --no-plot         skip gnuplot\n"
-               "Besides the final loss, the paired difference of the held-out loss at 25, 50 and\n"
-               "75%% of the budget and of its mean over the run (area under the curve / budget)\n"
-               "tells \"learns faster\" from \"ends lower\" (paired.csv; plot/budget.png when\n"
-               "there are several budgets).\n"
-               "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
-               "the fortunes corpus, 4 layers, width 64, 300 steps of 8 x 64 tokens.\n"
-               "exit status: 0 done (whatever the verdict), 1 usage error, a run failed or an\n"
-               "output file could not be written\n");
+    fprintf(f,
+            "usage: sn-gpt-compare [options] [-- sn-gpt-train flags for every run]\n"
+            "Trains K seeds per arm with sn-gpt-train (same data, budget and seeds on every\n"
+            "arm) and compares each arm's final held-out loss with the first arm's, seed by\n"
+            "seed, with a 95%% t interval and a verdict, its two-sided p and, when a run prints\n"
+            "several verdicts (arms, sweep cells), Holm's adjusted p over all of them: a\n"
+            "verdict whose interval excludes 0 but whose Holm p is 0.05 or more says it holds\n"
+            "only uncorrected (a lead, not a finding).\n"
+            "  --arms LIST       placements to compare, first is the baseline (default\n"
+            "                    pre_norm,siamese); each becomes --norm NAME\n"
+            "  --arm 'LABEL=FLAGS'  an arm with any sn-gpt-train flags, e.g.\n"
+            "                    --arm 'siamese-c1=--norm siamese --scales none' (repeatable;\n"
+            "                    replaces --arms)\n"
+            "  --seeds K         seeds per arm (default 6), seeds 1..K\n"
+            "  --first-seed S    seeds S..S+K-1 instead\n"
+            "  --lrs LIST        a sweep: compare the arms at each of these peak LRs\n"
+            "  --depths LIST     a sweep: ... at each of these layer counts\n"
+            "  --budgets LIST    ... at each of these budgets in steps, e.g. 300,1200,4800:\n"
+            "                    each its own run with warmup and cosine decay to its end\n"
+            "  --jobs N          runs at a time (default: the number of online cores)\n"
+            "  --evals N         held-out evaluations per run, for the curves (default 12)\n"
+            "  --out DIR         output directory (default sn-compare-out)\n"
+            "  --trainer PATH    sn-gpt-train (default: the one beside this program); a\n"
+            "                    name without '/' is in the current directory, not on PATH\n"
+            "  --launcher CMD    run each as CMD sn-gpt-train ..., e.g. 'mpirun -np 2' for\n"
+            "                    data-parallel runs (then --jobs 1 on a 2-core machine)\n"
+            "  --no-plot         skip gnuplot\n"
+            "Besides the final loss, the paired difference of the held-out loss at 25, 50 and\n"
+            "75%% of the budget and of its mean over the run (area under the curve / budget)\n"
+            "tells \"learns faster\" from \"ends lower\" (paired.csv; plot/budget.png when\n"
+            "there are several budgets).\n"
+            "Without flags after --, every run uses sn-gpt-train's defaults (see its --help):\n"
+            "the fortunes corpus, 4 layers, width 64, 300 steps of 8 x 64 tokens.\n"
+            "exit status: 0 done (whatever the verdict), 1 usage error, a run failed, an\n"
+            "output file could not be written or gnuplot failed on the plot script (gnuplot\n"
+            "not installed: a note, the script is kept, exit 0)\n");
 }
 
 /* Splits `list` (comma-separated, modified in place) into out[]; returns the count or -1.
@@ -633,11 +640,17 @@ static paired paired_stat(const options *o, const run *runs, int n, int g, int a
     return paired_t(base, mine, o->seeds, LEVEL);
 }
 
+/* The output files under OUT. Each is written whole or not at all (atomic_file.h), and every
+ * function below that writes them returns the number of them it could not write (0: all
+ * written), each failure with its message on stderr; what else it tells the caller (which
+ * tables, which plots) goes through an out-parameter. main adds the counts up: any file not
+ * written makes the exit status 1. */
+
 /* The tables under OUT, as bits of what was written (main lists only those). */
 enum { T_SUMMARY = 1, T_PAIRED = 2, T_RUNS = 4, T_CURVES = 8 };
 
-/* runs.csv and curves.csv, each whole or not at all; sets their bits in *written and returns
- * the number of them that could not be written (each with a message). */
+/* runs.csv and curves.csv; sets the bits of those written in *written; returns the number not
+ * written. */
 static int write_csvs(const options *o, const group *groups, const run *runs, int n,
                       unsigned *written) {
     char path[PATH_MAX];
@@ -672,12 +685,13 @@ static int write_csvs(const options *o, const group *groups, const run *runs, in
 }
 
 /* Per group and arm, the mean held-out loss at each evaluation and a +-1 sd band, over the
- * seeds that reached it: OUT/plot/gG_ARM.dat for gnuplot. 0, or -1 with a message. */
+ * seeds that reached it: OUT/plot/gG_ARM.dat for gnuplot; returns the number not written (0 or
+ * 1). */
 static int write_curve_data(const options *o, const run *runs, int n, int g, int a) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/g%d_%s.dat", o->out, g, o->arms[a].label);
     af_file af;
-    if (af_open(&af, path) != 0) return -1;
+    if (af_open(&af, path) != 0) return 1;
     FILE *f = af.f;
     fprintf(f, "# step mean sd-low sd-high seeds\n");
     const run *first = NULL; /* the seed with the most evaluations gives the steps */
@@ -697,24 +711,23 @@ static int write_curve_data(const options *o, const run *runs, int n, int g, int
         fprintf(f, "%d %.6g %.6g %.6g %d\n", first->pt_step[k], s.mean, s.mean - s.sd,
                 s.mean + s.sd, m);
     }
-    return af_commit(&af);
+    return af_commit(&af) != 0;
 }
 
 /* A one-variable sweep (--lrs, or --depths): per cell, each arm's mean final loss, sd and how
- * many seeds finished, into OUT/plot/sweep.dat; returns the number of cells, 0 when there is
- * no one-variable sweep or when it could not be written (then ++*failed, with a message). */
+ * many seeds finished, into OUT/plot/sweep.dat; *cells: the number of cells when written, 0
+ * when there is no one-variable sweep or it was not written. Returns the number not written
+ * (0 or 1). */
 static int write_sweep_data(const options *o, const group *groups, int n_groups, const run *runs,
-                            int n, int *failed) {
+                            int n, int *cells) {
     int by_lr = o->n_lrs > 1 && o->n_depths <= 1 && o->n_budgets <= 1;
     int by_depth = o->n_depths > 1 && o->n_lrs <= 1 && o->n_budgets <= 1;
+    *cells = 0;
     if (!by_lr && !by_depth) return 0;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/sweep.dat", o->out);
     af_file af;
-    if (af_open(&af, path) != 0) {
-        (*failed)++;
-        return 0;
-    }
+    if (af_open(&af, path) != 0) return 1;
     FILE *f = af.f;
     fprintf(f, "# %s, then per arm: mean sd finished\n", by_lr ? "lr" : "layers");
     for (int g = 0; g < n_groups; g++) {
@@ -727,26 +740,22 @@ static int write_sweep_data(const options *o, const group *groups, int n_groups,
         }
         fprintf(f, "\n");
     }
-    if (af_commit(&af) != 0) {
-        (*failed)++;
-        return 0;
-    }
-    return n_groups;
+    if (af_commit(&af) != 0) return 1;
+    *cells = n_groups;
+    return 0;
 }
 
 /* A budget sweep (--budgets only): per budget, its steps and tokens, then per arm after the
  * first the paired difference of the final loss and of the mean over the run (mean, 95%
- * interval), into OUT/plot/budget.dat; returns 1 when written (0 when there is no budget
- * sweep, or when it could not be written: then ++*failed, with a message). */
-static int write_budget_data(const options *o, int n_groups, const run *runs, int n, int *failed) {
+ * interval), into OUT/plot/budget.dat; *plotted: 1 when written, 0 when there is no budget
+ * sweep or it was not written. Returns the number not written (0 or 1). */
+static int write_budget_data(const options *o, int n_groups, const run *runs, int n, int *plotted) {
+    *plotted = 0;
     if (o->n_budgets < 2 || o->n_lrs > 1 || o->n_depths > 1) return 0;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/budget.dat", o->out);
     af_file af;
-    if (af_open(&af, path) != 0) {
-        (*failed)++;
-        return 0;
-    }
+    if (af_open(&af, path) != 0) return 1;
     FILE *f = af.f;
     fprintf(f, "# steps tokens, then per arm after the first: final diff lo hi, mean diff lo hi\n");
     for (int g = 0; g < n_groups; g++) {
@@ -761,24 +770,27 @@ static int write_budget_data(const options *o, int n_groups, const run *runs, in
             }
         fprintf(f, "\n");
     }
-    if (af_commit(&af) != 0) {
-        (*failed)++;
-        return 0;
-    }
-    return 1;
+    if (af_commit(&af) != 0) return 1;
+    *plotted = 1;
+    return 0;
 }
 
-/* Runs "gnuplot SCRIPT" in DIR, found on PATH, with its messages dropped; no shell between (DIR
- * is --out's, any text). 0 when it succeeded, 1 when gnuplot is not installed, -1 when it
- * failed or could not be started. */
-static int run_gnuplot(const char *dir, const char *script) {
+/* Runs "gnuplot SCRIPT" in DIR, found on PATH, its messages into DIR/gnuplot.log; no shell
+ * between (DIR is --out's, any text). 0 when it succeeded, 1 when gnuplot is not installed (not
+ * on PATH), -1 when it failed or could not be started: then why_text says how ("exit status
+ * 1", "killed by signal 11", "could not be started: Permission denied", ...). */
+static int run_gnuplot(const char *dir, const char *script, char *why_text, size_t n) {
     int pfd[2]; /* the child's errno when chdir or exec fails; closed by a successful exec */
     fflush(stdout);
-    if (pipe(pfd) != 0) return -1;
+    if (pipe(pfd) != 0) {
+        snprintf(why_text, n, "could not be started: %s", strerror(errno));
+        return -1;
+    }
     fcntl(pfd[0], F_SETFD, FD_CLOEXEC);
     fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
     pid_t pid = fork();
     if (pid < 0) {
+        snprintf(why_text, n, "could not be started: %s", strerror(errno));
         close(pfd[0]);
         close(pfd[1]);
         return -1;
@@ -787,8 +799,9 @@ static int run_gnuplot(const char *dir, const char *script) {
         int why[2] = {0, 0}; /* 0 chdir, 1 exec; errno */
         if (chdir(dir) != 0) why[1] = errno;
         else {
-            int null = open("/dev/null", O_WRONLY);
-            if (null >= 0) dup2(null, 2);
+            int err = open("gnuplot.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (err < 0) err = open("/dev/null", O_WRONLY);
+            if (err >= 0) dup2(err, 2);
             char *args[] = {"gnuplot", (char *)script, NULL};
             execvp(args[0], args);
             why[0] = 1, why[1] = errno;
@@ -805,19 +818,34 @@ static int run_gnuplot(const char *dir, const char *script) {
     close(pfd[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
-    if (got == (ssize_t)sizeof why) return why[0] == 1 && why[1] == ENOENT ? 1 : -1;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+        if (errno != EINTR) {
+            snprintf(why_text, n, "could not be waited for: %s", strerror(errno));
+            return -1;
+        }
+    if (got == (ssize_t)sizeof why) {
+        if (why[0] == 1 && why[1] == ENOENT) return 1;
+        snprintf(why_text, n, "%s: %s",
+                 why[0] ? "could not be started" : "could not enter its directory",
+                 strerror(why[1]));
+        return -1;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    if (WIFEXITED(status)) snprintf(why_text, n, "exit status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status)) snprintf(why_text, n, "killed by signal %d", WTERMSIG(status));
+    else snprintf(why_text, n, "status %d", status);
+    return -1;
 }
 
-/* Writes OUT/plot/curves.gp and runs gnuplot on it when gnuplot is installed. 0, or -1 when
- * the script could not be written (with a message); gnuplot's own failure is only reported. */
+/* Writes OUT/plot/curves.gp and runs gnuplot on it when gnuplot is installed; returns the
+ * number of files not written: 0; 1 when the script could not be written (gnuplot is not run)
+ * or when gnuplot failed on it (the plots: a message on stderr, gnuplot's own in
+ * OUT/plot/gnuplot.log). gnuplot not installed is a note on stdout, not a failure. */
 static int plot(const options *o, const group *groups, int n_groups, int sweep_cells,
                 int budget_plot) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/plot/curves.gp", o->out);
     af_file af;
-    if (af_open(&af, path) != 0) return -1;
+    if (af_open(&af, path) != 0) return 1;
     FILE *f = af.f;
     static const char *colours[] = {"#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -887,12 +915,19 @@ static int plot(const options *o, const group *groups, int n_groups, int sweep_c
         }
         fprintf(f, "\n");
     }
-    if (af_commit(&af) != 0) return -1;
+    if (af_commit(&af) != 0) return 1;
     snprintf(path, sizeof path, "%s/plot", o->out);
-    int gp = run_gnuplot(path, "curves.gp");
+    char why[128] = "";
+    int gp = run_gnuplot(path, "curves.gp", why, sizeof why);
     if (gp == 1) printf("gnuplot not found: the plot script is %s/plot/curves.gp\n", o->out);
-    else if (gp != 0) printf("gnuplot failed on %s/plot/curves.gp\n", o->out);
-    else
+    else if (gp != 0) {
+        fflush(stdout);
+        fprintf(stderr,
+                "sn-gpt-compare: gnuplot failed on %s/plot/curves.gp (%s): no plots; its "
+                "messages are in %s/plot/gnuplot.log\n",
+                o->out, why, o->out);
+        return 1;
+    } else
         printf("plots: %s/plot/curves.png%s%s%s%s%s%s\n", o->out, sweep_cells ? ", " : "",
                sweep_cells ? o->out : "", sweep_cells ? "/plot/sweep.png" : "",
                budget_plot ? ", " : "", budget_plot ? o->out : "",
@@ -917,10 +952,10 @@ static void report_curve(const options *o, const group *g, const run *runs, int 
     for (int st = 0; st < ST_COUNT; st++) {
         p[st] = paired_stat(o, runs, n, gi, a, st);
         if (csv)
-            fprintf(csv, "%s,%s,%d,%ld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%d,%s\n", g->lr ? g->lr : "",
-                    g->layers ? g->layers : "", steps, tokens, o->arms[a].label, o->arms[0].label,
-                    stat_names[st], p[st].mean, p[st].sd, p[st].lo, p[st].hi, p[st].n,
-                    verdict_word(&p[st]));
+            fprintf(csv, "%s,%s,%d,%ld,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%d,%s,%.6g\n",
+                    g->lr ? g->lr : "", g->layers ? g->layers : "", steps, tokens, o->arms[a].label,
+                    o->arms[0].label, stat_names[st], p[st].mean, p[st].sd, p[st].lo, p[st].hi,
+                    p[st].n, verdict_word(&p[st]), paired_p(&p[st]));
     }
     if (p[ST_MEAN].n < 2) return;
     printf("  %s - %s along the run:", o->arms[a].label, o->arms[0].label);
@@ -939,30 +974,78 @@ static void report_curve(const options *o, const group *g, const run *runs, int 
                                    : "no difference at the end");
 }
 
-/* OUT/name opened for an atomic write (atomic_file.h) with its header line; NULL on error. */
-static FILE *open_table(af_file *af, const options *o, const char *name, const char *header) {
+/* OUT/name opened for an atomic write (atomic_file.h) into af->f, with its header line;
+ * returns the number of files not written: 0, or 1 (af->f NULL, nothing to commit). */
+static int open_table(af_file *af, const options *o, const char *name, const char *header) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", o->out, name);
-    if (af_open(af, path) != 0) return NULL;
+    if (af_open(af, path) != 0) {
+        af->f = NULL;
+        return 1;
+    }
     fprintf(af->f, "%s\n", header);
-    return af->f;
+    return 0;
+}
+
+/* The family of comparisons whose p-values are adjusted together (Holm): every comparison
+ * printed as a verdict, that is the final held-out loss of each arm after the first against the
+ * first, in every cell of the sweep, (arms - 1) x cells of them, in the order printed (cell by
+ * cell, arm by arm). One without a p (fewer than 2 pairs) counts as p = 1. The statistics along
+ * the run (at 25/50/75% of the budget, the mean over the run) are not in it: exploratory. */
+typedef struct family {
+    int m, untested;                   /* comparisons; those without a p */
+    paired pair[MAX_GROUPS][MAX_ARMS]; /* [g][a], a >= 1 */
+    double p[MAX_GROUPS * MAX_ARMS], holm[MAX_GROUPS * MAX_ARMS]; /* [g * (arms - 1) + a - 1] */
+} family;
+
+static void make_family(const options *o, const run *runs, int n, int n_groups, family *f) {
+    double base[MAX_SEEDS], mine[MAX_SEEDS];
+    f->m = f->untested = 0;
+    for (int g = 0; g < n_groups; g++) {
+        finals(o, runs, n, g, 0, base);
+        for (int a = 1; a < o->n_arms; a++) {
+            finals(o, runs, n, g, a, mine);
+            f->pair[g][a] = paired_t(base, mine, o->seeds, LEVEL);
+            f->p[f->m] = paired_p(&f->pair[g][a]);
+            f->untested += isnan(f->p[f->m]) != 0;
+            f->m++;
+        }
+    }
+    holm_adjust(f->p, f->m, f->holm); /* m <= MAX_GROUPS * (MAX_ARMS - 1) < STATS_MAX_N */
+}
+
+/* The family, once: what the p-values are and what Holm's correction is over. */
+static void print_family(const options *o, int n_groups, const family *f) {
+    char cells[48] = "";
+    if (n_groups > 1) snprintf(cells, sizeof cells, ", in each of %d cells", n_groups);
+    if (f->m == 1)
+        printf("multiple comparisons: one comparison printed as a verdict, so no correction; p "
+               "two-sided, paired t;");
+    else
+        printf("multiple comparisons: Holm over the %d comparisons printed as verdicts (the "
+               "final held-out loss of each arm against %s%s%s); p two-sided, paired t;",
+               f->m, o->arms[0].label, cells,
+               f->untested ? "; those with fewer than 2 pairs count as p = 1" : "");
+    printf(" the differences along the run are uncorrected\n");
 }
 
 /* Prints the tables and every verdict; leaves each group's last verdict in verdicts[g]. Writes
  * summary.csv, paired.csv (their bits in *written) and the curves' plot data; returns the
  * number of those files that could not be written (each with a message). */
 static int report(const options *o, const group *groups, int n_groups, const run *runs, int n,
-                  char (*verdicts)[400], unsigned *written) {
+                  char (*verdicts)[VERDICT_MAX], unsigned *written) {
     int failed = 0;
+    family fam = {0}; /* about 28 KB */
+    make_family(o, runs, n, n_groups, &fam);
     af_file sa, pa;
-    FILE *sum = open_table(&sa, o, "summary.csv",
-                           "lr,layers,budget,arm,seeds,diverged,mean,sd,min,max,baseline,"
-                           "diff_mean,diff_sd,diff_lo95,diff_hi95,pairs,verdict");
-    FILE *pcsv = open_table(&pa, o, "paired.csv",
-                            "lr,layers,budget,tokens,arm,baseline,statistic,diff_mean,diff_sd,"
-                            "diff_lo95,diff_hi95,pairs,verdict");
-    failed += !sum + !pcsv;
-    char last_verdict[400] = "";
+    failed += open_table(&sa, o, "summary.csv",
+                         "lr,layers,budget,arm,seeds,diverged,mean,sd,min,max,baseline,"
+                         "diff_mean,diff_sd,diff_lo95,diff_hi95,pairs,verdict,p,p_holm");
+    failed += open_table(&pa, o, "paired.csv",
+                         "lr,layers,budget,tokens,arm,baseline,statistic,diff_mean,diff_sd,"
+                         "diff_lo95,diff_hi95,pairs,verdict,p");
+    FILE *sum = sa.f, *pcsv = pa.f;
+    char last_verdict[VERDICT_MAX] = "";
     for (int g = 0; g < n_groups; g++) {
         char title[96], budget[96];
         group_title(&groups[g], title, sizeof title);
@@ -974,7 +1057,7 @@ static int report(const options *o, const group *groups, int n_groups, const run
                o->first_seed + o->seeds - 1);
         printf("  %-22s %9s %-22s %-17s\n", "arm", "diverged", "mean +- sd", "spread min..max");
         double base[MAX_SEEDS], mine[MAX_SEEDS];
-        paired pairs[MAX_ARMS]; /* each arm against the first */
+        const int k0 = g * (o->n_arms - 1) - 1; /* arm a's p in the family: k0 + a */
         finals(o, runs, n, g, 0, base);
         for (int a = 0; a < o->n_arms; a++) {
             summary s = finals(o, runs, n, g, a, mine);
@@ -987,18 +1070,20 @@ static int report(const options *o, const group *groups, int n_groups, const run
             printf("  %-22s %5d/%-3d %-22s %-17s\n", o->arms[a].label, o->seeds - m, o->seeds, ms,
                    sp);
             paired p = {0, NAN, NAN, NAN, NAN};
-            if (a > 0) p = paired_t(base, mine, o->seeds, LEVEL);
-            pairs[a] = p;
+            if (a > 0) p = fam.pair[g][a];
             if (sum)
-                fprintf(sum, "%s,%s,%d,%s,%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.6g,%.6g,%.6g,%d,%s\n",
+                fprintf(sum,
+                        "%s,%s,%d,%s,%d,%d,%.6g,%.6g,%.6g,%.6g,%s,%.6g,%.6g,%.6g,%.6g,%d,%s,%.6g,"
+                        "%.6g\n",
                         groups[g].lr ? groups[g].lr : "", groups[g].layers ? groups[g].layers : "",
                         steps, o->arms[a].label, o->seeds, o->seeds - m, m ? s.mean : NAN,
                         m ? s.sd : NAN, m ? s.min : NAN, m ? s.max : NAN, o->arms[0].label, p.mean,
-                        p.sd, p.lo, p.hi, p.n, a == 0 ? "" : verdict_word(&p));
+                        p.sd, p.lo, p.hi, p.n, a == 0 ? "" : verdict_word(&p),
+                        a == 0 ? NAN : fam.p[k0 + a], a == 0 ? NAN : fam.holm[k0 + a]);
         }
         for (int a = 1; a < o->n_arms; a++) {
             finals(o, runs, n, g, a, mine);
-            const paired p = pairs[a];
+            const paired p = fam.pair[g][a];
             if (p.n >= 2)
                 printf("  %s - %s, seed by seed: %+.4f +- %.4f (sd), 95%% t interval "
                        "%+.4f..%+.4f\n",
@@ -1007,8 +1092,9 @@ static int report(const options *o, const group *groups, int n_groups, const run
             for (int s = 0; s < o->seeds; s++)
                 div_a += !isfinite(base[s]), div_b += !isfinite(mine[s]);
             report_curve(o, &groups[g], runs, n, g, a, steps, tokens, pcsv);
-            char line[300];
-            verdict_line(&p, LEVEL, o->arms[a].label, o->arms[0].label, line, sizeof line);
+            char line[512];
+            verdict_line(&p, LEVEL, fam.holm[k0 + a], fam.m, o->arms[a].label, o->arms[0].label,
+                         line, sizeof line);
             snprintf(last_verdict, sizeof last_verdict, "%s: %s", budget, line);
             if (div_a || div_b)
                 snprintf(last_verdict + strlen(last_verdict),
@@ -1017,8 +1103,8 @@ static int report(const options *o, const group *groups, int n_groups, const run
                          o->seeds, o->arms[a].label, div_b, o->seeds);
             printf("  verdict%s%s: %s\n", title[0] ? " at " : "", title, last_verdict);
         }
-        snprintf(verdicts[g], 400, "%s", last_verdict);
-        for (int a = 0; a < o->n_arms; a++) failed += write_curve_data(o, runs, n, g, a) != 0;
+        snprintf(verdicts[g], VERDICT_MAX, "%s", last_verdict);
+        for (int a = 0; a < o->n_arms; a++) failed += write_curve_data(o, runs, n, g, a);
     }
     if (sum) {
         if (af_commit(&sa) == 0) *written |= T_SUMMARY;
@@ -1028,8 +1114,10 @@ static int report(const options *o, const group *groups, int n_groups, const run
         if (af_commit(&pa) == 0) *written |= T_PAIRED;
         else failed++;
     }
+    printf("\n");
+    print_family(o, n_groups, &fam);
     /* what the runs ran on: one kernel path and library version for all, one config per arm */
-    printf("\nruns: libsiamesenorm %s, kernels %s; config hash per arm:", runs[0].version,
+    printf("runs: libsiamesenorm %s, kernels %s; config hash per arm:", runs[0].version,
            runs[0].isa);
     for (int a = 0; a < o->n_arms; a++)
         for (int i = 0; i < n; i++)
@@ -1174,12 +1262,12 @@ int main(int argc, char **argv) {
         }
     /* every file is written whole or not at all; one that is not makes the exit status 1 */
     unsigned written = 0;
-    int write_failed = write_csvs(&o, groups, runs, n, &written);
-    static char verdicts[MAX_GROUPS][400];
+    int write_failed = write_csvs(&o, groups, runs, n, &written), sweep_cells, budget_plot;
+    static char verdicts[MAX_GROUPS][VERDICT_MAX];
     write_failed += report(&o, groups, n_groups, runs, n, verdicts, &written);
-    int sweep_cells = write_sweep_data(&o, groups, n_groups, runs, n, &write_failed);
-    int budget_plot = write_budget_data(&o, n_groups, runs, n, &write_failed);
-    if (o.plot) write_failed += plot(&o, groups, n_groups, sweep_cells, budget_plot) != 0;
+    write_failed += write_sweep_data(&o, groups, n_groups, runs, n, &sweep_cells);
+    write_failed += write_budget_data(&o, n_groups, runs, n, &budget_plot);
+    if (o.plot) write_failed += plot(&o, groups, n_groups, sweep_cells, budget_plot);
     static const struct {
         unsigned bit;
         const char *name;

@@ -99,27 +99,82 @@ verdict verdict_of(const paired *p) {
     return VERDICT_NONE;
 }
 
-void verdict_line(const paired *p, double level, const char *b, const char *a, char *buf,
-                  size_t size) {
+double paired_p(const paired *p) {
+    if (p->n < 2 || !isfinite(p->mean) || !isfinite(p->sd)) return NAN;
+    if (p->sd == 0.0) return p->mean == 0.0 ? 1.0 : 0.0;
+    double t = p->mean / (p->sd / sqrt((double)p->n));
+    /* t_cdf of a negative t is the lower tail itself (no 1 - x): small p keep their digits */
+    double two = 2.0 * t_cdf(-fabs(t), p->n - 1);
+    return two < 1.0 ? two : 1.0;
+}
+
+int holm_adjust(const double *p, int m, double *adj) {
+    if (m < 0 || m > STATS_MAX_N) return -1;
+    double v[STATS_MAX_N];
+    int rank[STATS_MAX_N]; /* rank[r]: the index of the r-th smallest p */
+    for (int i = 0; i < m; i++) {
+        v[i] = isnan(p[i]) ? 1.0 : p[i];
+        /* insertion sort, stable: equal p keep their order */
+        int r = i;
+        while (r > 0 && v[rank[r - 1]] > v[i]) {
+            rank[r] = rank[r - 1];
+            r--;
+        }
+        rank[r] = i;
+    }
+    double run = 0.0; /* the running maximum keeps the adjusted p in the order of the p */
+    for (int r = 0; r < m; r++) {
+        double x = (double)(m - r) * v[rank[r]];
+        x = x < 1.0 ? x : 1.0;
+        run = x > run ? x : run;
+        adj[rank[r]] = run;
+    }
+    return 0;
+}
+
+/* "p = 0.00404", or "p < 0.0001" below that (the digits of a tiny p say nothing more) */
+static void p_is(const char *name, double p, char *buf, size_t size) {
+    if (p < 1e-4) snprintf(buf, size, "%s < 0.0001", name);
+    else snprintf(buf, size, "%s = %.3g", name, p);
+}
+
+/* ", p = 0.00404" and, in a family of more than one, ", Holm p = 0.0121" */
+static void p_text(double p, double p_holm, int m, char *buf, size_t size) {
+    char a[32], b[40];
+    p_is("p", p, a, sizeof a);
+    p_is("Holm p", p_holm, b, sizeof b);
+    snprintf(buf, size, ", %s%s%s", a, m > 1 ? ", " : "", m > 1 ? b : "");
+}
+
+void verdict_line(const paired *p, double level, double p_holm, int m, const char *b, const char *a,
+                  char *buf, size_t size) {
     int pct = (int)lround(100.0 * level);
+    double pv = paired_p(p);
+    char ps[128], only[160] = "";
+    p_text(pv, p_holm, m, ps, sizeof ps);
+    /* an interval that excludes 0 on its own, in a family where the correction undoes it
+     * (alpha from the rounded percentage: 1.0 - 0.95 is a little above 0.05) */
+    if (m > 1 && !(p_holm < (100 - pct) / 100.0))
+        snprintf(only, sizeof only,
+                 ", but only uncorrected (Holm over %d comparisons): a lead, not a finding", m);
     switch (verdict_of(p)) {
     case VERDICT_LOWER:
         snprintf(buf, size,
-                 "%s: held-out loss lower than %s by %.4f (%d%% CI %.4f..%.4f, %d "
-                 "paired seeds)",
-                 b, a, -p->mean, pct, -p->hi, -p->lo, p->n);
+                 "%s: held-out loss lower than %s by %.4f%s (%d%% CI %.4f..%.4f, %d "
+                 "paired seeds%s)",
+                 b, a, -p->mean, only, pct, -p->hi, -p->lo, p->n, ps);
         break;
     case VERDICT_HIGHER:
         snprintf(buf, size,
-                 "%s: held-out loss higher than %s by %.4f (%d%% CI %.4f..%.4f, %d "
-                 "paired seeds)",
-                 b, a, p->mean, pct, p->lo, p->hi, p->n);
+                 "%s: held-out loss higher than %s by %.4f%s (%d%% CI %.4f..%.4f, %d "
+                 "paired seeds%s)",
+                 b, a, p->mean, only, pct, p->lo, p->hi, p->n, ps);
         break;
     case VERDICT_NONE:
         snprintf(buf, size,
                  "%s vs %s: no difference detectable at this budget (difference "
-                 "%+.4f, %d%% CI %+.4f..%+.4f, %d paired seeds)",
-                 b, a, p->mean, pct, p->lo, p->hi, p->n);
+                 "%+.4f, %d%% CI %+.4f..%+.4f, %d paired seeds%s)",
+                 b, a, p->mean, pct, p->lo, p->hi, p->n, ps);
         break;
     case VERDICT_TOO_FEW:
         snprintf(buf, size,

@@ -41,10 +41,30 @@ typedef enum verdict {
 
 verdict verdict_of(const paired *p);
 
+/* The two-sided p-value of a paired comparison: P(|T| >= |t|) for t = mean / (sd / sqrt(n)) and
+ * T Student's t with n - 1 degrees of freedom. The interval of paired_t at level L excludes 0
+ * exactly when p < 1 - L. NaN with fewer than 2 pairs; when every difference is the same (sd
+ * 0), 0 if that difference is not 0 and 1 if it is. */
+double paired_p(const paired *p);
+
+/* Holm's step-down adjustment of the m p-values p[] of one family of comparisons, into adj[]
+ * (which may be p itself): with the p-values ranked from the smallest, p_(1) <= ... <= p_(m),
+ * adj_(i) = max over j <= i of min(1, (m - j + 1) p_(j)). A comparison is significant at alpha
+ * over the whole family when its adjusted p is below alpha (the family-wise error rate is at
+ * most alpha whatever the dependence between the comparisons). A NaN p (a comparison without a
+ * test, e.g. too few pairs) counts as 1: it stays in the family and is never significant.
+ * Returns 0, or -1 when m < 0 or m > STATS_MAX_N (adj untouched). */
+int holm_adjust(const double *p, int m, double *adj);
+
 /* The one-line verdict, e.g. "siamese: held-out loss lower than pre by 0.0386 (95% CI
- * 0.0321..0.0451, 6 paired seeds)". level as given to paired_t. */
-void verdict_line(const paired *p, double level, const char *b, const char *a, char *buf,
-                  size_t size);
+ * 0.0321..0.0451, 6 paired seeds, p = 0.00012)". level as given to paired_t. m: the number of
+ * comparisons in the family the verdict is one of, p_holm its Holm-adjusted p (holm_adjust);
+ * with m > 1 the line gives "Holm p" too, and a verdict whose interval excludes 0 but whose
+ * Holm p is not below 1 - level says that it holds only uncorrected ("lower than pre by
+ * 0.0386, but only uncorrected (Holm over 3 comparisons): a lead, not a finding (95% CI ...,
+ * p = 0.031, Holm p = 0.093)"). */
+void verdict_line(const paired *p, double level, double p_holm, int m, const char *b, const char *a,
+                  char *buf, size_t size);
 
 /* Reading a held-out loss curve: n evaluations, val[k] at step[k] (steps increasing).
  * curve_at: the loss at step `at`, linear between the two evaluations around it (exact at an

@@ -2,7 +2,8 @@
 # Test: sn-gpt-compare end to end on a tiny budget (2 arms x 2 seeds of a 1-layer model):
 # it finishes, prints the per-arm table, the paired interval and a verdict naming the budget
 # as its last line, and writes its CSVs; then over two budgets (--budgets), each its own
-# schedule. $1 = sn-gpt-compare, $2 = a scratch directory.
+# schedule; the p-values and Holm's correction over the verdicts printed (a stand-in trainer
+# with known differences). $1 = sn-gpt-compare, $2 = a scratch directory.
 set -u
 exe=$1
 out=$2
@@ -51,6 +52,11 @@ check "budgets: a verdict per budget, the longest last" sh -c "tail -n 2 '$out.t
 check "budgets: the difference along the run" \
     grep -q "siamese - pre_norm along the run: at 25% .* mean over the run" "$out.txt"
 check "budgets: what the two statistics say together" grep -q "^  reading: siamese: " "$out.txt"
+check "budgets: Holm over both budgets' verdicts, the family said once" sh -c "[ \"\$(grep -c \
+    '^multiple comparisons: Holm over the 2 comparisons printed as verdicts (the final held-out loss of each arm against pre_norm, in each of 2 cells)' \
+    '$out.txt')\" -eq 1 ]"
+check "budgets: each verdict with its p and Holm p" \
+    sh -c "[ \"\$(grep -c '^verdict: after .* paired seeds, p [<=] [0-9.]*, Holm p [<=] [0-9.]*)\$' '$out.txt')\" -eq 2 ]"
 check "paired.csv: 5 statistics x 2 budgets" [ "$(grep -c ',siamese,pre_norm,' "$out/paired.csv")" -eq 10 ]
 check "paired.csv: the mean over the run" grep -q "^,,16,4096,siamese,pre_norm,mean," "$out/paired.csv"
 check "plot/budget.dat: a row per budget" [ "$(grep -c '^[0-9]' "$out/plot/budget.dat")" -eq 2 ]
@@ -70,6 +76,39 @@ for want in lower higher; do
         head -n 1 | grep -q '^verdict: after 300 steps' && tail -n 1 '$out.txt' |
         grep -q '^at 4x this budget (documented in docs/reproduction.md, not rerun here): after 1200 steps .*: $note'"
 done
+check "main job's cell: one comparison, so no correction, said once" \
+    sh -c "[ \"\$(grep -c '^multiple comparisons: one comparison printed as a verdict, so no correction' '$out.txt')\" -eq 1 ]"
+check "main job's cell: the verdict's p, no Holm p" sh -c "tail -n 2 '$out.txt' | head -n 1 |
+    grep -q ', 6 paired seeds, p < 0.0001)\$' && ! grep -q 'Holm p' '$out.txt'"
+# a family of three comparisons (arms of the stand-in trainer, seeds 1..6): siamese far lower
+# (holds after Holm), weak lower with p 0.0267, whose interval excludes 0 but whose Holm p
+# (2 x 0.0267 = 0.0534) does not: a lead; flat, no difference (p 0.828, Holm max(0.0534, 0.828))
+"$exe" --trainer "$fake" --no-plot --arms pre_norm,siamese,weak,flat --out "$out" > "$out.txt" 2>&1
+rc=$?
+cat "$out.txt"
+check "family of 3: exit 0 ($rc), the family said once" sh -c "[ $rc -eq 0 ] && [ \"\$(grep -c \
+    '^multiple comparisons: Holm over the 3 comparisons printed as verdicts (the final held-out loss of each arm against pre_norm); p two-sided, paired t' \
+    '$out.txt')\" -eq 1 ]"
+check "family of 3: siamese holds after Holm" grep -q \
+    "^  verdict: after 300 steps (153600 tokens): siamese: held-out loss lower than pre_norm by 0.0500 (95% CI 0.0500..0.0500, 6 paired seeds, p < 0.0001, Holm p < 0.0001)\$" \
+    "$out.txt"
+check "family of 3: weak is a lead, not a finding" grep -q \
+    "^  verdict: after 300 steps (153600 tokens): weak: held-out loss lower than pre_norm by 0.0030, but only uncorrected (Holm over 3 comparisons): a lead, not a finding (95% CI 0.0005..0.0055, 6 paired seeds, p = 0.0267, Holm p = 0.0534)\$" \
+    "$out.txt"
+check "family of 3: flat, no difference" grep -q \
+    "^  verdict: after 300 steps (153600 tokens): flat vs pre_norm: no difference detectable at this budget (difference +0.0003, 95% CI -0.0034..+0.0041, 6 paired seeds, p = 0.828, Holm p = 0.828)\$" \
+    "$out.txt"
+check "family of 3: summary.csv's p and p_holm" sh -c "head -n 1 '$out/summary.csv' | grep -q ',verdict,p,p_holm\$' &&
+    grep -q '^,,300,weak,6,0,.*,6,lower,0.0266926,0.0533852\$' '$out/summary.csv'"
+check "family of 3: paired.csv's p (uncorrected)" \
+    grep -q '^,,300,153600,flat,pre_norm,final,.*,6,none,0.827635$' "$out/paired.csv"
+# an arm whose every run diverges: no p, in the family as p = 1 (Holm over 2, not 1)
+"$exe" --trainer "$fake" --no-plot --arms pre_norm,siamese,diverges --out "$out" > "$out.txt" 2>&1
+rc=$?
+check "a comparison without a p: exit 0 ($rc), in the family as p = 1" sh -c "[ $rc -eq 0 ] &&
+    grep -q '^multiple comparisons: Holm over the 2 comparisons printed as verdicts (.*; those with fewer than 2 pairs count as p = 1)' '$out.txt' &&
+    grep -q 'siamese: held-out loss lower than pre_norm by 0.0500 (.*, p < 0.0001, Holm p < 0.0001)\$' '$out.txt' &&
+    grep -q '^,,300,diverges,6,6,.*,0,too-few,nan,1\$' '$out/summary.csv'"
 # ... only for the documented comparison, seeds 1..6: on other seeds the note does not apply
 # (it used to be printed whatever the seeds)
 for seeds in "--seeds 2 --first-seed 50" "--seeds 6 --first-seed 2" "--seeds 5"; do

@@ -82,6 +82,21 @@ check "sn-gpt-compare, summary.csv not writable: exit 1 ($rc), the other tables 
     sh -c "[ $rc -eq 1 ] && grep '^tables:' '$d/out' | grep -q 'runs.csv' &&
         ! grep '^tables:' '$d/out' | grep -q 'summary.csv' && [ -s '$d/cmpw/paired.csv' ]"
 rm -rf "$d/cmpw"
+# OUT/plot a file, not a directory: every plot file fails at its opening (the tables do not),
+# each counted once: 2 cells x 2 arms of curve data, sweep.dat or budget.dat, curves.gp
+for sweep in "--lrs 1e-3,2e-3" "--budgets 8,16"; do
+    rm -rf "$d/cmpw"
+    mkdir -p "$d/cmpw"
+    : > "$d/cmpw/plot"
+    # shellcheck disable=SC2086 # the flag and its value
+    "$cmp_exe" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --out "$d/cmpw" $sweep \
+        > "$d/out" 2>&1
+    rc=$?
+    check "OUT/plot a file, $sweep: exit 1 ($rc), 6 files not written, the 4 tables listed" \
+        sh -c "[ $rc -eq 1 ] && grep -q '^sn-gpt-compare: 6 output files could not be written' '$d/out' &&
+            grep '^tables:' '$d/out' | grep -q 'summary.csv.*paired.csv.*runs.csv.*curves.csv'"
+done
+rm -rf "$d/cmpw"
 cmp_abs=$(cd "$(dirname "$cmp_exe")" && pwd)/$(basename "$cmp_exe")
 # --out reaches gnuplot without a shell (it used to be pasted into system("cd '%s/plot' &&
 # gnuplot ..."): a quote ended the string and what followed ran) and stays out of the gnuplot
@@ -108,7 +123,35 @@ for bad in "$d/inj/a${nl}set output '/tmp/x'" "$d/inj/tab	x"; do
     check "--out with a control character: refused ($rc) before any run" \
         sh -c "[ $rc -eq 1 ] && grep -q -- '--out: ' '$d/out' && ! grep -q 'runs finished' '$d/out'"
 done
-rm -rf "$d/gpbin" "$d/inj" "$d/gp-ran"
+# gnuplot installed but failing on the script: exit 1 with a message naming the script and
+# the log of gnuplot's own messages (it used to be a line on stdout and exit 0); the tables
+# and the verdicts are still there. Not installed (not on PATH): a note, exit 0. Stand-ins on
+# PATH, so that neither depends on what is installed (the fake trainer needs no PATH).
+printf '#!/bin/sh\necho "curves.gp, line 2: unknown or ambiguous terminal type" >&2\nexit 1\n' \
+    > "$d/gpbin/gnuplot"
+(PATH="$d/gpbin:$PATH" "$cmp_abs" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 \
+    --out "$d/gpfail") > "$d/out" 2>&1
+rc=$?
+check "gnuplot failing (exit 1): exit 1 ($rc), a message naming the script, its status and log" \
+    sh -c "[ $rc -eq 1 ] && grep -q '^sn-gpt-compare: gnuplot failed on $d/gpfail/plot/curves.gp (exit status 1): no plots; its messages are in $d/gpfail/plot/gnuplot.log' '$d/out' &&
+        grep -q 'unknown or ambiguous terminal' '$d/gpfail/plot/gnuplot.log'"
+check "... the tables listed, the verdict printed, no plots line" \
+    sh -c "grep '^tables:' '$d/out' | grep -q 'summary.csv' && grep -q '^verdict: ' '$d/out' &&
+        ! grep -q '^plots:' '$d/out'"
+printf '#!/bin/sh\nkill -TERM $$\n' > "$d/gpbin/gnuplot"
+(PATH="$d/gpbin:$PATH" "$cmp_abs" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 \
+    --out "$d/gpfail") > "$d/out" 2>&1
+rc=$?
+check "gnuplot killed by a signal: exit 1 ($rc), says so" sh -c "[ $rc -eq 1 ] &&
+    grep -q 'gnuplot failed on .*curves.gp (killed by signal 15)' '$d/out'"
+mkdir -p "$d/nogp"
+(PATH="$d/nogp" "$cmp_abs" --trainer "$d/fake-trainer" --seeds 2 --jobs 1 --out "$d/gpfail") \
+    > "$d/out" 2>&1
+rc=$?
+check "gnuplot not installed: exit 0 ($rc), a note naming the script, which is kept" \
+    sh -c "[ $rc -eq 0 ] && grep -q '^gnuplot not found: the plot script is $d/gpfail/plot/curves.gp' '$d/out' &&
+        [ -s '$d/gpfail/plot/curves.gp' ] && ! grep -q 'could not be written' '$d/out'"
+rm -rf "$d/gpbin" "$d/inj" "$d/gp-ran" "$d/gpfail" "$d/nogp"
 # --evals at its maximum (126): sn-gpt-train evaluates every floor(steps / 126) steps, here
 # every step of 251, 252 evaluations; they used to be cut at 128 without a word, and the
 # statistics past them (at 75%, mean over the run) had 0 pairs and a difference of 0

@@ -1,8 +1,10 @@
 /* Test: sn-gpt-compare's statistics on known inputs. Student's t quantiles against published
  * tables, the paired interval against a hand computation, and the verdict on crafted per-seed
- * results: clearly lower, clearly higher, overlapping, and diverged seeds left out; reading a
- * loss curve (the loss at a step, the mean over the run) on crafted curves with known answers,
- * and the mean telling "learns faster" from "ends lower". Also sn-gpt-train's time left
+ * results: clearly lower, clearly higher, overlapping, and diverged seeds left out; the
+ * two-sided p of a paired result against closed forms of t, Holm's adjustment by hand, and the
+ * verdict's words in a family of comparisons; reading a loss curve (the loss at a step, the
+ * mean over the run) on crafted curves with known answers, and the mean telling "learns
+ * faster" from "ends lower". Also sn-gpt-train's time left
  * (clock.h, eta_left) on known step and evaluation counts. */
 #include <math.h>
 #include <stdio.h>
@@ -56,7 +58,7 @@ int main(void) {
     paired q = paired_t(b, a, 6, 0.95);
     expect("verdict: lower (arms swapped)", verdict_of(&q) == VERDICT_LOWER);
     char line[256];
-    verdict_line(&q, 0.95, "siamese", "pre", line, sizeof line);
+    verdict_line(&q, 0.95, paired_p(&q), 1, "siamese", "pre", line, sizeof line);
     printf("  %s\n", line);
     expect("verdict line says lower by 0.3500",
            strstr(line, "lower than pre by 0.3500 (95% CI") != NULL);
@@ -66,9 +68,96 @@ int main(void) {
     const double e[6] = {1.1, 1.8, 1.6, 0.6, 1.3, 1.8};
     paired r = paired_t(c, e, 6, 0.95);
     expect("verdict: no difference", verdict_of(&r) == VERDICT_NONE && r.lo < 0 && r.hi > 0);
-    verdict_line(&r, 0.95, "siamese", "pre", line, sizeof line);
+    verdict_line(&r, 0.95, paired_p(&r), 1, "siamese", "pre", line, sizeof line);
     printf("  %s\n", line);
     expect("verdict line says no difference", strstr(line, "no difference detectable") != NULL);
+
+    /* Two-sided p-values of paired results. Expected values computed independently of t_cdf:
+     * closed forms of Student's t for 1, 2 and 5 degrees of freedom (df 1, Cauchy: p = 1 -
+     * (2/pi) atan|t|; df 2: p = 1 - |t| / sqrt(2 + t^2); df 5, Abramowitz and Stegun 26.7.3:
+     * p = 1 - (2/pi) (th + sin th (cos th + (2/3) cos^3 th)), th = atan(|t| / sqrt 5)), the t
+     * statistic by hand, and the df 2 and df 5 values checked in numpy against a Simpson
+     * integral of the density Gamma((v+1)/2) / (Gamma(v/2) sqrt(v pi)) (1 + x^2/v)^(-(v+1)/2)
+     * (2e6 intervals; agreement to 1e-15). */
+    /* differences 0.1, 0.3: mean 0.2, sd sqrt(0.02), t = 0.2 / (sqrt(0.02) / sqrt 2) = 2 */
+    paired p1 = paired_t((const double[]){1, 1}, (const double[]){1.1, 1.3}, 2, 0.95);
+    near("p, df 1 (Cauchy), t = 2", paired_p(&p1), 1.0 - 2.0 / acos(-1.0) * atan(2.0), 1e-12);
+    /* differences 0.1, 0.2, 0.6: mean 0.3, sd^2 0.07, t^2 = 0.09 / (0.07 / 3) = 27/7, so
+     * p = 1 - sqrt(27/7) / sqrt(41/7) = 1 - sqrt(27/41) = 0.18849732879931 */
+    paired p2 = paired_t((const double[]){0, 0, 0}, (const double[]){0.1, 0.2, 0.6}, 3, 0.95);
+    near("p, df 2, t^2 = 27/7", paired_p(&p2), 1.0 - sqrt(27.0 / 41.0), 1e-12);
+    /* the differences 0.1..0.6 above: t = 0.35 sqrt(6 / 0.035) = 4.5825756950, df 5 */
+    near("p, df 5, t = 4.58", paired_p(&p), 0.005933544517592204, 1e-12);
+    near("p, the arms swapped: the same", paired_p(&q), 0.005933544517592204, 1e-12);
+    /* t at the table's t_{0.975, 5}: p is 0.05, where the 95% interval touches 0 */
+    paired at_q = {6, 2.5705818366, sqrt(6.0), NAN, NAN};
+    near("p at t = t_{0.975, 5} is 0.05", paired_p(&at_q), 0.05, 1e-9);
+    double pr = paired_p(&r);
+    expect("p of the no-difference case is >= 0.05", pr >= 0.05 && pr <= 1.0);
+    paired same = {4, -0.05, 0.0, -0.05, -0.05}, zero = {4, 0.0, 0.0, 0.0, 0.0};
+    expect("p, every difference the same: 0, or 1 when it is 0",
+           paired_p(&same) == 0.0 && paired_p(&zero) == 1.0);
+    paired one = {1, 0.3, NAN, NAN, NAN};
+    expect("p with one pair: NaN", isnan(paired_p(&one)));
+
+    /* Holm's adjustment, by hand: rank the p, multiply the r-th smallest by m - r + 1, cap at
+     * 1, and carry the running maximum up the ranks (checked in numpy: argsort(kind='stable'),
+     * minimum(1, (m - arange(m)) * p[o]), maximum.accumulate) */
+    double h[5];
+    const double h4[4] = {0.01, 0.04, 0.03, 0.005};
+    /* 0.005 x 4 = 0.02; 0.01 x 3 = 0.03; 0.03 x 2 = 0.06; 0.04 x 1 = 0.04, raised to 0.06 */
+    expect("holm: returns 0", holm_adjust(h4, 4, h) == 0);
+    near("holm: smallest of 4 (x 4)", h[3], 0.02, 1e-15);
+    near("holm: second (x 3)", h[0], 0.03, 1e-15);
+    near("holm: third (x 2)", h[2], 0.06, 1e-15);
+    near("holm: largest, raised to the third's", h[1], 0.06, 1e-15);
+    /* 0.2 x 3 = 0.6; 0.7 x 2 = 1.4, capped at 1; 0.9 raised to 1 */
+    holm_adjust((const double[]){0.7, 0.2, 0.9}, 3, h);
+    expect("holm: capped at 1", h[0] == 1.0 && fabs(h[1] - 0.6) < 1e-15 && h[2] == 1.0);
+    /* a comparison without a test (NaN) counts as p = 1: 0.01 x 3, 0.02 x 2, 1 */
+    holm_adjust((const double[]){0.01, NAN, 0.02}, 3, h);
+    expect("holm: NaN counts as 1, in the family",
+           fabs(h[0] - 0.03) < 1e-15 && h[1] == 1.0 && fabs(h[2] - 0.04) < 1e-15);
+    /* reproduction.md's four rows of the main claim: all below 0.05 after Holm */
+    double main4[4] = {0.004, 0.010, 0.0013, 0.031};
+    holm_adjust(main4, 4, main4); /* in place */
+    expect("holm in place: 0.012, 0.02, 0.0052, 0.031",
+           fabs(main4[0] - 0.012) < 1e-15 && fabs(main4[1] - 0.02) < 1e-15 &&
+               fabs(main4[2] - 0.0052) < 1e-15 && fabs(main4[3] - 0.031) < 1e-15);
+    h[0] = h[1] = 0.5;
+    holm_adjust((const double[]){0.02, 0.02}, 2, h);
+    expect("holm: ties, both 0.04", fabs(h[0] - 0.04) < 1e-15 && fabs(h[1] - 0.04) < 1e-15);
+    expect("holm: one p is itself", holm_adjust((const double[]){0.3}, 1, h) == 0 && h[0] == 0.3);
+    expect("holm: m = 0 is fine, m past STATS_MAX_N refused",
+           holm_adjust(h, 0, h) == 0 && holm_adjust(h, STATS_MAX_N + 1, h) == -1);
+
+    /* the verdict's words in a family: one comparison (no correction), one that holds after
+     * Holm, one whose interval excludes 0 but whose Holm p does not: a lead */
+    verdict_line(&q, 0.95, paired_p(&q), 1, "siamese", "pre", line, sizeof line);
+    printf("  %s\n", line);
+    expect("one comparison: p, no Holm",
+           strstr(line, "6 paired seeds, p = 0.00593)") != NULL && !strstr(line, "Holm"));
+    verdict_line(&q, 0.95, 0.0178, 3, "siamese", "pre", line, sizeof line);
+    printf("  %s\n", line);
+    expect("3 comparisons, Holm p 0.0178: holds, both p",
+           strstr(line, "lower than pre by 0.3500 (95% CI") != NULL &&
+               strstr(line, "p = 0.00593, Holm p = 0.0178)") != NULL && !strstr(line, "lead"));
+    verdict_line(&q, 0.95, 0.093, 3, "siamese", "pre", line, sizeof line);
+    printf("  %s\n", line);
+    expect("3 comparisons, Holm p 0.093: a lead, said before the interval",
+           strstr(line,
+                  "lower than pre by 0.3500, but only uncorrected (Holm over 3 comparisons): a "
+                  "lead, not a finding (95% CI") != NULL &&
+               strstr(line, "p = 0.00593, Holm p = 0.093)") != NULL);
+    verdict_line(&p, 0.95, 0.05, 2, "siamese", "pre", line, sizeof line);
+    printf("  %s\n", line);
+    expect("higher, Holm p exactly 0.05: a lead too",
+           strstr(line, "higher than pre by 0.3500, but only uncorrected") != NULL);
+    verdict_line(&r, 0.95, 1.0, 2, "siamese", "pre", line, sizeof line);
+    printf("  %s\n", line);
+    expect("no difference in a family: both p, no lead",
+           strstr(line, "no difference detectable") != NULL && strstr(line, "Holm p = 1)") &&
+               !strstr(line, "lead"));
 
     /* diverged runs (NaN, inf) leave their pair out */
     const double f[4] = {1.0, NAN, 1.0, 1.0};
