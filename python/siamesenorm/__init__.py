@@ -37,7 +37,12 @@ C API -> Python:
     sn_net_split / _enter / _exit / _merge  Net.split / enter / exit / merge
     sn_net_*_backward                       Net.merge_backward / exit_backward /
                                             enter_backward / split_backward
-Errors raise SiameseNormError subclasses carrying .status and the library's message.
+Not wrapped: sn_net_infer_* (stateless inference; Net's training forward gives the same outputs
+bit for bit, in buffers that grow with S), and sn_placement_from_name, sn_dtype_name,
+sn_dtype_from_name (the package takes names itself: net.PLACEMENTS from sn_placement_name,
+act_dtype "f32" / "bf16").
+Errors raise SiameseNormError subclasses carrying .status and the library's message (see
+siamesenorm.errors for the exceptions of Python's own: TypeError, OverflowError, ValueError).
 The PyTorch adapter lives in siamesenorm.torch_adapter (imported on demand; needs torch), the
 state-dict mapping to and from the official SiameseNorm code's names in siamesenorm.official.
 """

@@ -18,8 +18,17 @@ def _ensure_array(name, a, dtype=_F32):
                                       f"got {type(a).__name__}")
     if a.dtype != dtype:
         raise errors.DTypeError(None, f"{name} must have dtype {_dname(dtype)}, got {a.dtype}")
-    if not a.flags.aligned:
-        raise error(errors.StrideError, f"{name} is not aligned to {dtype.itemsize} bytes")
+    if not a.flags.aligned:  # SN_ERR_ALIGN, what the library returns for it
+        raise error(errors.AlignError, f"{name} is not aligned to {dtype.itemsize} bytes "
+                                       f"(address {a.ctypes.data:#x}, strides {a.strides}); "
+                                       f"pass np.ascontiguousarray({name})")
+
+
+def _layout_error(detail):
+    """StrideError (status SN_ERR_STRIDE) for a layout the C API cannot express (a column
+    stride other than one element, a non-contiguous vector): the library's text for the status
+    ("... row stride: smaller than D") would misdescribe it, so only the detail is said."""
+    return errors.StrideError(None, f"unsupported array layout: {detail}")
 
 
 def _dname(dtype):
@@ -49,15 +58,21 @@ def matrix(name, a, R, D, write=False, dtype=_F32):
         raise error(errors.ShapeError, f"{name} must be 2-D (R, D), got shape {a.shape}")
     if a.shape != (R, D):
         raise error(errors.ShapeError, f"{name} has shape {a.shape}, expected ({R}, {D})")
+    if R < 1 or D < 1:  # the library's SN_ERR_SHAPE for R <= 0 or D <= 0
+        raise error(errors.ShapeError, f"{name} has shape {a.shape}: R (rows) and D (columns) "
+                                       "must be >= 1")
     s0, s1 = a.strides
     if D > 1 and s1 != es:
-        raise error(errors.StrideError, f"{name} must have unit column stride (strides "
-                                        f"{a.strides}); pass np.ascontiguousarray({name})")
+        raise _layout_error(f"{name} must have unit column stride ({es} bytes), got strides "
+                            f"{a.strides}; pass np.ascontiguousarray({name})")
     if R > 1:
-        if s0 <= 0 or s0 % es or s0 // es < D:
-            raise error(errors.StrideError, f"{name} has row stride {s0} bytes; it must be a "
-                                            f"positive multiple of {es} bytes and >= D = {D} "
-                                            f"elements; pass np.ascontiguousarray({name})")
+        if s0 % es:  # numpy flags such an array unaligned first: AlignError above
+            raise _layout_error(f"{name} has row stride {s0} bytes, not a multiple of {es}; "
+                                f"pass np.ascontiguousarray({name})")
+        if s0 // es < D:  # what the library's SN_ERR_STRIDE says: a row stride smaller than D
+            raise error(errors.StrideError, f"{name} has row stride {s0} bytes = {s0 // es} "
+                                            f"elements, D = {D} (rows must not overlap, nor "
+                                            f"run backwards); pass np.ascontiguousarray({name})")
         ld = s0 // es
     else:
         ld = D
@@ -75,7 +90,8 @@ def vector(name, a, n, write=False, allow_none=False):
         raise error(errors.NullError, f"{name} is required")
     _ensure_array(name, a)
     if not a.flags.c_contiguous:
-        raise error(errors.StrideError, f"{name} must be C-contiguous")
+        raise _layout_error(f"{name} must be C-contiguous (strides {a.strides}); pass "
+                            f"np.ascontiguousarray({name})")
     if a.size != n:
         raise error(errors.ShapeError, f"{name} has {a.size} elements, expected {n}")
     if write and not a.flags.writeable:
@@ -83,14 +99,26 @@ def vector(name, a, n, write=False, allow_none=False):
     return a.ctypes.data
 
 
-def rows_cols(name, a):
-    """(R, D) of a 2-D float32 (or bf16: uint16) array, validated for type and rank."""
+def rows_cols(name, a, dtype=None):
+    """(R, D) of a 2-D array of dtype (None: float32 or bf16, as call_dtype), validated for
+    type and rank."""
     if a is None:
         raise error(errors.NullError, f"{name} is required")
-    _ensure_array(name, a, call_dtype(name, a))
+    _ensure_array(name, a, call_dtype(name, a) if dtype is None else dtype)
     if a.ndim != 2:
         raise error(errors.ShapeError, f"{name} must be 2-D (R, D), got shape {a.shape}")
     return a.shape
+
+
+def alloc(n, dtype, what, zeros=False):
+    """A new 1-D array of n elements; NoMemError (status SN_ERR_NOMEM, a MemoryError) when numpy
+    cannot allocate it (numpy's own MemoryError, or its ValueError for a size beyond its
+    limits), before anything reaches C."""
+    try:
+        return np.zeros(n, dtype) if zeros else np.empty(n, dtype)
+    except (MemoryError, ValueError) as exc:
+        raise error(errors.NoMemError, f"{what}: {n} elements of {np.dtype(dtype)} could not "
+                                       f"be allocated ({exc})") from None
 
 
 def out_matrix(name, a, R, D, zeros=False, dtype=_F32):
@@ -106,8 +134,9 @@ def fn(lib, name, dtype):
 
 
 def flags_value(accumulate=False, accumulate_y=False, flags=0):
-    from ._capi import SN_ACCUMULATE, SN_ACCUMULATE_Y
-    f = int(flags)
+    import ctypes
+    from ._capi import SN_ACCUMULATE, SN_ACCUMULATE_Y, check_int
+    f = check_int(flags, ctypes.c_uint32, "flags")
     if accumulate:
         f |= SN_ACCUMULATE
     if accumulate_y:

@@ -316,11 +316,16 @@ PROTOTYPES["sn_bf16_to_f32"] = (_f, [ctypes.c_uint16])
 
 def check_int(value, ctype, what):
     """value as a Python int within the range of ctype; OverflowError (before any C call) when
-    it is outside, TypeError when it is not an integer."""
-    lo, hi = _INT_RANGES[ctype]
+    it is outside, TypeError when it is not an integer. The one check of every integer argument
+    of the binding (indices, counts, sizes, enum values, flags): an int or a numpy integer;
+    a bool, a float (even 2.0), a str or a numpy bool is refused, never converted. ctype None
+    checks the type only (the caller checks a narrower range itself)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{what} must be an integer, got {type(value).__name__}")
     v = int(value)
+    if ctype is None:
+        return v
+    lo, hi = _INT_RANGES[ctype]
     if not lo <= v <= hi:
         raise OverflowError(f"{what} = {v} is outside the range of the C type "
                             f"{ctype.__name__} [{lo}, {hi}]")
@@ -524,7 +529,7 @@ lib = load_library()
 
 def status_string(status):
     """The library's description of a status code (sn_status_string)."""
-    return lib.sn_status_string(int(status)).decode()
+    return lib.sn_status_string(check_int(status, ctypes.c_int, "status")).decode()
 
 
 def check(status, what):

@@ -18,7 +18,7 @@ from .norm import ctx_handle
 def to_bf16(x, out=None, ctx=None):
     """sn_to_bf16: the (R, D) float32 array x rounded to bf16, as a uint16 array (out, or a new
     one)."""
-    R, D = A.rows_cols("x", x)
+    R, D = A.rows_cols("x", x, np.dtype(np.float32))
     px, ldx = A.matrix("x", x, R, D)
     out = A.out_matrix("out", out, R, D, dtype=A.BF16)
     po, ldo = A.matrix("out", out, R, D, write=True, dtype=A.BF16)
@@ -28,7 +28,7 @@ def to_bf16(x, out=None, ctx=None):
 
 def from_bf16(b, out=None, ctx=None):
     """sn_from_bf16: the (R, D) uint16 array b of bf16 bits widened to float32 (exact)."""
-    R, D = A.rows_cols("b", b)
+    R, D = A.rows_cols("b", b, A.BF16)
     pb, ldb = A.matrix("b", b, R, D, dtype=A.BF16)
     out = A.out_matrix("out", out, R, D)
     po, ldo = A.matrix("out", out, R, D, write=True)

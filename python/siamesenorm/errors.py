@@ -5,13 +5,22 @@ code (``.status``) and the library's own description (``.library_message``, from
 ``sn_status_string``). Checks the binding makes in Python before calling (dtype, shape, strides)
 raise the same classes with the status the C library would have used, so one ``except`` clause
 covers both; the few conditions the C API cannot express (a numpy dtype, a read-only array) have
-``status`` None.
+``status`` None. A StrideError for a layout the C API has no word for (a column stride other
+than one element, a non-contiguous vector) keeps status 3 but has ``library_message`` None: the
+library's text for 3 speaks of a row stride smaller than D, which would misdescribe it.
+
+Every array argument's error is a SiameseNormError (numpy arrays and, in the torch adapter,
+tensors: another dtype or device is a DTypeError). Scalar arguments of the wrong Python type
+raise the built-in TypeError (an integer argument given a bool, a float or a str; ctx not a
+Context), an integer outside its C type OverflowError, an unknown name (placement, norm kind)
+ValueError: Python's own conventions, before anything reaches C.
 """
 
 __all__ = [
     "SiameseNormError", "NullError", "ShapeError", "StrideError", "EpsError", "ScaleError",
     "AliasError", "PlacementError", "NormError", "GroupError", "FlagsError", "IndexOutOfRange",
-    "ConfigError", "UnsupportedError", "NoMemError", "NonFiniteError", "DTypeError", "StreamsError", "ReadOnlyError",
+    "ConfigError", "UnsupportedError", "NoMemError", "NonFiniteError", "AlignError", "DTypeError",
+    "StreamsError", "ReadOnlyError",
     "ContextClosedError", "LibraryNotFoundError", "VersionMismatchError", "error_for_status",
 ]
 
@@ -47,7 +56,8 @@ class ShapeError(SiameseNormError, ValueError):
 
 
 class StrideError(SiameseNormError, ValueError):
-    """SN_ERR_STRIDE: a row stride is smaller than D, or an array's layout is not supported."""
+    """SN_ERR_STRIDE: a row stride is smaller than D, or an array's layout is not supported
+    (then library_message is None and the message says what is wrong)."""
     status = 3
 
 
@@ -102,7 +112,8 @@ class UnsupportedError(SiameseNormError, NotImplementedError):
 
 
 class NoMemError(SiameseNormError, MemoryError):
-    """SN_ERR_NOMEM: the library could not allocate."""
+    """SN_ERR_NOMEM: the library could not allocate, or the binding could not allocate a
+    buffer it sizes itself (a Net's params and acts, a Context's scratch)."""
     status = 14
 
 

@@ -12,6 +12,7 @@ workspace buffers (numpy, sized by sn_net_sizes) and runs the training loop one 
     de = net.split_backward()
 """
 
+import copy
 import ctypes
 import numbers
 
@@ -41,17 +42,28 @@ def _hc_settings(code, hc_rate, hc_dynamic):
                               "hyper_connections placement only")
         return None, None
     if hc_rate is not None:
-        if isinstance(hc_rate, bool) or not isinstance(hc_rate, numbers.Integral):
-            raise TypeError(f"hc_rate must be an integer, got {type(hc_rate).__name__}")
-        if not 1 <= int(hc_rate) <= _capi.SN_HC_MAX_RATE:
-            raise _capi.error(errors.StreamsError, f"hc_rate = {int(hc_rate)}, expected 1 .. "
+        hc_rate = _capi.check_int(hc_rate, None, "hc_rate")
+        if not 1 <= hc_rate <= _capi.SN_HC_MAX_RATE:
+            raise _capi.error(errors.StreamsError, f"hc_rate = {hc_rate}, expected 1 .. "
                                                    f"{_capi.SN_HC_MAX_RATE}")
-        hc_rate = int(hc_rate)
     if hc_dynamic is not None:
         if not isinstance(hc_dynamic, (bool, numbers.Integral)) or int(hc_dynamic) not in (0, 1):
             raise TypeError(f"hc_dynamic must be True / False (or 1 / 0), got {hc_dynamic!r}")
         hc_dynamic = int(hc_dynamic)
     return hc_rate, hc_dynamic
+
+
+def _index(i, what="i"):
+    """A sub-layer / stage / norm index: an integer (numpy integers too; not a bool or a float,
+    which are refused rather than truncated) in the range of the C int32_t."""
+    return _capi.check_int(i, ctypes.c_int32, what)
+
+
+def _rebuild(config, state):
+    """Net(**config) with the state of Net._state() (see Net.__reduce__)."""
+    net = Net(**config)
+    net._set_state(state)
+    return net
 
 
 class Net:
@@ -83,6 +95,17 @@ class Net:
 
     Attributes: params / grads (n_params float32, grads accumulated by the backward calls:
     zero_grad() before a step), acts / work (allocated for R rows by split()), R.
+
+    Integer arguments (n_sublayers, d, hc_rate, the stage, sub-layer and norm indices of the
+    methods, flags) must be integers (int or numpy integer): a bool, a float or a str raises
+    TypeError, a value outside the C type OverflowError; nothing is truncated. A d or R whose
+    buffers numpy cannot allocate raises NoMemError (a MemoryError) before any pass call.
+
+    Copying and pickling: copy.deepcopy(net), pickle and torch.save give a Net of the same
+    description (struct sn_net) with copies of params, grads and the pending pass (R, acts,
+    work: a pass started before the copy can be continued, forward or backward, in either
+    object). A Context is not state but a process-local resource: a deep copy shares the
+    original's ctx, an unpickled Net has ctx None.
     """
 
     def __init__(self, placement, n_sublayers, d, kind="layernorm", eps=1e-5, norm=None,
@@ -92,14 +115,15 @@ class Net:
         if act_dtype not in ("f32", "bf16"):
             raise errors.DTypeError(None, f"act_dtype must be 'f32' or 'bf16', got {act_dtype!r}")
         code = _code(PLACEMENTS, placement, "placement")
+        n_sublayers = _capi.check_int(n_sublayers, ctypes.c_int32, "n_sublayers")
+        d = _capi.check_int(d, ctypes.c_int64, "d")
         hc_rate, hc_dynamic = _hc_settings(code, hc_rate, hc_dynamic)
         self.dtype = A.BF16 if act_dtype == "bf16" else np.dtype(np.float32)
         # a norm override replaces kind and eps: initialise with its own, so that an eps (or
         # kind) the override makes irrelevant cannot fail sn_net_init
         init_kind = norm.kind if norm is not None else _code(KINDS, kind, "norm kind")
         init_eps = norm.eps if norm is not None else float(eps)
-        status = lib.sn_net_init(ctypes.byref(s), code, int(n_sublayers), int(d), init_kind,
-                                 init_eps)
+        status = lib.sn_net_init(ctypes.byref(s), code, n_sublayers, d, init_kind, init_eps)
         if hc_rate is not None:
             s.hc_rate = hc_rate
         if hc_dynamic is not None:
@@ -119,7 +143,7 @@ class Net:
             raise ValueError(f"unknown scales {scales!r}: 'default', 'none' or a sequence")
         else:
             arr = np.ascontiguousarray(np.asarray(scales, dtype=np.float32).reshape(-1))
-            if arr.size != int(n_sublayers):
+            if arr.size != n_sublayers:
                 raise _capi.error(errors.ScaleError, f"scales has {arr.size} values, expected "
                                                      f"n_sublayers = {n_sublayers}")
             self._scales = arr  # the C struct points into it: keep it alive with the Net
@@ -135,10 +159,62 @@ class Net:
         self.ctx = ctx
         self.n_params, self.acts_per_row, self.work_per_row = self.sizes()
         self.params = self.init_params()
-        self.grads = np.zeros(self.n_params, np.float32)
+        self.grads = A.alloc(self.n_params, np.float32, "Net grads", zeros=True)
         self.R = None
         self.acts = None
         self.work = None
+
+    # ---- copying and pickling ----
+    def _config(self):
+        """The constructor arguments that rebuild this Net's description (struct sn_net)
+        exactly: the norms, scales and mix_fraction as the struct holds them."""
+        s = self._s
+        if s.scale_rule == _capi.SN_SCALE_EXPLICIT:
+            scales = [float(c) for c in self._scales]  # float32 values: exact round trip
+        else:
+            scales = "none" if s.scale_rule == _capi.SN_SCALE_NONE else None
+        cfg = dict(placement=s.placement, n_sublayers=s.n_sublayers, d=s.d,
+                   norm=Norm.from_struct(s.norm), input_norm=Norm.from_struct(s.input_norm),
+                   scales=scales, mix_fraction=s.mix_fraction,
+                   act_dtype="bf16" if s.act_dtype == _capi.SN_DTYPE_BF16 else "f32")
+        if s.placement == _capi.SN_PLACEMENT_HYPER_CONN:
+            cfg.update(hc_rate=s.hc_rate, hc_dynamic=bool(s.hc_dynamic))
+        return cfg
+
+    def _state(self):
+        """What a Net owns besides its description: the parameters, their gradients and the
+        pending pass (R, acts, work; None before split)."""
+        return dict(params=self.params, grads=self.grads, R=self.R, acts=self.acts,
+                    work=self.work)
+
+    def _set_state(self, state):
+        def vec(name, n):
+            a = np.array(state[name], dtype=np.float32, copy=True).reshape(-1)
+            if a.size != n:
+                raise _capi.error(errors.ShapeError, f"Net state: {name} has {a.size} values, "
+                                                     f"expected {n}")
+            return a
+        self.params = vec("params", self.n_params)
+        self.grads = vec("grads", self.n_params)
+        R = state["R"]
+        if R is None:
+            self.R = self.acts = self.work = None
+        else:
+            R = _capi.check_int(R, ctypes.c_int64, "Net state: R")
+            self.acts = vec("acts", R * self.acts_per_row)
+            self.work = vec("work", R * self.work_per_row)
+            self.R = R
+
+    def __reduce__(self):
+        # the ctypes struct holds a pointer (scales) and cannot be pickled: rebuild from the
+        # constructor arguments, then restore the arrays (ctx is not pickled)
+        return (_rebuild, (self._config(), self._state()))
+
+    def __deepcopy__(self, memo):
+        new = _rebuild(copy.deepcopy(self._config(), memo), self._state())  # arrays copied
+        new.ctx = self.ctx  # shared: an execution resource, not state
+        memo[id(self)] = new
+        return new
 
     # ---- description ----
     @property
@@ -184,7 +260,8 @@ class Net:
     def scale(self, i):
         """sn_net_scale: the residual scale c_i of sub-layer i."""
         c = ctypes.c_float()
-        check(lib.sn_net_scale(ctypes.byref(self._s), int(i), ctypes.byref(c)), "sn_net_scale")
+        check(lib.sn_net_scale(ctypes.byref(self._s), _index(i), ctypes.byref(c)),
+              "sn_net_scale")
         return c.value
 
     def init_gain(self):
@@ -205,8 +282,8 @@ class Net:
         """sn_net_norm_at: (Norm, offset of its gamma) of norm j of stage i (stage S is the
         merge, stage -1 the split). Raises IndexOutOfRange when stage i has no norm j."""
         nm, off = _capi.sn_norm(), ctypes.c_int64()
-        check(lib.sn_net_norm_at(ctypes.byref(self._s), int(i), int(j), ctypes.byref(nm),
-                                 ctypes.byref(off)), "sn_net_norm_at")
+        check(lib.sn_net_norm_at(ctypes.byref(self._s), _index(i), _index(j, "j"),
+                                 ctypes.byref(nm), ctypes.byref(off)), "sn_net_norm_at")
         return Norm.from_struct(nm), off.value
 
     def norm_role(self, i, j):
@@ -214,8 +291,8 @@ class Net:
         a Pre-Norm sub-layer's norm (docs/api.md, "Norm roles"). Raises IndexOutOfRange when
         stage i has no norm j."""
         role, operand = ctypes.c_int(), ctypes.c_int()
-        check(lib.sn_net_norm_role(ctypes.byref(self._s), int(i), int(j), ctypes.byref(role),
-                                   ctypes.byref(operand)), "sn_net_norm_role")
+        check(lib.sn_net_norm_role(ctypes.byref(self._s), _index(i), _index(j, "j"),
+                                   ctypes.byref(role), ctypes.byref(operand)), "sn_net_norm_role")
         return (lib.sn_norm_role_name(role.value).decode(),
                 lib.sn_norm_operand_name(operand.value).decode())
 
@@ -225,7 +302,7 @@ class Net:
         if role not in ROLES:
             raise ValueError(f"unknown norm role {role!r}; expected one of {sorted(ROLES)}")
         j = ctypes.c_int32()
-        check(lib.sn_net_find_norm(ctypes.byref(self._s), int(i), ROLES[role], ctypes.byref(j)),
+        check(lib.sn_net_find_norm(ctypes.byref(self._s), _index(i), ROLES[role], ctypes.byref(j)),
               "sn_net_find_norm")
         return j.value
 
@@ -243,7 +320,7 @@ class Net:
         """sn_net_conn_at: (offset, count) in floats of Hyper-Connections' connection weights of
         sub-layer i in params (and grads). Raises IndexOutOfRange for another placement."""
         off, count = ctypes.c_int64(), ctypes.c_int64()
-        check(lib.sn_net_conn_at(ctypes.byref(self._s), int(i), ctypes.byref(off),
+        check(lib.sn_net_conn_at(ctypes.byref(self._s), _index(i), ctypes.byref(off),
                                  ctypes.byref(count)), "sn_net_conn_at")
         return off.value, count.value
 
@@ -275,7 +352,7 @@ class Net:
     def init_params(self, params=None):
         """sn_net_init_params: every gamma 1, every beta 0 (into a new array when None)."""
         if params is None:
-            params = np.empty(self.n_params, np.float32)
+            params = A.alloc(self.n_params, np.float32, "Net params")
         p = A.vector("params", params, self.n_params, write=True, allow_none=self.n_params == 0)
         check(lib.sn_net_init_params(ctypes.byref(self._s), p), "sn_net_init_params")
         return params
@@ -312,15 +389,22 @@ class Net:
 
     def split(self, e):
         """sn_net_split: x_0 (and y_0) = e, with e of shape (R, D); (re)allocates acts and work
-        for R rows."""
+        for R rows. The Net changes only when the call succeeds: a rejected split (a bad e, a
+        NonFiniteError in checked mode, ...) leaves R, acts and work, the pending pass, as they
+        were."""
         R, D = A.rows_cols("e", e)
         pe, lde = A.matrix("e", e, R, self.d, dtype=self.dtype)
-        if self.R != R:
-            self.R = R
-            self.acts = np.zeros(R * self.acts_per_row, np.float32)
-            self.work = np.zeros(R * self.work_per_row, np.float32)
-        check(A.fn(lib, "sn_net_split", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(), pe,
-                               lde), "sn_net_split")
+        if self.R == R:
+            acts, work = self.acts, self.work
+        else:  # new buffers, kept only if the split succeeds
+            acts = A.alloc(R * self.acts_per_row, np.float32, f"Net acts for R = {R}", zeros=True)
+            work = A.alloc(R * self.work_per_row, np.float32, f"Net work for R = {R}", zeros=True)
+        p = A.vector("params", self.params, self.n_params, allow_none=self.n_params == 0)
+        a = A.vector("acts", acts, R * self.acts_per_row, write=True)
+        bufs = ctypes.byref(_capi.sn_net_pass(R, p, a, None, None))
+        check(A.fn(lib, "sn_net_split", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s),
+                                                    bufs, pe, lde), "sn_net_split")
+        self.R, self.acts, self.work = R, acts, work
 
     def enter(self, i, h=None):
         """sn_net_enter: the block input of sub-layer i into h (allocated when None); returns h."""
@@ -328,15 +412,16 @@ class Net:
         h = A.out_matrix("h", h, self.R, self.d, dtype=self.dtype)
         ph, ldh = A.matrix("h", h, self.R, self.d, write=True, dtype=self.dtype)
         check(A.fn(lib, "sn_net_enter", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(),
-                               int(i), ph, ldh), "sn_net_enter")
+                               _index(i), ph, ldh), "sn_net_enter")
         return h
 
     def exit(self, i, z):
         """sn_net_exit: fold the block output z (R, D) of sub-layer i into the streams."""
         self._need_pass()
         pz, ldz = A.matrix("z", z, self.R, self.d, dtype=self.dtype)
-        check(A.fn(lib, "sn_net_exit", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s), self._buffers(), int(i),
-                              pz, ldz), "sn_net_exit")
+        check(A.fn(lib, "sn_net_exit", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s),
+                                                   self._buffers(), _index(i), pz, ldz),
+              "sn_net_exit")
 
     def merge(self, out=None):
         """sn_net_merge: the network output (R, D) (allocated when None); returns it."""
@@ -371,7 +456,7 @@ class Net:
         dz = A.out_matrix("dz", dz, self.R, self.d, zeros=True, dtype=self.dtype)
         pdz, lddz = A.matrix("dz", dz, self.R, self.d, write=True, dtype=self.dtype)
         check(A.fn(lib, "sn_net_exit_backward", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s),
-                                       self._bwd_buffers(), int(i), pdz, lddz,
+                                       self._bwd_buffers(), _index(i), pdz, lddz,
                                        A.flags_value(accumulate, flags=flags)),
               "sn_net_exit_backward")
         return dz
@@ -382,7 +467,7 @@ class Net:
         self._need_pass()
         pdh, lddh = A.matrix("dh", dh, self.R, self.d, dtype=self.dtype)
         check(A.fn(lib, "sn_net_enter_backward", self.dtype)(ctx_handle(self.ctx), ctypes.byref(self._s),
-                                        self._bwd_buffers(), int(i), pdh, lddh),
+                                        self._bwd_buffers(), _index(i), pdh, lddh),
               "sn_net_enter_backward")
 
     def split_backward(self, de=None, accumulate=False, flags=0):

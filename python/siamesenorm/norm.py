@@ -23,7 +23,8 @@ def _code(table, value, what):
             return table[value.lower()]
         except KeyError:
             raise ValueError(f"unknown {what} {value!r}; expected one of {sorted(table)}") from None
-    return int(value)  # raw enum values pass through: the C library validates them
+    # raw enum values pass through (the C library validates them), integers only
+    return _capi.check_int(value, ctypes.c_int, what)
 
 
 def ctx_handle(ctx):
@@ -73,7 +74,8 @@ def isa_available(isa):
 
 def isa_name(isa):
     """sn_isa_name: the library's lower-case name of a kernel path."""
-    return _capi.optional("sn_isa_name")(int(isa)).decode()
+    return _capi.optional("sn_isa_name")(_capi.check_int(isa, ctypes.c_int,
+                                                         "kernel path")).decode()
 
 
 def default_isa():
@@ -155,16 +157,28 @@ class Context:
 
     def set_scratch(self, D):
         """sn_scratch_bytes + sn_ctx_set_scratch: give the context the scratch its threads need
-        for rows of D columns (a numpy buffer this object keeps alive). Returns its size."""
-        n = int(lib.sn_scratch_bytes(self._h(), int(D)))
-        self._scratch = np.empty(max(n, 1), dtype=np.uint8)
-        check(lib.sn_ctx_set_scratch(self._h(), self._scratch.ctypes.data_as(ctypes.c_void_p), n),
+        for rows of D columns (a numpy buffer this object keeps alive). Returns its size.
+        D must be an integer >= 1 (ShapeError otherwise, as the library's D <= 0; also when the
+        size does not fit in a size_t: sn_scratch_bytes' SIZE_MAX); NoMemError when the buffer
+        cannot be allocated. On any error the context keeps its previous scratch."""
+        D = _capi.check_int(D, ctypes.c_int64, "D")
+        if D < 1:
+            raise _capi.error(errors.ShapeError, f"set_scratch: D = {D}, must be >= 1")
+        n = int(lib.sn_scratch_bytes(self._h(), D))
+        if n >= _capi._INT_RANGES[ctypes.c_size_t][1]:
+            raise _capi.error(errors.ShapeError, f"set_scratch: the scratch for D = {D} does not "
+                                                 "fit in a size_t (sn_scratch_bytes: SIZE_MAX)")
+        buf = A.alloc(max(n, 1), np.uint8, f"set_scratch(D = {D})")
+        check(lib.sn_ctx_set_scratch(self._h(), buf.ctypes.data_as(ctypes.c_void_p), n),
               "sn_ctx_set_scratch")
+        self._scratch = buf  # the context now points into it: replace the old one only now
         return n
 
     def set_threads(self, n):
         """sn_ctx_set_threads: run calls over n threads of the built-in pool (0: all CPUs)."""
-        check(_capi.optional("sn_ctx_set_threads")(self._h(), int(n)), "sn_ctx_set_threads")
+        check(_capi.optional("sn_ctx_set_threads")(self._h(),
+                                                   _capi.check_int(n, ctypes.c_int, "threads")),
+              "sn_ctx_set_threads")
         self._hook = None
 
     @property
@@ -180,8 +194,9 @@ class Context:
         library). If fn raises, the tasks it did not run are run serially (so the library
         call completes) and the exception is printed."""
         setter = _capi.optional("sn_ctx_set_parallel_for")
+        n = _capi.check_int(n, ctypes.c_int, "n")
         if fn is None:
-            check(setter(self._h(), _capi.sn_parallel_for_fn(), None, int(n)),
+            check(setter(self._h(), _capi.sn_parallel_for_fn(), None, n),
                   "sn_ctx_set_parallel_for")
             self._hook = None
             return
@@ -208,7 +223,7 @@ class Context:
                 run(i)
 
         cb = _capi.sn_parallel_for_fn(hook)
-        check(setter(self._h(), cb, None, int(n)), "sn_ctx_set_parallel_for")
+        check(setter(self._h(), cb, None, n), "sn_ctx_set_parallel_for")
         self._hook = cb  # the C context keeps the pointer: keep the callback alive
 
 
@@ -222,18 +237,20 @@ class _ParamBlock:
         """sn_<norm|fuse>_query: (n_params, stats_per_row) for rows of D columns."""
         n, s = ctypes.c_int64(), ctypes.c_int64()
         name = f"sn_{self._c}_query"
-        check(getattr(lib, name)(ctypes.byref(self.to_struct()), int(D), ctypes.byref(n),
+        D = _capi.check_int(D, ctypes.c_int64, "D")
+        check(getattr(lib, name)(ctypes.byref(self.to_struct()), D, ctypes.byref(n),
                                  ctypes.byref(s)), name)
         return n.value, s.value
 
     def init_params(self, D, params=None):
         """sn_<norm|fuse>_init_params: gammas 1, betas 0 into params (allocated when None)."""
         n, _ = self.query(D)
+        D = _capi.check_int(D, ctypes.c_int64, "D")
         if params is None:
             params = np.empty(n, np.float32)
         p = A.vector("params", params, n, write=True, allow_none=(n == 0))
         name = f"sn_{self._c}_init_params"
-        check(getattr(lib, name)(ctypes.byref(self.to_struct()), int(D), p), name)
+        check(getattr(lib, name)(ctypes.byref(self.to_struct()), D, p), name)
         return params
 
     def empty_stats(self, R, D):
@@ -261,7 +278,7 @@ class Norm(_ParamBlock):
         if affine is None:
             affine = "scale" if self.kind == _capi.SN_NORM_RMSNORM else "scale_shift"
         self.affine = _code(AFFINES, affine, "affine mode")
-        self.group = int(group)
+        self.group = _capi.check_int(group, ctypes.c_int32, "Norm group")
         self.eps = float(eps)
         for name in ("kind", "affine", "group"):  # int32 fields of struct sn_norm
             _capi.check_int(getattr(self, name), ctypes.c_int32, f"Norm {name}")

@@ -48,11 +48,13 @@ and shape, and that the library's norms have the same parameters (gamma, beta) a
 ones, before it writes anything.
 """
 
+import ctypes
 import re
 from collections import OrderedDict
 
 import numpy as np
 
+from ._capi import check_int
 from .errors import IndexOutOfRange
 from .net import Net, PLACEMENTS
 from .norm import Norm
@@ -108,10 +110,10 @@ def norm_names(layout, n_layers, prefix="", block_group_size=1):
     for a DistributedDataParallel checkpoint). Each name's j is the library's norm of its role
     in that stage (Net.find_norm)."""
     _layout(layout)
-    L = int(n_layers)
+    L = check_int(n_layers, ctypes.c_int32, "n_layers")
     if L < 1:
         raise ValueError(f"n_layers must be >= 1, got {n_layers}")
-    G = int(block_group_size)
+    G = check_int(block_group_size, ctypes.c_int32, "block_group_size")
     if G < 1:
         raise ValueError(f"block_group_size must be >= 1, got {block_group_size}")
     roles = Net(LAYOUTS[layout][0], 2 * L, 1)  # the roles do not depend on the width
@@ -362,7 +364,8 @@ def make_net(layout, n_layers, d, kind="layernorm", eps=None, bias=None, **kwarg
     norm keeps gamma and beta in a Net (loaded as 1 and 0: the same function). kwargs go to
     Net (e.g. ctx)."""
     placement, eps, norm, nonaffine = _norms(layout, kind, eps, bias)
-    return Net(placement, 2 * int(n_layers), d, norm=norm, input_norm=nonaffine, **kwargs)
+    n_layers = check_int(n_layers, ctypes.c_int32, "n_layers")
+    return Net(placement, 2 * n_layers, d, norm=norm, input_norm=nonaffine, **kwargs)
 
 
 def make_module(layout, blocks, d, kind="layernorm", eps=None, bias=None, **kwargs):

@@ -24,14 +24,23 @@ on load); `params` is now a read-only property giving the flat block.
 
 eps: the default is the library's 1e-5 (also torch.nn.LayerNorm's). The official DeiT and DiT
 code uses LayerNorm(eps=1e-6): pass eps=1e-6 to match a checkpoint trained with it.
+
+Errors are the package's (siamesenorm.errors): a tensor that is not float32 / bfloat16 on the
+CPU raises DTypeError, a module's input whose last dimension is not its d ShapeError.
+An empty batch (no rows) gives an empty output, as torch.nn.LayerNorm does: the library's calls
+reject R = 0 (ShapeError), so the Functions answer it themselves without calling C (empty
+outputs, zero parameter gradients) and the modules run their blocks on (0, D) inputs.
 """
 
+import ctypes
 import math
 
 import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
+from . import _capi, errors
+from . import _arrays as A
 from .norm import Norm
 from .streams import Fuse, apply_forward, apply_backward, split_forward, split_backward
 from .net import Net
@@ -44,16 +53,67 @@ __all__ = ["FuseFunction", "MergeFunction", "ApplyFunction", "SplitFunction", "N
 def _np(t, name, bf16_ok=True):
     """A numpy view of a CPU tensor (copied to contiguous when needed): float32 as float32,
     torch.bfloat16 as uint16 bf16 bits (the library's bf16 calls)."""
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor")
-    ok = t.dtype == torch.float32 or (bf16_ok and t.dtype == torch.bfloat16)
-    if not ok or t.device.type != "cpu":
-        raise TypeError(f"{name} must be a float32{' or bfloat16' if bf16_ok else ''} CPU "
-                        f"tensor, got {t.dtype} on {t.device}")
+    _check_tensor(t, name, bf16_ok)
     t = t.detach().contiguous()
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(np.uint16)
     return t.numpy()
+
+
+def _check_tensor(t, name, bf16_ok=True):
+    """DTypeError (a TypeError, as numpy arrays of another dtype get) unless t is a float32 (or
+    bfloat16) CPU tensor."""
+    if not isinstance(t, torch.Tensor):
+        raise errors.DTypeError(None, f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    ok = t.dtype == torch.float32 or (bf16_ok and t.dtype == torch.bfloat16)
+    if not ok or t.device.type != "cpu":
+        raise errors.DTypeError(None, f"{name} must be a float32{' or bfloat16' if bf16_ok else ''}"
+                                      f" CPU tensor, got {t.dtype} on {t.device}")
+
+
+def _rows(e, d, module):
+    """A module's input e (..., d) as (R, d): DTypeError for a tensor the library cannot take,
+    ShapeError when e has no dimension or its last one is not d (reshaping would otherwise cut
+    wider rows into d-wide pieces and normalise those)."""
+    _check_tensor(e, "e")
+    if e.dim() < 1 or e.shape[-1] != d:
+        raise _capi.error(errors.ShapeError, f"{module}(d = {d}) takes inputs of shape (..., {d}), "
+                                             f"got {tuple(e.shape)} (last dimension "
+                                             f"{e.shape[-1] if e.dim() else 'missing'})")
+    return e.reshape(-1, d)
+
+
+def _dim(d):
+    """The model width d: an integer (not a bool, a float or a str), as sn.Net takes it."""
+    return _capi.check_int(d, ctypes.c_int64, "d")
+
+
+def _empty_batch(*mats):
+    """True for an empty batch (the first of mats (0, D)), after the checks a call with rows
+    would make on the matrices: the Functions answer it without the library (which rejects
+    R = 0 with ShapeError)."""
+    first = mats[0]
+    if first.ndim != 2 or first.shape[0] != 0:
+        return False  # a call with rows (or a bad rank: the library's checks say so)
+    for a in mats[1:]:
+        if a.dtype != first.dtype:
+            raise errors.DTypeError(None, f"the matrices of one call must share a dtype, got "
+                                          f"{first.dtype} and {a.dtype}")
+        if a.shape != first.shape:
+            raise _capi.error(errors.ShapeError, f"a matrix has shape {a.shape}, expected "
+                                                 f"{first.shape}")
+    return True
+
+
+def _empty_rows(fuse, xn, yn, pn):
+    """_empty_batch of a fuse's or merge's x and y, with its parameter block checked too."""
+    if not _empty_batch(xn, yn):
+        return False
+    n = fuse.query(xn.shape[1])[0]
+    if (0 if pn is None else pn.size) != n:
+        raise _capi.error(errors.ShapeError, f"params has {0 if pn is None else pn.size} "
+                                             f"elements, expected {n}")
+    return True
 
 
 def _t(a):
@@ -84,7 +144,11 @@ class FuseFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, y, params, fuse):
         xn, yn, pn = _np(x, "x"), _np(y, "y"), _params_np(params)
-        R, D = xn.shape
+        if _empty_rows(fuse, xn, yn, pn):
+            ctx.fuse, ctx.stats = fuse, None
+            ctx.save_for_backward(x, y, params)
+            return _t(np.empty_like(xn)), _t(np.empty_like(xn))
+        R, D = A.rows_cols("x", xn)  # ShapeError for another rank
         stats = fuse.empty_stats(R, D)
         u, h = fuse.forward(xn, yn, pn, stats=stats)
         ctx.fuse, ctx.stats = fuse, stats
@@ -95,6 +159,8 @@ class FuseFunction(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, du, dh):
         x, y, params = ctx.saved_tensors
+        if ctx.stats is None:  # an empty batch
+            return (torch.empty_like(x), torch.empty_like(y), torch.zeros_like(params), None)
         xn, yn, pn = _np(x, "x"), _np(y, "y"), _params_np(params)
         dhn = _np(dh, "dh") if dh is not None else _zeros_like_np(xn)
         dun = _np(du, "du") if du is not None else None
@@ -112,7 +178,11 @@ class MergeFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, y, params, fuse):
         xn, yn, pn = _np(x, "x"), _np(y, "y"), _params_np(params)
-        R, D = xn.shape
+        if _empty_rows(fuse, xn, yn, pn):
+            ctx.fuse, ctx.stats = fuse, None
+            ctx.save_for_backward(x, y, params)
+            return _t(np.empty_like(xn))
+        R, D = A.rows_cols("x", xn)  # ShapeError for another rank
         stats = fuse.empty_stats(R, D)
         out = fuse.merge_forward(xn, yn, pn, stats=stats)
         ctx.fuse, ctx.stats = fuse, stats
@@ -123,6 +193,8 @@ class MergeFunction(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, dout):
         x, y, params = ctx.saved_tensors
+        if ctx.stats is None:  # an empty batch
+            return (torch.empty_like(x), torch.empty_like(y), torch.zeros_like(params), None)
         xn, yn, pn = _np(x, "x"), _np(y, "y"), _params_np(params)
         dparams = np.zeros(params.numel(), np.float32)
         dx, dy = ctx.fuse.merge_backward(_np(dout, "dout"), xn, yn, pn, ctx.stats,
@@ -137,8 +209,13 @@ class ApplyFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, z, u, y, c):
-        xo, yo = apply_forward(_np(z, "z"), _np(u, "u"), _np(y, "y"), float(c))
+        zn, un, yn = _np(z, "z"), _np(u, "u"), _np(y, "y")
         ctx.c = float(c)
+        if _empty_batch(zn, un, yn):  # no C call
+            if not (ctx.c > 0 and math.isfinite(ctx.c)):
+                raise _capi.error(errors.ScaleError, f"c = {ctx.c}")
+            return _t(np.empty_like(zn)), _t(np.empty_like(zn))
+        xo, yo = apply_forward(zn, un, yn, ctx.c)
         return _t(xo), _t(yo)
 
     @staticmethod
@@ -147,6 +224,8 @@ class ApplyFunction(torch.autograd.Function):
         if dxo is None and dyo is None:
             return None, None, None, None
         ref = dxo if dxo is not None else dyo
+        if ref.numel() == 0:  # an empty batch
+            return torch.empty_like(ref), dxo, dyo, None
         dxon = _np(dxo, "dxo") if dxo is not None else _zeros(ref)
         dyon = _np(dyo, "dyo") if dyo is not None else _zeros(ref)
         dz = apply_backward(dxon, dyon, ctx.c)
@@ -160,7 +239,10 @@ class SplitFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, e):
-        x, y = split_forward(_np(e, "e"))
+        en = _np(e, "e")
+        if _empty_batch(en):  # no C call
+            return _t(np.empty_like(en)), _t(np.empty_like(en))
+        x, y = split_forward(en)
         return _t(x), _t(y)
 
     @staticmethod
@@ -169,6 +251,8 @@ class SplitFunction(torch.autograd.Function):
         ref = dx if dx is not None else dy
         if ref is None:
             return None
+        if ref.numel() == 0:  # an empty batch
+            return torch.empty_like(ref)
         dxn = _np(dx, "dx") if dx is not None else _zeros(ref)
         dyn = _np(dy, "dy") if dy is not None else _zeros(ref)
         return _t(split_backward(dxn, dyn))
@@ -191,9 +275,10 @@ class NormParams(torch.nn.Module):
     def __init__(self, norm, d):
         super().__init__()
         self.norm = norm
-        n, _ = norm.query(int(d))
-        W = _width(norm, int(d))
-        init = _t(norm.init_params(int(d))) if n else torch.empty(0)
+        d = _dim(d)
+        n, _ = norm.query(d)
+        W = _width(norm, d)
+        init = _t(norm.init_params(d)) if n else torch.empty(0)
         self.weight = torch.nn.Parameter(init[:W].clone()) if n >= W else None
         self.bias = torch.nn.Parameter(init[W:2 * W].clone()) if n >= 2 * W else None
         self.n_params = n
@@ -214,7 +299,7 @@ class _FuseParams(torch.nn.Module):
 
     def __init__(self, fuse, d, names=None):
         super().__init__()
-        self.fuse, self.d = fuse, int(d)
+        self.fuse, self.d = fuse, _dim(d)
         self._norm_names = tuple(names or self._names)
         for name, nm in zip(self._norm_names, (fuse.x, fuse.y, fuse.out)):
             setattr(self, name, NormParams(nm, self.d))
@@ -367,7 +452,9 @@ class SiameseNorm(torch.nn.Module):
             without beta). Without input_norm, N_in is this norm too.
     The norms' layout is the library's (Net(placement, ...).stage_norms). Parameters per norm:
     sublayers.{i}.post/.pre/.input (hybrid_pre attention: .c1/.pre), merge.x/.y/.final, each
-    with weight (and bias). forward(e) accepts (..., D) and returns the same shape.
+    with weight (and bias). forward(e) accepts (..., D) and returns the same shape: ShapeError
+    when the last dimension is not d; an empty batch (no rows) returns an empty tensor, as
+    torch.nn.LayerNorm does (the blocks run on (0, D) inputs, the norms' gradients are zero).
     """
 
     def __init__(self, blocks, d, kind="layernorm", eps=1e-5, scales=None, input_norm=None,
@@ -383,7 +470,7 @@ class SiameseNorm(torch.nn.Module):
                   input_norm=input_norm)
         self.placement = placement
         self.scales = [net.scale(i) for i in range(S)]  # the library's c_i
-        self.d = int(d)
+        self.d = net.d
         subs = []
         for i, (b, c) in enumerate(zip(blocks, self.scales)):
             norms = [nm for nm, _ in net.stage_norms(i)]
@@ -398,7 +485,7 @@ class SiameseNorm(torch.nn.Module):
 
     def forward(self, e):
         shape = e.shape
-        x, y = SplitFunction.apply(e.reshape(-1, self.d))
+        x, y = SplitFunction.apply(_rows(e, self.d, "SiameseNorm"))
         for sub in self.sublayers:
             x, y = sub(x, y)
         return self.merge(x, y).reshape(shape)
@@ -429,7 +516,8 @@ class SpanNorm(torch.nn.Module):
 
     Args: blocks, d, kind, eps, scales, norm: as SiameseNorm's. Parameters:
     sublayers.{i}.norm.weight / .bias, final.norm.weight / .bias. forward(e) accepts (..., D)
-    float32 and returns the same shape."""
+    float32 and returns the same shape (ShapeError for another last dimension; an empty batch
+    gives an empty output, as SiameseNorm's)."""
 
     def __init__(self, blocks, d, kind="layernorm", eps=1e-5, scales=None, norm=None):
         super().__init__()
@@ -438,14 +526,14 @@ class SpanNorm(torch.nn.Module):
         rule = scales if scales is None or isinstance(scales, str) else list(scales)
         net = Net("span_norm", S, d, kind=kind, eps=eps, scales=rule, norm=norm)
         self.scales = [net.scale(i) for i in range(S)]
-        self.d = int(d)
+        self.d = net.d
         self.sublayers = torch.nn.ModuleList(
             SpanNormSublayer(b, d, net.stage_norms(i)[0][0]) for i, b in enumerate(blocks))
         self.final = SpanNormSublayer(torch.nn.Identity(), d, net.stage_norms(S)[0][0])
 
     def forward(self, e):
         shape = e.shape
-        x = e.reshape(-1, self.d)
+        x = _rows(e, self.d, "SpanNorm")
         S = len(self.sublayers)
         for i in range(0, S, 2):
             if i + 1 < S:
@@ -608,7 +696,13 @@ class HyperConnections(torch.nn.Module):
     Parameters: sublayers.{i}.norm, .static_alpha, .static_beta (dynamic: .streams_norm,
     .dynamic_alpha_fn, .dynamic_beta_fn, .dynamic_alpha_scale, .dynamic_beta_scale; see
     HyperConnSublayer), final.weight / .bias. forward(e) accepts (..., D) and returns the same
-    shape; each forward keeps its own activations until its backward."""
+    shape (ShapeError for another last dimension); each forward keeps its own activations until
+    its backward. An empty batch (no rows) returns an empty tensor, as torch.nn.LayerNorm does:
+    the blocks run on a (0, D) input and every parameter's gradient is zero.
+
+    copy.deepcopy, pickle and torch.save of the whole module work (the layout Net it holds
+    pickles; see siamesenorm.Net): the copy computes the same outputs and gradients, bit for
+    bit."""
 
     def __init__(self, blocks, d, n=4, dynamic=True, kind="layernorm", eps=1e-5, norm=None):
         super().__init__()
@@ -618,7 +712,7 @@ class HyperConnections(torch.nn.Module):
                          norm=norm, hc_rate=n, hc_dynamic=dynamic)
         net = Net(**self._cfg)
         self._net = net  # the layout (norm_at, conn_at) and the initial parameters
-        self.d, self.n, self.dynamic = int(d), net.hc_rate, net.hc_dynamic
+        self.d, self.n, self.dynamic = net.d, net.hc_rate, net.hc_dynamic
         self.sublayers = torch.nn.ModuleList(
             HyperConnSublayer(b, [nm for nm, _ in net.stage_norms(i)], self.n, self.d,
                               self.dynamic) for i, b in enumerate(blocks))
@@ -666,8 +760,16 @@ class HyperConnections(torch.nn.Module):
 
     def forward(self, e):
         shape = e.shape
-        e2 = e.reshape(-1, self.d)
+        e2 = _rows(e, self.d, "HyperConnections")
         flat = self._flat()
+        if e2.shape[0] == 0:
+            # an empty batch (the library rejects R = 0): the blocks run on the empty input, and
+            # the parameters enter with weight 0 so that their gradients are zero, not None
+            h = e2 + 0 * flat.sum().to(e2.dtype)
+            out = h
+            for sub in self.sublayers:
+                out = out + sub.block(h)
+            return out.reshape(shape)
         p = _HCPass(self._cfg, "bf16" if e.dtype == torch.bfloat16 else "f32", flat)
         tok = _HCSplit.apply(e2, flat, p)
         for i, sub in enumerate(self.sublayers):

@@ -123,5 +123,27 @@ class CheckedMode(unittest.TestCase):
         with sn.Context(threads=2) as ctx:
             self.assertGreater(ctx.set_scratch(96), 0)
 
+    def test_scratch_arguments(self):
+        """set_scratch validates D: D < 1 is a ShapeError (0.6.19: set_scratch(-1) returned 0
+        silently), a size beyond size_t (sn_scratch_bytes' SIZE_MAX) too (0.6.19: numpy's
+        ValueError); the context keeps its previous scratch, and calls still run."""
+        norm = sn.Norm("layernorm")
+        x = np.random.default_rng(4).standard_normal((300, 64)).astype(np.float32)
+        p = norm.init_params(64)
+        st = norm.empty_stats(300, 64)
+        norm.forward(x, p, stats=st)
+        want = norm.backward(x, x, p, st)
+        with sn.Context(threads=2) as ctx:
+            n = ctx.set_scratch(64)
+            kept = ctx._scratch
+            for D, exc in ((0, sn.ShapeError), (-1, sn.ShapeError), (2**62, sn.ShapeError),
+                           (2**63, OverflowError), (64.0, TypeError)):
+                with self.subTest(D=D), self.assertRaises(exc):
+                    ctx.set_scratch(D)
+            self.assertIs(ctx._scratch, kept)
+            self.assertGreaterEqual(kept.size, n)
+            got = norm.backward(x, x, p, st, ctx=ctx)
+        np.testing.assert_array_equal(got, want)
+
 if __name__ == "__main__":
     main()

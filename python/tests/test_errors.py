@@ -67,13 +67,91 @@ class ErrorPaths(unittest.TestCase):
     def test_non_contiguous(self):
         out = filled()
         wide = np.zeros((R, 2 * D), np.float32)
-        for bad in (wide[:, ::2], self.x.T.copy().T, self.x[::-1]):
+        # a row stride smaller than D (here negative, or 0): the library's own SN_ERR_STRIDE
+        for bad in (self.x[::-1], np.broadcast_to(self.x[0], (R, D))):
             with self.assertRaises(sn.StrideError) as cm:
                 self.norm.forward(bad, self.params, out=out)
             self.assertLibraryError(cm, sn.StrideError, 3)
+            self.assertIn("row stride", str(cm.exception))
+        # layouts the C API cannot express: status 3, but no "row stride smaller than D" text
+        # (0.6.19 said it for every stride error); the message says what is wrong
+        for bad in (wide[:, ::2], self.x.T.copy().T, self.x[:, ::-1]):
+            with self.assertRaises(sn.StrideError) as cm:
+                self.norm.forward(bad, self.params, out=out)
+            exc = cm.exception
+            self.assertEqual(exc.status, 3)
+            self.assertIsNone(exc.library_message)
+            self.assertNotIn(sn.status_string(3), str(exc))
+            self.assertIn("unit column stride", str(exc))
+        with self.assertRaises(sn.StrideError) as cm:  # a non-contiguous vector
+            self.norm.forward(self.x, self.params, stats=np.zeros((R, 4), np.float32)[:, ::2])
+        self.assertNotIn(sn.status_string(3), str(cm.exception))
+        self.assertIn("C-contiguous", str(cm.exception))
         self.assertTrue(np.all(out == SENTINEL))
         with self.assertRaises(sn.StrideError):  # a non-contiguous output
             self.norm.forward(self.x, self.params, out=filled((R, 2 * D))[:, ::2])
+
+    def test_misaligned_is_align_error(self):
+        """A buffer not aligned to its element size: AlignError with the library's status 16,
+        as the C library returns for it (0.6.19 raised StrideError, status 3)."""
+        buf = bytearray(4 * R * D + 4)
+        mis = np.ndarray((R, D), np.float32, buffer=buf, offset=1)
+        mis[...] = self.x
+        self.assertFalse(mis.flags.aligned)
+        out = filled()
+        with self.assertRaises(sn.AlignError) as cm:
+            self.norm.forward(mis, self.params, out=out)
+        self.assertLibraryError(cm, sn.AlignError, 16)
+        self.assertTrue(np.all(out == SENTINEL))
+        field = np.zeros(R, dtype=[("a", "f4", (D,)), ("b", "u1")])["a"]  # row stride 33 bytes
+        with self.assertRaises(sn.AlignError):
+            self.norm.forward(field, self.params, out=out)
+        with self.assertRaises(sn.AlignError):  # a misaligned output
+            self.norm.forward(self.x, self.params, out=mis)
+        # the library's own answer for the same pointer
+        st = sn._capi.lib.sn_norm_forward.raw(
+            None, sn._capi.ctypes.byref(self.norm.to_struct()), R, D, mis.ctypes.data, D,
+            self.params.ctypes.data, out.ctypes.data, D, None)
+        self.assertEqual(st, sn.AlignError.status)
+
+    def test_empty_batch_is_shape_error(self):
+        """R = 0: ShapeError, as the library's SN_ERR_SHAPE for R <= 0 (0.6.19 raised
+        StrideError "must have unit column stride")."""
+        for call in (lambda e: self.norm.forward(e, self.params),
+                     lambda e: sn.split_forward(e),
+                     lambda e: sn.to_bf16(e),
+                     lambda e: sn.Net("siamese", 2, D).split(e)):
+            with self.assertRaises(sn.ShapeError) as cm:
+                call(np.zeros((0, D), np.float32))
+            self.assertLibraryError(cm, sn.ShapeError, 2)
+            self.assertIn("(0, 16)", str(cm.exception))
+
+    def test_every_status_has_an_exported_class(self):
+        """Every status the library names (sn_status_string until "unknown status") has its
+        class, exported in errors.__all__ and the package namespace (0.6.19 lacked AlignError)."""
+        unknown = sn.status_string(10**6)
+        k = 1
+        while sn.status_string(k) != unknown:
+            cls = type(sn.errors.error_for_status(k, sn.status_string(k)))
+            self.assertIsNot(cls, sn.SiameseNormError, k)
+            self.assertEqual(cls.status, k)
+            self.assertIn(cls.__name__, sn.errors.__all__, k)
+            self.assertIn(cls.__name__, sn.__all__, k)
+            self.assertIs(getattr(sn, cls.__name__), cls)
+            k += 1
+        self.assertGreaterEqual(k - 1, 18)
+        for name in sn.errors.__all__:
+            self.assertTrue(hasattr(sn, name), name)
+
+    def test_bf16_dtype_message(self):
+        b = sn.to_bf16(self.x)
+        with self.assertRaises(sn.DTypeError) as cm:
+            sn.from_bf16(b.view(np.int16))
+        self.assertIn("uint16", str(cm.exception))
+        self.assertNotIn("float32", str(cm.exception))
+        with self.assertRaises(sn.DTypeError) as cm:
+            sn.to_bf16(b)
+        self.assertIn("float32", str(cm.exception))
 
     def test_bad_eps_from_library(self):
         for eps in (0.0, -1e-5, float("nan"), float("inf")):

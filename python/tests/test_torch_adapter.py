@@ -77,6 +77,17 @@ class Functions(unittest.TestCase):
         with self.assertRaises(TypeError):
             ta.SplitFunction.apply(self.x.double())
 
+    def test_tensor_errors_are_package_errors(self):
+        """A tensor the library cannot take raises DTypeError (a SiameseNormError and a
+        TypeError), as a numpy array of another dtype does (0.6.19: a plain TypeError)."""
+        for bad in (self.x.double(), self.x.half(), self.x.int(),
+                    torch.empty(self.R, self.D, device="meta")):
+            with self.assertRaises(sn.DTypeError):
+                ta.SplitFunction.apply(bad)
+        with self.assertRaises(sn.DTypeError):
+            ta.MergeFunction.apply(self.x, self.y.double(), torch.zeros(6 * self.D),
+                                   sn.Fuse.uniform())
+
 
 class ModuleParity(unittest.TestCase):
     def run_case(self, kind, eps, scales):
@@ -448,6 +459,120 @@ class HyperConnectionsAdapter(unittest.TestCase):
                        (2.5, TypeError)):
             with self.assertRaises(exc):
                 ta.HyperConnections(self.blocks(), self.D, n=n)
+
+
+class ModuleInputs(unittest.TestCase):
+    """What the modules do with inputs of another width, empty batches, other tensor types, and
+    copies (deepcopy, pickle, torch.save) of the whole module."""
+    D, S = 8, 4
+
+    def modules(self, seed=0):
+        torch.manual_seed(seed)
+        D = self.D
+        mk = lambda: [torch.nn.Sequential(torch.nn.Linear(D, D), torch.nn.Tanh())  # noqa: E731
+                      for _ in range(self.S)]
+        return {"SiameseNorm": ta.SiameseNorm(mk(), D),
+                "SiameseNorm hybrid_pre": ta.SiameseNorm(mk(), D, placement="siamese_hybrid_pre",
+                                                         scales=[1.0, 2.0, 0.5, 3.0]),
+                "SpanNorm": ta.SpanNorm(mk(), D),
+                "HyperConnections": ta.HyperConnections(mk(), D, n=2, dynamic=True),
+                "HyperConnections static": ta.HyperConnections(mk(), D, n=3, dynamic=False)}
+
+    def randomise(self, mod, seed):
+        g = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for p in mod.parameters():
+                p.add_(0.1 * torch.randn(p.shape, generator=g))
+
+    def test_wrong_width_raises(self):
+        """A (2, 16) input to a d = 8 module: ShapeError naming both widths (0.6.19 normalised
+        it silently in 8-wide pieces)."""
+        for name, mod in self.modules().items():
+            for shape in ((2, 2 * self.D), (3, self.D // 2), (self.D, 2), ()):
+                with self.subTest(name, shape=shape):
+                    with self.assertRaises(sn.ShapeError) as cm:
+                        mod(torch.randn(shape))
+                    self.assertIsInstance(cm.exception, sn.SiameseNormError)
+                    self.assertIn(f"(..., {self.D})", str(cm.exception))
+                    self.assertIn(str(tuple(shape)), str(cm.exception))
+            self.assertEqual(tuple(mod(torch.randn(2, 3, self.D)).shape), (2, 3, self.D))
+            self.assertEqual(tuple(mod(torch.randn(self.D)).shape), (self.D,))
+
+    def test_bad_input_tensor_types(self):
+        for name, mod in self.modules().items():
+            for bad in (torch.randn(3, self.D, dtype=torch.float64),
+                        torch.empty(3, self.D, device="meta"),
+                        torch.zeros(0, self.D, dtype=torch.float64)):
+                with self.subTest(name, dtype=bad.dtype, device=bad.device):
+                    with self.assertRaises(sn.DTypeError):
+                        mod(bad)
+        with self.assertRaises(TypeError):  # the width is an integer, as sn.Net's d
+            ta.SiameseNorm([torch.nn.Identity()] * 2, 8.0)
+
+    def test_empty_batch(self):
+        """No rows in, no rows out, as torch.nn.LayerNorm: the output is empty, the blocks run
+        on empty inputs, and every parameter's gradient is zero (0.6.19: StrideError)."""
+        for name, mod in self.modules().items():
+            for shape in ((0, self.D), (2, 0, self.D)):
+                with self.subTest(name, shape=shape):
+                    mod.zero_grad(set_to_none=True)
+                    e = torch.zeros(shape, requires_grad=True)
+                    out = mod(e)
+                    self.assertEqual(out.shape, e.shape)
+                    self.assertEqual(out.dtype, torch.float32)
+                    out.sum().backward()
+                    self.assertEqual(e.grad.shape, e.shape)
+                    for pname, p in mod.named_parameters():
+                        self.assertIsNotNone(p.grad, pname)
+                        self.assertFalse(p.grad.any(), pname)
+        for mod in (ta.SiameseNorm([torch.nn.Identity() for _ in range(2)], self.D),
+                    ta.SpanNorm([torch.nn.Identity() for _ in range(2)], self.D),
+                    ta.HyperConnections([torch.nn.Identity() for _ in range(2)], self.D, n=2)):
+            e = torch.zeros(0, self.D, dtype=torch.bfloat16, requires_grad=True)
+            out = mod(e)
+            self.assertEqual((out.shape, out.dtype), (e.shape, torch.bfloat16))
+            out.float().sum().backward()
+            self.assertEqual((e.grad.shape, e.grad.dtype), (e.shape, torch.bfloat16))
+
+    def test_copies_are_bitwise_identical(self):
+        """copy.deepcopy (an EMA teacher), pickle and torch.save / torch.load of the whole
+        module: the copy's outputs and gradients equal the original's bit for bit (0.6.19:
+        HyperConnections raised "ctypes objects containing pointers cannot be pickled")."""
+        import io
+        import pickle
+
+        def saved(m):
+            buf = io.BytesIO()
+            torch.save(m, buf)
+            buf.seek(0)
+            return torch.load(buf)
+
+        g = torch.Generator().manual_seed(11)
+        e = torch.randn(5, self.D, generator=g)
+        w = torch.randn(5, self.D, generator=g)
+
+        def run(m):
+            m.zero_grad(set_to_none=True)
+            x = e.clone().requires_grad_(True)
+            out = m(x)
+            (out * w).sum().backward()
+            return [out.detach(), x.grad] + [p.grad for p in m.parameters()]
+
+        for name, mod in self.modules().items():
+            self.randomise(mod, 3)
+            copies = {"deepcopy": copy.deepcopy(mod), "pickle": pickle.loads(pickle.dumps(mod)),
+                      "torch.save": saved(mod)}
+            want = run(mod)
+            for how, c in copies.items():
+                with self.subTest(name, how=how):
+                    self.assertEqual(len(list(c.parameters())), len(list(mod.parameters())))
+                    got = run(c)
+                    self.assertEqual(len(got), len(want))
+                    for a, b in zip(got, want):
+                        self.assertTrue(torch.equal(a, b))
+                    with torch.no_grad():  # independent parameters
+                        next(c.parameters()).add_(1.0)
+                    self.assertTrue(torch.equal(run(mod)[0], want[0]))
 
 
 if __name__ == "__main__":
