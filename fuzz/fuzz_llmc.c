@@ -7,6 +7,8 @@
  *     the input's bytes;
  *   - an SNC1 file that parses converts to an llm.c file that parses and converts back to the
  *     input's bytes;
+ *   - every file written has the length llmc_out_bytes announced (sn-llmc-convert's progress
+ *     total), and a placement refused has none;
  *   - a refused file is refused with a message; nothing is read outside the input (ASan).
  * Seeds (fuzz/corpus/llmc/): small valid llm.c files and the SNC1 files the converter made of
  * them. */
@@ -38,8 +40,9 @@ static bytes to_snc(const void *buf, const llmc_model *m, int placement) {
     char err[1024];
     FILE *f = open_memstream(&b.p, &b.n);
     REQUIRE(f);
-    REQUIRE(llmc_write_snc(buf, m, placement, f, err, sizeof err) == 0);
+    REQUIRE(llmc_write_snc(buf, m, placement, f, NULL, err, sizeof err) == 0);
     REQUIRE(fclose(f) == 0);
+    REQUIRE(b.n == llmc_out_bytes(m, 1, placement));
     return b;
 }
 static bytes to_llmc(const void *buf, const llmc_model *m) {
@@ -47,8 +50,9 @@ static bytes to_llmc(const void *buf, const llmc_model *m) {
     char err[1024];
     FILE *f = open_memstream(&b.p, &b.n);
     REQUIRE(f);
-    REQUIRE(llmc_write_llmc(buf, m, f, err, sizeof err) == 0);
+    REQUIRE(llmc_write_llmc(buf, m, f, NULL, err, sizeof err) == 0);
     REQUIRE(fclose(f) == 0);
+    REQUIRE(b.n == llmc_out_bytes(m, 0, -1));
     return b;
 }
 
@@ -71,7 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const int from = llmc_placement_ok(&m, p, SN_LLMC_FROM, err, sizeof err) == 0;
             if (!from) {
                 char err2[1024];
-                REQUIRE(err[0] && llmc_write_snc(buf, &m, p, stdout, err2, sizeof err2) != 0);
+                REQUIRE(err[0] && llmc_write_snc(buf, &m, p, stdout, NULL, err2, sizeof err2) != 0);
+                REQUIRE(llmc_out_bytes(&m, 1, p) == 0);
                 continue;
             }
             bytes snc = to_snc(buf, &m, p);

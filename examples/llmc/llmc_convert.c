@@ -12,9 +12,15 @@
  * temporary file in its directory, fsynced, then renamed over the target (examples/common/
  * atomic_file.h), so an existing output is replaced only by a complete conversion.
  *
+ * Progress (examples/common/progress.h): on a terminal, once a conversion has run 2 seconds, a
+ * line on stderr with the share of the bytes read and written, the time elapsed and an ETA at
+ * the rate so far, the phase ("reading", "writing", "syncing to disk") in brackets. Nothing when
+ * stderr is not a terminal or the conversion ends sooner; stdout and the output's bytes are the
+ * same either way. The input is read and the output written LLMC_CHUNK (8 MiB) at a time.
+ *
  * Installed by every build (also -Dexamples=false), linked statically against the library so
  * that it runs from any prefix. Against an installed library by hand:
- *   cc -std=c11 -O2 llmc_convert.c llmc_format.c atomic_file.c -I. \
+ *   cc -std=c11 -O2 llmc_convert.c llmc_format.c atomic_file.c progress.c -I. \
  *       $(pkg-config --cflags siamesenorm) $(pkg-config --variable=libdir siamesenorm)/libsiamesenorm.a \
  *       $(pkg-config --static --libs-only-l siamesenorm | sed 's/-lsiamesenorm//') -o sn-llmc-convert
  */
@@ -28,7 +34,9 @@
 #include <siamesenorm_llmc.h>
 
 #include "atomic_file.h"
+#include "clock.h"
 #include "llmc_format.h"
+#include "progress.h"
 
 #define ME "sn-llmc-convert"
 
@@ -48,8 +56,10 @@ static void usage(FILE *f) {
             "The output is never the input, and is replaced only by a complete conversion.\n");
 }
 
-/* The whole of a regular file, or NULL with a message. malloc's alignment suits floats. */
-static unsigned char *slurp(const char *path, size_t *n) {
+/* The whole of a regular file, or NULL with a message. malloc's alignment suits floats. Read
+ * LLMC_CHUNK bytes at a time, each counted in pr, whose total becomes twice the file's size (the
+ * output's size taken as the input's until the input is validated). */
+static unsigned char *slurp(const char *path, size_t *n, progress *pr) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         perror(path);
@@ -63,15 +73,30 @@ static unsigned char *slurp(const char *path, size_t *n) {
         fprintf(stderr, ME ": %s: too large\n", path);
     } else if (!(buf = malloc((size_t)st.st_size + 1))) {
         fprintf(stderr, ME ": %s: out of memory (%lld bytes)\n", path, (long long)st.st_size);
-    } else if (fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size || fgetc(f) != EOF) {
-        fprintf(stderr, ME ": %s: read error, or the file changed while read\n", path);
-        free(buf);
-        buf = NULL;
+    } else {
+        size_t size = (size_t)st.st_size, got = 0;
+        pr->total = 2 * (long long)size;
+        while (got < size) {
+            size_t want = size - got < LLMC_CHUNK ? size - got : LLMC_CHUNK;
+            size_t r = fread(buf + got, 1, want, f);
+            got += r;
+            progress_add(pr, (long long)r, now_s());
+            if (r != want) break; /* a read error, or the file shrank */
+        }
+        if (got != size || fgetc(f) != EOF) {
+            progress_end(pr, now_s());
+            fprintf(stderr, ME ": %s: read error, or the file changed while read\n", path);
+            free(buf);
+            buf = NULL;
+        }
     }
     *n = buf ? (size_t)st.st_size : 0;
     fclose(f);
     return buf;
 }
+
+/* llmc_progress's callback: bytes written, counted in the progress line */
+static void wrote(void *pr, size_t bytes) { progress_add(pr, (long long)bytes, now_s()); }
 
 /* --placements: every placement of this library, both directions, for a 4-layer model. */
 static void placements(void) {
@@ -125,8 +150,10 @@ int main(int argc, char **argv) {
                 in_path, out_path);
         return 1;
     }
+    progress pr;
+    progress_init(&pr, progress_stream(), ME, "reading", 0, now_s());
     size_t n;
-    unsigned char *buf = slurp(in_path, &n);
+    unsigned char *buf = slurp(in_path, &n, &pr);
     if (!buf) return 1;
 
     /* Everything validated before the output is created. */
@@ -135,6 +162,7 @@ int main(int argc, char **argv) {
     int rc = to_sn ? llmc_parse_llmc(buf, n, &m, err, sizeof err)
                    : llmc_parse_snc(buf, n, &m, err, sizeof err);
     if (rc == 0 && to_sn) rc = llmc_placement_ok(&m, placement, SN_LLMC_FROM, err, sizeof err);
+    progress_end(&pr, now_s()); /* reading's line ends before any message */
     if (rc != 0) {
         fprintf(stderr, ME ": %s: %s; nothing written\n", in_path, err);
         free(buf);
@@ -146,14 +174,21 @@ int main(int argc, char **argv) {
         free(buf);
         return 1;
     }
-    rc = to_sn ? llmc_write_snc(buf, &m, placement, out.f, err, sizeof err)
-               : llmc_write_llmc(buf, &m, out.f, err, sizeof err);
+    pr.total = (long long)n + (long long)llmc_out_bytes(&m, to_sn, placement); /* exact now */
+    progress_phase(&pr, "writing", now_s());
+    const llmc_progress counted = {wrote, &pr};
+    rc = to_sn ? llmc_write_snc(buf, &m, placement, out.f, &counted, err, sizeof err)
+               : llmc_write_llmc(buf, &m, out.f, &counted, err, sizeof err);
     free(buf);
     if (rc != 0) {
+        progress_end(&pr, now_s());
         fprintf(stderr, ME ": %s: %s; %s is as it was\n", out_path, err, out_path);
         af_abort(&out);
         return 1;
     }
+    /* fsync's time is not counted: the line says so, and ends before af_commit's messages */
+    progress_phase(&pr, "syncing to disk", now_s());
+    progress_end(&pr, now_s());
     if (af_commit(&out) != 0) return 1;
     printf("%s: llm.c v%d L=%d C=%d NH=%d maxT=%d V=%d Vp=%d -> %s (%s)\n", in_path, m.llmc_version,
            m.L, m.C, m.NH, m.maxT, m.V, m.Vp, out_path,

@@ -156,12 +156,34 @@ int llmc_parse_snc(const void *buf, size_t n, llmc_model *m, char *err, size_t e
     return llmc_placement_ok(m, m->placement, SN_LLMC_TO, err, errn);
 }
 
-static int put(FILE *out, const void *p, size_t bytes) {
-    return bytes == 0 || fwrite(p, 1, bytes, out) == bytes ? 0 : -1;
+/* bytes from p to out, LLMC_CHUNK at a time, each chunk told to pr */
+static int put(FILE *out, const void *p, size_t bytes, const llmc_progress *pr) {
+    for (const char *at = p; bytes > 0;) {
+        size_t n = bytes < LLMC_CHUNK ? bytes : LLMC_CHUNK;
+        if (fwrite(at, 1, n, out) != n) return -1;
+        if (pr && pr->wrote) pr->wrote(pr->ctx, n);
+        at += n, bytes -= n;
+    }
+    return 0;
 }
 
-int llmc_write_snc(const void *buf, const llmc_model *m, int placement, FILE *out, char *err,
-                   size_t errn) {
+size_t llmc_out_bytes(const llmc_model *m, int to_sn, int placement) {
+    const size_t header = LLMC_HEADER * sizeof(int32_t);
+    if (!to_sn) return header + m->n_floats * sizeof(float);
+    char err[512];
+    sn_net net;
+    int64_t n_norm;
+    if (llmc_placement_ok(m, placement, SN_LLMC_FROM, err, sizeof err) != 0 ||
+        llmc_net(m, placement, &net, err, sizeof err) != 0 ||
+        sn_net_sizes(&net, &n_norm, NULL, NULL) != SN_OK)
+        return 0;
+    size_t ln = 0;
+    for (int t = 0; t < LLMC_NT; t++) ln += is_ln(t) ? m->sz[t] : 0;
+    return header + (m->n_floats - ln + (size_t)n_norm) * sizeof(float);
+}
+
+int llmc_write_snc(const void *buf, const llmc_model *m, int placement, FILE *out,
+                   const llmc_progress *progress, char *err, size_t errn) {
     sn_net net;
     int64_t n_norm;
     if (llmc_placement_ok(m, placement, SN_LLMC_FROM, err, errn) != 0 ||
@@ -186,16 +208,17 @@ int llmc_write_snc(const void *buf, const llmc_model *m, int placement, FILE *ou
     int32_t h[LLMC_HEADER] = {
         SNC_MAGIC, SNC_VERSION, m->maxT,         m->V,      m->L,           m->NH,
         m->C,      m->Vp,       m->llmc_version, placement, (int32_t)n_norm};
-    int rc = put(out, h, sizeof h);
+    int rc = put(out, h, sizeof h, progress);
     at = data;
     for (int t = 0; t < LLMC_NT && rc == 0; at += m->sz[t], t++)
-        if (!is_ln(t)) rc = put(out, at, m->sz[t] * sizeof(float)); /* the weights, unchanged */
-    if (rc == 0) rc = put(out, norms, (size_t)n_norm * sizeof(float));
+        if (!is_ln(t)) rc = put(out, at, m->sz[t] * sizeof(float), progress); /* unchanged */
+    if (rc == 0) rc = put(out, norms, (size_t)n_norm * sizeof(float), progress);
     free(norms);
     return rc == 0 ? 0 : fail(err, errn, "write error");
 }
 
-int llmc_write_llmc(const void *buf, const llmc_model *m, FILE *out, char *err, size_t errn) {
+int llmc_write_llmc(const void *buf, const llmc_model *m, FILE *out, const llmc_progress *progress,
+                    char *err, size_t errn) {
     sn_net net;
     if (llmc_placement_ok(m, m->placement, SN_LLMC_TO, err, errn) != 0 ||
         llmc_net(m, m->placement, &net, err, errn) != 0)
@@ -216,13 +239,13 @@ int llmc_write_llmc(const void *buf, const llmc_model *m, FILE *out, char *err, 
         return fail(err, errn, "sn_llmc_scatter: %s", sn_status_string(st));
     }
     int32_t h[LLMC_HEADER] = {LLMC_MAGIC, m->llmc_version, m->maxT, m->V, m->L, m->NH, m->C, m->Vp};
-    int rc = put(out, h, sizeof h);
+    int rc = put(out, h, sizeof h, progress);
     const float *w = data; /* the next weight tensor */
     for (int t = 0, k = 0; t < LLMC_NT && rc == 0; t++) {
         if (is_ln(t)) {
-            rc = put(out, ln[k++], m->sz[t] * sizeof(float));
+            rc = put(out, ln[k++], m->sz[t] * sizeof(float), progress);
         } else {
-            rc = put(out, w, m->sz[t] * sizeof(float));
+            rc = put(out, w, m->sz[t] * sizeof(float), progress);
             w += m->sz[t];
         }
     }

@@ -46,11 +46,25 @@ int llmc_net(const llmc_model *m, int placement, sn_net *net, char *err, size_t 
  * (SN_LLMC_TO), for m's sizes: 0, or -1 with err. */
 int llmc_placement_ok(const llmc_model *m, int placement, int dir, char *err, size_t errn);
 
+/* The bytes the converted file will have: SNC1 of placement p (to_sn), or llm.c's. 0 when p
+ * does not take m's norms (llmc_placement_ok). */
+size_t llmc_out_bytes(const llmc_model *m, int to_sn, int placement);
+
+/* The writers put at most LLMC_CHUNK bytes per fwrite and, when given, call
+ * progress->wrote(progress->ctx, bytes) after each (sn-llmc-convert's progress line). */
+#define LLMC_CHUNK ((size_t)8 << 20)
+typedef struct llmc_progress {
+    void (*wrote)(void *ctx, size_t bytes);
+    void *ctx;
+} llmc_progress;
+
 /* Write the converted file to out: an llm.c file (parsed into m) as SNC1 of placement p, or an
- * SNC1 file (parsed into m) as llm.c's. Validate first (llmc_placement_ok). 0, or -1 (a write
- * error: out's error indicator, or the library's status in err). */
-int llmc_write_snc(const void *buf, const llmc_model *m, int placement, FILE *out, char *err,
-                   size_t errn);
-int llmc_write_llmc(const void *buf, const llmc_model *m, FILE *out, char *err, size_t errn);
+ * SNC1 file (parsed into m) as llm.c's. Validate first (llmc_placement_ok). progress: NULL, or
+ * told of every chunk written. 0, or -1 (a write error: out's error indicator, or the library's
+ * status in err). */
+int llmc_write_snc(const void *buf, const llmc_model *m, int placement, FILE *out,
+                   const llmc_progress *progress, char *err, size_t errn);
+int llmc_write_llmc(const void *buf, const llmc_model *m, FILE *out, const llmc_progress *progress,
+                    char *err, size_t errn);
 
 #endif

@@ -17,7 +17,10 @@
  *      fields, an SNC1 file claiming bf16 data, an unknown or non-llm.c placement, a wrong
  *      block size, implausible sizes; and bad command lines;
  *   5. docs/checkpoint-format.md: its SNC1 header table holds what the program writes, and
- *      its placements table is what `sn-llmc-convert --placements` prints.
+ *      its placements table is what `sn-llmc-convert --placements` prints;
+ *   6. a file of several read and write chunks (LLMC_CHUNK, 8 MiB: a 10 MB wte) converts there
+ *      and back byte-identical; with stderr not a terminal, even with progress lines due from
+ *      the start (SN_PROGRESS_AFTER=0), nothing on stderr and stdout the one summary line.
  * Usage: test_llmc CONVERTER WORK_DIR FORMAT_DOC (WORK_DIR is emptied and reused).
  */
 #define _XOPEN_SOURCE 700
@@ -332,6 +335,50 @@ static void docs(const char *doc) {
            "%s: the placements table differs from `sn-llmc-convert --placements`:\n%s", doc, out);
 }
 
+/* Whether file holds exactly the text want. */
+static int holds_text(const char *file, const char *want) {
+    return holds(file, (const unsigned char *)want, strlen(want));
+}
+
+/* 6: L=1, C=64, NH=1, maxT=8, V=Vp=40000: 10,270,720 bytes of parameters, 2.6M floats of wte. */
+static void chunks(void) {
+    enum { BL = 1, BC = 64, BT = 8, BV = 40000 };
+    const int bh[HDR] = {20240326, 3, BT, BV, BL, 1, BC, BV};
+    const size_t bn = (size_t)BV * BC + BT * BC + 2 * BL * BC + 3 * BL * BC * BC + 3 * BL * BC +
+                      BL * BC * BC + BL * BC + 2 * BL * BC + 4 * BL * BC * BC + 4 * BL * BC +
+                      4 * BL * BC * BC + BL * BC + 2 * BC;
+    float *bp = malloc(bn * sizeof(float));
+    if (!bp) exit(1);
+    for (size_t k = 0; k < bn; k++) bp[k] = (float)(k % 1000003) * 0x1p-20f;
+    write_file("big", bh, bp, bn);
+    free(bp);
+    size_t n_big;
+    unsigned char *big = slurp(path("big"), &n_big);
+    char a[16384], want[16384];
+    snprintf(a, sizeof a, "%s >\"%s\" 2>\"%s\"", args3("to-sn", "big", "big-sn"), path("out"),
+             path("err"));
+    EXPECT(run_env("SN_PROGRESS_AFTER=0", a) == 0, "to-sn of a %zu-byte file failed", n_big);
+    snprintf(want, sizeof want, "%s: llm.c v3 L=%d C=%d NH=1 maxT=%d V=%d Vp=%d -> %s (pre_norm)\n",
+             path("big"), BL, BC, BT, BV, BV, path("big-sn"));
+    EXPECT(holds_text(path("out"), want), "to-sn's stdout is not its one line:\n%s", want);
+    EXPECT(holds_text(path("err"), ""), "to-sn wrote to a stderr that is not a terminal");
+    snprintf(a, sizeof a, "%s >\"%s\" 2>\"%s\"", args3("to-llmc", "big-sn", "big-back"),
+             path("out"), path("err"));
+    EXPECT(run_env("SN_PROGRESS_AFTER=0", a) == 0, "to-llmc of the big file failed");
+    snprintf(want, sizeof want,
+             "%s: llm.c v3 L=%d C=%d NH=1 maxT=%d V=%d Vp=%d -> %s (llm.c "
+             "checkpoint)\n",
+             path("big-sn"), BL, BC, BT, BV, BV, path("big-back"));
+    EXPECT(holds_text(path("out"), want), "to-llmc's stdout is not its one line:\n%s", want);
+    EXPECT(holds_text(path("err"), ""), "to-llmc wrote to a stderr that is not a terminal");
+    EXPECT(big && holds(path("big-back"), big, n_big),
+           "a file of several chunks: round trip not byte-identical");
+    free(big);
+    remove(path("big"));
+    remove(path("big-sn"));
+    remove(path("big-back"));
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: test_llmc CONVERTER WORK_DIR FORMAT_DOC\n");
@@ -483,6 +530,9 @@ int main(int argc, char **argv) {
     /* 5 */
     docs(argv[3]);
 
+    /* 6 */
+    chunks();
+
     free(orig);
     free(pre);
     free(p);
@@ -490,8 +540,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "test_llmc: %d failure(s)\n", failures);
         return 1;
     }
-    printf("test_llmc: OK (every placement through the roles; round trips byte-identical; the "
-           "input never the output; existing outputs untouched by refusals and interrupted "
-           "writes; hostile files refused; the format doc's tables hold)\n");
+    printf(
+        "test_llmc: OK (every placement through the roles; round trips byte-identical; the "
+        "input never the output; existing outputs untouched by refusals and interrupted "
+        "writes; hostile files refused; the format doc's tables hold; files of several chunks, no "
+        "progress on a stderr that is not a terminal)\n");
     return 0;
 }
