@@ -9,9 +9,10 @@
 #   on the generated tales corpus (the history section): tales-main tales-isa tales-first
 #   tales-init tales-ablations tales-lr tales-depth addition, and tales-span (SpanNorm at the
 #   tales LR sweep's and main job's settings: 28 runs, measured 1h47m under a load of about 30)
-#   not in the default list: lr-heldout (each arm's best LRs of lr-fine on new seeds, about
-#   5 minutes idle), other-data (the main job on two other texts; needs the Debian packages
-#   jargon-text and bible-kjv; about 8 minutes idle)
+#   not in the default list: lr-heldout (each arm's best LRs of lr-fine on new seeds: 36 runs,
+#   25 minutes under a load of 8, 0.6.19, Zen 3 VM) and other-data (the main job at two LRs on
+#   two other texts; needs the Debian packages jargon-text and bible-kjv: 24 runs a text, 9.7
+#   and 5.7 minutes under that load)
 #   default: the fortunes experiments. Each one says its own ETA; on an idle 2-core machine
 #   main takes about 1.5 minutes, budgets 5, budget16 about 9, lr 6.5, lr-fine about 8 (11
 #   under a load of 2, 0.6.19, Zen 3 VM), ablations 1.5, depth 2,
