@@ -79,7 +79,8 @@
  * also has AVX512BW (every AVX-512 CPU but Xeon Phi, which now runs SN_ISA_AVX2); 0.6.9,
  * 0.6.10, 0.6.11, 0.6.12, 0.6.13, 0.6.14, 0.6.15, 0.6.16, 0.6.17 and 0.6.18 changed no call and no
  * bit; 0.6.19 changed no call, and the bits only of Mix-LN nets whose mix_fraction * L lies
- * within a float's rounding below an integer (0.7 of 10 layers: 7 Post-Norm layers, was 6).
+ * within a float's rounding below an integer (0.7 of 10 layers: 7 Post-Norm layers, was 6);
+ * 0.6.20 changed no call and no bit.
  */
 #ifndef SIAMESENORM_H
 #define SIAMESENORM_H
@@ -95,10 +96,10 @@ extern "C" {
 
 #define SN_VERSION_MAJOR 0
 #define SN_VERSION_MINOR 6
-#define SN_VERSION_PATCH 19
+#define SN_VERSION_PATCH 20
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define SN_VERSION_NUMBER (SN_VERSION_MAJOR * 10000 + SN_VERSION_MINOR * 100 + SN_VERSION_PATCH)
-#define SN_VERSION_STRING "0.6.19"
+#define SN_VERSION_STRING "0.6.20"
 
 /* ---- export macro ------------------------------------------------------------------------- */
 
