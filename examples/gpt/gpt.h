@@ -315,6 +315,10 @@ eval_result trainer_eval(trainer *t);
 int checkpoint_save(const trainer *t, const char *path);
 /* Reads the model config of a checkpoint (to create the trainer before loading it). */
 int checkpoint_peek(const char *path, gpt_config *cfg);
+/* Whether --save may write PATH: 0 when it does not exist, is empty or is a checkpoint (any
+ * version: its magic's first 7 bytes); -1 with a message for anything else (another file is
+ * never replaced by a checkpoint). */
+int checkpoint_replaceable(const char *path);
 /* Loads a checkpoint into a trainer created with its config (checkpoint_peek). Every header
  * field is checked against its use before anything is read into the trainer (see
  * ckpt_read_header); on failure (-1, with a message) the trainer's parameters and moments may
@@ -322,9 +326,10 @@ int checkpoint_peek(const char *path, gpt_config *cfg);
 int checkpoint_load(trainer *t, const char *path);
 
 /* The checkpoint file format, for the loader above and the fuzz harness (fuzz/fuzz_ckpt.c):
- * an 80-byte header (magic "SNGPTCK2", the config as 12 int32, int64 n_params, int32 step,
- * int32 q/k/v norm mode, uint64 data RNG), then n_params floats each of the parameters, the
- * AdamW first and second moments, native byte order. */
+ * an 88-byte header (magic "SNGPTCK3", the config as 14 int32, int64 n_params, int32 step,
+ * int32 q/k/v norm mode, uint64 data RNG; version 2, "SNGPTCK2", has 12 int32 and 80 bytes),
+ * then n_params floats each of the parameters, the AdamW first and second moments, native byte
+ * order (docs/checkpoint-format.md). */
 typedef struct ckpt_info {
     gpt_config cfg; /* act_dtype 0 (not stored); qk_norm the stored (resolved) mode */
     int step;

@@ -26,9 +26,28 @@ typedef struct options {
     int digits, val_size, batch, eval_every, evals, print_every, json, samples, blas_threads;
     int reduce;           /* dist_reduce */
     int hc_rate, hc_mode; /* --hc-rate, --hc-mode (0: not given; mode 1 static, 2 dynamic) */
+    unsigned given;       /* the model flags given (G_*): with --load they must match it */
     double val_frac;
     uint64_t seed;
 } options;
+
+/* The model flags, as bits of options.given. */
+enum {
+    G_LAYERS = 1u << 0,
+    G_WIDTH = 1u << 1,
+    G_HEADS = 1u << 2,
+    G_CTX = 1u << 3,
+    G_TIED = 1u << 4,
+    G_NORM = 1u << 5,
+    G_KIND = 1u << 6,
+    G_EPS = 1u << 7,
+    G_INIT = 1u << 8,
+    G_SCALES = 1u << 9,
+    G_INPUT_NORM = 1u << 10,
+    G_QK = 1u << 11,
+    G_HC_RATE = 1u << 12,
+    G_HC_MODE = 1u << 13
+};
 
 /* SIGINT or SIGTERM received: the run stops after the step in progress (see run_on). The
  * handler only sets this; SA_RESETHAND makes a second signal end the program at once. */
@@ -171,7 +190,10 @@ static void usage(FILE *f) {
         "                      path, seed, config hash), one per eval, a final one;\n"
         "                      progress goes to stderr\n"
         "  --samples N         addition: show N held-out problems decoded at the end (4)\n"
-        "  --save FILE         checkpoint at the end;  --load FILE resumes from one\n"
+        "  --save FILE         checkpoint at the end (a file that is not a checkpoint is\n"
+        "                      never replaced);  --load FILE resumes from one: its model\n"
+        "                      is used, and a model flag given too must match it (the\n"
+        "                      task, data and schedule are not stored: give them again)\n"
         "  --blas-threads N    OpenBLAS threads (default 1)\n"
         "data parallel (MPI%s): mpirun -np P sn-gpt-train ... splits every batch of B rows\n"
         "  over P ranks; only rank 0 evaluates, prints, logs and saves\n"
@@ -218,13 +240,14 @@ static int parse(int argc, char **argv, options *o) {
         } else if (OPT("--json")) {
             o->json = 1, takes = 0;
         } else if (OPT("--untied")) {
-            o->cfg.tied = 0, takes = 0;
+            o->cfg.tied = 0, o->given |= G_TIED, takes = 0;
         } else if (OPT("--no-input-norm")) {
-            o->cfg.no_input_norm = 1, takes = 0;
+            o->cfg.no_input_norm = 1, o->given |= G_INPUT_NORM, takes = 0;
         } else if (!v) {
             fprintf(stderr, "%s: missing value or unknown option (see --help)\n", a);
             return -1;
         } else if (OPT("--norm")) {
+            o->given |= G_NORM;
             o->cfg.placement = gpt_placement_from_name(v);
             if (o->cfg.placement < 0) {
                 fprintf(stderr, "--norm %s: expected one of ", v);
@@ -233,12 +256,14 @@ static int parse(int argc, char **argv, options *o) {
                 return -1;
             }
         } else if (OPT("--qk-norm")) {
+            o->given |= G_QK;
             o->cfg.qk_norm = gpt_qk_norm_from_name(v);
             if (o->cfg.qk_norm < 0) {
                 fprintf(stderr, "--qk-norm %s: expected auto|none|qk|qkv\n", v);
                 return -1;
             }
         } else if (OPT("--init")) {
+            o->given |= G_INIT;
             o->cfg.init = gpt_init_from_name(v);
             if (o->cfg.init < 0) {
                 fprintf(stderr, "--init %s: expected mitchell|gpt2|flat\n", v);
@@ -252,6 +277,7 @@ static int parse(int argc, char **argv, options *o) {
             }
             o->cfg.act_dtype = (int)dt;
         } else if (OPT("--scales")) {
+            o->given |= G_SCALES;
             if (strcmp(v, "default") == 0) o->cfg.scale_rule = SN_SCALE_DEFAULT;
             else if (strcmp(v, "none") == 0) o->cfg.scale_rule = SN_SCALE_NONE;
             else {
@@ -259,6 +285,7 @@ static int parse(int argc, char **argv, options *o) {
                 return -1;
             }
         } else if (OPT("--hc-mode")) {
+            o->given |= G_HC_MODE;
             if (strcmp(v, "static") == 0) o->hc_mode = 1;
             else if (strcmp(v, "dynamic") == 0) o->hc_mode = 2;
             else {
@@ -282,6 +309,7 @@ static int parse(int argc, char **argv, options *o) {
                 return -1;
             }
         } else if (OPT("--norm-kind")) {
+            o->given |= G_KIND;
             if (strcmp(v, "layernorm") == 0) o->cfg.norm_kind = SN_NORM_LAYERNORM;
             else if (strcmp(v, "rmsnorm") == 0) o->cfg.norm_kind = SN_NORM_RMSNORM;
             else {
@@ -294,16 +322,21 @@ static int parse(int argc, char **argv, options *o) {
         else if (OPT("--save")) o->save = v;
         else if (OPT("--load")) o->load = v;
         /* every number through numarg.h, with the limits of gpt_limits.h */
-        else if (OPT("--eps")) bad = na_float(a, v, 0.0, 1.0, NA_OPEN_LO, &o->cfg.eps);
+        else if (OPT("--eps"))
+            bad = na_float(a, v, 0.0, 1.0, NA_OPEN_LO, &o->cfg.eps), o->given |= G_EPS;
         else if (OPT("--digits")) bad = na_int(a, v, 1, 9, &o->digits);
         else if (OPT("--val-frac"))
             bad = na_double(a, v, 0.0, 1.0, NA_OPEN_LO | NA_OPEN_HI, &o->val_frac);
         else if (OPT("--val-size")) bad = na_int(a, v, 1, 1000000, &o->val_size);
-        else if (OPT("--layers")) bad = na_int(a, v, 1, GPT_MAX_LAYERS, &o->cfg.layers);
-        else if (OPT("--width")) bad = na_int(a, v, 1, GPT_MAX_WIDTH, &o->cfg.width);
-        else if (OPT("--heads")) bad = na_int(a, v, 1, GPT_MAX_WIDTH, &o->cfg.heads);
-        else if (OPT("--ctx")) bad = na_int(a, v, 1, GPT_MAX_CTX, &o->cfg.ctx);
-        else if (OPT("--hc-rate")) bad = na_int(a, v, 1, SN_HC_MAX_RATE, &o->hc_rate);
+        else if (OPT("--layers"))
+            bad = na_int(a, v, 1, GPT_MAX_LAYERS, &o->cfg.layers), o->given |= G_LAYERS;
+        else if (OPT("--width"))
+            bad = na_int(a, v, 1, GPT_MAX_WIDTH, &o->cfg.width), o->given |= G_WIDTH;
+        else if (OPT("--heads"))
+            bad = na_int(a, v, 1, GPT_MAX_WIDTH, &o->cfg.heads), o->given |= G_HEADS;
+        else if (OPT("--ctx")) bad = na_int(a, v, 1, GPT_MAX_CTX, &o->cfg.ctx), o->given |= G_CTX;
+        else if (OPT("--hc-rate"))
+            bad = na_int(a, v, 1, SN_HC_MAX_RATE, &o->hc_rate), o->given |= G_HC_RATE;
         else if (OPT("--batch")) bad = na_int(a, v, 1, GPT_MAX_BATCH, &o->batch);
         else if (OPT("--steps")) bad = na_int(a, v, 1, GPT_MAX_STEPS, &o->opt.steps);
         else if (OPT("--lr")) bad = na_float(a, v, 0.0, GPT_MAX_LR, NA_OPEN_LO, &o->opt.lr);
@@ -432,15 +465,61 @@ static uint64_t config_hash(const options *o, const gpt_config *c, char *buf, si
     return fnv1a64((const unsigned char *)buf, strlen(buf));
 }
 
+/* With --load the checkpoint's model is used; a model flag given as well must agree with it
+ * (it was silently overridden before 0.6.20). The number of flags that disagree, each named. */
+static int load_conflicts(const options *o, const gpt_config *ck) {
+    const gpt_config *c = &o->cfg;
+    struct {
+        unsigned bit;
+        const char *flag;
+        int given, theirs;
+    } f[] = {
+        {G_LAYERS, "--layers", c->layers, ck->layers},
+        {G_WIDTH, "--width", c->width, ck->width},
+        {G_HEADS, "--heads", c->heads, ck->heads},
+        {G_CTX, "--ctx", c->ctx, ck->ctx},
+        {G_TIED, "--untied", c->tied, ck->tied},
+        {G_NORM, "--norm", c->placement, ck->placement},
+        {G_KIND, "--norm-kind", c->norm_kind, ck->norm_kind},
+        {G_INIT, "--init", c->init, ck->init},
+        {G_SCALES, "--scales", c->scale_rule, ck->scale_rule},
+        {G_INPUT_NORM, "--no-input-norm", c->no_input_norm, ck->no_input_norm},
+        {G_QK, "--qk-norm", gpt_qk_norm_resolve(ck->placement, c->qk_norm), ck->qk_norm},
+        {G_HC_RATE, "--hc-rate", c->hc_rate, ck->hc_rate},
+        {G_HC_MODE, "--hc-mode", c->hc_dynamic, ck->hc_dynamic},
+    };
+    int bad = 0;
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+        if ((o->given & f[k].bit) && f[k].given != f[k].theirs) {
+            fprintf(stderr, "%s: %s differs from the checkpoint's model\n", o->load, f[k].flag);
+            bad++;
+        }
+    if ((o->given & G_EPS) && c->eps != ck->eps) {
+        fprintf(stderr, "%s: --eps %g differs from the checkpoint's %g\n", o->load, (double)c->eps,
+                (double)ck->eps);
+        bad++;
+    }
+    if (bad)
+        fprintf(stderr,
+                "%s: a model flag with --load must match the checkpoint (leave it out "
+                "to use the checkpoint's)\n",
+                o->load);
+    return bad;
+}
+
 static int run_on(const options *op, dist *dd, FILE *info) {
     options o = *op;
     int root = dd->rank == 0;
     ops_set_blas_threads(o.blas_threads);
     /* outputs checked before the run, not after it */
     if (outputs_distinct(o.log, o.save, o.load, o.task == DATA_TEXT ? o.data : NULL) != 0 ||
-        (o.save && af_check_writable(o.save) != 0))
+        (o.save && (af_check_writable(o.save) != 0 || checkpoint_replaceable(o.save) != 0)))
         return 1;
-    if (o.load && checkpoint_peek(o.load, &o.cfg) != 0) return 1;
+    if (o.load) {
+        gpt_config ck = o.cfg;
+        if (checkpoint_peek(o.load, &ck) != 0 || load_conflicts(&o, &ck) != 0) return 1;
+        o.cfg = ck;
+    }
     if ((long)o.batch * o.cfg.ctx > GPT_MAX_TOKENS) {
         fprintf(stderr, "--batch %d x ctx %d of %s: more than %ld tokens per step\n", o.batch,
                 o.cfg.ctx, o.load, GPT_MAX_TOKENS);

@@ -26,8 +26,23 @@ check "resume exits 0" [ $? -eq 0 ]
 check "resume starts at step 20" grep -q "resumed from .* at step 20" "$tmp.out"
 check "resume ends at step 30" grep -q "final | norm siamese | step 30" "$tmp.out"
 
-"$exe" $tiny --norm pre_norm --steps 25 --load "$tmp.ckpt" > "$tmp.out" 2>&1
-check "--load uses the checkpoint's placement" grep -q "norm siamese" "$tmp.out"
+# the checkpoint's model is used; a model flag given with --load must match it (0.6.19 silently
+# trained the checkpoint's model whatever was given)
+nomodel="--task addition --digits 2 --batch 8 --val-size 50 --samples 2"
+"$exe" $nomodel --steps 25 --load "$tmp.ckpt" > "$tmp.out" 2>&1
+check "--load without model flags uses the checkpoint's model (1 layer, width 32)" \
+    grep -q "norm siamese .*L1 D32 H2" "$tmp.out"
+for flag in "--norm pre_norm" "--layers 2" "--width 64" "--heads 4" "--untied" "--eps 1e-6" \
+    "--norm-kind rmsnorm" "--init gpt2" "--scales none" "--no-input-norm" "--qk-norm qk" \
+    "--ctx 16"; do
+    # shellcheck disable=SC2086 # the flags, word by word
+    "$exe" $tiny $flag --steps 25 --load "$tmp.ckpt" > "$tmp.out" 2>&1
+    rc=$?
+    check "--load with $flag, which the checkpoint does not have: refused (exit $rc)" \
+        sh -c "[ $rc -eq 1 ] && grep -q 'differs from the checkpoint' '$tmp.out'"
+done
+"$exe" $tiny --norm siamese --eps 1e-5 --steps 25 --load "$tmp.ckpt" > "$tmp.out" 2>&1
+check "--load with model flags equal to the checkpoint's: runs" [ $? -eq 0 ]
 
 "$exe" $tiny --steps 10 --load "$tmp.ckpt" > "$tmp.out" 2>&1
 check "--load past --steps is an error" [ $? -eq 1 ]

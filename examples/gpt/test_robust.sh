@@ -273,6 +273,25 @@ ck=$d/a.ckpt
 check "a checkpoint is written" [ -s "$ck" ]
 cp "$ck" "$d/orig.ckpt"
 check "it loads" sh -c "'$exe' $tiny --steps 8 --load '$ck' > '$d/out' 2>&1"
+# --save never replaces a file that is not a checkpoint (0.6.19 overwrote notes, images, llm.c
+# files); an empty file or a checkpoint it does
+printf 'my notes\n' > "$d/notes.txt"
+cp "$d/notes.txt" "$d/notes.orig"
+"$exe" $tiny --steps 2 --save "$d/notes.txt" > "$d/out" 2>&1
+rc=$?
+check "--save onto a file that is not a checkpoint: refused (exit $rc), the file unchanged" \
+    sh -c "[ $rc -eq 1 ] && cmp -s '$d/notes.txt' '$d/notes.orig' && grep -q 'not an sn-gpt-train checkpoint' '$d/out'"
+: > "$d/empty.ckpt"
+check "--save onto an empty file: written" \
+    sh -c "'$exe' $tiny --steps 2 --save '$d/empty.ckpt' > '$d/out' 2>&1 && [ -s '$d/empty.ckpt' ]"
+check "--save onto a checkpoint: replaced" \
+    sh -c "'$exe' $tiny --steps 3 --save '$d/empty.ckpt' > '$d/out' 2>&1"
+# --load of a FIFO is refused at once (0.6.19 waited for a writer forever)
+mkfifo "$d/fifo.ckpt"
+timeout 20 "$exe" $tiny --steps 2 --load "$d/fifo.ckpt" > "$d/out" 2>&1
+rc=$?
+check "--load of a FIFO: refused at once (exit $rc)" \
+    sh -c "[ $rc -eq 1 ] && grep -q 'not a regular file' '$d/out'"
 
 # N1: vocab 40, everything else consistent (n_params and the length for vocab 40), on the
 # tales task, whose targets (bytes up to 126) lie past row ends of 40 logits

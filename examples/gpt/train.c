@@ -1,8 +1,13 @@
 /* The trainer: one optimisation step, held-out evaluation, checkpoints. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "atomic_file.h"
 #include "dist.h"
@@ -255,13 +260,44 @@ int ckpt_read_body(FILE *f, size_t n_params, float *params, float *mom, float *v
     return 0;
 }
 
-/* Opens a checkpoint and reads its header: the open file, or NULL after printing why. */
-static FILE *open_checkpoint(const char *path, ckpt_info *info) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+/* PATH opened for reading when it is a regular file; NULL after a message otherwise (O_NONBLOCK:
+ * a FIFO is refused instead of waiting for a writer). */
+static FILE *open_regular(const char *path) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
         perror(path);
         return NULL;
     }
+    struct stat st;
+    FILE *f = NULL;
+    if (fstat(fd, &st) != 0) perror(path);
+    else if (!S_ISREG(st.st_mode))
+        fprintf(stderr, "%s: not a regular file (a directory, device or pipe)\n", path);
+    else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 || !(f = fdopen(fd, "rb")))
+        perror(path);
+    if (!f) close(fd);
+    return f;
+}
+
+int checkpoint_replaceable(const char *path) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) return errno == ENOENT ? 0 : (perror(path), -1);
+    struct stat st;
+    char head[sizeof ckpt_magic];
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+             (st.st_size == 0 || (read(fd, head, sizeof head) == (ssize_t)sizeof head &&
+                                  memcmp(head, ckpt_magic, sizeof head - 1) == 0));
+    close(fd);
+    if (!ok)
+        fprintf(stderr, "%s: exists and is not an sn-gpt-train checkpoint: not replacing it\n",
+                path);
+    return ok ? 0 : -1;
+}
+
+/* Opens a checkpoint and reads its header: the open file, or NULL after printing why. */
+static FILE *open_checkpoint(const char *path, ckpt_info *info) {
+    FILE *f = open_regular(path);
+    if (!f) return NULL;
     char why[160];
     long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
     if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
