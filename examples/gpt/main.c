@@ -31,23 +31,24 @@ typedef struct options {
     uint64_t seed;
 } options;
 
-/* The model flags, as bits of options.given. */
+/* The model flags: bit 1 << G_* of options.given says the flag was given. */
 enum {
-    G_LAYERS = 1u << 0,
-    G_WIDTH = 1u << 1,
-    G_HEADS = 1u << 2,
-    G_CTX = 1u << 3,
-    G_TIED = 1u << 4,
-    G_NORM = 1u << 5,
-    G_KIND = 1u << 6,
-    G_EPS = 1u << 7,
-    G_INIT = 1u << 8,
-    G_SCALES = 1u << 9,
-    G_INPUT_NORM = 1u << 10,
-    G_QK = 1u << 11,
-    G_HC_RATE = 1u << 12,
-    G_HC_MODE = 1u << 13
+    G_LAYERS,
+    G_WIDTH,
+    G_HEADS,
+    G_CTX,
+    G_TIED,
+    G_NORM,
+    G_KIND,
+    G_EPS,
+    G_INIT,
+    G_SCALES,
+    G_INPUT_NORM,
+    G_QK,
+    G_HC_RATE,
+    G_HC_MODE
 };
+#define GIVEN(g) (1u << (g))
 
 /* SIGINT or SIGTERM received: the run stops after the step in progress (see run_on). The
  * handler only sets this; SA_RESETHAND makes a second signal end the program at once. */
@@ -194,7 +195,8 @@ static void usage(FILE *f) {
         "                      never replaced);  --load FILE resumes from one: its model\n"
         "                      is used, and a model flag given too must match it (the\n"
         "                      task, data and schedule are not stored: give them again)\n"
-        "  --blas-threads N    OpenBLAS threads (default 1)\n"
+        "  --blas-threads N    OpenBLAS threads (default 1; another count can round the\n"
+        "                      matrix products differently: not bitwise the same run)\n"
         "data parallel (MPI%s): mpirun -np P sn-gpt-train ... splits every batch of B rows\n"
         "  over P ranks; only rank 0 evaluates, prints, logs and saves\n"
         "  --reduce R          ordered (default: fixed summation order, bitwise\n"
@@ -240,14 +242,14 @@ static int parse(int argc, char **argv, options *o) {
         } else if (OPT("--json")) {
             o->json = 1, takes = 0;
         } else if (OPT("--untied")) {
-            o->cfg.tied = 0, o->given |= G_TIED, takes = 0;
+            o->cfg.tied = 0, o->given |= GIVEN(G_TIED), takes = 0;
         } else if (OPT("--no-input-norm")) {
-            o->cfg.no_input_norm = 1, o->given |= G_INPUT_NORM, takes = 0;
+            o->cfg.no_input_norm = 1, o->given |= GIVEN(G_INPUT_NORM), takes = 0;
         } else if (!v) {
             fprintf(stderr, "%s: missing value or unknown option (see --help)\n", a);
             return -1;
         } else if (OPT("--norm")) {
-            o->given |= G_NORM;
+            o->given |= GIVEN(G_NORM);
             o->cfg.placement = gpt_placement_from_name(v);
             if (o->cfg.placement < 0) {
                 fprintf(stderr, "--norm %s: expected one of ", v);
@@ -256,14 +258,14 @@ static int parse(int argc, char **argv, options *o) {
                 return -1;
             }
         } else if (OPT("--qk-norm")) {
-            o->given |= G_QK;
+            o->given |= GIVEN(G_QK);
             o->cfg.qk_norm = gpt_qk_norm_from_name(v);
             if (o->cfg.qk_norm < 0) {
                 fprintf(stderr, "--qk-norm %s: expected auto|none|qk|qkv\n", v);
                 return -1;
             }
         } else if (OPT("--init")) {
-            o->given |= G_INIT;
+            o->given |= GIVEN(G_INIT);
             o->cfg.init = gpt_init_from_name(v);
             if (o->cfg.init < 0) {
                 fprintf(stderr, "--init %s: expected mitchell|gpt2|flat\n", v);
@@ -277,7 +279,7 @@ static int parse(int argc, char **argv, options *o) {
             }
             o->cfg.act_dtype = (int)dt;
         } else if (OPT("--scales")) {
-            o->given |= G_SCALES;
+            o->given |= GIVEN(G_SCALES);
             if (strcmp(v, "default") == 0) o->cfg.scale_rule = SN_SCALE_DEFAULT;
             else if (strcmp(v, "none") == 0) o->cfg.scale_rule = SN_SCALE_NONE;
             else {
@@ -285,7 +287,7 @@ static int parse(int argc, char **argv, options *o) {
                 return -1;
             }
         } else if (OPT("--hc-mode")) {
-            o->given |= G_HC_MODE;
+            o->given |= GIVEN(G_HC_MODE);
             if (strcmp(v, "static") == 0) o->hc_mode = 1;
             else if (strcmp(v, "dynamic") == 0) o->hc_mode = 2;
             else {
@@ -309,7 +311,7 @@ static int parse(int argc, char **argv, options *o) {
                 return -1;
             }
         } else if (OPT("--norm-kind")) {
-            o->given |= G_KIND;
+            o->given |= GIVEN(G_KIND);
             if (strcmp(v, "layernorm") == 0) o->cfg.norm_kind = SN_NORM_LAYERNORM;
             else if (strcmp(v, "rmsnorm") == 0) o->cfg.norm_kind = SN_NORM_RMSNORM;
             else {
@@ -323,20 +325,21 @@ static int parse(int argc, char **argv, options *o) {
         else if (OPT("--load")) o->load = v;
         /* every number through numarg.h, with the limits of gpt_limits.h */
         else if (OPT("--eps"))
-            bad = na_float(a, v, 0.0, 1.0, NA_OPEN_LO, &o->cfg.eps), o->given |= G_EPS;
+            bad = na_float(a, v, 0.0, 1.0, NA_OPEN_LO, &o->cfg.eps), o->given |= GIVEN(G_EPS);
         else if (OPT("--digits")) bad = na_int(a, v, 1, 9, &o->digits);
         else if (OPT("--val-frac"))
             bad = na_double(a, v, 0.0, 1.0, NA_OPEN_LO | NA_OPEN_HI, &o->val_frac);
         else if (OPT("--val-size")) bad = na_int(a, v, 1, 1000000, &o->val_size);
         else if (OPT("--layers"))
-            bad = na_int(a, v, 1, GPT_MAX_LAYERS, &o->cfg.layers), o->given |= G_LAYERS;
+            bad = na_int(a, v, 1, GPT_MAX_LAYERS, &o->cfg.layers), o->given |= GIVEN(G_LAYERS);
         else if (OPT("--width"))
-            bad = na_int(a, v, 1, GPT_MAX_WIDTH, &o->cfg.width), o->given |= G_WIDTH;
+            bad = na_int(a, v, 1, GPT_MAX_WIDTH, &o->cfg.width), o->given |= GIVEN(G_WIDTH);
         else if (OPT("--heads"))
-            bad = na_int(a, v, 1, GPT_MAX_WIDTH, &o->cfg.heads), o->given |= G_HEADS;
-        else if (OPT("--ctx")) bad = na_int(a, v, 1, GPT_MAX_CTX, &o->cfg.ctx), o->given |= G_CTX;
+            bad = na_int(a, v, 1, GPT_MAX_WIDTH, &o->cfg.heads), o->given |= GIVEN(G_HEADS);
+        else if (OPT("--ctx"))
+            bad = na_int(a, v, 1, GPT_MAX_CTX, &o->cfg.ctx), o->given |= GIVEN(G_CTX);
         else if (OPT("--hc-rate"))
-            bad = na_int(a, v, 1, SN_HC_MAX_RATE, &o->hc_rate), o->given |= G_HC_RATE;
+            bad = na_int(a, v, 1, SN_HC_MAX_RATE, &o->hc_rate), o->given |= GIVEN(G_HC_RATE);
         else if (OPT("--batch")) bad = na_int(a, v, 1, GPT_MAX_BATCH, &o->batch);
         else if (OPT("--steps")) bad = na_int(a, v, 1, GPT_MAX_STEPS, &o->opt.steps);
         else if (OPT("--lr")) bad = na_float(a, v, 0.0, GPT_MAX_LR, NA_OPEN_LO, &o->opt.lr);
@@ -470,7 +473,7 @@ static uint64_t config_hash(const options *o, const gpt_config *c, char *buf, si
 static int load_conflicts(const options *o, const gpt_config *ck) {
     const gpt_config *c = &o->cfg;
     struct {
-        unsigned bit;
+        int bit; /* G_* */
         const char *flag;
         int given, theirs;
     } f[] = {
@@ -490,11 +493,11 @@ static int load_conflicts(const options *o, const gpt_config *ck) {
     };
     int bad = 0;
     for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
-        if ((o->given & f[k].bit) && f[k].given != f[k].theirs) {
+        if ((o->given & GIVEN(f[k].bit)) && f[k].given != f[k].theirs) {
             fprintf(stderr, "%s: %s differs from the checkpoint's model\n", o->load, f[k].flag);
             bad++;
         }
-    if ((o->given & G_EPS) && c->eps != ck->eps) {
+    if ((o->given & GIVEN(G_EPS)) && c->eps != ck->eps) {
         fprintf(stderr, "%s: --eps %g differs from the checkpoint's %g\n", o->load, (double)c->eps,
                 (double)ck->eps);
         bad++;
