@@ -43,6 +43,18 @@ for flag in "--norm pre_norm" "--layers 2" "--width 64" "--heads 4" "--untied" "
 done
 "$exe" $tiny --norm siamese --eps 1e-5 --steps 25 --load "$tmp.ckpt" > "$tmp.out" 2>&1
 check "--load with model flags equal to the checkpoint's: runs" [ $? -eq 0 ]
+hc="$tiny --norm hyper_connections"
+"$exe" $hc --hc-rate 2 --hc-mode static --steps 4 --save "$tmp.hc.ckpt" > "$tmp.out" 2>&1
+check "a Hyper-Connections checkpoint (rate 2, static) is written" [ -s "$tmp.hc.ckpt" ]
+for flag in "--hc-rate 4" "--hc-mode dynamic"; do
+    # shellcheck disable=SC2086 # the flags, word by word
+    "$exe" $hc $flag --steps 6 --load "$tmp.hc.ckpt" > "$tmp.out" 2>&1
+    rc=$?
+    check "--load of that checkpoint with $flag: refused (exit $rc)" \
+        sh -c "[ $rc -eq 1 ] && grep -q -- '${flag% *} differs from the checkpoint' '$tmp.out'"
+done
+"$exe" $hc --hc-rate 2 --hc-mode static --steps 6 --load "$tmp.hc.ckpt" > "$tmp.out" 2>&1
+check "--load of that checkpoint with its own --hc-rate and --hc-mode: runs" [ $? -eq 0 ]
 
 "$exe" $tiny --steps 10 --load "$tmp.ckpt" > "$tmp.out" 2>&1
 check "--load past --steps is an error" [ $? -eq 1 ]
@@ -149,5 +161,5 @@ for pair in "--data $tmp.txt --task tales" "--task fortunes --data $tmp.txt" \
         sh -c "[ $rc -eq 1 ] && grep -q 'give one of them' '$tmp.out' && ! grep -q '^step' '$tmp.out'"
 done
 
-rm -f "$tmp.help" "$tmp.csv" "$tmp.bfa" "$tmp.bfb" "$tmp.bfc" "$tmp.f32" "$tmp.ckpt" "$tmp.json" "$tmp.err" "$tmp.out" "$tmp.txt"
+rm -f "$tmp.help" "$tmp.csv" "$tmp.bfa" "$tmp.bfb" "$tmp.bfc" "$tmp.f32" "$tmp.ckpt" "$tmp.hc.ckpt" "$tmp.json" "$tmp.err" "$tmp.out" "$tmp.txt"
 exit $fail
