@@ -999,13 +999,10 @@ typedef struct family {
 } family;
 
 static void make_family(const options *o, const run *runs, int n, int n_groups, family *f) {
-    double base[MAX_SEEDS], mine[MAX_SEEDS];
     f->m = f->untested = 0;
     for (int g = 0; g < n_groups; g++) {
-        finals(o, runs, n, g, 0, base);
         for (int a = 1; a < o->n_arms; a++) {
-            finals(o, runs, n, g, a, mine);
-            f->pair[g][a] = paired_t(base, mine, o->seeds, LEVEL);
+            f->pair[g][a] = paired_stat(o, runs, n, g, a, ST_FINAL);
             f->p[f->m] = paired_p(&f->pair[g][a]);
             f->untested += isnan(f->p[f->m]) != 0;
             f->m++;
