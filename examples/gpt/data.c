@@ -133,34 +133,39 @@ int text_split(dataset *d, const char *what, size_t n_train, int n_val) {
     return 0;
 }
 
+int open_regular(const char *what, const char *path, int64_t *size) {
+    /* O_NONBLOCK: a FIFO is refused below instead of waiting for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
+        fprintf(stderr, "%s%s: %s\n", what, path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    const int stat_ok = fstat(fd, &st) == 0;
+    if (!stat_ok || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "%s%s: %s\n", what, path,
+                !stat_ok ? strerror(errno) : "not a regular file (a directory, device or pipe)");
+        close(fd);
+        return -1;
+    }
+    if (size) *size = (int64_t)st.st_size;
+    return fd;
+}
+
 int data_text(dataset *d, const char *path, int T, double val_frac, int n_val) {
     memset(d, 0, sizeof *d);
     d->kind = DATA_TEXT;
     d->T = T;
-    /* O_NONBLOCK: a FIFO is refused below instead of waiting for a writer */
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) {
-        fprintf(stderr, "--data %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        fprintf(stderr, "--data %s: %s\n", path, strerror(errno));
+    int64_t bytes;
+    int fd = open_regular("--data ", path, &bytes);
+    if (fd < 0) return -1;
+    if (bytes > GPT_MAX_TEXT_BYTES) {
+        fprintf(stderr, "--data %s: %lld bytes, more than the limit of %lld (2 GiB)\n", path,
+                (long long)bytes, (long long)GPT_MAX_TEXT_BYTES);
         close(fd);
         return -1;
     }
-    if (!S_ISREG(st.st_mode)) {
-        fprintf(stderr, "--data %s: not a regular file (a directory, device or pipe)\n", path);
-        close(fd);
-        return -1;
-    }
-    if ((uintmax_t)st.st_size > (uintmax_t)GPT_MAX_TEXT_BYTES) {
-        fprintf(stderr, "--data %s: %jd bytes, more than the limit of %lld (2 GiB)\n", path,
-                (intmax_t)st.st_size, (long long)GPT_MAX_TEXT_BYTES);
-        close(fd);
-        return -1;
-    }
-    size_t size = (size_t)st.st_size, n = 0;
+    size_t size = (size_t)bytes, n = 0;
     unsigned char *buf = malloc(size ? size : 1);
     if (!buf) {
         fprintf(stderr, "--data %s: out of memory for %zu bytes\n", path, size);

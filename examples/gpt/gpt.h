@@ -256,6 +256,10 @@ int data_addition(dataset *d, int digits, int T, int n_val);
 /* Byte-level text: the last val_frac of the file is held out; n_val windows from it.
  * Returns 0 or prints why and returns -1. */
 int data_text(dataset *d, const char *path, int T, double val_frac, int n_val);
+/* PATH opened read-only when it is a regular file (its size in *size unless NULL): the file
+ * descriptor, with O_NONBLOCK set (a FIFO is refused, not waited on; a regular file reads the
+ * same); -1 after a message "WHAT PATH: why" otherwise. --data and --load open through it. */
+int open_regular(const char *what, const char *path, int64_t *size);
 /* The "tales" corpus at byte level: generated, checked against TALES_FNV1A64, the last
  * val_frac held out (other stories than the training ones); n_val windows from it. */
 int data_tales(dataset *d, int T, double val_frac, int n_val);

@@ -260,22 +260,15 @@ int ckpt_read_body(FILE *f, size_t n_params, float *params, float *mom, float *v
     return 0;
 }
 
-/* PATH opened for reading when it is a regular file; NULL after a message otherwise (O_NONBLOCK:
- * a FIFO is refused instead of waiting for a writer). */
-static FILE *open_regular(const char *path) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) {
+/* A regular file (open_regular) as a FILE, or NULL after a message. */
+static FILE *open_regular_file(const char *path) {
+    int fd = open_regular("", path, NULL);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
         perror(path);
-        return NULL;
+        close(fd);
     }
-    struct stat st;
-    FILE *f = NULL;
-    if (fstat(fd, &st) != 0) perror(path);
-    else if (!S_ISREG(st.st_mode))
-        fprintf(stderr, "%s: not a regular file (a directory, device or pipe)\n", path);
-    else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 || !(f = fdopen(fd, "rb")))
-        perror(path);
-    if (!f) close(fd);
     return f;
 }
 
@@ -296,7 +289,7 @@ int checkpoint_replaceable(const char *path) {
 
 /* Opens a checkpoint and reads its header: the open file, or NULL after printing why. */
 static FILE *open_checkpoint(const char *path, ckpt_info *info) {
-    FILE *f = open_regular(path);
+    FILE *f = open_regular_file(path);
     if (!f) return NULL;
     char why[160];
     long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
